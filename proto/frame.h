@@ -1,0 +1,40 @@
+// Framing shared by the library (writer) and the collector (reader): each frame on the
+// wire is a varint length followed by a serialized gpuwatch.wire.Frame.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "gpuwatch.pb.h"
+
+namespace gpuwatch::wire {
+
+// Largest frame either end accepts. Checked before anything is allocated for a frame.
+inline constexpr size_t kMaxFrameBytes = 16u << 20;
+
+// Appends the varint-length-prefixed encoding of `frame` to `out`.
+void AppendFrame(const Frame& frame, std::string& out);
+
+// Incremental reader: feed it whatever arrived, take out whole frames.
+class FrameReader {
+ public:
+  enum class Status { kFrame, kNeedMore, kError };
+
+  // Appends bytes that arrived. The reader keeps at most one partial frame.
+  void Feed(std::string_view bytes);
+
+  // Parses the next whole frame into `frame`. On kError, error() says why in one line and
+  // the stream must be abandoned (framing cannot be resynchronised).
+  Status Next(Frame& frame);
+
+  const std::string& error() const { return error_; }
+  size_t buffered() const { return buf_.size() - pos_; }
+
+ private:
+  std::string buf_;
+  size_t pos_ = 0;
+  std::string error_;
+};
+
+}  // namespace gpuwatch::wire

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Installs every package the build and the tests need, from Debian's registry only.
+# The CUDA toolkit (headers, CUPTI, NVTX, NCCL headers, nvcc) is expected under /usr/local/cuda.
+set -euo pipefail
+pkgs=(cmake g++ make protobuf-compiler libprotobuf-dev libspdlog-dev nlohmann-json3-dev
+      libcli11-dev catch2 libbenchmark-dev)
+missing=()
+for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+fi
+[ -x /usr/local/cuda/bin/nvcc ] || { echo "setup: the CUDA toolkit is missing at /usr/local/cuda" >&2; exit 1; }
