@@ -1,0 +1,23 @@
+// GPUWATCH_* settings, read once when recording starts. Each is documented in the README.
+#pragma once
+#include <cstddef>
+#include <string>
+
+namespace gpuwatch::inject {
+
+struct Config {
+  bool disabled = false;         // GPUWATCH_DISABLE=1: hooks forward and record nothing
+  bool autostart = true;         // GPUWATCH_AUTOSTART=0: never spawn a collector
+  size_t ring_records = 16384;   // GPUWATCH_RING_RECORDS: per-thread ring (rounded to 2^k)
+  int flush_ms = 10;             // GPUWATCH_FLUSH_MS: how often the sender drains the rings
+  int exit_timeout_ms = 3000;    // GPUWATCH_EXIT_TIMEOUT_MS: most time spent at exit
+  size_t max_buffer_bytes = 8u << 20;  // GPUWATCH_BUFFER_BYTES: encoded data held while
+                                       // the collector is unreachable
+  std::string out_dir;           // GPUWATCH_OUT, else $PWD/gpuwatch-out (absolute)
+  std::string collector_bin;     // GPUWATCH_COLLECTOR_BIN, else <lib dir>/../bin/gpuwatch-collector
+};
+
+// Parsed on first use; a bad value logs one line and keeps the default.
+const Config& GetConfig();
+
+}  // namespace gpuwatch::inject

@@ -1,0 +1,77 @@
+#include "encode.h"
+
+#include "wire_encode.h"
+
+namespace gpuwatch::inject {
+
+using namespace gpuwatch::wire::enc;
+
+std::string EncodeHello(const HelloInfo& h) {
+  constexpr uint32_t kProtocolVersion = 1;  // gpuwatch.wire.PROTOCOL_VERSION
+  std::string o;
+  UInt(o, 1, kProtocolVersion);
+  Bytes(o, 2, h.id->job_id);
+  Int(o, 3, h.id->rank);
+  Int(o, 4, h.id->local_rank);
+  Int(o, 5, h.id->world_size);
+  Bytes(o, 6, h.id->rank_source);
+  Bytes(o, 7, h.id->host);
+  Int(o, 8, h.id->pid);
+  Int(o, 9, h.device);
+  Bytes(o, 10, h.out_dir);
+  Bytes(o, 11, h.library_version);
+  UInt(o, 12, h.start_ns);
+  return o;
+}
+
+void AppendEvent(std::string& batch, const Record& r, uint32_t tid, uint64_t gpu_ns) {
+  // Encoded into a small local buffer first: its length prefixes it in the batch.
+  std::string e;
+  e.reserve(80);
+  UInt(e, 1, r.api);
+  UInt(e, 2, r.t_ns);
+  UInt(e, 3, r.dur_ns);
+  UInt(e, 4, r.bytes);
+  UInt(e, 5, r.copy_kind);
+  UInt(e, 6, r.flags);
+  UInt(e, 7, r.stream);
+  UInt(e, 8, tid);
+  UInt(e, 9, r.name_id);
+  if (r.comm_id) {
+    UInt(e, 10, r.comm_id);
+    UInt(e, 11, r.seq);
+    Int(e, 12, r.peer);
+  }
+  UInt(e, 13, gpu_ns);
+  Message(batch, 1, e);
+}
+
+void AppendKernelName(std::string& batch, uint32_t id, std::string_view name) {
+  std::string k;
+  UInt(k, 1, id);
+  Bytes(k, 2, name);
+  Message(batch, 2, k);
+}
+
+void AppendCommunicator(std::string& batch, uint64_t comm_id, int nranks, int rank, uint64_t unique_hash) {
+  std::string c;
+  UInt(c, 1, comm_id);
+  Int(c, 2, nranks);
+  Int(c, 3, rank);
+  UInt(c, 4, unique_hash);
+  Message(batch, 3, c);
+}
+
+void AppendDropCount(std::string& msg, uint32_t field, std::string_view reason, uint64_t count) {
+  std::string d;
+  Bytes(d, 1, reason);
+  UInt(d, 2, count);
+  Message(msg, field, d);
+}
+
+void AppendGoodbyeTail(std::string& goodbye, uint64_t events_sent, uint64_t end_ns) {
+  UInt(goodbye, 2, events_sent);
+  UInt(goodbye, 3, end_ns);
+}
+
+}  // namespace gpuwatch::inject

@@ -1,0 +1,36 @@
+// gpuwatch.proto messages written with wire_encode.h (see there for why not libprotobuf).
+// Field numbers here must match proto/gpuwatch.proto; tests/unit/inject/encode_test.cpp
+// parses each encoder's output with the generated classes to keep them honest.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "identity.h"
+#include "record.h"
+
+namespace gpuwatch::inject {
+
+// Frame body field numbers.
+enum FrameField : uint32_t { kFrameHello = 1, kFrameBatch = 2, kFrameGoodbye = 3 };
+
+struct HelloInfo {
+  const Identity* id;
+  int device;
+  std::string_view out_dir;
+  std::string_view library_version;
+  uint64_t start_ns;
+};
+
+std::string EncodeHello(const HelloInfo& h);
+
+// Batch body pieces, appended in any order.
+void AppendEvent(std::string& batch, const Record& r, uint32_t tid, uint64_t gpu_ns);
+void AppendKernelName(std::string& batch, uint32_t id, std::string_view name);
+void AppendCommunicator(std::string& batch, uint64_t comm_id, int nranks, int rank, uint64_t unique_hash);
+// Batch.dropped (field 4) or Goodbye.dropped (field 1).
+void AppendDropCount(std::string& msg, uint32_t field, std::string_view reason, uint64_t count);
+
+void AppendGoodbyeTail(std::string& goodbye, uint64_t events_sent, uint64_t end_ns);
+
+}  // namespace gpuwatch::inject

@@ -1,0 +1,62 @@
+// The hot path: a hook calls Emit() with a filled Record; Emit stores it in the calling
+// thread's ring. A thread's first Emit allocates and registers its ring (and the process's
+// first Emit starts the sender); after that Emit is a TLS load and a ring store: no lock,
+// no allocation, no syscall.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <ctime>
+
+#include "record.h"
+#include "ring.h"
+
+namespace gpuwatch::inject {
+
+enum class State : int { kIdle = 0, kRunning = 1, kOff = 2 };
+extern std::atomic<int> g_state;
+extern thread_local bool tl_internal;  // set on gpuwatch's own thread: its calls are not recorded
+
+inline uint64_t NowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// Whether a hook should time its call. True before the first CUDA call too: that call is
+// what starts recording.
+inline bool Recording() {
+  return g_state.load(std::memory_order_relaxed) != static_cast<int>(State::kOff) && !tl_internal;
+}
+
+void EmitSlow(const Record& r);
+extern thread_local Ring* tl_ring;
+
+inline void Emit(const Record& r) {
+  if (tl_ring != nullptr) {
+    tl_ring->Push(r);
+    return;
+  }
+  EmitSlow(r);
+}
+
+// --- used by the sender thread ---
+constexpr int kMaxThreads = 256;
+// Calls fn(ring) for each registered ring.
+template <typename Fn>
+void ForEachRing(Fn&& fn);
+Ring* RingAt(int i);
+int RingCount();
+uint64_t DroppedTooManyThreads();
+
+// Stops recording in this process for good (fork child, failed start, exit).
+void TurnOff();
+
+template <typename Fn>
+void ForEachRing(Fn&& fn) {
+  const int n = RingCount();
+  for (int i = 0; i < n; ++i) {
+    if (Ring* r = RingAt(i)) fn(*r);
+  }
+}
+
+}  // namespace gpuwatch::inject

@@ -1,0 +1,68 @@
+// Names and communicators the hooks learn outside the hot path (kernel registration at
+// module load, communicator creation), looked up lock-free on the hot path by pointer,
+// and handed to the sender as they appear.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "ptr_table.h"
+
+namespace gpuwatch::inject {
+
+class KernelNames {
+ public:
+  // Registers the device name of a host stub (from __cudaRegisterFunction). Returns its id.
+  uint32_t Register(const void* host_fun, const char* device_name);
+  // A cudaKernel_t handle (from __cudaGetKernel) that stands for `host_fun`.
+  void Alias(const void* handle, const void* host_fun);
+  uint32_t Find(const void* fun_or_handle) const { return static_cast<uint32_t>(table_.Find(fun_or_handle)); }
+  // Names with id > `after`, as (id, name); ids are dense from 1.
+  std::vector<std::pair<uint32_t, std::string>> Since(uint32_t after);
+  uint64_t overflow() const { return overflow_.load(std::memory_order_relaxed); }
+
+ private:
+  PtrTable<1 << 16> table_;
+  std::mutex mu_;
+  std::vector<std::string> names_;
+  std::atomic<uint64_t> overflow_{0};
+};
+
+struct CommInfo {
+  uint64_t id = 0;
+  int nranks = 0;
+  int rank = 0;
+  uint64_t unique_hash = 0;
+  std::atomic<uint64_t> next_seq{0};
+};
+
+class Comms {
+ public:
+  static constexpr size_t kMax = 1024;
+  // Returns the info for `comm`, or nullptr if the table is full.
+  CommInfo* Register(const void* comm, int nranks, int rank, uint64_t unique_hash);
+  CommInfo* Find(const void* comm) const {
+    const uint64_t i = table_.Find(comm);
+    return i ? &infos_[i - 1] : nullptr;
+  }
+  // Communicators with id > `after`.
+  std::vector<const CommInfo*> Since(uint64_t after);
+  // First communicator of more than one rank seen, for processes that have no rank variables.
+  const CommInfo* First() const { return first_.load(std::memory_order_acquire); }
+
+ private:
+  PtrTable<4096> table_;
+  mutable CommInfo infos_[kMax];
+  std::mutex mu_;
+  size_t count_ = 0;
+  std::atomic<const CommInfo*> first_{nullptr};
+};
+
+KernelNames& Kernels();
+Comms& Communicators();
+
+uint64_t HashBytes(const void* p, size_t n);
+
+}  // namespace gpuwatch::inject

@@ -1,0 +1,319 @@
+#include "sender.h"
+
+#include <cuda_runtime_api.h>
+#include <signal.h>
+
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "collective_timer.h"
+#include "collector_link.h"
+#include "config.h"
+#include "encode.h"
+#include "wire_encode.h"
+#include "identity.h"
+#include "pinned_ranges.h"
+#include "real.h"
+#include "recorder.h"
+#include "registry.h"
+
+namespace gpuwatch::inject {
+namespace {
+
+struct Pending {
+  std::vector<std::pair<Record, uint32_t>> records;  // record, tid
+  bool closed = false;
+};
+
+class Sender {
+ public:
+  Sender() : cfg_(GetConfig()), id_(IdentityFromEnvironment()), start_ns_(NowNs()) {
+    static const auto get_device = Real<decltype(&cudaGetDevice)>("cudaGetDevice");
+    if (get_device) get_device(&device_);
+  }
+
+  void Run() {
+    tl_internal = true;
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stop_) {
+      cv_.wait_for(lock, std::chrono::milliseconds(cfg_.flush_ms));
+      if (stop_) break;
+      lock.unlock();
+      Cycle(false);
+      lock.lock();
+    }
+    lock.unlock();
+    Finish();
+    lock.lock();
+    finished_ = true;
+    cv_.notify_all();
+  }
+
+  void RequestStop() {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+    cv_.notify_all();
+  }
+
+  // Waits for Finish() to complete, at most `ms`.
+  void AwaitFinished(int ms) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, std::chrono::milliseconds(ms), [&] { return finished_; });
+  }
+
+ private:
+  void Cycle(bool final) {
+    batch_.clear();
+    batch_events_ = 0;
+    ForEachRing([&](Ring& ring) {
+      const uint32_t tid = ring.tid.load(std::memory_order_relaxed);
+      ring.Drain([&](const Record& r) { Take(r, tid); });
+    });
+    Harvest(final);
+    const bool had_data = !batch_.empty();
+    AddMetadata();
+    AddDropped(batch_, 4);
+    if (had_data || dropped_changed_ || !batch_.empty()) {
+      events_total_ += batch_events_;
+      Enqueue(kFrameBatch, batch_, batch_events_);
+    }
+    Transmit(final ? cfg_.exit_timeout_ms / 2 : 0);
+  }
+
+  void Take(const Record& r, uint32_t tid) {
+    if (r.api == kGroupEnd) {
+      pending_[r.event_slot].closed = true;
+      return;
+    }
+    if (r.event_slot != 0) {
+      Pending& p = pending_[r.event_slot];
+      p.records.emplace_back(r, tid);
+      if (!(r.flags & kFlagInGroup)) p.closed = true;
+      return;
+    }
+    AppendEvent(batch_, r, tid, 0);
+    ++batch_events_;
+  }
+
+  // Collectives whose events completed become wire events with their GPU time; a group's
+  // time is shared among its operations in proportion to their bytes.
+  void Harvest(bool final) {
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      Pending& p = it->second;
+      if (!p.closed && !final) {
+        ++it;
+        continue;
+      }
+      uint64_t gpu_ns = 0;
+      CollectiveTimer::Poll poll = p.closed ? Timer().Query(it->first, &gpu_ns) : CollectiveTimer::Poll::kFailed;
+      if (poll == CollectiveTimer::Poll::kPending && !final) {
+        ++it;
+        continue;
+      }
+      uint64_t total_bytes = 0;
+      for (auto& [r, tid] : p.records) total_bytes += r.bytes;
+      for (auto& [r, tid] : p.records) {
+        Record copy = r;
+        uint64_t share = 0;
+        if (poll == CollectiveTimer::Poll::kDone) {
+          share = total_bytes ? static_cast<uint64_t>(static_cast<double>(gpu_ns) * r.bytes / total_bytes)
+                              : gpu_ns / p.records.size();
+        } else {
+          copy.flags |= kFlagNoGpuTime;
+          ++no_gpu_time_at_exit_;
+        }
+        AppendEvent(batch_, copy, tid, share);
+        ++batch_events_;
+      }
+      if (poll != CollectiveTimer::Poll::kPending) Timer().Release(it->first);
+      it = pending_.erase(it);
+    }
+  }
+
+  void AddMetadata() {
+    for (auto& [id, name] : Kernels().Since(names_sent_)) {
+      AppendKernelName(batch_, id, name);
+      names_sent_ = id;
+    }
+    for (const CommInfo* c : Communicators().Since(comms_sent_)) {
+      AppendCommunicator(batch_, c->id, c->nranks, c->rank, c->unique_hash);
+      comms_sent_ = c->id;
+    }
+  }
+
+  // Cumulative drop counts per reason, as field `field` of the message being built.
+  void AddDropped(std::string& msg, uint32_t field) {
+    uint64_t ring_full = 0;
+    ForEachRing([&](Ring& r) { ring_full += r.dropped(); });
+    const std::pair<const char*, uint64_t> counts[] = {
+        {"ring_full", ring_full},
+        {"too_many_threads", DroppedTooManyThreads()},
+        {"collector_unreachable", unreachable_dropped_},
+    };
+    uint64_t sum = 0;
+    for (auto& [reason, n] : counts) {
+      sum += n;
+      if (n != 0) AppendDropCount(msg, field, reason, n);
+    }
+    dropped_changed_ = sum != dropped_last_;
+    dropped_last_ = sum;
+  }
+
+  void Enqueue(FrameField field, const std::string& body, uint64_t events) {
+    if (out_.size() - out_pos_ > cfg_.max_buffer_bytes) {
+      unreachable_dropped_ += events;  // bounded memory: the collector is not taking data
+      return;
+    }
+    wire::enc::Frame(out_, field, body);
+  }
+
+  bool IdentityReady() {
+    if (id_.rank_source != "none") return true;
+    if (const CommInfo* c = Communicators().First()) {
+      id_.rank = c->rank;
+      id_.world_size = c->nranks;
+      id_.rank_source = "NCCL";
+      return true;
+    }
+    return stop_ || NowNs() - start_ns_ > 2'000'000'000ull;
+  }
+
+  void Transmit(int wait_ms) {
+    if (!link_.connected()) {
+      const uint64_t now = NowNs();
+      if (now < next_connect_ns_ || !IdentityReady()) return;
+      next_connect_ns_ = now + 1'000'000'000ull;  // retry once a second
+      const int budget = std::max(wait_ms, 2000);
+      if (!link_.Connect(cfg_.autostart && !tried_autostart_, cfg_.collector_bin, budget)) {
+        tried_autostart_ = true;
+        if (!warned_) {
+          std::fprintf(stderr, "[gpuwatch] %s; recording continues, data is held (bounded) until it answers\n",
+                       link_.error().c_str());
+          warned_ = true;
+        }
+        return;
+      }
+      tried_autostart_ = true;
+      SendHello();
+    }
+    const size_t n = link_.Write(out_.data() + out_pos_, out_.size() - out_pos_, wait_ms);
+    out_pos_ += n;
+    if (out_pos_ == out_.size()) {
+      out_.clear();
+      out_pos_ = 0;
+    } else if (out_pos_ > (1u << 20)) {
+      out_.erase(0, out_pos_);
+      out_pos_ = 0;
+    }
+    if (link_.broken() && !warned_broken_) {
+      std::fprintf(stderr, "[gpuwatch] %s\n", link_.error().c_str());
+      warned_broken_ = true;
+    }
+  }
+
+  // The hello goes ahead of anything buffered while unconnected.
+  void SendHello() {
+    std::string hello;
+    wire::enc::Frame(hello, kFrameHello, EncodeHello({&id_, device_, cfg_.out_dir, GPUWATCH_VERSION, start_ns_}));
+    out_.insert(out_pos_, hello);
+  }
+
+  void Finish() {
+    const uint64_t deadline = NowNs() + static_cast<uint64_t>(cfg_.exit_timeout_ms) * 1000000ull;
+    // Give in-flight collectives a moment to complete before giving up on their GPU time.
+    const uint64_t wait_until = NowNs() + static_cast<uint64_t>(cfg_.exit_timeout_ms) * 500000ull;
+    for (;;) {
+      Cycle(false);
+      if (pending_.empty() || NowNs() >= wait_until) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    Cycle(true);
+    std::string goodbye;
+    AddDropped(goodbye, 1);
+    AppendGoodbyeTail(goodbye, events_total_, NowNs());
+    wire::enc::Frame(out_, kFrameGoodbye, goodbye);
+    const uint64_t now = NowNs();
+    const int left = now < deadline ? static_cast<int>((deadline - now) / 1000000ull) : 0;
+    next_connect_ns_ = 0;
+    Transmit(left);
+    link_.Close();
+  }
+
+  const Config& cfg_;
+  Identity id_;
+  int device_ = -1;
+  const uint64_t start_ns_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  bool finished_ = false;
+
+  std::string batch_;  // the Batch being built this cycle
+  uint64_t batch_events_ = 0;
+  std::unordered_map<uint32_t, Pending> pending_;
+  uint32_t names_sent_ = 0;
+  uint64_t comms_sent_ = 0;
+  uint64_t events_total_ = 0;
+  uint64_t unreachable_dropped_ = 0;
+  uint64_t no_gpu_time_at_exit_ = 0;
+  uint64_t dropped_last_ = 0;
+  bool dropped_changed_ = false;
+
+  std::string out_;
+  size_t out_pos_ = 0;
+  CollectorLink link_;
+  uint64_t next_connect_ns_ = 0;
+  bool tried_autostart_ = false;
+  bool warned_ = false;
+  bool warned_broken_ = false;
+};
+
+Sender* g_sender = nullptr;
+std::thread* g_thread = nullptr;
+
+}  // namespace
+
+bool StartSender() {
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  if (g_state.load(std::memory_order_acquire) != static_cast<int>(State::kIdle)) {
+    return g_state.load(std::memory_order_acquire) == static_cast<int>(State::kRunning);
+  }
+  tl_internal = true;  // the sender's own CUDA calls (cudaGetDevice) are not application calls
+  g_sender = new Sender;
+  tl_internal = false;
+  // The sender starts with every signal blocked, so a signal meant for the application is
+  // never delivered to it.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  try {
+    g_thread = new std::thread([] { g_sender->Run(); });
+  } catch (...) {
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    return false;
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  g_state.store(static_cast<int>(State::kRunning), std::memory_order_release);
+  // Registered after the application's first CUDA call has returned, so it runs before the
+  // CUDA runtime's own exit handler: events can still be queried.
+  std::atexit(StopSender);
+  return true;
+}
+
+void StopSender() {
+  static std::atomic<bool> once{false};
+  if (!g_sender || once.exchange(true)) return;
+  g_sender->RequestStop();
+  g_sender->AwaitFinished(GetConfig().exit_timeout_ms + 500);
+  TurnOff();
+  if (g_thread->joinable()) g_thread->detach();  // finished, or stuck past its budget
+}
+
+}  // namespace gpuwatch::inject

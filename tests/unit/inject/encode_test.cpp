@@ -1,0 +1,148 @@
+// The library encodes protobuf by hand (proto/wire_encode.h); these tests parse what it
+// writes with the generated classes, so the hand encoder cannot drift from gpuwatch.proto.
+#include <catch2/catch.hpp>
+
+#include "encode.h"
+#include "frame.h"
+#include "gpuwatch.pb.h"
+#include "wire_encode.h"
+
+namespace gi = gpuwatch::inject;
+namespace w = gpuwatch::wire;
+
+static_assert(gi::kApiMemcpy == w::CUDA_MEMCPY && gi::kApiMemcpyAsync == w::CUDA_MEMCPY_ASYNC &&
+              gi::kApiStreamSynchronize == w::CUDA_STREAM_SYNCHRONIZE &&
+              gi::kApiDeviceSynchronize == w::CUDA_DEVICE_SYNCHRONIZE &&
+              gi::kApiEventSynchronize == w::CUDA_EVENT_SYNCHRONIZE && gi::kApiLaunchKernel == w::CUDA_LAUNCH_KERNEL);
+static_assert(gi::kApiAllReduce == w::NCCL_ALL_REDUCE && gi::kApiAllGather == w::NCCL_ALL_GATHER &&
+              gi::kApiReduceScatter == w::NCCL_REDUCE_SCATTER && gi::kApiBroadcast == w::NCCL_BROADCAST &&
+              gi::kApiReduce == w::NCCL_REDUCE && gi::kApiSend == w::NCCL_SEND && gi::kApiRecv == w::NCCL_RECV);
+static_assert(gi::kCopyH2D == w::COPY_H2D && gi::kCopyD2H == w::COPY_D2H && gi::kCopyD2D == w::COPY_D2D &&
+              gi::kCopyH2H == w::COPY_H2H);
+static_assert(gi::kFlagPageable == w::FLAG_PAGEABLE && gi::kFlagBlockedHost == w::FLAG_BLOCKED_HOST &&
+              gi::kFlagInGroup == w::FLAG_IN_GROUP && gi::kFlagNoGpuTime == w::FLAG_NO_GPU_TIME);
+
+static w::Frame ParseOne(const std::string& bytes) {
+  w::FrameReader reader;
+  reader.Feed(bytes);
+  w::Frame f;
+  REQUIRE(reader.Next(f) == w::FrameReader::Status::kFrame);
+  w::Frame extra;
+  CHECK(reader.Next(extra) == w::FrameReader::Status::kNeedMore);
+  return f;
+}
+
+TEST_CASE("hello encodes every field as the proto declares") {
+  gi::Identity id;
+  id.job_id = "job-7";
+  id.rank = 3;
+  id.local_rank = 1;
+  id.world_size = 8;
+  id.rank_source = "RANK";
+  id.host = "node-a";
+  id.pid = 4242;
+  std::string out;
+  gpuwatch::wire::enc::Frame(out, gi::kFrameHello,
+                             gi::EncodeHello({&id, 2, "/tmp/out", "0.1.0", 123456789012345ull}));
+  const w::Frame f = ParseOne(out);
+  REQUIRE(f.has_hello());
+  const auto& h = f.hello();
+  CHECK(h.protocol_version() == w::PROTOCOL_VERSION);
+  CHECK(h.job_id() == "job-7");
+  CHECK(h.rank() == 3);
+  CHECK(h.local_rank() == 1);
+  CHECK(h.world_size() == 8);
+  CHECK(h.rank_source() == "RANK");
+  CHECK(h.host() == "node-a");
+  CHECK(h.pid() == 4242);
+  CHECK(h.device() == 2);
+  CHECK(h.out_dir() == "/tmp/out");
+  CHECK(h.library_version() == "0.1.0");
+  CHECK(h.start_ns() == 123456789012345ull);
+}
+
+TEST_CASE("unknown identity (-1) survives the round trip") {
+  gi::Identity id;  // rank, local_rank, world_size = -1
+  std::string out;
+  gpuwatch::wire::enc::Frame(out, gi::kFrameHello, gi::EncodeHello({&id, -1, "", "", 0}));
+  const w::Frame f = ParseOne(out);
+  CHECK(f.hello().rank() == -1);
+  CHECK(f.hello().world_size() == -1);
+  CHECK(f.hello().device() == -1);
+}
+
+TEST_CASE("batch encodes events, names, communicators and drops") {
+  std::string batch;
+  gi::Record copy{};
+  copy.api = gi::kApiMemcpyAsync;
+  copy.copy_kind = gi::kCopyH2D;
+  copy.flags = gi::kFlagPageable | gi::kFlagBlockedHost;
+  copy.t_ns = 1'000'000'123;
+  copy.dur_ns = 456;
+  copy.bytes = 8u << 20;
+  copy.stream = 0x7f00deadbeef;
+  gi::AppendEvent(batch, copy, 99, 0);
+  gi::Record coll{};
+  coll.api = gi::kApiAllReduce;
+  coll.comm_id = 2;
+  coll.seq = 0;  // the first collective: zero must still read back as zero
+  coll.peer = -1;
+  coll.bytes = 4096;
+  gi::AppendEvent(batch, coll, 7, 1234567);
+  gi::Record launch{};
+  launch.api = gi::kApiLaunchKernel;
+  launch.name_id = 5;
+  gi::AppendEvent(batch, launch, 7, 0);
+  gi::AppendKernelName(batch, 5, "_Z4spiny");
+  gi::AppendCommunicator(batch, 2, 4, 1, 0xfeedfacecafebeefull);
+  gi::AppendDropCount(batch, 4, "ring_full", 17);
+  std::string out;
+  gpuwatch::wire::enc::Frame(out, gi::kFrameBatch, batch);
+  const w::Frame f = ParseOne(out);
+  REQUIRE(f.has_batch());
+  const auto& b = f.batch();
+  REQUIRE(b.events_size() == 3);
+  const auto& e0 = b.events(0);
+  CHECK(e0.api() == w::CUDA_MEMCPY_ASYNC);
+  CHECK(e0.copy_kind() == w::COPY_H2D);
+  CHECK(e0.flags() == (w::FLAG_PAGEABLE | w::FLAG_BLOCKED_HOST));
+  CHECK(e0.t_ns() == 1'000'000'123);
+  CHECK(e0.dur_ns() == 456);
+  CHECK(e0.bytes() == (8u << 20));
+  CHECK(e0.stream() == 0x7f00deadbeef);
+  CHECK(e0.tid() == 99);
+  const auto& e1 = b.events(1);
+  CHECK(e1.api() == w::NCCL_ALL_REDUCE);
+  CHECK(e1.comm_id() == 2);
+  CHECK(e1.seq() == 0);
+  CHECK(e1.peer() == -1);
+  CHECK(e1.gpu_ns() == 1234567);
+  CHECK(b.events(2).name_id() == 5);
+  REQUIRE(b.kernel_names_size() == 1);
+  CHECK(b.kernel_names(0).name() == "_Z4spiny");
+  REQUIRE(b.communicators_size() == 1);
+  CHECK(b.communicators(0).nranks() == 4);
+  CHECK(b.communicators(0).rank() == 1);
+  CHECK(b.communicators(0).unique_hash() == 0xfeedfacecafebeefull);
+  REQUIRE(b.dropped_size() == 1);
+  CHECK(b.dropped(0).reason() == "ring_full");
+  CHECK(b.dropped(0).count() == 17);
+}
+
+TEST_CASE("goodbye and an empty batch are present frames") {
+  std::string g;
+  gi::AppendDropCount(g, 1, "too_many_threads", 2);
+  gi::AppendGoodbyeTail(g, 1000, 55);
+  std::string out;
+  gpuwatch::wire::enc::Frame(out, gi::kFrameGoodbye, g);
+  gpuwatch::wire::enc::Frame(out, gi::kFrameBatch, "");
+  w::FrameReader reader;
+  reader.Feed(out);
+  w::Frame f;
+  REQUIRE(reader.Next(f) == w::FrameReader::Status::kFrame);
+  REQUIRE(f.has_goodbye());
+  CHECK(f.goodbye().events_sent() == 1000);
+  CHECK(f.goodbye().dropped(0).count() == 2);
+  REQUIRE(reader.Next(f) == w::FrameReader::Status::kFrame);
+  CHECK(f.has_batch());
+}
