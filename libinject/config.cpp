@@ -42,24 +42,25 @@ Config Load() {
   c.flush_ms = static_cast<int>(EnvLong("GPUWATCH_FLUSH_MS", 10, 1, 10000));
   c.exit_timeout_ms = static_cast<int>(EnvLong("GPUWATCH_EXIT_TIMEOUT_MS", 3000, 0, 600000));
   c.max_buffer_bytes = static_cast<size_t>(EnvLong("GPUWATCH_BUFFER_BYTES", 8 << 20, 0, LONG_MAX));
-  if (const char* out = std::getenv("GPUWATCH_OUT"); out && *out) {
-    c.out_dir = out;
-  } else {
-    c.out_dir = "gpuwatch-out";
-  }
-  if (c.out_dir[0] != '/') {
-    char cwd[4096];
-    if (getcwd(cwd, sizeof cwd)) c.out_dir = std::string(cwd) + "/" + c.out_dir;
-  }
-  if (const char* bin = std::getenv("GPUWATCH_COLLECTOR_BIN"); bin && *bin) {
-    c.collector_bin = bin;
-  } else {
-    c.collector_bin = LibraryDir() + "/../bin/gpuwatch-collector";
-  }
   return c;
 }
 
 }  // namespace
+
+std::string OutDir() {
+  const char* out = std::getenv("GPUWATCH_OUT");
+  std::string dir = (out && *out) ? out : "gpuwatch-out";
+  if (dir[0] != '/') {
+    char cwd[4096];
+    if (getcwd(cwd, sizeof cwd)) dir = std::string(cwd) + "/" + dir;
+  }
+  return dir;
+}
+
+std::string CollectorBin() {
+  const char* bin = std::getenv("GPUWATCH_COLLECTOR_BIN");
+  return (bin && *bin) ? bin : LibraryDir() + "/../bin/gpuwatch-collector";
+}
 
 const Config& GetConfig() {
   static const Config* c = new Config(Load());  // leaked on purpose: used during exit

@@ -13,11 +13,16 @@ struct Config {
   int exit_timeout_ms = 3000;    // GPUWATCH_EXIT_TIMEOUT_MS: most time spent at exit
   size_t max_buffer_bytes = 8u << 20;  // GPUWATCH_BUFFER_BYTES: encoded data held while
                                        // the collector is unreachable
-  std::string out_dir;           // GPUWATCH_OUT, else $PWD/gpuwatch-out (absolute)
-  std::string collector_bin;     // GPUWATCH_COLLECTOR_BIN, else <lib dir>/../bin/gpuwatch-collector
 };
 
-// Parsed on first use; a bad value logs one line and keeps the default.
+// Parsed on first use (the first recorded call pays for it: only getenv here); a bad value
+// logs one line and keeps the default.
 const Config& GetConfig();
+
+// Paths, resolved by the sender thread (they cost syscalls): GPUWATCH_OUT, else
+// $PWD/gpuwatch-out, made absolute; GPUWATCH_COLLECTOR_BIN, else
+// <this library's dir>/../bin/gpuwatch-collector.
+std::string OutDir();
+std::string CollectorBin();
 
 }  // namespace gpuwatch::inject

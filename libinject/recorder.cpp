@@ -1,5 +1,6 @@
 #include "recorder.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -60,7 +61,26 @@ void OnForkChild() {
   tl_ring = nullptr;
 }
 
-__attribute__((constructor)) void RegisterForkHandler() { pthread_atfork(nullptr, nullptr, OnForkChild); }
+// A program linked against the CUDA runtime will call it: start the sender thread now
+// rather than inside its first CUDA call. Programs that are not (shells, compilers, Python
+// before it imports torch) get no thread; nothing connects anywhere before a first record.
+__attribute__((constructor)) void AtLoad() {
+  pthread_atfork(nullptr, nullptr, OnForkChild);
+  if (GetConfig().disabled) return;
+  for (const char* lib : {"libcudart.so.13", "libcudart.so.12", "libnccl.so.2"}) {
+    if (dlopen(lib, RTLD_NOLOAD | RTLD_LAZY)) {
+      if (!StartSender()) {
+        TurnOff();
+        return;
+      }
+      // A spare ring for the first thread that records (the ring allocation is a syscall).
+      std::lock_guard<std::mutex> lock(g_ring_mu);
+      g_rings[0].store(new Ring(GetConfig().ring_records), std::memory_order_release);
+      g_ring_count.store(1, std::memory_order_release);
+      return;
+    }
+  }
+}
 
 }  // namespace
 
@@ -72,6 +92,7 @@ void EmitSlow(const Record& r) {
     }
   }
   if (g_state.load(std::memory_order_acquire) != static_cast<int>(State::kRunning)) return;
+  OnFirstRecord();
   Ring* ring = AcquireRing();
   if (!ring) {
     g_too_many_threads.fetch_add(1, std::memory_order_relaxed);

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <string>
+#include <pthread.h>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -33,13 +34,15 @@ struct Pending {
 
 class Sender {
  public:
-  Sender() : cfg_(GetConfig()), id_(IdentityFromEnvironment()), start_ns_(NowNs()) {
-    static const auto get_device = Real<decltype(&cudaGetDevice)>("cudaGetDevice");
-    if (get_device) get_device(&device_);
-  }
+  Sender() : cfg_(GetConfig()), id_(IdentityFromEnvironment()), start_ns_(NowNs()) {}
+
+  void SetDevice(int device) { device_.store(device, std::memory_order_relaxed); }
+  void MarkRecording() { recording_.store(true, std::memory_order_release); }
 
   void Run() {
     tl_internal = true;
+    out_dir_ = OutDir();
+    collector_bin_ = CollectorBin();
     std::unique_lock<std::mutex> lock(mu_);
     while (!stop_) {
       cv_.wait_for(lock, std::chrono::milliseconds(cfg_.flush_ms));
@@ -187,10 +190,10 @@ class Sender {
   void Transmit(int wait_ms) {
     if (!link_.connected()) {
       const uint64_t now = NowNs();
-      if (now < next_connect_ns_ || !IdentityReady()) return;
+      if (now < next_connect_ns_ || !recording_.load(std::memory_order_acquire) || !IdentityReady()) return;
       next_connect_ns_ = now + 1'000'000'000ull;  // retry once a second
       const int budget = std::max(wait_ms, 2000);
-      if (!link_.Connect(cfg_.autostart && !tried_autostart_, cfg_.collector_bin, budget)) {
+      if (!link_.Connect(cfg_.autostart && !tried_autostart_, collector_bin_, budget)) {
         tried_autostart_ = true;
         if (!warned_) {
           std::fprintf(stderr, "[gpuwatch] %s; recording continues, data is held (bounded) until it answers\n",
@@ -220,7 +223,7 @@ class Sender {
   // The hello goes ahead of anything buffered while unconnected.
   void SendHello() {
     std::string hello;
-    wire::enc::Frame(hello, kFrameHello, EncodeHello({&id_, device_, cfg_.out_dir, GPUWATCH_VERSION, start_ns_}));
+    wire::enc::Frame(hello, kFrameHello, EncodeHello({&id_, device_.load(std::memory_order_relaxed), out_dir_, GPUWATCH_VERSION, start_ns_}));
     out_.insert(out_pos_, hello);
   }
 
@@ -246,8 +249,10 @@ class Sender {
   }
 
   const Config& cfg_;
+  std::string out_dir_, collector_bin_;
   Identity id_;
-  int device_ = -1;
+  std::atomic<int> device_{-1};
+  std::atomic<bool> recording_{false};  // nothing connects before the first record
   const uint64_t start_ns_;
   std::mutex mu_;
   std::condition_variable cv_;
@@ -275,7 +280,11 @@ class Sender {
 };
 
 Sender* g_sender = nullptr;
-std::thread* g_thread = nullptr;
+
+void* SenderMain(void*) {
+  g_sender->Run();
+  return nullptr;
+}
 
 }  // namespace
 
@@ -285,35 +294,45 @@ bool StartSender() {
   if (g_state.load(std::memory_order_acquire) != static_cast<int>(State::kIdle)) {
     return g_state.load(std::memory_order_acquire) == static_cast<int>(State::kRunning);
   }
-  tl_internal = true;  // the sender's own CUDA calls (cudaGetDevice) are not application calls
   g_sender = new Sender;
-  tl_internal = false;
   // The sender starts with every signal blocked, so a signal meant for the application is
   // never delivered to it.
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
-  try {
-    g_thread = new std::thread([] { g_sender->Run(); });
-  } catch (...) {
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
-    return false;
-  }
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 512 << 10);  // it needs little; a smaller mapping starts faster
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);  // exit waits on AwaitFinished
+  pthread_t thread;
+  const int rc = pthread_create(&thread, &attr, SenderMain, nullptr);
+  pthread_attr_destroy(&attr);
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (rc != 0) return false;
   g_state.store(static_cast<int>(State::kRunning), std::memory_order_release);
-  // Registered after the application's first CUDA call has returned, so it runs before the
-  // CUDA runtime's own exit handler: events can still be queried.
-  std::atexit(StopSender);
   return true;
+}
+
+void OnFirstRecord() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    static const auto get_device = Real<decltype(&cudaGetDevice)>("cudaGetDevice");
+    int device = -1;
+    tl_internal = true;  // gpuwatch's own CUDA call
+    if (get_device && get_device(&device) == cudaSuccess) g_sender->SetDevice(device);
+    tl_internal = false;
+    std::atexit(StopSender);
+    g_sender->MarkRecording();
+  });
 }
 
 void StopSender() {
   static std::atomic<bool> once{false};
+  if (g_state.load(std::memory_order_acquire) != static_cast<int>(State::kRunning)) return;
   if (!g_sender || once.exchange(true)) return;
   g_sender->RequestStop();
   g_sender->AwaitFinished(GetConfig().exit_timeout_ms + 500);
   TurnOff();
-  if (g_thread->joinable()) g_thread->detach();  // finished, or stuck past its budget
 }
 
 }  // namespace gpuwatch::inject

@@ -5,10 +5,16 @@
 
 namespace gpuwatch::inject {
 
-// Starts recording: the sender thread and the exit handler. Called once, by the first
-// thread that records, right after its first CUDA call returned. Returns false if
-// recording cannot start (the hooks then only forward).
+// Starts the sender thread. Called by the first thread that records, or at load time in a
+// program linked against the CUDA runtime (so that the thread's start does not land inside
+// the application's first CUDA call). The thread connects to nobody before the first
+// record. Returns false if it cannot start (the hooks then only forward).
 bool StartSender();
+
+// The first record of the process: right after the application's first CUDA call
+// returned. Learns the device and registers the exit handler — after the CUDA runtime
+// registered its own, so that ours runs first and events can still be queried.
+void OnFirstRecord();
 
 // Flushes what was recorded and says goodbye to the collector, within
 // GPUWATCH_EXIT_TIMEOUT_MS. Runs from atexit; safe to call twice.

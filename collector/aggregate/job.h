@@ -1,0 +1,96 @@
+// Jobs (Hello.job_id) and their ranks, and the rule that decides when a job has ended:
+// every connection of the job has closed and none came back within the linger time
+// (longer while fewer distinct ranks than world_size have shown up).
+#pragma once
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "aggregate/rank.h"
+
+namespace gpuwatch::collector {
+
+using Clock = std::chrono::steady_clock;
+
+struct JobTiming {
+  std::chrono::milliseconds linger{500};
+  // Extra wait when fewer distinct ranks than world_size have connected.
+  std::chrono::milliseconds wait_for_ranks{10000};
+};
+
+// Ranks are told apart by (rank, host, pid): two processes claiming the same rank number
+// (no launcher variables, say) stay two entries; a rank that reconnects stays one.
+using RankKey = std::tuple<int, std::string, int>;
+
+class Job {
+ public:
+  explicit Job(std::string id) : id_(std::move(id)) {}
+
+  const std::string& id() const { return id_; }
+  // Hello.out_dir of the job's first rank ("" if it sent none).
+  const std::string& first_out_dir() const { return first_out_dir_; }
+  const std::map<RankKey, std::unique_ptr<RankAggregate>>& ranks() const { return ranks_; }
+  int world_size() const { return world_size_; }
+  int distinct_ranks() const;
+  int distinct_hosts() const;
+  int open_connections() const { return open_; }
+  // Largest rank wall time: ranks on different hosts have unrelated monotonic clocks, so
+  // spans are not combined across ranks.
+  double wall_s() const;
+  // Job totals: each analysis merged over all ranks.
+  Analyses Totals() const;
+
+ private:
+  friend class JobTable;
+  std::string id_;
+  std::string first_out_dir_;
+  std::map<RankKey, std::unique_ptr<RankAggregate>> ranks_;
+  int world_size_ = 0;
+  int open_ = 0;
+  bool dirty_ = false;  // has data not yet in a written summary
+  Clock::time_point last_close_{};
+  uint64_t last_written_seq_ = 0;  // for evicting the oldest finished jobs
+};
+
+class JobTable {
+ public:
+  explicit JobTable(JobTiming timing) : timing_(timing) {}
+
+  // A connection said Hello. Returns the rank it feeds, or nullptr with `error` set when
+  // the job cannot take it (too many ranks).
+  RankAggregate* Attach(const wire::Hello& hello, std::string* error);
+  // That connection closed (normally or not).
+  void Detach(const std::string& job_id, RankAggregate* rank, bool said_goodbye,
+              Clock::time_point now);
+
+  // Jobs that have ended by `now` and have data not yet written.
+  std::vector<Job*> Due(Clock::time_point now);
+  // Every job with data not yet written (collector stopping). Marks open ranks abnormal.
+  std::vector<Job*> Unwritten();
+  // The summary of `job` has been produced; it may be evicted later.
+  void MarkWritten(Job* job);
+  // When the next job will be due, if any is waiting.
+  std::optional<Clock::time_point> NextDeadline() const;
+
+  Job* Find(const std::string& job_id) const {
+    auto it = jobs_.find(job_id);
+    return it == jobs_.end() ? nullptr : it->second.get();
+  }
+  bool AllWritten() const;
+  bool empty() const { return jobs_.empty(); }
+  size_t size() const { return jobs_.size(); }
+
+ private:
+  Clock::time_point DueAt(const Job& job) const;
+  void EvictFinished();
+
+  JobTiming timing_;
+  std::map<std::string, std::unique_ptr<Job>> jobs_;
+  uint64_t written_seq_ = 0;
+};
+
+}  // namespace gpuwatch::collector

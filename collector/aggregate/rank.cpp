@@ -1,0 +1,43 @@
+#include "aggregate/rank.h"
+
+#include <algorithm>
+
+namespace gpuwatch::collector {
+
+RankAggregate::RankAggregate(const wire::Hello& hello)
+    : hello_(hello), analyses_(MakeRankAnalyses()) {}
+
+void RankAggregate::OnConnect(const wire::Hello& hello) {
+  hello_ = hello;
+  ++open_;
+  for (auto& a : analyses_) a->OnHello(hello_);
+}
+
+void RankAggregate::OnBatch(const wire::Batch& batch) {
+  for (const auto& e : batch.events()) {
+    first_ns_ = std::min(first_ns_, e.t_ns());
+    last_ns_ = std::max(last_ns_, e.t_ns() + e.dur_ns());
+  }
+  events_ += batch.events_size();
+  for (auto& a : analyses_) a->OnBatch(batch);
+}
+
+void RankAggregate::OnGoodbye(const wire::Goodbye& goodbye) {
+  for (auto& a : analyses_) a->OnGoodbye(goodbye);
+}
+
+void RankAggregate::OnDisconnect(bool said_goodbye) {
+  if (open_ > 0) --open_;
+  abnormal_ = !said_goodbye;
+}
+
+void RankAggregate::OnCollectorStop() {
+  if (open_ > 0) abnormal_ = true;
+}
+
+double RankAggregate::wall_s() const {
+  if (last_ns_ < first_ns_) return 0.0;
+  return static_cast<double>(last_ns_ - first_ns_) * 1e-9;
+}
+
+}  // namespace gpuwatch::collector

@@ -1,0 +1,11 @@
+// nccl-tests' bus-bandwidth factor (field-facts.md, "Collectives"); declared apart so the
+// unit tests can check the arithmetic on its own.
+#pragma once
+#include "gpuwatch.pb.h"
+
+namespace gpuwatch::collector {
+
+// AllReduce 2(n-1)/n; AllGather, ReduceScatter (n-1)/n; Broadcast, Reduce, Send, Recv 1.
+double BusFactor(wire::Api api, int n);
+
+}  // namespace gpuwatch::collector

@@ -1,0 +1,54 @@
+// One client connection's protocol state, independent of sockets: bytes in, frames out to
+// the JobTable. Enforces the handshake (first frame is a Hello of our protocol version)
+// and turns any framing or decoding error into a single reason to drop the client.
+#pragma once
+#include <string>
+#include <string_view>
+
+#include "aggregate/job.h"
+#include "frame.h"
+
+namespace gpuwatch::collector {
+
+class Connection {
+ public:
+  Connection(int peer_pid, JobTable& jobs, Clock::time_point now)
+      : peer_pid_(peer_pid), jobs_(jobs), connected_at_(now) {}
+  ~Connection() { Close(Clock::now()); }
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // Bytes that arrived. Returns false when the client must be dropped; error() says why.
+  // `scratch` is a Frame reused across connections so each one does not keep its own.
+  bool OnBytes(std::string_view bytes, wire::Frame& scratch, Clock::time_point now);
+  // The socket closed (EOF, error, or we dropped it). Idempotent.
+  void Close(Clock::time_point now);
+
+  bool has_hello() const { return rank_ != nullptr; }
+  bool said_goodbye() const { return said_goodbye_; }
+  Clock::time_point connected_at() const { return connected_at_; }
+  size_t buffered() const { return reader_.buffered(); }
+  const std::string& error() const { return error_; }
+  // "rank 3 of job abc (pid 1234)" once the Hello arrived, "pid 1234" before.
+  std::string Describe() const;
+
+ private:
+  bool OnFrame(const wire::Frame& frame);
+  bool Fail(std::string why);
+
+  int peer_pid_;
+  JobTable& jobs_;
+  Clock::time_point connected_at_;
+  wire::FrameReader reader_;
+  std::string job_id_;
+  int rank_no_ = -1;
+  RankAggregate* rank_ = nullptr;
+  bool said_goodbye_ = false;
+  bool closed_ = false;
+  std::string error_;
+};
+
+// Clips the strings of a Hello to sane lengths (they end up in logs, JSON and terminals).
+void SanitizeHello(wire::Hello& hello);
+
+}  // namespace gpuwatch::collector

@@ -1,0 +1,264 @@
+#include "ingest/server.h"
+
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <spdlog/spdlog.h>
+
+#include "ingest/listener.h"
+
+namespace gpuwatch::collector {
+namespace {
+
+constexpr size_t kChunk = 64 * 1024;
+constexpr int kChunksPerWakeup = 4;
+
+// Many ranks plus stragglers may be connected at once; the default soft limit of 1024
+// descriptors is too low for "a thousand connections at once".
+void RaiseFdLimit() {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+  }
+}
+
+}  // namespace
+
+Server::Server(ServerOptions options, JobTable& jobs, JobEnd on_job_end)
+    : opt_(std::move(options)), jobs_(jobs), on_job_end_(std::move(on_job_end)) {}
+
+Server::~Server() {
+  const auto now = Clock::now();
+  while (!clients_.empty()) CloseClient(clients_.begin()->first, now);
+  if (listen_fd_ >= 0) {
+    close(listen_fd_);
+    unlink(opt_.listen_path.c_str());
+  }
+  if (signal_fd_ >= 0) close(signal_fd_);
+  if (epoll_fd_ >= 0) close(epoll_fd_);
+}
+
+bool Server::Start(std::string* error) {
+  RaiseFdLimit();
+  // Clients may vanish while we write to stdout or a socket: an error, not a death.
+  signal(SIGPIPE, SIG_IGN);
+
+  // SIGINT/SIGTERM arrive as readable data in the loop, so the summary is written from
+  // ordinary code, not from a signal handler.
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGINT);
+  sigaddset(&mask, SIGTERM);
+  if (sigprocmask(SIG_BLOCK, &mask, nullptr) != 0 ||
+      (signal_fd_ = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC)) < 0) {
+    *error = std::string("signalfd: ") + std::strerror(errno);
+    return false;
+  }
+
+  listen_fd_ = ListenUnix(opt_.listen_path, error);
+  if (listen_fd_ < 0) return false;
+
+  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  if (epoll_fd_ < 0) {
+    *error = std::string("epoll_create1: ") + std::strerror(errno);
+    return false;
+  }
+  for (int fd : {listen_fd_, signal_fd_}) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = fd;
+    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+      *error = std::string("epoll_ctl: ") + std::strerror(errno);
+      return false;
+    }
+  }
+  started_ = last_activity_ = Clock::now();
+  return true;
+}
+
+void Server::Run() {
+  epoll_event events[64];
+  while (!stop_) {
+    const int n = epoll_wait(epoll_fd_, events, 64, TimeoutMs(Clock::now()));
+    if (n < 0 && errno != EINTR) {
+      spdlog::error("epoll_wait: {}; stopping", std::strerror(errno));
+      break;
+    }
+    const auto now = Clock::now();
+    for (int i = 0; i < n; ++i) {
+      const int fd = events[i].data.fd;
+      if (fd == listen_fd_) {
+        Accept(now);
+      } else if (fd == signal_fd_) {
+        signalfd_siginfo si{};
+        if (read(signal_fd_, &si, sizeof si) == sizeof si) {
+          spdlog::info("{} received: writing the summaries and stopping",
+                       si.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM");
+          stop_ = true;
+        }
+      } else if (clients_.count(fd)) {
+        Read(fd, kChunksPerWakeup, now);
+      }
+    }
+    DropSilentClients(now);
+    FinishDueJobs(now);
+    if (ShouldExit(now)) break;
+  }
+
+  // Stopping. Take in what clients already sent (connections still in the backlog included,
+  // their data is in our socket buffers), then write
+  // every job that has data not yet in a summary; ranks still connected are abnormal.
+  auto now = Clock::now();
+  Accept(now);
+  std::vector<int> fds;
+  for (const auto& [fd, c] : clients_) fds.push_back(fd);
+  for (int fd : fds)
+    if (clients_.count(fd)) Read(fd, 1 << 10, now);
+  for (Job* job : jobs_.Unwritten()) {
+    on_job_end_(*job);
+    jobs_.MarkWritten(job);
+  }
+}
+
+void Server::Accept(Clock::time_point now) {
+  for (;;) {
+    const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK)
+        spdlog::warn("accept: {}", std::strerror(errno));
+      return;
+    }
+    Peer peer;
+    if (!PeerOf(fd, &peer)) {
+      spdlog::warn("refused a connection: cannot read its credentials ({})",
+                   std::strerror(errno));
+      close(fd);
+      continue;
+    }
+    if (!PeerAllowed(peer, geteuid())) {
+      spdlog::warn("refused a connection from uid {} (pid {}): only uid {} may connect",
+                   peer.uid, peer.pid, geteuid());
+      close(fd);
+      continue;
+    }
+    if (clients_.size() >= opt_.max_connections) {
+      spdlog::warn("refused client pid {}: already serving {} connections", peer.pid,
+                   clients_.size());
+      close(fd);
+      continue;
+    }
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP;
+    ev.data.fd = fd;
+    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+      spdlog::warn("refused client pid {}: epoll_ctl: {}", peer.pid, std::strerror(errno));
+      close(fd);
+      continue;
+    }
+    clients_.emplace(fd, Client{fd, std::make_unique<Connection>(peer.pid, jobs_, now)});
+    served_any_ = true;
+    last_activity_ = now;
+  }
+}
+
+void Server::Read(int fd, int max_chunks, Clock::time_point now) {
+  char buf[kChunk];
+  for (int i = 0; i < max_chunks; ++i) {
+    Client& c = clients_.at(fd);
+    const ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+      Drop(fd, std::string("read: ") + std::strerror(errno), now);
+      return;
+    }
+    if (n == 0) {
+      if (c.conn->has_hello() && !c.conn->said_goodbye())
+        spdlog::warn("{} disconnected without a Goodbye: marked as ended abnormally",
+                     c.conn->Describe());
+      CloseClient(fd, now);
+      return;
+    }
+    if (!c.conn->OnBytes(std::string_view(buf, static_cast<size_t>(n)), scratch_, now)) {
+      Drop(fd, c.conn->error(), now);
+      return;
+    }
+    const size_t held = c.conn->buffered();
+    buffered_ = buffered_ - c.held + held;
+    c.held = held;
+    if (buffered_ > opt_.max_buffered_bytes) {
+      Drop(fd, "collector's buffer budget of " + std::to_string(opt_.max_buffered_bytes) +
+                   " bytes for partial frames is exhausted",
+           now);
+      return;
+    }
+    if (static_cast<size_t>(n) < sizeof buf) return;  // drained for now
+  }
+}
+
+void Server::Drop(int fd, const std::string& why, Clock::time_point now) {
+  auto it = clients_.find(fd);
+  if (it == clients_.end()) return;
+  spdlog::warn("dropped {}: {}", it->second.conn->Describe(), why);
+  CloseClient(fd, now);
+}
+
+void Server::CloseClient(int fd, Clock::time_point now) {
+  auto it = clients_.find(fd);
+  if (it == clients_.end()) return;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+  close(fd);
+  it->second.conn->Close(now);
+  buffered_ -= it->second.held;
+  clients_.erase(it);
+  last_activity_ = now;
+}
+
+void Server::DropSilentClients(Clock::time_point now) {
+  std::vector<int> silent;
+  for (const auto& [fd, c] : clients_)
+    if (!c.conn->has_hello() && now - c.conn->connected_at() >= opt_.hello_timeout)
+      silent.push_back(fd);
+  for (int fd : silent)
+    Drop(fd,
+         "no Hello within " + std::to_string(opt_.hello_timeout.count()) + " ms of connecting",
+         now);
+}
+
+void Server::FinishDueJobs(Clock::time_point now) {
+  for (Job* job : jobs_.Due(now)) {
+    on_job_end_(*job);
+    jobs_.MarkWritten(job);
+  }
+}
+
+bool Server::ShouldExit(Clock::time_point now) const {
+  if (!opt_.autostart || !clients_.empty() || !jobs_.AllWritten()) return false;
+  if (!served_any_) return now - started_ >= opt_.idle_exit;
+  return now - last_activity_ >= opt_.linger;
+}
+
+int Server::TimeoutMs(Clock::time_point now) const {
+  // Wake for the earliest of: a job's end, a silent client's Hello deadline, autostart exit.
+  Clock::time_point next = now + std::chrono::seconds(1);
+  if (auto d = jobs_.NextDeadline()) next = std::min(next, *d);
+  for (const auto& [fd, c] : clients_)
+    if (!c.conn->has_hello()) next = std::min(next, c.conn->connected_at() + opt_.hello_timeout);
+  if (opt_.autostart && clients_.empty())
+    next = std::min(next, (served_any_ ? last_activity_ + opt_.linger : started_ + opt_.idle_exit));
+  if (next <= now) return 0;
+  const auto ms = std::chrono::ceil<std::chrono::milliseconds>(next - now).count();
+  return static_cast<int>(ms);
+}
+
+}  // namespace gpuwatch::collector

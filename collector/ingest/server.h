@@ -1,0 +1,74 @@
+// The collector's event loop: one thread, one epoll set holding the listening socket, a
+// signalfd for SIGINT/SIGTERM, and every client connection (non-blocking). It moves bytes
+// into Connections, and asks the JobTable which jobs have ended; `on_job_end` turns those
+// into summaries. No client can block another: reads are bounded per wakeup, a client
+// that never says Hello is dropped after a timeout, and total buffered bytes are capped.
+#pragma once
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "aggregate/job.h"
+#include "ingest/connection.h"
+
+namespace gpuwatch::collector {
+
+struct ServerOptions {
+  std::string listen_path;
+  bool autostart = false;
+  std::chrono::milliseconds linger{500};
+  std::chrono::milliseconds hello_timeout{30000};
+  // --autostart: exit when nobody connected within this time of start.
+  std::chrono::milliseconds idle_exit{30000};
+  size_t max_connections = 4096;
+  // Sum of partial frames held for all clients; past it the client that pushed it over is
+  // dropped. Together with the 16 MiB frame limit this bounds ingest memory.
+  size_t max_buffered_bytes = size_t{1} << 30;
+};
+
+class Server {
+ public:
+  using JobEnd = std::function<void(Job&)>;
+  Server(ServerOptions options, JobTable& jobs, JobEnd on_job_end);
+  ~Server();
+
+  // Claims the socket and sets up epoll and signals. False with `error` on failure.
+  bool Start(std::string* error);
+  // Serves until SIGINT/SIGTERM or, with autostart, until there is nothing left to do.
+  // Every job with unwritten data has gone through on_job_end when it returns.
+  void Run();
+
+ private:
+  struct Client {
+    int fd;
+    std::unique_ptr<Connection> conn;
+    size_t held = 0;  // conn->buffered() as last counted into buffered_
+  };
+  void Accept(Clock::time_point now);
+  // Reads at most `max_chunks` chunks, so one busy client cannot starve the others.
+  void Read(int fd, int max_chunks, Clock::time_point now);
+  void Drop(int fd, const std::string& why, Clock::time_point now);
+  void CloseClient(int fd, Clock::time_point now);
+  void DropSilentClients(Clock::time_point now);
+  void FinishDueJobs(Clock::time_point now);
+  bool ShouldExit(Clock::time_point now) const;
+  int TimeoutMs(Clock::time_point now) const;
+
+  ServerOptions opt_;
+  JobTable& jobs_;
+  JobEnd on_job_end_;
+  int listen_fd_ = -1;
+  int epoll_fd_ = -1;
+  int signal_fd_ = -1;
+  bool stop_ = false;
+  bool served_any_ = false;
+  Clock::time_point started_{};
+  Clock::time_point last_activity_{};  // last connect or close
+  std::unordered_map<int, Client> clients_;
+  size_t buffered_ = 0;  // sum of Client::held
+  wire::Frame scratch_;
+};
+
+}  // namespace gpuwatch::collector

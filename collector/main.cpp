@@ -1,0 +1,117 @@
+// gpuwatch-collector: receives the streams of libgpuwatch.so ranks over a Unix socket and
+// writes one summary per job. The pipeline, one folder per stage:
+//   ingest/    socket, epoll loop, per-connection framing and handshake
+//   aggregate/ jobs and ranks, and when a job has ended
+//   analyze/   one file per summary section (sync, memcpy, collectives, kernels, dropped)
+//   report/    summary.json, summary.txt, writing them to disk
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "aggregate/job.h"
+#include "endpoint.h"
+#include "ingest/server.h"
+#include "report/summary.h"
+#include "report/writer.h"
+
+using namespace gpuwatch::collector;
+
+namespace {
+
+// Exit codes.
+constexpr int kExitOk = 0;
+constexpr int kExitStartFailed = 1;    // bad arguments, socket taken, cannot listen
+constexpr int kExitSummaryUnwritten = 2;  // ran, but a summary could not be written to disk
+
+void SetUpLogging() {
+  auto logger = spdlog::stderr_logger_st("gpuwatch");
+  logger->set_pattern("[gpuwatch] %^%l%$: %v");
+  spdlog::set_default_logger(logger);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  SetUpLogging();
+
+  CLI::App app{"gpuwatch-collector: receives libgpuwatch.so streams and writes job summaries"};
+  std::string listen_path, out_dir;
+  bool autostart = false;
+  int linger_ms = 500, hello_timeout_ms = 30000, wait_ranks_ms = 10000, idle_exit_ms = 30000;
+  app.add_option("--listen", listen_path,
+                 "Unix socket path (default: $GPUWATCH_COLLECTOR, else "
+                 "$GPUWATCH_SOCKET_DIR or /tmp/gpuwatch-<uid>, + /collector.sock)");
+  app.add_option("--out", out_dir,
+                 "Output directory for every job (default: the first rank's out_dir, "
+                 "else ./gpuwatch-out)");
+  app.add_flag("--autostart", autostart,
+               "Started by the library: exit once every job is written and nobody is "
+               "connected (or nobody connected within --idle-exit-ms)");
+  app.add_option("--linger-ms", linger_ms,
+                 "How long a job must have no connection before it counts as ended")
+      ->check(CLI::Range(0, 3600000));
+  app.add_option("--wait-ranks-ms", wait_ranks_ms,
+                 "Extra wait for ranks that have not connected yet (fewer than world_size)")
+      ->check(CLI::Range(0, 3600000));
+  app.add_option("--hello-timeout-ms", hello_timeout_ms,
+                 "Drop a client that sends no Hello within this time")
+      ->check(CLI::Range(1, 3600000));
+  app.add_option("--idle-exit-ms", idle_exit_ms,
+                 "With --autostart: exit if nobody connects within this time")
+      ->check(CLI::Range(1, 3600000));
+  CLI11_PARSE(app, argc, argv);
+
+  if (listen_path.empty()) {
+    std::string error;
+    listen_path = gpuwatch::wire::CollectorSocketPath(&error);
+    if (listen_path.empty()) {
+      spdlog::error("no socket path: {}", error);
+      return kExitStartFailed;
+    }
+  }
+
+  JobTable jobs(JobTiming{std::chrono::milliseconds(linger_ms),
+                          std::chrono::milliseconds(wait_ranks_ms)});
+
+  bool any_unwritten = false;
+  auto on_job_end = [&](Job& job) {
+    const std::string text = BuildSummaryText(job);
+    const std::string json =
+        BuildSummaryJson(job, UtcNow())
+            .dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
+        "\n";
+    const std::string dir = ChooseOutDir(out_dir, job.first_out_dir());
+    std::string error;
+    if (WriteSummaryFiles(dir, json, text, &error)) {
+      spdlog::info("job {}: summary of {} rank(s) written to {}", job.id(), job.ranks().size(),
+                   dir);
+    } else {
+      spdlog::error("job {}: summary not saved: {} (printed below)", job.id(), error);
+      any_unwritten = true;
+    }
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+  };
+
+  ServerOptions options;
+  options.listen_path = listen_path;
+  options.autostart = autostart;
+  options.linger = std::chrono::milliseconds(linger_ms);
+  options.hello_timeout = std::chrono::milliseconds(hello_timeout_ms);
+  options.idle_exit = std::chrono::milliseconds(idle_exit_ms);
+
+  Server server(options, jobs, on_job_end);
+  std::string error;
+  if (!server.Start(&error)) {
+    spdlog::error("{}", error);
+    return kExitStartFailed;
+  }
+  spdlog::info("listening on {} (pid {})", listen_path, getpid());
+  server.Run();
+  return any_unwritten ? kExitSummaryUnwritten : kExitOk;
+}

@@ -1,0 +1,23 @@
+// The job summary in its two forms: summary.json (schema gpuwatch.summary.v1, a public
+// interface documented in docs/summary-schema.md) and summary.txt (80 columns, also
+// printed to stdout). Both are built from the same Job; neither touches the disk.
+#pragma once
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "aggregate/job.h"
+
+namespace gpuwatch::collector {
+
+inline constexpr const char* kSummarySchema = "gpuwatch.summary.v1";
+
+// `generated_at`: an ISO 8601 UTC time; passed in so tests get a fixed document.
+nlohmann::json BuildSummaryJson(const Job& job, const std::string& generated_at);
+// Deterministic: the same job always gives the same text.
+std::string BuildSummaryText(const Job& job);
+
+// Now, as "2024-05-01T12:34:56Z".
+std::string UtcNow();
+
+}  // namespace gpuwatch::collector

@@ -1,0 +1,95 @@
+#include "report/writer.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace gpuwatch::collector {
+namespace {
+
+std::string Why(const std::string& what, const std::string& path) {
+  return what + " " + path + ": " + std::strerror(errno);
+}
+
+// mkdir -p, 0755 for what it creates.
+bool MakeDirs(const std::string& dir, std::string* error) {
+  std::string partial;
+  size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = dir.find('/', pos + 1);
+    partial = dir.substr(0, pos);
+    if (partial.empty()) continue;
+    if (mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) {
+      *error = Why("cannot create", partial);
+      return false;
+    }
+  }
+  struct stat st {};
+  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    errno = errno ? errno : ENOTDIR;
+    *error = Why("cannot use output directory", dir);
+    return false;
+  }
+  return true;
+}
+
+bool WriteAtomically(const std::string& path, const std::string& data, std::string* error) {
+  const std::string tmp = path + ".tmp";
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    *error = Why("cannot create", tmp);
+    return false;
+  }
+  size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (n == 0) errno = ENOSPC;
+      *error = Why("cannot write", tmp);
+      close(fd);
+      unlink(tmp.c_str());
+      return false;
+    }
+    done += static_cast<size_t>(n);
+  }
+  // fsync and close report delayed allocation failures (ENOSPC, EDQUOT) on some file systems.
+  if (fsync(fd) != 0 && errno != EINVAL && errno != EROFS) {
+    *error = Why("cannot write", tmp);
+    close(fd);
+    unlink(tmp.c_str());
+    return false;
+  }
+  if (close(fd) != 0) {
+    *error = Why("cannot write", tmp);
+    unlink(tmp.c_str());
+    return false;
+  }
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    *error = Why("cannot rename to", path);
+    unlink(tmp.c_str());
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string ChooseOutDir(const std::string& override_dir, const std::string& first_out_dir) {
+  if (!override_dir.empty()) return override_dir;
+  if (!first_out_dir.empty() && first_out_dir[0] == '/') return first_out_dir;
+  return "./gpuwatch-out";
+}
+
+bool WriteSummaryFiles(const std::string& dir, const std::string& json_text,
+                       const std::string& text, std::string* error) {
+  errno = 0;
+  if (!MakeDirs(dir, error)) return false;
+  return WriteAtomically(dir + "/summary.json", json_text, error) &&
+         WriteAtomically(dir + "/summary.txt", text, error);
+}
+
+}  // namespace gpuwatch::collector

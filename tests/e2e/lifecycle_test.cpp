@@ -1,0 +1,80 @@
+// How the library starts and stays out of the way: one collector per host however many
+// ranks race to start it, and nothing at all in processes that never call CUDA.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <nlohmann/json.hpp>
+
+#include "subprocess.h"
+
+namespace fs = std::filesystem;
+using gpuwatch::e2e::FreshDir;
+using gpuwatch::e2e::ReadFile;
+using gpuwatch::e2e::Run;
+using gpuwatch::e2e::WaitForFile;
+using nlohmann::json;
+
+namespace {
+
+size_t Count(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("lifecycle: four ranks starting at once start exactly one collector") {
+  const std::string work = FreshDir("lifecycle-4ranks");
+  const std::string scenario = work + "/four.json";
+  std::ofstream(scenario) << R"({"name": "four", "ranks": 4, "steps": 5,
+    "step": [{"op": "host", "ms": 2}, {"op": "kernels", "count": 4, "us": 200},
+             {"op": "allreduce", "bytes": 1048576}, {"op": "sync"}]})";
+  auto res = Run({GPUWATCH_BIN_DIR "/gpuwatch-scenario", "--sim", scenario},
+                 {{"LD_PRELOAD", GPUWATCH_LIB}, {"GPUWATCH_SOCKET_DIR", work + "/sock"},
+                  {"GPUWATCH_OUT", work + "/out"}},
+                 60);
+  INFO(res.err);
+  REQUIRE(res.exit_code == 0);
+  REQUIRE(WaitForFile(work + "/out/summary.json", 30));
+  const json summary = json::parse(ReadFile(work + "/out/summary.json"));
+  REQUIRE(summary["ranks"].size() == 4);
+  std::set<int> ranks;
+  for (const json& r : summary["ranks"]) ranks.insert(r["rank"].get<int>());
+  CHECK(ranks == std::set<int>{0, 1, 2, 3});
+  // Each collector announces itself once on the job's stderr.
+  CHECK(Count(res.err, "listening on") == 1);
+}
+
+TEST_CASE("lifecycle: a process that never calls CUDA neither connects nor starts a collector") {
+  const std::string work = FreshDir("lifecycle-no-cuda");
+  const std::string sock = work + "/sock";
+  auto res = Run({"/bin/sh", "-c", "echo hello; exit 3"},
+                 {{"LD_PRELOAD", GPUWATCH_LIB}, {"GPUWATCH_SOCKET_DIR", sock}, {"GPUWATCH_OUT", work + "/out"}}, 20);
+  CHECK(res.out == "hello\n");
+  CHECK(res.err.empty());
+  CHECK(res.exit_code == 3);
+  // No socket directory, lock, collector or output: the library did nothing at all.
+  CHECK_FALSE(fs::exists(sock));
+  CHECK_FALSE(fs::exists(work + "/out"));
+}
+
+TEST_CASE("lifecycle: the scenario parent (linked to nothing CUDA) stays silent, its ranks report") {
+  // gpuwatch-scenario's own process inherits LD_PRELOAD but never calls CUDA: only the
+  // rank processes may appear in the summary.
+  const std::string work = FreshDir("lifecycle-parent");
+  const std::string scenario = work + "/one.json";
+  std::ofstream(scenario) << R"({"name": "one", "ranks": 1, "steps": 3,
+    "step": [{"op": "kernels", "count": 2, "us": 100}, {"op": "sync"}]})";
+  auto res = Run({GPUWATCH_BIN_DIR "/gpuwatch-scenario", "--sim", scenario},
+                 {{"LD_PRELOAD", GPUWATCH_LIB}, {"GPUWATCH_SOCKET_DIR", work + "/sock"},
+                  {"GPUWATCH_OUT", work + "/out"}},
+                 60);
+  REQUIRE(res.exit_code == 0);
+  REQUIRE(WaitForFile(work + "/out/summary.json", 30));
+  const json summary = json::parse(ReadFile(work + "/out/summary.json"));
+  REQUIRE(summary["ranks"].size() == 1);
+  CHECK(summary["ranks"][0]["kernels"]["launches"] == 6);
+}

@@ -1,0 +1,30 @@
+// Running the programs under test as a user would: a command line, extra environment,
+// output captured to files, a deadline.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+namespace gpuwatch::e2e {
+
+struct RunResult {
+  int exit_code = -1;   // -1: killed at the deadline or by a signal
+  int signal = 0;
+  std::string out;      // stdout
+  std::string err;      // stderr
+};
+
+// Runs argv with the current environment plus `env` (an empty value removes the
+// variable), stdin from /dev/null. Kills it after `timeout_s`.
+RunResult Run(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+              double timeout_s);
+
+// A fresh empty directory under the build tree's e2e work area.
+std::string FreshDir(const std::string& name);
+
+// Polls until `path` exists (true) or `timeout_s` passes (false).
+bool WaitForFile(const std::string& path, double timeout_s);
+
+std::string ReadFile(const std::string& path);
+
+}  // namespace gpuwatch::e2e

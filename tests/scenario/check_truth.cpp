@@ -1,0 +1,214 @@
+// scenario-truth-check: runs one scenario with `gpuwatch-scenario --sim --truth` and checks
+// that the rank's own truth files and the simulator's device truth agree with the scenario.
+//
+//   scenario-truth-check --driver BIN --sim-dir DIR --work DIR [--timeout S] SCENARIO.json
+//
+// Counts and bytes must match the model (scenario_model.h) exactly; times must be within
+// 10% or 0.5 ms (issue 2's tolerance). Prints every mismatch, exits 1 if there was any.
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+#include "scenario_model.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace gpuwatch::scenario;
+
+namespace {
+
+int g_failures = 0;
+
+void fail(const std::string& msg) {
+  std::fprintf(stderr, "FAIL %s\n", msg.c_str());
+  ++g_failures;
+}
+
+bool near(double got, double want) { return std::fabs(got - want) <= std::max(0.10 * want, 0.0005); }
+
+std::string fmt(double x) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.6f", x);
+  return b;
+}
+
+int run(const std::vector<std::string>& args) {
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    execv(argv[0], argv.data());
+    std::perror("execv");
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+json read_json(const fs::path& p) {
+  std::ifstream in(p);
+  if (!in) {
+    fail("missing " + p.string());
+    return json::object();
+  }
+  try {
+    return json::parse(in);
+  } catch (const std::exception& e) {
+    fail(p.string() + ": " + e.what());
+    return json::object();
+  }
+}
+
+std::uint64_t u64(const json& j, const char* k) { return j.contains(k) ? j[k].get<std::uint64_t>() : 0; }
+double num(const json& j, const char* k) { return j.contains(k) ? j[k].get<double>() : 0.0; }
+
+// The rank's truth-rank-R.json against expected_truth_ops.
+void check_rank_truth(const Scenario& sc, int rank, const json& truth) {
+  const std::string who = "rank " + std::to_string(rank) + " truth";
+  const auto want = expected_truth_ops(sc, rank);
+  const json ops = truth.value("ops", json::object());
+  // Keys that belong to the scenario's ops; others (comm_order, step_join) are extras.
+  std::set<std::string> op_keys = {"host", "h2d", "d2h", "kernels", "item", "sync", "sync_stream", "sync_device",
+                                   "sync_event", "allreduce", "allgather", "reducescatter", "broadcast"};
+  for (const auto& [key, t] : want) {
+    const json e = ops.value(key, json::object());
+    if (u64(e, "count") != t.count) fail(who + " ops." + key + ".count = " + std::to_string(u64(e, "count")) + ", want " + std::to_string(t.count));
+    if (u64(e, "bytes") != t.bytes) fail(who + " ops." + key + ".bytes = " + std::to_string(u64(e, "bytes")) + ", want " + std::to_string(t.bytes));
+  }
+  for (auto it = ops.begin(); it != ops.end(); ++it)
+    if (op_keys.count(it.key()) && !want.count(it.key()) && u64(it.value(), "count") > 0)
+      fail(who + " ops." + it.key() + " present but the scenario has no such op");
+  if (want.count("host")) {
+    double got = num(ops["host"], "total_s"), w = want.at("host").seconds;
+    if (!near(got, w)) fail(who + " ops.host.total_s = " + fmt(got) + ", want " + fmt(w) + " (10% or 0.5 ms)");
+  }
+  const double wall = num(truth, "wall_s");
+  double floor_s = want.count("host") ? want.at("host").seconds : 0;
+  if (!(wall > 0) || wall < 0.99 * floor_s) fail(who + " wall_s = " + fmt(wall) + ", below the host time " + fmt(floor_s));
+  if (truth.value("rank", -1) != rank) fail(who + " rank field is not " + std::to_string(rank));
+}
+
+// The simulator's device-rank-R.json against expected_device_kinds and the gpu keys.
+void check_device_truth(const Scenario& sc, int rank, const json& dev) {
+  const std::string who = "rank " + std::to_string(rank) + " device";
+  const auto want = expected_device_kinds(sc, rank);
+  const json kinds = dev.value("kinds", json::object());
+  for (const auto& [kind, t] : want) {
+    const json k = kinds.value(kind, json::object());
+    if (u64(k, "count") != t.count) fail(who + " kinds." + kind + ".count = " + std::to_string(u64(k, "count")) + ", want " + std::to_string(t.count));
+    if (kind != "kernel" && u64(k, "bytes") != t.bytes)
+      fail(who + " kinds." + kind + ".bytes = " + std::to_string(u64(k, "bytes")) + ", want " + std::to_string(t.bytes));
+  }
+  for (auto it = kinds.begin(); it != kinds.end(); ++it)
+    if (!want.count(it.key()) && u64(it.value(), "count") > 0)
+      fail(who + " kinds." + it.key() + " has " + std::to_string(u64(it.value(), "count")) + " entries; the scenario makes none");
+  if (want.count("kernel")) {
+    double got = num(kinds["kernel"], "device_s"), w = want.at("kernel").seconds;
+    if (!near(got, w)) fail(who + " kinds.kernel.device_s = " + fmt(got) + ", want " + fmt(w) + " (10% or 0.5 ms)");
+  }
+
+  // Copies: bytes / bandwidth, where the scenario sets the bandwidth it needs.
+  auto gbps = [&](const char* key) { auto it = sc.gpu.find(key); return it == sc.gpu.end() ? 0.0 : it->second; };
+  double want_s[2] = {0, 0};
+  bool known[2] = {true, true};
+  for (int s = 0; s < sc.steps; ++s)
+    for (const Op* op : sc.ops_for_step(s)) {
+      if (op->kind != OpKind::H2D && op->kind != OpKind::D2H) continue;
+      const int i = op->kind == OpKind::H2D ? 0 : 1;
+      const double bw = i == 0 ? gbps(op->pinned ? "h2d_pinned_gbps" : "h2d_pageable_gbps")
+                               : gbps(op->pinned ? "d2h_gbps" : "d2h_pageable_gbps");
+      if (bw <= 0) known[i] = false;
+      else want_s[i] += double(op->bytes) / (bw * 1e9);
+    }
+  const char* names[2] = {"h2d", "d2h"};
+  for (int i = 0; i < 2; ++i) {
+    // item's 4-byte copies are part of d2h on the device; they last microseconds and fall
+    // inside the tolerance, so only the scenario's own copies are summed.
+    if (!known[i] || !want.count(names[i]) || want_s[i] == 0) continue;
+    double got = num(kinds[names[i]], "device_s");
+    if (!near(got, want_s[i])) fail(who + " kinds." + names[i] + ".device_s = " + fmt(got) + ", want " + fmt(want_s[i]) + " (bytes / gbps)");
+  }
+
+  // Collectives: at least latency + S x busbw factor / busbw each; waiting for peers adds.
+  const double busbw = gbps("busbw_gbps");
+  const double lat = sc.gpu.count("coll_latency_us") ? sc.gpu.at("coll_latency_us") * 1e-6 : 0;
+  const int n = sc.ranks;
+  for (const char* kind : {"allreduce", "allgather", "reducescatter", "broadcast"}) {
+    if (!want.count(kind) || busbw <= 0) continue;
+    const std::string k = kind;
+    const double factor = k == "allreduce" ? 2.0 * (n - 1) / n : k == "broadcast" ? 1.0 : double(n - 1) / n;
+    const double floor_s = double(want.at(kind).count) * lat + double(want.at(kind).bytes) * factor / (busbw * 1e9);
+    double got = num(kinds[kind], "device_s");
+    if (got < 0.9 * floor_s) fail(who + " kinds." + k + ".device_s = " + fmt(got) + ", below latency + bytes/busbw = " + fmt(floor_s));
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string driver, sim_dir, work, scenario_path, timeout = "15";
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--driver" && i + 1 < argc) driver = argv[++i];
+    else if (a == "--sim-dir" && i + 1 < argc) sim_dir = argv[++i];
+    else if (a == "--work" && i + 1 < argc) work = argv[++i];
+    else if (a == "--timeout" && i + 1 < argc) timeout = argv[++i];
+    else scenario_path = a;
+  }
+  if (driver.empty() || sim_dir.empty() || work.empty() || scenario_path.empty()) {
+    std::fprintf(stderr, "usage: scenario-truth-check --driver BIN --sim-dir DIR --work DIR SCENARIO.json\n");
+    return 2;
+  }
+  Scenario sc;
+  try {
+    sc = load_scenario(scenario_path);
+  } catch (const ScenarioError& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 1;
+  }
+  if (!fs::exists(fs::path(sim_dir) / "libcudart.so.13") || !fs::exists(fs::path(sim_dir) / "libnccl.so.2")) {
+    std::fprintf(stderr, "FAIL the simulator is not built: no libcudart.so.13/libnccl.so.2 in %s\n", sim_dir.c_str());
+    return 1;
+  }
+  const fs::path truth = fs::path(work) / "truth";
+  fs::remove_all(work);
+  fs::create_directories(truth);
+
+  const auto t0 = std::chrono::steady_clock::now();
+  int rc = run({driver, "--sim", "--sim-dir", sim_dir, "--truth", truth.string(), "--timeout", timeout, scenario_path});
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("%s: %d ranks, %d steps, driver exit %d after %.2f s\n", sc.name.c_str(), sc.ranks, sc.steps, rc, took);
+  // Keep checking after a failed run: files written before a hang or crash still tell
+  // where the problem is.
+  if (rc != 0) fail("gpuwatch-scenario exited with " + std::to_string(rc));
+
+  std::vector<json> devices;
+  for (int r = 0; r < sc.ranks; ++r) {
+    check_rank_truth(sc, r, read_json(truth / ("truth-rank-" + std::to_string(r) + ".json")));
+    devices.push_back(read_json(truth / ("device-rank-" + std::to_string(r) + ".json")));
+    check_device_truth(sc, r, devices.back());
+  }
+  // A straggler (host scaled up) must make the other ranks wait in collectives, not itself.
+  for (const auto& [slow, scale] : sc.rank_scale) {
+    if (scale.host <= 1.2) continue;
+    const double slow_wait = num(devices[size_t(slow)], "collective_wait_s");
+    for (int r = 0; r < sc.ranks; ++r)
+      if (r != slow && !sc.rank_scale.count(r) && !(num(devices[size_t(r)], "collective_wait_s") > slow_wait))
+        fail("rank " + std::to_string(r) + " collective_wait_s " + fmt(num(devices[size_t(r)], "collective_wait_s")) +
+             " is not above the slow rank " + std::to_string(slow) + "'s " + fmt(slow_wait));
+  }
+  if (g_failures) {
+    std::fprintf(stderr, "%d check(s) failed; files in %s\n", g_failures, truth.c_str());
+    return 1;
+  }
+  std::printf("all truth checks passed\n");
+  return 0;
+}

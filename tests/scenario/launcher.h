@@ -1,0 +1,27 @@
+// Starts one process per rank and supervises them (the parent side of gpuwatch-scenario).
+//
+// The parent makes no CUDA call: it only builds each rank's environment, fork+execs the
+// rank executable and waits. A preloaded profiler therefore sees an idle parent.
+#pragma once
+
+#include <string>
+
+#include "scenario_model.h"
+
+namespace gpuwatch::scenario {
+
+struct LaunchOptions {
+  std::string rank_exe;       // gpuwatch-scenario-rank
+  std::string scenario_path;  // passed to every rank, which parses it again
+  bool sim = false;
+  std::string sim_dir;        // prepended to LD_LIBRARY_PATH when sim
+  std::string truth_dir;      // absolute, existing; "" = none
+  double timeout_s = 0;       // 0 = wait forever
+  double grace_s = 2;         // after a failure, how long the others may finish alone
+};
+
+// Returns 0 when every rank exited 0, 1 otherwise (after one line per failed rank on
+// stderr and stopping the others).
+int launch_ranks(const Scenario& sc, const LaunchOptions& opt);
+
+}  // namespace gpuwatch::scenario

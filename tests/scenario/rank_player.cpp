@@ -1,0 +1,299 @@
+// See rank_player.h. Every CUDA/NCCL call the scenario makes goes through here, and each
+// stopwatch below covers exactly the calls named next to it; docs/scenarios.md lists them
+// because downstream tests compare a profiler's summary with these numbers.
+#include "rank_player.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <stdexcept>
+#include <sched.h>
+#include <sys/prctl.h>
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+#include <nvtx3/nvToolsExt.h>
+
+#include "rendezvous_file.h"
+#include "spin_kernel.h"
+#include "truth.h"
+
+namespace gpuwatch::scenario {
+namespace {
+
+constexpr double kUniqueIdTimeoutS = 60;  // rank 0 publishes within ms; this covers a slow start
+
+struct PlayError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+void check(cudaError_t e, const char* call) {
+  if (e != cudaSuccess) throw PlayError(std::string(call) + ": " + cudaGetErrorString(e));
+}
+void check(ncclResult_t r, const char* call) {
+  if (r != ncclSuccess) throw PlayError(std::string(call) + ": " + ncclGetErrorString(r));
+}
+
+// Host work that (almost) does not burn a CPU: the ranks of a scenario share few cores with
+// the simulator's threads, so a busy wait would distort everyone's timing. Yet a plain sleep
+// wakes late by 0.1-0.3 ms on a loaded machine, 10-30% of a 1 ms op. So: an absolute-deadline
+// clock_nanosleep on CLOCK_MONOTONIC (steady_clock's clock, 1 ns timer slack) until
+// kSpinMargin before the deadline, then sched_yield until it. Never early; at most
+// kSpinMargin of CPU per op.
+constexpr auto kSpinMargin = std::chrono::microseconds(250);
+
+void host_wait(Clock::time_point deadline) {
+  const auto wake = deadline - kSpinMargin;
+  if (Clock::now() < wake) {
+    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(wake.time_since_epoch()).count();
+    timespec ts{time_t(ns / 1000000000), long(ns % 1000000000)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+    }
+  }
+  while (Clock::now() < deadline) sched_yield();
+}
+
+class Player {
+ public:
+  Player(const Scenario& sc, const PlayerOptions& opt) : sc_(sc), opt_(opt), scale_(sc.scale_for(opt.rank)) {}
+
+  void setup();
+  void run();
+  void teardown();
+  const TruthRecorder& truth() const { return truth_; }
+  std::string where() const { return where_; }
+
+ private:
+  void play(const Op& op);
+  void collective(const Op& op);
+
+  const Scenario& sc_;
+  const PlayerOptions& opt_;
+  const RankScale scale_;
+  TruthRecorder truth_;
+  std::string where_ = "setup";
+
+  cudaStream_t compute_ = nullptr, comm_stream_ = nullptr;
+  cudaEvent_t compute_ready_ = nullptr, comm_done_ = nullptr, sync_event_ = nullptr;
+  void* dev_ = nullptr;
+  void* pinned_ = nullptr;
+  char* pageable_ = nullptr;
+  ncclComm_t comm_ = nullptr;
+};
+
+void Player::setup() {
+  auto t0 = Clock::now();
+  int ndev = 0;
+  check(cudaGetDeviceCount(&ndev), "cudaGetDeviceCount");
+  if (ndev <= 0) throw PlayError("cudaGetDeviceCount: no device");
+  check(cudaSetDevice(opt_.local_rank % ndev), "cudaSetDevice");
+  check(cudaStreamCreate(&compute_), "cudaStreamCreate");
+  check(cudaStreamCreate(&comm_stream_), "cudaStreamCreate");
+  // Timing is never read from these events; DisableTiming makes them the cheap kind DDP uses.
+  check(cudaEventCreateWithFlags(&compute_ready_, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+  check(cudaEventCreateWithFlags(&comm_done_, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+  check(cudaEventCreateWithFlags(&sync_event_, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+  check(cudaMalloc(&dev_, device_buffer_bytes(sc_)), "cudaMalloc");
+  if (auto n = host_buffer_bytes(sc_, true)) check(cudaMallocHost(&pinned_, n), "cudaMallocHost");
+  if (auto n = host_buffer_bytes(sc_, false)) {
+    pageable_ = static_cast<char*>(std::malloc(n));
+    if (!pageable_) throw PlayError("malloc of the pageable buffer failed");
+    // Touch every page now so that page faults are not timed inside the first copies.
+    std::memset(pageable_, 1, n);
+  }
+
+  ncclUniqueId id;
+  if (opt_.rank == 0) {
+    check(ncclGetUniqueId(&id), "ncclGetUniqueId");
+    if (opt_.world_size > 1) publish_blob(opt_.run_dir, "nccl-unique-id", &id, sizeof id);
+  } else {
+    auto blob = wait_blob(opt_.run_dir, "nccl-unique-id", sizeof id, kUniqueIdTimeoutS);
+    std::memcpy(&id, blob.data(), sizeof id);
+  }
+  check(ncclCommInitRank(&comm_, opt_.world_size, id, opt_.rank), "ncclCommInitRank");
+  truth_.set("setup_s", seconds_between(t0, Clock::now()));
+}
+
+void Player::collective(const Op& op) {
+  const size_t count = op.bytes / 4;
+  // DDP orders the gradient all-reduce after the backward kernels with an event.
+  auto t0 = Clock::now();
+  check(cudaEventRecord(compute_ready_, compute_), "cudaEventRecord");
+  check(cudaStreamWaitEvent(comm_stream_, compute_ready_, 0), "cudaStreamWaitEvent");
+  auto t1 = Clock::now();
+  truth_.add("comm_order", seconds_between(t0, t1));
+
+  char* buf = static_cast<char*>(dev_);
+  const size_t slice = size_t(opt_.rank) * op.bytes;  // in-place layouts as NCCL documents them
+  ncclResult_t r = ncclSuccess;
+  const char* call = "";
+  auto c0 = Clock::now();
+  switch (op.kind) {
+    case OpKind::AllReduce:
+      r = ncclAllReduce(buf, buf, count, ncclFloat, ncclSum, comm_, comm_stream_);
+      call = "ncclAllReduce";
+      break;
+    case OpKind::AllGather:
+      r = ncclAllGather(buf + slice, buf, count, ncclFloat, comm_, comm_stream_);
+      call = "ncclAllGather";
+      break;
+    case OpKind::ReduceScatter:
+      r = ncclReduceScatter(buf, buf + slice, count, ncclFloat, ncclSum, comm_, comm_stream_);
+      call = "ncclReduceScatter";
+      break;
+    case OpKind::Broadcast:
+      r = ncclBroadcast(buf, buf, count, ncclFloat, 0, comm_, comm_stream_);
+      call = "ncclBroadcast";
+      break;
+    default:
+      throw PlayError("not a collective");
+  }
+  auto c1 = Clock::now();
+  check(r, call);
+  truth_.add(op_name(op.kind), seconds_between(c0, c1), collective_bytes(op.kind, op.bytes, sc_.ranks));
+}
+
+void Player::play(const Op& op) {
+  switch (op.kind) {
+    case OpKind::Host: {
+      auto t0 = Clock::now();
+      host_wait(t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(op.ms * scale_.host)));
+      truth_.add("host", seconds_between(t0, Clock::now()));
+      break;
+    }
+    case OpKind::H2D:
+    case OpKind::D2H: {
+      const bool h2d = op.kind == OpKind::H2D;
+      void* host = op.pinned ? pinned_ : pageable_;
+      void* dst = h2d ? dev_ : host;
+      const void* src = h2d ? host : dev_;
+      const cudaMemcpyKind kind = h2d ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
+      auto t0 = Clock::now();
+      cudaError_t e = op.async ? cudaMemcpyAsync(dst, src, op.bytes, kind, compute_) : cudaMemcpy(dst, src, op.bytes, kind);
+      auto t1 = Clock::now();
+      check(e, op.async ? "cudaMemcpyAsync" : "cudaMemcpy");
+      truth_.add(op_name(op.kind), seconds_between(t0, t1), op.bytes);
+      break;
+    }
+    case OpKind::Kernels: {
+      const auto ns = static_cast<unsigned long long>(op.us * scale_.kernels * 1e3 + 0.5);
+      const bool range = sc_.nvtx && !op.name.empty();
+      if (range) nvtxRangePushA(op.name.c_str());
+      // Sum the launch calls only: the loop, the clock reads and NVTX are not launch time.
+      Clock::duration in_launch{};
+      for (std::uint64_t i = 0; i < op.count; ++i) {
+        auto t0 = Clock::now();
+        launch_spin(ns, compute_);
+        in_launch += Clock::now() - t0;
+      }
+      if (range) nvtxRangePop();
+      truth_.add("kernels", std::chrono::duration<double>(in_launch).count(), 0, op.count);
+      // Sticky launch errors are checked once per op, outside the stopwatch.
+      check(cudaGetLastError(), "kernel launch (cudaGetLastError)");
+      break;
+    }
+    case OpKind::Item: {
+      // tensor.item(): a 4-byte copy into a pageable local, then wait for the stream.
+      float value = 0;
+      auto t0 = Clock::now();
+      cudaError_t e1 = cudaMemcpyAsync(&value, dev_, sizeof value, cudaMemcpyDeviceToHost, compute_);
+      cudaError_t e2 = cudaStreamSynchronize(compute_);
+      auto t1 = Clock::now();
+      check(e1, "cudaMemcpyAsync");
+      check(e2, "cudaStreamSynchronize");
+      truth_.add("item", seconds_between(t0, t1), sizeof value);
+      break;
+    }
+    case OpKind::Sync: {
+      auto t0 = Clock::now();
+      const char* key = "sync_stream";
+      cudaError_t e = cudaSuccess;
+      const char* call = "cudaStreamSynchronize";
+      if (op.what == SyncWhat::Stream) {
+        e = cudaStreamSynchronize(compute_);
+      } else if (op.what == SyncWhat::Device) {
+        key = "sync_device";
+        call = "cudaDeviceSynchronize";
+        e = cudaDeviceSynchronize();
+      } else {
+        key = "sync_event";
+        call = "cudaEventRecord";
+        e = cudaEventRecord(sync_event_, compute_);
+        if (e == cudaSuccess) {
+          call = "cudaEventSynchronize";
+          e = cudaEventSynchronize(sync_event_);
+        }
+      }
+      auto t1 = Clock::now();
+      check(e, call);
+      truth_.add("sync", seconds_between(t0, t1));
+      truth_.add(key, seconds_between(t0, t1));
+      break;
+    }
+    default:
+      collective(op);
+  }
+}
+
+void Player::run() {
+  const auto start = Clock::now();
+  for (int s = 0; s < sc_.steps; ++s) {
+    if (sc_.nvtx) nvtxRangePushA("train_step");
+    for (const Op* op : sc_.ops_for_step(s)) {
+      where_ = "step " + std::to_string(s) + ", " + op->where + " (" + op_name(op->kind) + ")";
+      play(*op);
+    }
+    where_ = "step " + std::to_string(s) + ", end of step";
+    // The next step's compute waits for this step's communication (DDP's final wait).
+    auto t0 = Clock::now();
+    check(cudaEventRecord(comm_done_, comm_stream_), "cudaEventRecord");
+    check(cudaStreamWaitEvent(compute_, comm_done_, 0), "cudaStreamWaitEvent");
+    truth_.add("step_join", seconds_between(t0, Clock::now()));
+    if (sc_.nvtx) nvtxRangePop();
+  }
+  truth_.set("wall_s", seconds_between(start, Clock::now()));
+  truth_.set("steps", sc_.steps);
+}
+
+void Player::teardown() {
+  where_ = "teardown";
+  auto t0 = Clock::now();
+  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  truth_.set("final_sync_s", seconds_between(t0, Clock::now()));
+  check(ncclCommDestroy(comm_), "ncclCommDestroy");
+  comm_ = nullptr;
+  if (pinned_) check(cudaFreeHost(pinned_), "cudaFreeHost");
+  std::free(pageable_);
+  check(cudaFree(dev_), "cudaFree");
+  for (cudaEvent_t ev : {compute_ready_, comm_done_, sync_event_}) check(cudaEventDestroy(ev), "cudaEventDestroy");
+  check(cudaStreamDestroy(comm_stream_), "cudaStreamDestroy");
+  check(cudaStreamDestroy(compute_), "cudaStreamDestroy");
+  truth_.set("teardown_s", seconds_between(t0, Clock::now()));
+}
+
+}  // namespace
+
+int play_rank(const Scenario& sc, const PlayerOptions& opt) {
+  // Sleep precision for `host` ops (see host_wait); harmless if refused.
+  prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+  Player p(sc, opt);
+  try {
+    p.setup();
+    p.run();
+    p.teardown();
+    if (!opt.truth_dir.empty()) {
+      TruthRecorder t = p.truth();
+      t.set("world_size", opt.world_size);
+      t.set("scenario", sc.name);
+      t.write(opt.truth_dir, opt.rank);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gpuwatch-scenario rank %d: %s: %s\n", opt.rank, p.where().c_str(), e.what());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace gpuwatch::scenario

@@ -1,0 +1,107 @@
+// Scenario format v1: parsing, validation and the expected totals of a run.
+//
+// This is plain C++ (no CUDA) so that the driver's parent process, the rank processes, the
+// unit tests and downstream end-to-end tests all share one definition of what a scenario
+// means. docs/scenarios.md is the user-facing description of the format.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace gpuwatch::scenario {
+
+enum class OpKind { Host, H2D, D2H, Kernels, Item, Sync, AllReduce, AllGather, ReduceScatter, Broadcast };
+enum class SyncWhat { Stream, Device, Event };
+
+// One entry of "step" or of an "every" block, with defaults applied.
+struct Op {
+  OpKind kind = OpKind::Host;
+  std::string where;     // "step[2]" or "every[0].ops[1]": names the op in error messages
+  double ms = 0;         // host
+  std::uint64_t bytes = 0;  // h2d, d2h, collectives (per rank)
+  bool pinned = true;    // h2d, d2h
+  bool async = true;     // h2d, d2h
+  std::uint64_t count = 0;  // kernels
+  double us = 0;         // kernels
+  std::string name;      // kernels: NVTX range name (optional)
+  SyncWhat what = SyncWhat::Stream;  // sync
+};
+
+struct Every {
+  int period = 1;
+  std::vector<Op> ops;
+};
+
+// Multipliers for one rank's host and kernel times (1.0 = as written).
+struct RankScale {
+  double host = 1.0;
+  double kernels = 1.0;
+};
+
+struct Scenario {
+  std::string source;  // file name used as the prefix of error messages
+  std::string name;
+  std::string description;
+  int ranks = 1;
+  int steps = 1;
+  bool nvtx = true;
+  std::map<std::string, double> gpu;  // simulator device keys, in file order irrelevant
+  std::vector<Op> step;
+  std::vector<Every> every;
+  std::map<int, RankScale> rank_scale;
+
+  RankScale scale_for(int rank) const;
+  // The ops a rank plays in step `s` (0-based): the step ops, then every "every" block
+  // whose period divides in (s % period == period - 1), in file order.
+  std::vector<const Op*> ops_for_step(int s) const;
+};
+
+// Thrown for any invalid scenario; what() is one line: "FILE: KEY.PATH: problem".
+class ScenarioError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+Scenario parse_scenario(const nlohmann::json& doc, const std::string& source);
+Scenario parse_scenario_text(const std::string& text, const std::string& source);
+Scenario load_scenario(const std::string& path);
+
+// The scenario op name ("host", "allreduce", ...) and the simulator's device kind for it.
+const char* op_name(OpKind k);
+bool is_collective(OpKind k);
+
+// Bytes of one collective as nccl-tests counts them (S): AllReduce/Broadcast S = count x 4,
+// AllGather/ReduceScatter S = ranks x per-rank bytes.
+std::uint64_t collective_bytes(OpKind k, std::uint64_t per_rank_bytes, int ranks);
+
+// Bytes of device memory a rank needs to play the scenario (largest single use).
+std::uint64_t device_buffer_bytes(const Scenario& sc);
+std::uint64_t host_buffer_bytes(const Scenario& sc, bool pinned);
+
+// "key=value,..." for SIMGPU_CONFIG from the scenario's "gpu" object ("" when empty).
+std::string simgpu_config(const Scenario& sc);
+
+struct Totals {
+  std::uint64_t count = 0;
+  std::uint64_t bytes = 0;
+  double seconds = 0;  // nominal time the scenario asks for (see each function); 0 if none
+};
+
+// What truth-rank-R.json's "ops" must contain for `rank` (count and bytes exactly).
+// seconds: host = ms x scale summed; kernels = us x scale summed (device time, not the
+// launch-call time the truth file reports); 0 for the others. Keys: host, h2d, d2h,
+// kernels, item, sync, sync_stream, sync_device, sync_event, and each collective; only
+// keys with count > 0 are present.
+std::map<std::string, Totals> expected_truth_ops(const Scenario& sc, int rank);
+
+// What the simulator's device-rank-R.json "kinds" must contain for `rank`: kernel (count,
+// device seconds), h2d, d2h (item's 4-byte copies included), and each collective with
+// bytes S. Only kinds with count > 0 are present.
+std::map<std::string, Totals> expected_device_kinds(const Scenario& sc, int rank);
+
+}  // namespace gpuwatch::scenario

@@ -1,0 +1,102 @@
+// Builders for wire frames, and a fake rank that feeds them through the collector's own
+// Connection (the same path the socket server uses), for aggregation tests.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "aggregate/job.h"
+#include "frame.h"
+#include "ingest/connection.h"
+
+namespace gwtest {
+
+namespace wire = gpuwatch::wire;
+namespace col = gpuwatch::collector;
+
+inline wire::Frame Hello(const std::string& job, int rank, int world, int version = 1) {
+  wire::Frame f;
+  auto* h = f.mutable_hello();
+  h->set_protocol_version(version);
+  h->set_job_id(job);
+  h->set_rank(rank);
+  h->set_local_rank(rank);
+  h->set_world_size(world);
+  h->set_rank_source("RANK");
+  h->set_host("node1");
+  h->set_pid(1000 + rank);
+  h->set_device(rank);
+  h->set_library_version("0.1.0");
+  return f;
+}
+
+inline wire::Event* Add(wire::Batch* b, wire::Api api, uint64_t t_ns, uint64_t dur_ns) {
+  auto* e = b->add_events();
+  e->set_api(api);
+  e->set_t_ns(t_ns);
+  e->set_dur_ns(dur_ns);
+  return e;
+}
+
+inline wire::Event* Copy(wire::Batch* b, wire::Api api, wire::CopyKind kind, uint64_t bytes,
+                         uint64_t t_ns, uint64_t dur_ns, uint32_t flags) {
+  auto* e = Add(b, api, t_ns, dur_ns);
+  e->set_copy_kind(kind);
+  e->set_bytes(bytes);
+  e->set_flags(flags);
+  return e;
+}
+
+inline wire::Event* Coll(wire::Batch* b, wire::Api api, uint64_t comm, uint64_t bytes,
+                         uint64_t gpu_ns, uint64_t t_ns = 1000, uint32_t flags = 0) {
+  auto* e = Add(b, api, t_ns, 10);
+  e->set_comm_id(comm);
+  e->set_bytes(bytes);
+  e->set_gpu_ns(gpu_ns);
+  e->set_flags(flags);
+  return e;
+}
+
+inline void Comm(wire::Batch* b, uint64_t id, int nranks, int rank) {
+  auto* c = b->add_communicators();
+  c->set_comm_id(id);
+  c->set_nranks(nranks);
+  c->set_rank(rank);
+}
+
+inline void Drop(wire::Batch* b, const std::string& reason, uint64_t n) {
+  auto* d = b->add_dropped();
+  d->set_reason(reason);
+  d->set_count(n);
+}
+
+inline std::string Bytes(const wire::Frame& f) {
+  std::string s;
+  wire::AppendFrame(f, s);
+  return s;
+}
+
+// A rank connected to a JobTable through a Connection.
+struct FakeRank {
+  FakeRank(col::JobTable& jobs, const wire::Frame& hello)
+      : conn(std::make_unique<col::Connection>(hello.hello().pid(), jobs, col::Clock::now())) {
+    Send(hello);
+  }
+  bool Send(const wire::Frame& f) { return SendBytes(Bytes(f)); }
+  bool SendBytes(const std::string& s) { return conn->OnBytes(s, scratch, col::Clock::now()); }
+  bool SendBatch(const wire::Batch& b) {
+    wire::Frame f;
+    *f.mutable_batch() = b;
+    return Send(f);
+  }
+  void Goodbye(const wire::Goodbye& g = {}) {
+    wire::Frame f;
+    *f.mutable_goodbye() = g;
+    Send(f);
+  }
+  void Close() { conn->Close(col::Clock::now()); }
+
+  wire::Frame scratch;
+  std::unique_ptr<col::Connection> conn;
+};
+
+}  // namespace gwtest
