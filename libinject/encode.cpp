@@ -1,5 +1,6 @@
 #include "encode.h"
 
+#include "cupti_reader.h"
 #include "wire_encode.h"
 
 namespace gpuwatch::inject {
@@ -67,6 +68,29 @@ void AppendDropCount(std::string& msg, uint32_t field, std::string_view reason, 
   Bytes(d, 1, reason);
   UInt(d, 2, count);
   Message(msg, field, d);
+}
+
+void AppendActivity(std::string& batch, const ActivityRecord& a) {
+  std::string m;
+  m.reserve(64);
+  UInt(m, 1, a.kind);
+  UInt(m, 2, a.start_ns);
+  UInt(m, 3, a.end_ns);
+  UInt(m, 4, a.correlation_id);
+  UInt(m, 5, a.stream);
+  Int(m, 6, a.device);
+  UInt(m, 7, a.name_id);
+  UInt(m, 8, a.bytes);
+  UInt(m, 9, a.copy_kind);
+  UInt(m, 10, a.flags);
+  UInt(m, 11, a.api_id);
+  UInt(m, 12, a.api_domain);
+  Message(batch, 5, m);
+}
+
+void AppendGpuSource(std::string& batch, int source, std::string_view detail) {
+  UInt(batch, 6, static_cast<uint64_t>(source));
+  Bytes(batch, 7, detail);
 }
 
 void AppendGoodbyeTail(std::string& goodbye, uint64_t events_sent, uint64_t end_ns) {

@@ -31,6 +31,11 @@ void AppendCommunicator(std::string& batch, uint64_t comm_id, int nranks, int ra
 // Batch.dropped (field 4) or Goodbye.dropped (field 1).
 void AppendDropCount(std::string& msg, uint32_t field, std::string_view reason, uint64_t count);
 
+struct ActivityRecord;
+void AppendActivity(std::string& batch, const ActivityRecord& a);
+// Batch.gpu_source (6) and gpu_source_detail (7).
+void AppendGpuSource(std::string& batch, int source, std::string_view detail);
+
 void AppendGoodbyeTail(std::string& goodbye, uint64_t events_sent, uint64_t end_ns);
 
 }  // namespace gpuwatch::inject

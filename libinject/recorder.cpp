@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "config.h"
+#include "cupti_reader.h"
 #include "sender.h"
 
 namespace gpuwatch::inject {
@@ -73,6 +74,8 @@ __attribute__((constructor)) void AtLoad() {
         TurnOff();
         return;
       }
+      // CUPTI now, so the timeline has the program's first GPU work too.
+      Cupti().Start();
       // A spare ring for the first thread that records (the ring allocation is a syscall).
       std::lock_guard<std::mutex> lock(g_ring_mu);
       g_rings[0].store(new Ring(GetConfig().ring_records), std::memory_order_release);

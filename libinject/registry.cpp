@@ -37,6 +37,21 @@ void KernelNames::Alias(const void* handle, const void* host_fun) {
   if (id && !table_.Put(handle, id)) overflow_.fetch_add(1, std::memory_order_relaxed);
 }
 
+uint32_t KernelNames::Intern(const char* name) {
+  if (!name) return 0;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = by_name_.find(name);
+  if (it != by_name_.end()) return it->second;
+  if (by_name_.size() >= kMaxInterned) {
+    overflow_.fetch_add(1, std::memory_order_relaxed);
+    return 0;
+  }
+  names_.emplace_back(name);
+  const auto id = static_cast<uint32_t>(names_.size());
+  by_name_.emplace(name, id);
+  return id;
+}
+
 std::vector<std::pair<uint32_t, std::string>> KernelNames::Since(uint32_t after) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::pair<uint32_t, std::string>> out;

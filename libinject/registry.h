@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ptr_table.h"
@@ -18,6 +19,8 @@ class KernelNames {
   uint32_t Register(const void* host_fun, const char* device_name);
   // A cudaKernel_t handle (from __cudaGetKernel) that stands for `host_fun`.
   void Alias(const void* handle, const void* host_fun);
+  // The id of a name seen in a CUPTI record (same id space as registered names).
+  uint32_t Intern(const char* name);
   uint32_t Find(const void* fun_or_handle) const { return static_cast<uint32_t>(table_.Find(fun_or_handle)); }
   // Names with id > `after`, as (id, name); ids are dense from 1.
   std::vector<std::pair<uint32_t, std::string>> Since(uint32_t after);
@@ -27,6 +30,8 @@ class KernelNames {
   PtrTable<1 << 16> table_;
   std::mutex mu_;
   std::vector<std::string> names_;
+  std::unordered_map<std::string, uint32_t> by_name_;  // bounded by kMaxInterned
+  static constexpr size_t kMaxInterned = 1 << 16;
   std::atomic<uint64_t> overflow_{0};
 };
 

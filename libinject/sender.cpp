@@ -16,6 +16,7 @@
 #include "collective_timer.h"
 #include "collector_link.h"
 #include "config.h"
+#include "cupti_reader.h"
 #include "encode.h"
 #include "wire_encode.h"
 #include "identity.h"
@@ -79,6 +80,10 @@ class Sender {
       ring.Drain([&](const Record& r) { Take(r, tid); });
     });
     Harvest(final);
+    Cupti().Poll(final, [&](const ActivityRecord& a) {
+      AppendActivity(batch_, a);
+      ++batch_events_;
+    });
     const bool had_data = !batch_.empty();
     AddMetadata();
     AddDropped(batch_, 4);
@@ -140,6 +145,11 @@ class Sender {
   }
 
   void AddMetadata() {
+    const auto source = Cupti().source();
+    if (source != CuptiReader::Source::kUnknown && source != source_sent_) {
+      AppendGpuSource(batch_, static_cast<int>(source), Cupti().source_detail());
+      source_sent_ = source;
+    }
     for (auto& [id, name] : Kernels().Since(names_sent_)) {
       AppendKernelName(batch_, id, name);
       names_sent_ = id;
@@ -263,6 +273,7 @@ class Sender {
   uint64_t batch_events_ = 0;
   std::unordered_map<uint32_t, Pending> pending_;
   uint32_t names_sent_ = 0;
+  CuptiReader::Source source_sent_ = CuptiReader::Source::kUnknown;
   uint64_t comms_sent_ = 0;
   uint64_t events_total_ = 0;
   uint64_t unreachable_dropped_ = 0;
@@ -320,6 +331,7 @@ void OnFirstRecord() {
     int device = -1;
     tl_internal = true;  // gpuwatch's own CUDA call
     if (get_device && get_device(&device) == cudaSuccess) g_sender->SetDevice(device);
+    Cupti().Start();  // no-op when already started at load
     tl_internal = false;
     std::atexit(StopSender);
     g_sender->MarkRecording();

@@ -2,6 +2,7 @@
 // writes with the generated classes, so the hand encoder cannot drift from gpuwatch.proto.
 #include <catch2/catch.hpp>
 
+#include "cupti_reader.h"
 #include "encode.h"
 #include "frame.h"
 #include "gpuwatch.pb.h"
@@ -145,4 +146,52 @@ TEST_CASE("goodbye and an empty batch are present frames") {
   CHECK(f.goodbye().dropped(0).count() == 2);
   REQUIRE(reader.Next(f) == w::FrameReader::Status::kFrame);
   CHECK(f.has_batch());
+}
+
+TEST_CASE("activities and the GPU source encode as the proto declares") {
+  std::string batch;
+  gi::ActivityRecord k{};
+  k.kind = 1;  // ACTIVITY_KERNEL
+  k.start_ns = 5'000'000'000ull;
+  k.end_ns = 5'000'150'000ull;
+  k.correlation_id = 77;
+  k.stream = 13;
+  k.device = 0;
+  k.name_id = 4;
+  gi::AppendActivity(batch, k);
+  gi::ActivityRecord m{};
+  m.kind = 2;  // ACTIVITY_MEMCPY
+  m.bytes = 1 << 20;
+  m.copy_kind = gi::kCopyD2H;
+  m.flags = gi::kFlagPageable;
+  m.device = 3;
+  gi::AppendActivity(batch, m);
+  gi::ActivityRecord api{};
+  api.kind = 5;  // ACTIVITY_API
+  api.api_id = 211;
+  api.api_domain = 1;
+  api.correlation_id = 77;
+  gi::AppendActivity(batch, api);
+  gi::AppendGpuSource(batch, 1, "CUPTI activity records");
+  std::string out;
+  gpuwatch::wire::enc::Frame(out, gi::kFrameBatch, batch);
+  const w::Frame f = ParseOne(out);
+  const auto& b = f.batch();
+  REQUIRE(b.activities_size() == 3);
+  CHECK(b.activities(0).kind() == w::ACTIVITY_KERNEL);
+  CHECK(b.activities(0).start_ns() == 5'000'000'000ull);
+  CHECK(b.activities(0).end_ns() == 5'000'150'000ull);
+  CHECK(b.activities(0).correlation_id() == 77);
+  CHECK(b.activities(0).stream() == 13);
+  CHECK(b.activities(0).name_id() == 4);
+  CHECK(b.activities(1).kind() == w::ACTIVITY_MEMCPY);
+  CHECK(b.activities(1).bytes() == (1u << 20));
+  CHECK(b.activities(1).copy_kind() == w::COPY_D2H);
+  CHECK(b.activities(1).flags() == w::FLAG_PAGEABLE);
+  CHECK(b.activities(1).device() == 3);
+  CHECK(b.activities(2).kind() == w::ACTIVITY_API);
+  CHECK(b.activities(2).api_id() == 211);
+  CHECK(b.activities(2).api_domain() == 1);
+  CHECK(b.gpu_source() == w::GPU_SOURCE_CUPTI);
+  CHECK(b.gpu_source_detail() == "CUPTI activity records");
 }

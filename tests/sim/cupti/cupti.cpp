@@ -1,0 +1,466 @@
+// The simulated libcupti.so.13: the activity-API subset gpuwatch uses (see
+// docs/simulator.md), with the real CUDA 13 record layouts from the toolkit's cupti*.h.
+//
+// Records come from the device model (simgpu_set_activity_observer: kernels, copies,
+// memsets, collectives as NCCL kernels) and from the simulated runtime's API reporting
+// (simgpu_set_api_observer: RUNTIME and DRIVER records). The model knows an op's times as
+// soon as it is enqueued, long before a real GPU would have run it, so a record waits in
+// `pending` until the clock passes its end: like real CUPTI, a buffer never holds work the
+// device has not finished yet.
+#include <cupti.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../simgpu.h"
+
+#define CUPTI_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+constexpr uint64_t kDefaultClockOffsetNs = 1000000000000ull;  // 1000 s: never mistaken for host time
+
+uint64_t mono_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// CUPTI's clock is not the host's: consumers must calibrate, as they must with real CUPTI.
+uint64_t clock_offset() {
+  static const uint64_t off = [] {
+    const char* v = std::getenv("SIMGPU_CUPTI_CLOCK_OFFSET_NS");
+    return v && *v ? std::strtoull(v, nullptr, 10) : kDefaultClockOffsetNs;
+  }();
+  return off;
+}
+
+// Size of a record in the buffer, by kind; 0 for kinds this library never writes.
+size_t record_size(CUpti_ActivityKind kind) {
+  switch (kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return sizeof(CUpti_ActivityKernel10);
+    case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
+    case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER: return sizeof(CUpti_ActivityAPI);
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return sizeof(CUpti_ActivitySynchronization2);
+    default: return 0;
+  }
+}
+constexpr size_t kMaxRecord = sizeof(CUpti_ActivityKernel10);
+
+// A record not yet in a buffer: a device op or an API call.
+struct Pending {
+  bool api = false;
+  simgpu_activity act{};
+  simgpu_api_call call{};
+  uint64_t end_ns() const { return api ? call.end_ns : act.end_ns; }
+};
+
+struct Buffer {
+  uint8_t* data = nullptr;
+  size_t size = 0, used = 0, max_records = 0, records = 0;
+};
+
+struct State {
+  std::mutex mu;  // guards everything below; never held while calling the completion callback
+  bool subscribed = false;
+  CUpti_BuffersCallbackRequestFunc request = nullptr;
+  CUpti_BuffersCallbackCompleteFunc complete = nullptr;
+  uint64_t enabled = 0;  // bit per CUpti_ActivityKind (all kinds used here are < 64)
+  bool observing = false;
+  Buffer cur;
+  std::deque<Buffer> full;     // awaiting the completion callback
+  std::deque<Pending> pending; // known to the model, not yet finished on the device
+  size_t dropped = 0;
+  int64_t grid_id = 0;
+  bool worker_started = false;
+  std::condition_variable full_cv;
+};
+
+State& S() {
+  static State* s = new State;  // leaked: the model may call back while the process exits
+  return *s;
+}
+
+bool on(const State& s, CUpti_ActivityKind k) { return (s.enabled >> k) & 1u; }
+
+// The kind a device op is reported as, or INVALID if that kind is not enabled.
+CUpti_ActivityKind kind_of(const State& s, const simgpu_activity& a) {
+  switch (a.kind) {
+    case SIMGPU_H2D:
+    case SIMGPU_D2H:
+    case SIMGPU_D2D: return on(s, CUPTI_ACTIVITY_KIND_MEMCPY) ? CUPTI_ACTIVITY_KIND_MEMCPY : CUPTI_ACTIVITY_KIND_INVALID;
+    case SIMGPU_MEMSET: return on(s, CUPTI_ACTIVITY_KIND_MEMSET) ? CUPTI_ACTIVITY_KIND_MEMSET : CUPTI_ACTIVITY_KIND_INVALID;
+    default:  // kernels, and collectives, which are NCCL kernels on a real device
+      if (on(s, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) return CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+      return on(s, CUPTI_ACTIVITY_KIND_KERNEL) ? CUPTI_ACTIVITY_KIND_KERNEL : CUPTI_ACTIVITY_KIND_INVALID;
+  }
+}
+
+uint8_t memory_kind(uint32_t flags) {
+  if (flags & SIMGPU_FLAG_HOST_PAGEABLE) return CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
+  return CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
+}
+
+// Serializes one record into `out` (kMaxRecord bytes); returns its size.
+size_t encode(State& s, const Pending& p, CUpti_ActivityKind kind, uint8_t* out) {
+  const uint64_t off = clock_offset();
+  std::memset(out, 0, kMaxRecord);
+  if (p.api) {
+    auto* r = reinterpret_cast<CUpti_ActivityAPI*>(out);
+    r->kind = kind;
+    r->cbid = p.call.cbid;
+    r->start = p.call.start_ns + off;
+    r->end = p.call.end_ns + off;
+    r->processId = static_cast<uint32_t>(getpid());
+    r->threadId = p.call.thread_id;
+    r->correlationId = p.call.correlation_id;
+    r->returnValue = p.call.result;
+    return sizeof *r;
+  }
+  const simgpu_activity& a = p.act;
+  const uint32_t ctx = static_cast<uint32_t>(a.device) + 1;  // one primary context per device
+  const uint32_t stream = static_cast<uint32_t>(a.stream_id);
+  if (kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
+    auto* r = reinterpret_cast<CUpti_ActivityMemcpy6*>(out);
+    r->kind = kind;
+    if (a.kind == SIMGPU_H2D) {
+      r->copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
+      r->srcKind = memory_kind(a.flags);
+      r->dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+    } else if (a.kind == SIMGPU_D2H) {
+      r->copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_DTOH;
+      r->srcKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+      r->dstKind = memory_kind(a.flags);
+    } else {
+      r->copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_DTOD;
+      r->srcKind = r->dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+    }
+    r->flags = (a.flags & SIMGPU_FLAG_SYNC_API) ? 0 : CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC;
+    r->bytes = a.bytes;
+    r->start = a.start_ns + off;
+    r->end = a.end_ns + off;
+    r->deviceId = static_cast<uint32_t>(a.device);
+    r->contextId = ctx;
+    r->streamId = stream;
+    r->correlationId = a.correlation_id;
+    r->channelType = CUPTI_CHANNEL_TYPE_ASYNC_MEMCPY;
+    r->copyCount = 1;
+    return sizeof *r;
+  }
+  if (kind == CUPTI_ACTIVITY_KIND_MEMSET) {
+    auto* r = reinterpret_cast<CUpti_ActivityMemset4*>(out);
+    r->kind = kind;
+    r->bytes = a.bytes;
+    r->start = a.start_ns + off;
+    r->end = a.end_ns + off;
+    r->deviceId = static_cast<uint32_t>(a.device);
+    r->contextId = ctx;
+    r->streamId = stream;
+    r->correlationId = a.correlation_id;
+    r->flags = (a.flags & SIMGPU_FLAG_SYNC_API) ? 0 : CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC;
+    r->memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+    r->channelType = CUPTI_CHANNEL_TYPE_COMPUTE;
+    return sizeof *r;
+  }
+  auto* r = reinterpret_cast<CUpti_ActivityKernel10*>(out);
+  r->kind = kind;
+  r->start = a.start_ns + off;
+  r->end = a.end_ns + off;
+  r->completed = r->end;
+  r->deviceId = static_cast<uint32_t>(a.device);
+  r->contextId = ctx;
+  r->streamId = stream;
+  r->gridX = r->gridY = r->gridZ = r->blockX = r->blockY = r->blockZ = 1;
+  r->correlationId = a.correlation_id;
+  r->gridId = ++s.grid_id;
+  r->name = a.name ? a.name : "kernel";
+  r->launchType = CUPTI_ACTIVITY_LAUNCH_TYPE_REGULAR;
+  r->channelType = CUPTI_CHANNEL_TYPE_COMPUTE;
+  return sizeof *r;
+}
+
+void worker_loop() {
+  State& s = S();
+  std::unique_lock<std::mutex> lk(s.mu);
+  for (;;) {
+    s.full_cv.wait(lk, [&] { return !s.full.empty(); });
+    Buffer b = s.full.front();
+    s.full.pop_front();
+    auto cb = s.complete;
+    lk.unlock();
+    if (cb) cb(nullptr, 0, b.data, b.size, b.used);
+    lk.lock();
+  }
+}
+
+// Full buffers go back from CUPTI's own thread, as with real CUPTI: never from the app
+// thread whose launch happened to fill the buffer.
+void retire_current(State& s, bool wake_worker) {
+  if (!s.cur.data) return;
+  s.full.push_back(s.cur);
+  s.cur = Buffer{};
+  if (!wake_worker) return;
+  if (!s.worker_started) {
+    s.worker_started = true;
+    std::thread(worker_loop).detach();
+  }
+  s.full_cv.notify_one();
+}
+
+// Appends one finished record (mu held). A missing or refused buffer drops the record.
+void append(State& s, const Pending& p) {
+  const CUpti_ActivityKind kind =
+      p.api ? (p.call.domain == SIMGPU_API_DRIVER ? CUPTI_ACTIVITY_KIND_DRIVER : CUPTI_ACTIVITY_KIND_RUNTIME) : kind_of(s, p.act);
+  if (kind == CUPTI_ACTIVITY_KIND_INVALID || !on(s, kind)) return;  // disabled since it was seen
+  alignas(8) uint8_t rec[kMaxRecord];
+  const size_t n = encode(s, p, kind, rec);
+  Buffer& b = s.cur;
+  if (b.data && (b.used + n > b.size || (b.max_records && b.records >= b.max_records))) retire_current(s, true);
+  if (!b.data) {
+    if (!s.request) {
+      ++s.dropped;
+      return;
+    }
+    uint8_t* data = nullptr;
+    size_t size = 0, max_records = 0;
+    s.request(&data, &size, &max_records);
+    if (!data || size == 0) {
+      ++s.dropped;
+      return;
+    }
+    b = Buffer{data, size, 0, max_records, 0};
+    if (size < n) {  // useless buffer: give it back empty rather than keep it forever
+      retire_current(s, true);
+      ++s.dropped;
+      return;
+    }
+  }
+  std::memcpy(b.data + b.used, rec, n);
+  b.used += n;
+  ++b.records;
+}
+
+// Moves every pending record the device has finished into the buffers, in arrival order.
+void drain(State& s, uint64_t now) {
+  for (auto it = s.pending.begin(); it != s.pending.end();) {
+    if (it->end_ns() > now) {
+      ++it;
+      continue;
+    }
+    append(s, *it);
+    it = s.pending.erase(it);
+  }
+}
+
+void submit(const Pending& p) {
+  State& s = S();
+  std::lock_guard<std::mutex> lk(s.mu);
+  const uint64_t now = mono_ns();
+  drain(s, now);
+  if (p.end_ns() <= now) append(s, p);
+  else s.pending.push_back(p);
+}
+
+void on_activity(const simgpu_activity* a, void*) {
+  State& s = S();
+  {
+    std::lock_guard<std::mutex> lk(s.mu);
+    if (kind_of(s, *a) == CUPTI_ACTIVITY_KIND_INVALID) return;
+  }
+  Pending p;
+  p.act = *a;
+  submit(p);
+}
+
+void on_api(const simgpu_api_call* c, void*) {
+  State& s = S();
+  {
+    std::lock_guard<std::mutex> lk(s.mu);
+    if (!on(s, c->domain == SIMGPU_API_DRIVER ? CUPTI_ACTIVITY_KIND_DRIVER : CUPTI_ACTIVITY_KIND_RUNTIME)) return;
+  }
+  Pending p;
+  p.api = true;
+  p.call = *c;
+  submit(p);
+}
+
+bool supported(CUpti_ActivityKind k) {
+  switch (k) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER:
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:  // accepted; no records yet (docs/simulator.md)
+      return true;
+    default:
+      return false;
+  }
+}
+
+// The observers cost the simulated runtime something only while a kind is enabled.
+void update_observers(State& s) {
+  const bool want = s.enabled != 0;
+  if (want == s.observing) return;
+  s.observing = want;
+  simgpu_set_activity_observer(want ? on_activity : nullptr, nullptr);
+  simgpu_set_api_observer(want ? on_api : nullptr, nullptr);
+}
+
+struct Subscriber {
+  CUpti_CallbackFunc callback;
+  void* user;
+};
+
+}  // namespace
+
+// ---- subscription --------------------------------------------------------------------------
+
+CUPTI_EXPORT CUptiResult cuptiSubscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback, void* userdata) {
+  if (!subscriber) return CUPTI_ERROR_INVALID_PARAMETER;
+  // SIMGPU_CUPTI_TAKEN=1: another profiler (torch.profiler, Nsight) holds the one subscriber.
+  const char* taken = std::getenv("SIMGPU_CUPTI_TAKEN");
+  if (taken && std::strcmp(taken, "1") == 0) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  State& s = S();
+  std::lock_guard<std::mutex> lk(s.mu);
+  if (s.subscribed) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  s.subscribed = true;
+  // The callback API is not simulated: the callback is kept but never called.
+  *subscriber = reinterpret_cast<CUpti_SubscriberHandle>(new Subscriber{callback, userdata});
+  return CUPTI_SUCCESS;
+}
+
+CUPTI_EXPORT CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle subscriber) {
+  if (!subscriber) return CUPTI_ERROR_INVALID_PARAMETER;
+  State& s = S();
+  std::lock_guard<std::mutex> lk(s.mu);
+  if (!s.subscribed) return CUPTI_ERROR_INVALID_PARAMETER;
+  s.subscribed = false;
+  delete reinterpret_cast<Subscriber*>(subscriber);
+  return CUPTI_SUCCESS;
+}
+
+// ---- activity API --------------------------------------------------------------------------
+
+CUPTI_EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc request,
+                                                        CUpti_BuffersCallbackCompleteFunc complete) {
+  if (!request || !complete) return CUPTI_ERROR_INVALID_PARAMETER;
+  State& s = S();
+  std::lock_guard<std::mutex> lk(s.mu);
+  s.request = request;
+  s.complete = complete;
+  return CUPTI_SUCCESS;
+}
+
+CUPTI_EXPORT CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) {
+  if (kind <= CUPTI_ACTIVITY_KIND_INVALID || kind >= CUPTI_ACTIVITY_KIND_COUNT) return CUPTI_ERROR_INVALID_KIND;
+  if (!supported(kind)) return CUPTI_ERROR_NOT_SUPPORTED;
+  State& s = S();
+  std::lock_guard<std::mutex> lk(s.mu);
+  s.enabled |= 1ull << kind;
+  update_observers(s);
+  return CUPTI_SUCCESS;
+}
+
+CUPTI_EXPORT CUptiResult cuptiActivityDisable(CUpti_ActivityKind kind) {
+  if (kind <= CUPTI_ACTIVITY_KIND_INVALID || kind >= CUPTI_ACTIVITY_KIND_COUNT) return CUPTI_ERROR_INVALID_KIND;
+  if (!supported(kind)) return CUPTI_ERROR_NOT_SUPPORTED;
+  State& s = S();
+  std::lock_guard<std::mutex> lk(s.mu);
+  s.enabled &= ~(1ull << kind);
+  update_observers(s);
+  return CUPTI_SUCCESS;
+}
+
+// Hands every buffer holding records back through the completion callback, from this thread.
+CUPTI_EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag) {
+  (void)flag;  // forced or not: unfinished device work is never flushed (it has no end yet)
+  State& s = S();
+  std::vector<Buffer> out;
+  CUpti_BuffersCallbackCompleteFunc cb;
+  {
+    std::lock_guard<std::mutex> lk(s.mu);
+    drain(s, mono_ns());
+    if (s.cur.data && s.cur.records > 0) retire_current(s, false);
+    out.assign(s.full.begin(), s.full.end());
+    s.full.clear();
+    cb = s.complete;
+  }
+  for (const Buffer& b : out)
+    if (cb) cb(nullptr, 0, b.data, b.size, b.used);
+  return CUPTI_SUCCESS;
+}
+
+CUPTI_EXPORT CUptiResult cuptiActivityGetNextRecord(uint8_t* buffer, size_t valid, CUpti_Activity** record) {
+  if (!buffer || !record) return CUPTI_ERROR_INVALID_PARAMETER;
+  size_t at = 0;
+  if (*record) {
+    const size_t size = record_size((*record)->kind);
+    if (size == 0) return CUPTI_ERROR_INVALID_KIND;
+    at = static_cast<size_t>(reinterpret_cast<uint8_t*>(*record) - buffer) + size;
+  }
+  if (at + sizeof(CUpti_Activity) > valid) return CUPTI_ERROR_MAX_LIMIT_REACHED;
+  auto* next = reinterpret_cast<CUpti_Activity*>(buffer + at);
+  const size_t size = record_size(next->kind);
+  if (size == 0) return CUPTI_ERROR_INVALID_KIND;
+  if (at + size > valid) return CUPTI_ERROR_MAX_LIMIT_REACHED;
+  *record = next;
+  return CUPTI_SUCCESS;
+}
+
+// Records dropped for want of a buffer since the last call (real CUPTI resets the count too).
+CUPTI_EXPORT CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext context, uint32_t stream_id, size_t* dropped) {
+  (void)context, (void)stream_id;  // one global queue
+  if (!dropped) return CUPTI_ERROR_INVALID_PARAMETER;
+  State& s = S();
+  std::lock_guard<std::mutex> lk(s.mu);
+  *dropped = s.dropped;
+  s.dropped = 0;
+  return CUPTI_SUCCESS;
+}
+
+CUPTI_EXPORT CUptiResult cuptiGetTimestamp(uint64_t* timestamp) {
+  if (!timestamp) return CUPTI_ERROR_INVALID_PARAMETER;
+  *timestamp = mono_ns() + clock_offset();
+  return CUPTI_SUCCESS;
+}
+
+CUPTI_EXPORT CUptiResult cuptiGetVersion(uint32_t* version) {
+  if (!version) return CUPTI_ERROR_INVALID_PARAMETER;
+  *version = CUPTI_API_VERSION;
+  return CUPTI_SUCCESS;
+}
+
+CUPTI_EXPORT CUptiResult cuptiGetResultString(CUptiResult result, const char** str) {
+  if (!str) return CUPTI_ERROR_INVALID_PARAMETER;
+  switch (result) {
+#define CASE(x) \
+  case x: *str = #x; break;
+    CASE(CUPTI_SUCCESS)
+    CASE(CUPTI_ERROR_INVALID_PARAMETER)
+    CASE(CUPTI_ERROR_INVALID_KIND)
+    CASE(CUPTI_ERROR_MAX_LIMIT_REACHED)
+    CASE(CUPTI_ERROR_NOT_SUPPORTED)
+    CASE(CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
+    CASE(CUPTI_ERROR_NOT_INITIALIZED)
+#undef CASE
+    default:
+      *str = "CUPTI_ERROR_UNKNOWN";
+      return CUPTI_ERROR_INVALID_PARAMETER;
+  }
+  return CUPTI_SUCCESS;
+}

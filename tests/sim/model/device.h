@@ -1,0 +1,139 @@
+// The device model: streams, events and the analytic timeline of every op.
+//
+// Every op gets, when it is enqueued, start = max(host enqueue time, end of everything it
+// depends on) and end = start + duration. Nothing executes: blocking calls sleep until the
+// wall clock reaches the end they wait for, and queries compare the clock with it. Only
+// external ops (collectives) have an end that is not known at enqueue time; work queued
+// behind them stays pending until their owner completes them, and is then timed in one
+// pass (deps always precede dependents in enqueue order).
+//
+// Dependencies follow the CUDA programming guide: in-order streams; an op on the legacy
+// default stream waits for all prior work on blocking streams, and an op on a blocking
+// stream waits for prior legacy-stream work (cudaStreamNonBlocking streams are exempt);
+// per-thread default streams are ordinary blocking streams.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "../simgpu.h"
+#include "truth.h"
+
+namespace simgpu {
+
+constexpr int kMarker = -1;  // zero-length ordering op (event record, wait-event, sync)
+
+struct Op {
+  int kind = kMarker;
+  bool external = false;  // end decided by its owner (simgpu_op_complete)
+  bool started = false;   // start known
+  bool resolved = false;  // start and end known
+  uint64_t ready_ns = 0;  // earliest start: enqueue time and already-resolved deps
+  uint64_t dur_ns = 0;
+  uint64_t start_ns = 0, end_ns = 0, wait_ns = 0;
+  std::vector<std::shared_ptr<Op>> deps;  // unresolved predecessors; cleared once started
+  simgpu_activity rec{};                  // what the observer and the truth get
+};
+using OpRef = std::shared_ptr<Op>;
+
+struct Stream {
+  uint64_t id = 0;
+  int device = 0;
+  unsigned flags = 0;
+  int priority = 0;
+  bool legacy = false;
+  OpRef tail;  // last op enqueued; null while the stream never had work
+};
+
+struct Event {
+  unsigned flags = 0;
+  OpRef marker;  // null until recorded
+};
+
+// What to enqueue (one op).
+struct OpDesc {
+  int kind = kMarker;
+  uint64_t dur_ns = 0;
+  uint64_t bytes = 0;
+  uint32_t flags = 0;
+  const char* name = nullptr;
+  bool external = false;
+};
+
+class Model {
+ public:
+  static Model& get();  // aborts the process on a bad SIMGPU_CONFIG (see config.h)
+
+  int device_count() const { return device_count_; }
+  static int current_device();
+  static void set_current_device(int d);
+
+  // Maps an API stream handle to a stream; per_thread selects what 0 means (the _ptsz/_ptds
+  // entry points). Returns nullptr for a handle that is not a live stream.
+  Stream* stream(cudaStream_t handle, bool per_thread);
+  Stream* create_stream(unsigned flags, int priority);
+  bool destroy_stream(cudaStream_t handle);
+
+  Event* create_event(unsigned flags);
+  bool destroy_event(cudaEvent_t handle);
+  Event* event(cudaEvent_t handle);  // nullptr if not live
+
+  // Enqueues ops on `s`. With several descs they form a group: all depend on the same
+  // predecessors, and the stream's next op waits for all of them. `extra` is one more
+  // dependency (an event for cudaStreamWaitEvent). Takes one correlation id per op.
+  std::vector<OpRef> enqueue(Stream* s, const std::vector<OpDesc>& descs, OpRef extra = nullptr);
+  OpRef enqueue(Stream* s, const OpDesc& d, OpRef extra = nullptr) { return enqueue(s, std::vector<OpDesc>{d}, extra)[0]; }
+
+  void record_event(Event* e, Stream* s);
+  OpRef marker(Event* e);  // the event's last record, or null
+
+  // Host-side blocking: until `op` is resolved and the clock has reached its end.
+  void wait(const OpRef& op);
+  bool done(const OpRef& op);                // resolved and clock past its end
+  OpRef tail(Stream* s);                     // what synchronizing `s` waits for
+  std::vector<OpRef> device_work(int device);  // all streams' tails (cudaDeviceSynchronize)
+
+  // External ops (simgpu_op_*).
+  bool started(const OpRef& op, uint64_t* start_ns);
+  void complete(const OpRef& op, uint64_t end_ns, uint64_t wait_ns);
+
+  void set_observer(simgpu_activity_observer cb, void* user);
+
+  uint32_t next_correlation_id();
+  static uint32_t last_correlation_id();  // of the calling thread
+
+ private:
+  Model();
+  struct DeviceState {
+    Stream legacy;
+    std::vector<Stream*> blocking;  // live blocking streams incl. per-thread ones
+    std::vector<OpRef> retired;     // tails of destroyed blocking streams still running
+  };
+  // All below run with mu_ held.
+  Stream* per_thread_stream(int device);
+  void prune_retired(DeviceState& d, uint64_t now);
+  void finish(Op& op, std::vector<simgpu_activity>& out);
+  void resolve_pending(std::vector<simgpu_activity>& out);
+  void advance_truth();
+  void deliver(std::vector<simgpu_activity>& records);  // called WITHOUT mu_
+  void write_truth();
+
+  std::mutex mu_;
+  std::condition_variable resolved_cv_;  // signalled whenever an op resolves
+  int device_count_ = 1;
+  std::vector<DeviceState> devices_;
+  std::list<OpRef> pending_;  // unresolved ops in enqueue order
+  std::vector<Stream*> streams_;
+  std::vector<Event*> events_;
+  uint64_t next_stream_id_ = 1;
+  Truth truth_;
+  std::mutex observer_mu_;
+  simgpu_activity_observer observer_ = nullptr;
+  void* observer_user_ = nullptr;
+};
+
+}  // namespace simgpu

@@ -1,0 +1,78 @@
+#include "truth.h"
+
+#include <cstdio>
+#include <sstream>
+
+namespace simgpu {
+
+void Truth::add(const simgpu_activity& op) {
+  if (op.kind >= SIMGPU_KIND_COUNT) return;
+  KindStat& k = kinds_[op.kind];
+  k.count++;
+  k.bytes += op.bytes;
+  k.device_ns += op.end_ns - op.start_ns;
+  wait_ns_ += op.wait_ns;
+  ops_++;
+  if (op.start_ns < first_start_) first_start_ = op.start_ns;
+  if (op.end_ns > last_end_) last_end_ = op.end_ns;
+  buffered_.emplace(op.start_ns, op.end_ns);
+}
+
+void Truth::advance(uint64_t watermark) {
+  while (!buffered_.empty() && buffered_.begin()->first < watermark) {
+    auto [s, e] = *buffered_.begin();
+    buffered_.erase(buffered_.begin());
+    if (open_ && s <= open_end_) {  // overlaps or touches the open interval: extend it
+      if (e > open_end_) open_end_ = e;
+      continue;
+    }
+    if (open_) {  // the device was idle from open_end_ to s
+      busy_ns_ += open_end_ - open_start_;
+      gap_count_++;
+      gap_ns_ += s - open_end_;
+    }
+    open_ = true;
+    open_start_ = s;
+    open_end_ = e;
+  }
+}
+
+std::string Truth::json(int rank) {
+  advance(UINT64_MAX);
+  uint64_t busy = busy_ns_ + (open_ ? open_end_ - open_start_ : 0);
+  uint64_t active = ops_ ? last_end_ - first_start_ : 0;
+  auto sec = [](uint64_t ns) {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.9f", static_cast<double>(ns) * 1e-9);
+    return std::string(buf);
+  };
+  std::ostringstream o;
+  o << "{\"rank\": " << rank << ", \"busy_s\": " << sec(busy) << ", \"active_s\": " << sec(active)
+    << ", \"gaps\": {\"count\": " << gap_count_ << ", \"total_s\": " << sec(gap_ns_) << "}"
+    << ", \"kinds\": {";
+  bool first = true;
+  for (int i = 0; i < SIMGPU_KIND_COUNT; ++i) {
+    if (!kinds_[i].count) continue;
+    o << (first ? "" : ", ") << "\"" << simgpu_kind_name(i) << "\": {\"count\": " << kinds_[i].count
+      << ", \"bytes\": " << kinds_[i].bytes << ", \"device_s\": " << sec(kinds_[i].device_ns) << "}";
+    first = false;
+  }
+  o << "}, \"collective_wait_s\": " << sec(wait_ns_) << ", \"ops\": " << ops_
+    << ", \"first_start_ns\": " << (ops_ ? first_start_ : 0) << ", \"last_end_ns\": " << last_end_
+    << ", \"clock\": \"CLOCK_MONOTONIC\"}\n";
+  return o.str();
+}
+
+bool Truth::write(const std::string& dir, int rank) {
+  std::string text = json(rank);
+  std::string path = dir + "/device-rank-" + std::to_string(rank) + ".json";
+  std::string tmp = path + ".tmp";
+  // Write then rename, so a reader never sees half a file.
+  FILE* f = std::fopen(tmp.c_str(), "w");
+  if (!f) return false;
+  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  ok = (std::fclose(f) == 0) && ok;
+  return ok && std::rename(tmp.c_str(), path.c_str()) == 0;
+}
+
+}  // namespace simgpu

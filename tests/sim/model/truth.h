@@ -1,0 +1,44 @@
+// Ground truth of what the simulated device executed, aggregated as ops resolve.
+//
+// Memory stays bounded on long runs: per-kind sums are plain counters, and busy/gap
+// accounting merges intervals incrementally. Ops resolve out of time order across streams,
+// so intervals wait in a small buffer until the device model promises that no op resolved
+// later can start before a "watermark" time; everything starting before it is merged in
+// start order. The buffer therefore holds only work scheduled in the future.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "../simgpu.h"
+
+namespace simgpu {
+
+class Truth {
+ public:
+  void add(const simgpu_activity& op);
+
+  // No op added from now on starts before `watermark`: merge what starts before it.
+  void advance(uint64_t watermark);
+
+  // Merges everything and writes DIR/device-rank-R.json; false (and errno) on failure.
+  bool write(const std::string& dir, int rank);
+
+  // For tests and the file: seconds of union, first-start-to-last-end, etc.
+  std::string json(int rank);
+
+ private:
+  struct KindStat {
+    uint64_t count = 0, bytes = 0, device_ns = 0;
+  };
+  KindStat kinds_[SIMGPU_KIND_COUNT];
+  std::multimap<uint64_t, uint64_t> buffered_;  // start -> end, not yet merged
+  bool open_ = false;                           // a merged busy interval is open
+  uint64_t open_start_ = 0, open_end_ = 0;
+  uint64_t busy_ns_ = 0, gap_count_ = 0, gap_ns_ = 0;
+  uint64_t first_start_ = UINT64_MAX, last_end_ = 0;
+  uint64_t wait_ns_ = 0, ops_ = 0;
+};
+
+}  // namespace simgpu

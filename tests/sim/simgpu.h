@@ -1,0 +1,146 @@
+/* simgpu.h — internal C API of the simulated GPU's device model.
+ *
+ * Exported by the simulated libcudart.so.13 next to the public cuda* functions. It exists
+ * so that other simulated libraries (libnccl.so.2, later a simulated CUPTI or cuBLAS) can
+ * put work on the device WITHOUT calling public cuda* functions: real NCCL and cuBLAS carry
+ * their own static runtime, so a preloaded profiler must never see their internal calls.
+ * See docs/simulator.md for the model these functions drive.
+ *
+ * All times are CLOCK_MONOTONIC nanoseconds. Thread-safe unless noted.
+ */
+#ifndef GPUWATCH_SIMGPU_H
+#define GPUWATCH_SIMGPU_H
+
+#include <stdint.h>
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Kinds of device work. Append only: values are part of the observer contract. */
+typedef enum simgpu_kind {
+  SIMGPU_KERNEL = 0,
+  SIMGPU_H2D = 1,
+  SIMGPU_D2H = 2,
+  SIMGPU_D2D = 3,
+  SIMGPU_MEMSET = 4,
+  SIMGPU_ALLREDUCE = 5,
+  SIMGPU_ALLGATHER = 6,
+  SIMGPU_REDUCESCATTER = 7,
+  SIMGPU_BROADCAST = 8,
+  SIMGPU_REDUCE = 9,
+  SIMGPU_SEND = 10,
+  SIMGPU_RECV = 11,
+  SIMGPU_KIND_COUNT = 12
+} simgpu_kind;
+
+/* Lower-case name as used in truth files ("kernel", "h2d", "allreduce", ...). */
+const char* simgpu_kind_name(int kind);
+
+/* Flags of an activity record: where a copy's host side lives (CUPTI's srcKind/dstKind). */
+enum {
+  SIMGPU_FLAG_HOST_PAGEABLE = 1u << 0, /* the host buffer of an H2D/D2H copy is pageable */
+  SIMGPU_FLAG_HOST_PINNED = 1u << 1,   /* ... is page-locked (cudaMallocHost/HostAlloc/HostRegister) */
+  SIMGPU_FLAG_SYNC_API = 1u << 2       /* issued by a synchronous API (cudaMemcpy, cudaMemset) */
+};
+
+/* One executed device operation, as a simulated CUPTI would report it. */
+typedef struct simgpu_activity {
+  uint32_t kind;           /* simgpu_kind */
+  uint32_t flags;          /* SIMGPU_FLAG_* */
+  uint64_t start_ns;       /* device start */
+  uint64_t end_ns;         /* device end */
+  uint64_t bytes;          /* copies/memsets: bytes; collectives: S (nccl-tests size) */
+  uint64_t stream_id;      /* unique per stream in this process, never reused; 0 = legacy */
+  int32_t device;          /* device ordinal */
+  uint32_t correlation_id; /* id of the API call that enqueued the op */
+  const char* name;        /* kernel or collective name; valid for the process lifetime */
+  uint64_t wait_ns;        /* collectives: time spent waiting for the slowest peer */
+} simgpu_activity;
+
+typedef void (*simgpu_activity_observer)(const simgpu_activity* record, void* user);
+
+/* Install (or with NULL remove) the single activity observer. It is called once per device
+ * op as soon as the op's start and end are known — which may be before the wall clock
+ * reaches end_ns — from whichever thread resolved the op, with no simulator lock held.
+ * Records are delivered in resolution order, not sorted by time. */
+void simgpu_set_activity_observer(simgpu_activity_observer callback, void* user);
+
+/* ---- API calls (what a simulated CUPTI reports as RUNTIME / DRIVER records) ----------------
+ * Every public runtime call that enqueues device work (launches, copies, memsets), every
+ * driver-path launch (cudaGetDriverEntryPoint's cuLaunchKernel, simgpu_launch_kernel) and
+ * each NCCL kernel launch is reported once, when it returns, with the host time it took and
+ * the correlation id its device op carries. Calls that enqueue nothing are not reported. */
+enum { SIMGPU_API_RUNTIME = 1, SIMGPU_API_DRIVER = 2 };
+
+typedef struct simgpu_api_call {
+  uint32_t domain;         /* SIMGPU_API_RUNTIME or SIMGPU_API_DRIVER */
+  uint32_t cbid;           /* CUPTI callback id (cupti_runtime_cbid.h / cupti_driver_cbid.h) */
+  uint64_t start_ns;       /* host time the call was entered */
+  uint64_t end_ns;         /* host time it returned */
+  uint32_t correlation_id; /* equals the device op's correlation_id */
+  uint32_t thread_id;      /* gettid() of the caller */
+  uint32_t result;         /* the call's return value (cudaError_t / CUresult) */
+} simgpu_api_call;
+
+typedef void (*simgpu_api_observer)(const simgpu_api_call* call, void* user);
+
+/* Install (or with NULL remove) the single API observer. Called on the calling thread after
+ * the call's device op was delivered to the activity observer, with no simulator lock held.
+ * Costs one relaxed atomic load per call while none is installed. */
+void simgpu_set_api_observer(simgpu_api_observer callback, void* user);
+
+/* Correlation id of the last work-enqueuing API call made by the calling thread (0 if
+ * none). Ids come from one per-process counter, incremented by every API call that
+ * enqueues device work (launches, copies, memsets, collectives). */
+uint32_t simgpu_last_correlation_id(void);
+
+/* Enqueue a named kernel of the given duration on a stream, as a library launching through
+ * driver entry points would (cuBLAS, Triton). Charges the host launch cost like any launch
+ * and takes a correlation id. `stream` follows the legacy default-stream rules. */
+cudaError_t simgpu_launch_kernel(cudaStream_t stream, const char* name, uint64_t duration_ns);
+
+/* Current device of the calling thread (what cudaGetDevice would say), without an API call. */
+int simgpu_current_device(void);
+
+/* The model's clock: CLOCK_MONOTONIC in nanoseconds. */
+uint64_t simgpu_now_ns(void);
+
+/* ---- Externally completed ops (used by the simulated NCCL) ------------------------------
+ * An external op has no duration of its own: the device model works out when it starts
+ * (stream order, default-stream rules, group start), the owner learns that start by
+ * polling simgpu_op_start, and later tells the model when the op ends. Work queued behind
+ * an external op waits for it, exactly as behind a running collective kernel. */
+typedef struct simgpu_op simgpu_op;
+
+typedef struct simgpu_external_desc {
+  int kind;         /* simgpu_kind */
+  uint64_t bytes;   /* reported in truth and activity records */
+  const char* name; /* static string, e.g. "ncclAllReduce" */
+} simgpu_external_desc;
+
+/* Enqueue n external ops on one stream as a group: all start together when the stream
+ * reaches this point, and later work on the stream waits for the last of them. Each op
+ * takes its own correlation id. On success out[i] holds a handle the caller must release
+ * with simgpu_op_release. */
+cudaError_t simgpu_enqueue_external(cudaStream_t stream, int n, const simgpu_external_desc* descs,
+                                    simgpu_op** out);
+
+/* 1 and *start_ns set once the op's device start is known, else 0. */
+int simgpu_op_start(simgpu_op* op, uint64_t* start_ns);
+
+/* Declare when the op ends (>= its start) and how much of it was waiting for peers. */
+void simgpu_op_complete(simgpu_op* op, uint64_t end_ns, uint64_t wait_ns);
+
+void simgpu_op_release(simgpu_op* op);
+
+/* Value of a SIMGPU_CONFIG key as a double (after defaults); aborts on unknown keys, like a
+ * bad SIMGPU_CONFIG does. Lets other simulated libraries share one configuration. */
+double simgpu_config_value(const char* key);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GPUWATCH_SIMGPU_H */
