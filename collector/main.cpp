@@ -4,9 +4,11 @@
 //   aggregate/ jobs and ranks, and when a job has ended
 //   analyze/   one file per summary section (sync, memcpy, collectives, kernels, dropped)
 //   report/    summary.json, summary.txt, writing them to disk
+//   store/     per-rank journals of what was received (gpuwatch report rebuilds from them)
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -64,6 +66,27 @@ int main(int argc, char** argv) {
   app.add_option("--idle-exit-ms", idle_exit_ms,
                  "With --autostart: exit if nobody connects within this time")
       ->check(CLI::Range(1, 3600000));
+  uint64_t journal_max_bytes = kDefaultJournalMaxBytes;
+  bool no_journal = false;
+  double hang_s = 300;
+  if (const char* env = std::getenv("GPUWATCH_HANG_S"); env && std::atof(env) > 0)
+    hang_s = std::atof(env);
+  size_t max_buffered_mib = 1024;
+  app.add_option("--journal-max-bytes", journal_max_bytes,
+                 "Per-rank cap of the journal kept in OUT/.gpuwatch/ (past it: counted, not "
+                 "kept, and said in the summary)")
+      ->capture_default_str();
+  app.add_flag("--no-journal", no_journal,
+               "Keep no journal (a collector crash then loses the job's summary)");
+  app.add_option("--hang-s", hang_s,
+                 "Report a rank inside a collective or sync for this long "
+                 "(default: $GPUWATCH_HANG_S, else 300)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-buffered-mib", max_buffered_mib,
+                 "Memory for partial frames of all clients together; the client that "
+                 "exceeds it is dropped")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   if (listen_path.empty()) {
@@ -76,15 +99,11 @@ int main(int argc, char** argv) {
   }
 
   JobTable jobs(JobTiming{std::chrono::milliseconds(linger_ms),
-                          std::chrono::milliseconds(wait_ranks_ms)});
+                          std::chrono::milliseconds(wait_ranks_ms), hang_s});
 
   bool any_unwritten = false;
   auto on_job_end = [&](Job& job) {
-    const std::string text = BuildSummaryText(job);
-    const std::string json =
-        BuildSummaryJson(job, UtcNow())
-            .dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
-        "\n";
+    const auto [json, text] = RenderSummary(job);
     const std::string dir = ChooseOutDir(out_dir, job.first_out_dir());
     std::string error;
     if (WriteSummaryFiles(dir, json, text, &error)) {
@@ -104,6 +123,10 @@ int main(int argc, char** argv) {
   options.linger = std::chrono::milliseconds(linger_ms);
   options.hello_timeout = std::chrono::milliseconds(hello_timeout_ms);
   options.idle_exit = std::chrono::milliseconds(idle_exit_ms);
+  options.max_buffered_bytes = max_buffered_mib << 20;
+  options.journal.enabled = !no_journal;
+  options.journal.out_override = out_dir;
+  options.journal.max_bytes = journal_max_bytes;
 
   Server server(options, jobs, on_job_end);
   std::string error;

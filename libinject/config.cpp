@@ -42,6 +42,7 @@ Config Load() {
   c.flush_ms = static_cast<int>(EnvLong("GPUWATCH_FLUSH_MS", 10, 1, 10000));
   c.exit_timeout_ms = static_cast<int>(EnvLong("GPUWATCH_EXIT_TIMEOUT_MS", 3000, 0, 600000));
   c.max_buffer_bytes = static_cast<size_t>(EnvLong("GPUWATCH_BUFFER_BYTES", 8 << 20, 0, LONG_MAX));
+  c.spool_max_bytes = static_cast<size_t>(EnvLong("GPUWATCH_SPOOL_BYTES", 256l << 20, 0, LONG_MAX));
   return c;
 }
 

@@ -13,6 +13,7 @@ struct Config {
   int exit_timeout_ms = 3000;    // GPUWATCH_EXIT_TIMEOUT_MS: most time spent at exit
   size_t max_buffer_bytes = 8u << 20;  // GPUWATCH_BUFFER_BYTES: encoded data held while
                                        // the collector is unreachable
+  size_t spool_max_bytes = 256u << 20;  // GPUWATCH_SPOOL_BYTES: the spool file's cap
 };
 
 // Parsed on first use (the first recorded call pays for it: only getenv here); a bad value

@@ -23,6 +23,7 @@ enum : uint8_t { kActKernel = 1, kActMemcpy = 2, kActMemset = 3, kActSync = 4, k
 
 constexpr size_t kBufferBytes = 4u << 20;
 constexpr size_t kMaxBuffers = 16;  // 64 MiB at most in CUPTI's hands and ours
+constexpr int64_t kOffsetHysteresisNs = 2000;
 
 struct CuptiApi {
   decltype(&cuptiSubscribe) subscribe;
@@ -96,7 +97,13 @@ void Calibrate(CuptiState& s) {
       best = static_cast<int64_t>(c) - static_cast<int64_t>(a + (b - a) / 2);
     }
   }
-  s.offset.store(best, std::memory_order_relaxed);
+  // Each estimate is off by up to half its bracket; moving the mapping by that jitter at
+  // every calibration would split back-to-back device work into tiny false gaps. Follow
+  // the clocks only when they have really drifted apart.
+  const int64_t current = s.offset.load(std::memory_order_relaxed);
+  if (s.last_calibration_ns == 0 || std::llabs(best - current) > kOffsetHysteresisNs) {
+    s.offset.store(best, std::memory_order_relaxed);
+  }
   s.last_calibration_ns = NowNs();
 }
 
@@ -131,6 +138,7 @@ void Parse(CuptiState& s, uint8_t* buffer, size_t valid, const std::function<voi
         a.stream = k->streamId;
         a.device = static_cast<int32_t>(k->deviceId);
         a.name_id = Kernels().Intern(k->name);
+        a.comm_kernel = k->name && std::strstr(k->name, "nccl") != nullptr;
         break;
       }
       case CUPTI_ACTIVITY_KIND_MEMCPY: {
@@ -166,6 +174,8 @@ void Parse(CuptiState& s, uint8_t* buffer, size_t valid, const std::function<voi
         a.end_ns = ToMono(s, y->end);
         a.correlation_id = y->correlationId;
         a.stream = y->streamId;
+        // Stream-wait-event only orders streams; the other kinds hold the host.
+        if (y->type != CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT) a.flags |= kFlagBlockedHost;
         break;
       }
       case CUPTI_ACTIVITY_KIND_RUNTIME:

@@ -26,6 +26,7 @@ struct ActivityRecord {
   int32_t device;
   uint32_t name_id;
   uint32_t api_id, api_domain;
+  bool comm_kernel;    // a kernel of NCCL's (not encoded: used to time collectives)
 };
 
 class CuptiReader {

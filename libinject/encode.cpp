@@ -25,6 +25,8 @@ std::string EncodeHello(const HelloInfo& h) {
   return o;
 }
 
+void AppendBatchSeq(std::string& batch, uint64_t seq) { UInt(batch, 8, seq); }
+
 void AppendEvent(std::string& batch, const Record& r, uint32_t tid, uint64_t gpu_ns) {
   // Encoded into a small local buffer first: its length prefixes it in the batch.
   std::string e;

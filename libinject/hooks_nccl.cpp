@@ -134,6 +134,7 @@ ncclResult_t ncclGroupStart(void) {
 }
 ncclResult_t ncclGroupEnd(void) {
   GW_FORWARD(ncclGroupEnd);
+  const uint64_t t0 = gi::NowNs();
   const ncclResult_t rc = real();
   if (tl_group_depth > 0 && --tl_group_depth == 0 && tl_group_timed) {
     if (tl_group_slot != 0) {
@@ -141,6 +142,8 @@ ncclResult_t ncclGroupEnd(void) {
       gi::Record end{};
       end.api = gi::kGroupEnd;
       end.event_slot = tl_group_slot;
+      end.t_ns = t0;
+      end.dur_ns = gi::NowNs() - t0;
       gi::Emit(end);
     }
     tl_group_slot = 0;

@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <list>
 #include <mutex>
 #include <string>
 #include <pthread.h>
@@ -14,7 +15,8 @@
 #include <vector>
 
 #include "collective_timer.h"
-#include "collector_link.h"
+#include "outbox.h"
+#include "comm_kernel_times.h"
 #include "config.h"
 #include "cupti_reader.h"
 #include "encode.h"
@@ -31,6 +33,9 @@ namespace {
 struct Pending {
   std::vector<std::pair<Record, uint32_t>> records;  // record, tid
   bool closed = false;
+  uint64_t host_end_ns = 0;     // end of the last host call of the collective (or group)
+  uint64_t events_done_ns = 0;  // when its event pair was first seen complete
+  uint64_t event_gpu_ns = 0;
 };
 
 class Sender {
@@ -42,8 +47,14 @@ class Sender {
 
   void Run() {
     tl_internal = true;
-    out_dir_ = OutDir();
-    collector_bin_ = CollectorBin();
+    Outbox::Options o;
+    o.autostart = cfg_.autostart;
+    o.collector_bin = CollectorBin();
+    o.out_dir = out_dir_ = OutDir();
+    o.max_buffer_bytes = cfg_.max_buffer_bytes;
+    o.spool_max_bytes = cfg_.spool_max_bytes;
+    o.id = &id_;
+    outbox_ = std::make_unique<Outbox>(std::move(o), [this] { return HelloFrame(); });
     std::unique_lock<std::mutex> lock(mu_);
     while (!stop_) {
       cv_.wait_for(lock, std::chrono::milliseconds(cfg_.flush_ms));
@@ -75,33 +86,41 @@ class Sender {
   void Cycle(bool final) {
     batch_.clear();
     batch_events_ = 0;
+    AppendBatchSeq(batch_, ++batch_seq_);
+    seq_only_size_ = batch_.size();
     ForEachRing([&](Ring& ring) {
       const uint32_t tid = ring.tid.load(std::memory_order_relaxed);
       ring.Drain([&](const Record& r) { Take(r, tid); });
     });
-    Harvest(final);
     Cupti().Poll(final, [&](const ActivityRecord& a) {
+      kernels_.Observe(a);
       AppendActivity(batch_, a);
       ++batch_events_;
     });
-    const bool had_data = !batch_.empty();
+    Harvest(final);
+    const bool had_data = batch_events_ > 0;
     AddMetadata();
     AddDropped(batch_, 4);
-    if (had_data || dropped_changed_ || !batch_.empty()) {
+    if (had_data || dropped_changed_ || batch_.size() > seq_only_size_) {
       events_total_ += batch_events_;
       Enqueue(kFrameBatch, batch_, batch_events_);
+    } else {
+      --batch_seq_;  // nothing to send: the number is reused
     }
     Transmit(final ? cfg_.exit_timeout_ms / 2 : 0);
   }
 
   void Take(const Record& r, uint32_t tid) {
     if (r.api == kGroupEnd) {
-      pending_[r.event_slot].closed = true;
+      Pending& p = pending_[r.event_slot];
+      p.closed = true;
+      p.host_end_ns = std::max(p.host_end_ns, r.t_ns + r.dur_ns);  // a group launches at its end
       return;
     }
     if (r.event_slot != 0) {
       Pending& p = pending_[r.event_slot];
       p.records.emplace_back(r, tid);
+      p.host_end_ns = std::max(p.host_end_ns, r.t_ns + r.dur_ns);
       if (!(r.flags & kFlagInGroup)) p.closed = true;
       return;
     }
@@ -109,21 +128,41 @@ class Sender {
     ++batch_events_;
   }
 
-  // Collectives whose events completed become wire events with their GPU time; a group's
-  // time is shared among its operations in proportion to their bytes.
+  // Collectives whose events completed become wire events with their GPU time: CUPTI's
+  // NCCL kernels launched during the host call when CUPTI runs (waiting up to a second for
+  // its records), else the event pair. A group's time is shared among its operations in
+  // proportion to their bytes.
   void Harvest(bool final) {
+    // 1. Event pairs that completed: the slot goes back to the pool at once.
     for (auto it = pending_.begin(); it != pending_.end();) {
       Pending& p = it->second;
       if (!p.closed && !final) {
         ++it;
         continue;
       }
-      uint64_t gpu_ns = 0;
-      CollectiveTimer::Poll poll = p.closed ? Timer().Query(it->first, &gpu_ns) : CollectiveTimer::Poll::kFailed;
+      const auto poll = p.closed ? Timer().Query(it->first, &p.event_gpu_ns) : CollectiveTimer::Poll::kFailed;
       if (poll == CollectiveTimer::Poll::kPending && !final) {
         ++it;
         continue;
       }
+      Timer().Release(it->first);
+      if (poll != CollectiveTimer::Poll::kDone) p.event_gpu_ns = UINT64_MAX;
+      p.events_done_ns = NowNs();
+      timed_.push_back(std::move(p));
+      it = pending_.erase(it);
+    }
+    // 2. Their GPU time: CUPTI's kernels when they have arrived, else the events'.
+    const bool cupti = Cupti().source() == CuptiReader::Source::kCupti;
+    for (auto it = timed_.begin(); it != timed_.end();) {
+      Pending& p = *it;
+      uint64_t gpu_ns = p.event_gpu_ns;
+      const uint64_t t0 = p.records.empty() ? 0 : p.records.front().first.t_ns;
+      if (cupti && !kernels_.Lookup(t0, p.host_end_ns, &gpu_ns) && !final &&
+          NowNs() - p.events_done_ns < 1'000'000'000ull) {
+        ++it;  // CUPTI's records of this launch may still be in a buffer
+        continue;
+      }
+      const auto poll = gpu_ns == UINT64_MAX ? CollectiveTimer::Poll::kFailed : CollectiveTimer::Poll::kDone;
       uint64_t total_bytes = 0;
       for (auto& [r, tid] : p.records) total_bytes += r.bytes;
       for (auto& [r, tid] : p.records) {
@@ -139,8 +178,7 @@ class Sender {
         AppendEvent(batch_, copy, tid, share);
         ++batch_events_;
       }
-      if (poll != CollectiveTimer::Poll::kPending) Timer().Release(it->first);
-      it = pending_.erase(it);
+      it = timed_.erase(it);
     }
   }
 
@@ -167,7 +205,8 @@ class Sender {
     const std::pair<const char*, uint64_t> counts[] = {
         {"ring_full", ring_full},
         {"too_many_threads", DroppedTooManyThreads()},
-        {"collector_unreachable", unreachable_dropped_},
+        {"collector_unreachable", outbox_->dropped_unreachable()},
+        {"spool_full", outbox_->dropped_spool()},
     };
     uint64_t sum = 0;
     for (auto& [reason, n] : counts) {
@@ -179,11 +218,9 @@ class Sender {
   }
 
   void Enqueue(FrameField field, const std::string& body, uint64_t events) {
-    if (out_.size() - out_pos_ > cfg_.max_buffer_bytes) {
-      unreachable_dropped_ += events;  // bounded memory: the collector is not taking data
-      return;
-    }
-    wire::enc::Frame(out_, field, body);
+    std::string frame;
+    wire::enc::Frame(frame, field, body);
+    outbox_->Push(std::move(frame), events);
   }
 
   bool IdentityReady() {
@@ -198,43 +235,15 @@ class Sender {
   }
 
   void Transmit(int wait_ms) {
-    if (!link_.connected()) {
-      const uint64_t now = NowNs();
-      if (now < next_connect_ns_ || !recording_.load(std::memory_order_acquire) || !IdentityReady()) return;
-      next_connect_ns_ = now + 1'000'000'000ull;  // retry once a second
-      const int budget = std::max(wait_ms, 2000);
-      if (!link_.Connect(cfg_.autostart && !tried_autostart_, collector_bin_, budget)) {
-        tried_autostart_ = true;
-        if (!warned_) {
-          std::fprintf(stderr, "[gpuwatch] %s; recording continues, data is held (bounded) until it answers\n",
-                       link_.error().c_str());
-          warned_ = true;
-        }
-        return;
-      }
-      tried_autostart_ = true;
-      SendHello();
-    }
-    const size_t n = link_.Write(out_.data() + out_pos_, out_.size() - out_pos_, wait_ms);
-    out_pos_ += n;
-    if (out_pos_ == out_.size()) {
-      out_.clear();
-      out_pos_ = 0;
-    } else if (out_pos_ > (1u << 20)) {
-      out_.erase(0, out_pos_);
-      out_pos_ = 0;
-    }
-    if (link_.broken() && !warned_broken_) {
-      std::fprintf(stderr, "[gpuwatch] %s\n", link_.error().c_str());
-      warned_broken_ = true;
-    }
+    // Nothing connects before the first record, nor before the rank is known.
+    outbox_->Pump(recording_.load(std::memory_order_acquire) && IdentityReady(), wait_ms);
   }
 
-  // The hello goes ahead of anything buffered while unconnected.
-  void SendHello() {
+  std::string HelloFrame() {
     std::string hello;
-    wire::enc::Frame(hello, kFrameHello, EncodeHello({&id_, device_.load(std::memory_order_relaxed), out_dir_, GPUWATCH_VERSION, start_ns_}));
-    out_.insert(out_pos_, hello);
+    wire::enc::Frame(hello, kFrameHello,
+                     EncodeHello({&id_, device_.load(std::memory_order_relaxed), out_dir_, GPUWATCH_VERSION, start_ns_}));
+    return hello;
   }
 
   void Finish() {
@@ -243,23 +252,22 @@ class Sender {
     const uint64_t wait_until = NowNs() + static_cast<uint64_t>(cfg_.exit_timeout_ms) * 500000ull;
     for (;;) {
       Cycle(false);
-      if (pending_.empty() || NowNs() >= wait_until) break;
+      if ((pending_.empty() && timed_.empty()) || NowNs() >= wait_until) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     Cycle(true);
     std::string goodbye;
     AddDropped(goodbye, 1);
     AppendGoodbyeTail(goodbye, events_total_, NowNs());
-    wire::enc::Frame(out_, kFrameGoodbye, goodbye);
+    Enqueue(kFrameGoodbye, goodbye, 0);
     const uint64_t now = NowNs();
     const int left = now < deadline ? static_cast<int>((deadline - now) / 1000000ull) : 0;
-    next_connect_ns_ = 0;
     Transmit(left);
-    link_.Close();
+    outbox_->Close();
   }
 
   const Config& cfg_;
-  std::string out_dir_, collector_bin_;
+  std::string out_dir_;
   Identity id_;
   std::atomic<int> device_{-1};
   std::atomic<bool> recording_{false};  // nothing connects before the first record
@@ -271,23 +279,20 @@ class Sender {
 
   std::string batch_;  // the Batch being built this cycle
   uint64_t batch_events_ = 0;
+  uint64_t batch_seq_ = 0;
+  size_t seq_only_size_ = 0;
   std::unordered_map<uint32_t, Pending> pending_;
+  std::list<Pending> timed_;  // event pairs done, waiting for CUPTI's view
+  CommKernelTimes kernels_;
   uint32_t names_sent_ = 0;
   CuptiReader::Source source_sent_ = CuptiReader::Source::kUnknown;
   uint64_t comms_sent_ = 0;
   uint64_t events_total_ = 0;
-  uint64_t unreachable_dropped_ = 0;
   uint64_t no_gpu_time_at_exit_ = 0;
   uint64_t dropped_last_ = 0;
   bool dropped_changed_ = false;
 
-  std::string out_;
-  size_t out_pos_ = 0;
-  CollectorLink link_;
-  uint64_t next_connect_ns_ = 0;
-  bool tried_autostart_ = false;
-  bool warned_ = false;
-  bool warned_broken_ = false;
+  std::unique_ptr<Outbox> outbox_;
 };
 
 Sender* g_sender = nullptr;

@@ -20,6 +20,7 @@ void FrameReader::Feed(std::string_view bytes) {
   if (pos_ > 0 && pos_ >= buf_.size() / 2) {
     buf_.erase(0, pos_);
     pos_ = 0;
+    raw_at_ = 0;
   }
   buf_.append(bytes);
 }
@@ -48,6 +49,7 @@ FrameReader::Status FrameReader::Next(Frame& frame) {
     error_ = "frame of " + std::to_string(len) + " bytes does not decode as gpuwatch.wire.Frame";
     return Status::kError;
   }
+  raw_at_ = pos_;
   pos_ = p + len;
   return Status::kFrame;
 }

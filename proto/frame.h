@@ -29,11 +29,17 @@ class FrameReader {
   Status Next(Frame& frame);
 
   const std::string& error() const { return error_; }
+  // The bytes (length prefix included) of the frame the last kFrame came from, exactly as
+  // they arrived; valid until the next Feed. What the collector's journal stores.
+  std::string_view last_raw() const {
+    return std::string_view(buf_).substr(raw_at_, pos_ - raw_at_);
+  }
   size_t buffered() const { return buf_.size() - pos_; }
 
  private:
   std::string buf_;
   size_t pos_ = 0;
+  size_t raw_at_ = 0;  // start of the last frame returned
   std::string error_;
 };
 

@@ -4,6 +4,8 @@
 set -euo pipefail
 pkgs=(cmake g++ make protobuf-compiler libprotobuf-dev libspdlog-dev nlohmann-json3-dev
       libcli11-dev catch2 libbenchmark-dev)
+# scripts/fuzz.sh (run by test.sh when GPUWATCH_FUZZ_SECONDS > 0) needs clang and libFuzzer.
+if [ "${GPUWATCH_FUZZ_SECONDS:-0}" -gt 0 ]; then pkgs+=(clang-14 libclang-rt-14-dev); fi
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

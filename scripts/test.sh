@@ -5,4 +5,6 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$(nproc)"
-cd build && ctest --output-on-failure -j2 "$@"
+(cd build && ctest --output-on-failure -j2 "$@")
+# CI: a bounded fuzzing run of the collector's stream decoder (docs/RELIABILITY.md).
+if [ "${GPUWATCH_FUZZ_SECONDS:-0}" -gt 0 ]; then bash scripts/fuzz.sh "$GPUWATCH_FUZZ_SECONDS"; fi

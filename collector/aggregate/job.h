@@ -10,16 +10,18 @@
 #include <tuple>
 #include <vector>
 
+#include "aggregate/hang.h"
 #include "aggregate/rank.h"
 
 namespace gpuwatch::collector {
-
-using Clock = std::chrono::steady_clock;
 
 struct JobTiming {
   std::chrono::milliseconds linger{500};
   // Extra wait when fewer distinct ranks than world_size have connected.
   std::chrono::milliseconds wait_for_ranks{10000};
+  // A rank inside a collective or a sync for this long is reported as hung
+  // (GPUWATCH_HANG_S / --hang-s).
+  double hang_s = 300;
 };
 
 // Ranks are told apart by (rank, host, pid): two processes claiming the same rank number
@@ -43,6 +45,8 @@ class Job {
   double wall_s() const;
   // Job totals: each analysis merged over all ranks.
   Analyses Totals() const;
+  // Hangs detected so far (at most kMaxHangs), in the order they were found.
+  const std::vector<Hang>& hangs() const { return hangs_; }
 
  private:
   friend class JobTable;
@@ -54,6 +58,7 @@ class Job {
   bool dirty_ = false;  // has data not yet in a written summary
   Clock::time_point last_close_{};
   uint64_t last_written_seq_ = 0;  // for evicting the oldest finished jobs
+  std::vector<Hang> hangs_;
 };
 
 class JobTable {
@@ -73,6 +78,9 @@ class JobTable {
   std::vector<Job*> Unwritten();
   // The summary of `job` has been produced; it may be evicted later.
   void MarkWritten(Job* job);
+  // Looks for ranks inside a wait call for at least timing.hang_s, in every job; returns
+  // the log line of each hang not reported before (each call is reported once).
+  std::vector<std::string> CheckHangs(Clock::time_point now);
   // When the next job will be due, if any is waiting.
   std::optional<Clock::time_point> NextDeadline() const;
 

@@ -26,9 +26,31 @@ void RankAggregate::OnGoodbye(const wire::Goodbye& goodbye) {
   for (auto& a : analyses_) a->OnGoodbye(goodbye);
 }
 
+void RankAggregate::OnHeartbeat(const wire::Heartbeat& hb, Clock::time_point now) {
+  heartbeat_ = hb;
+  // The library sends at most this many; more is nonsense and must not cost memory.
+  constexpr int kMaxInside = 64, kMaxComms = 256;
+  if (heartbeat_.inside_size() > kMaxInside)
+    heartbeat_.mutable_inside()->DeleteSubrange(kMaxInside, heartbeat_.inside_size() - kMaxInside);
+  if (heartbeat_.comms_size() > kMaxComms)
+    heartbeat_.mutable_comms()->DeleteSubrange(kMaxComms, heartbeat_.comms_size() - kMaxComms);
+  heartbeat_at_ = now;
+}
+
+void RankAggregate::set_journal(std::unique_ptr<JournalWriter> j) {
+  journal_ = std::move(j);
+  if (journal_) storage_.journal = journal_->status();
+}
+
 void RankAggregate::OnDisconnect(bool said_goodbye) {
   if (open_ > 0) --open_;
   abnormal_ = !said_goodbye;
+  if (open_ == 0 && journal_) {
+    // Close the file: descriptors stay bounded by open connections. A reconnect reopens it.
+    journal_->Flush();
+    storage_.journal = journal_->status();
+    journal_.reset();
+  }
 }
 
 void RankAggregate::OnCollectorStop() {

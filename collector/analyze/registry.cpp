@@ -9,6 +9,7 @@ std::unique_ptr<RankAnalysis> MakeMemcpyAnalysis();
 std::unique_ptr<RankAnalysis> MakeCollectivesAnalysis();
 std::unique_ptr<RankAnalysis> MakeKernelsAnalysis();
 std::unique_ptr<RankAnalysis> MakeDroppedAnalysis();
+std::unique_ptr<RankAnalysis> MakeGpuAnalysis();  // analyze/gpu.cpp
 
 Analyses MakeRankAnalyses() {
   Analyses a;
@@ -16,6 +17,7 @@ Analyses MakeRankAnalyses() {
   a.push_back(MakeMemcpyAnalysis());
   a.push_back(MakeCollectivesAnalysis());
   a.push_back(MakeKernelsAnalysis());
+  a.push_back(MakeGpuAnalysis());
   a.push_back(MakeDroppedAnalysis());
   return a;
 }

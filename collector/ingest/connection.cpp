@@ -1,5 +1,7 @@
 #include "ingest/connection.h"
 
+#include "report/writer.h"
+
 namespace gpuwatch::collector {
 
 void SanitizeHello(wire::Hello& h) {
@@ -24,21 +26,53 @@ bool Connection::Fail(std::string why) {
   return false;
 }
 
-bool Connection::OnBytes(std::string_view bytes, wire::Frame& scratch, Clock::time_point) {
+bool Connection::OnBytes(std::string_view bytes, wire::Frame& scratch, Clock::time_point now) {
   if (closed_) return false;
   reader_.Feed(bytes);
-  for (;;) {
+  bool ok = true;
+  for (bool more = true; more && ok;) {
     switch (reader_.Next(scratch)) {
-      case wire::FrameReader::Status::kNeedMore: return true;
-      case wire::FrameReader::Status::kError: return Fail(reader_.error());
-      case wire::FrameReader::Status::kFrame:
-        if (!OnFrame(scratch)) return false;
-        break;
+      case wire::FrameReader::Status::kNeedMore: more = false; break;
+      case wire::FrameReader::Status::kError: ok = Fail(reader_.error()); break;
+      case wire::FrameReader::Status::kFrame: ok = OnFrame(scratch, reader_.last_raw(), now); break;
     }
   }
+  // One write per read: what this read completed is in the kernel before the next read.
+  FlushJournal();
+  return ok;
 }
 
-bool Connection::OnFrame(const wire::Frame& frame) {
+void Connection::OpenJournal() {
+  if (!journal_opt_ || !journal_opt_->enabled || rank_->journal()) return;
+  if (!rank_->storage().journal.error.empty()) return;  // failed before: said once already
+  const Job* job = jobs_.Find(job_id_);
+  const std::string dir = ChooseOutDir(journal_opt_->out_override, job ? job->first_out_dir() : "");
+  std::string error;
+  auto j = JournalWriter::Open(dir, rank_->hello().rank(), rank_->hello().pid(),
+                               journal_opt_->max_bytes, &error);
+  if (!j) {
+    rank_->storage().journal.error = error;
+    notices_.push_back(Describe() + ": not journaled: " + error);
+    return;
+  }
+  rank_->set_journal(std::move(j));
+}
+
+void Connection::FlushJournal() {
+  if (!rank_ || !rank_->journal()) return;
+  JournalWriter& j = *rank_->journal();
+  j.Flush();
+  rank_->storage().journal = j.status();
+  if (std::string n = j.TakeNotice(); !n.empty()) notices_.push_back(Describe() + ": " + n);
+}
+
+std::vector<std::string> Connection::TakeNotices() {
+  std::vector<std::string> n;
+  n.swap(notices_);
+  return n;
+}
+
+bool Connection::OnFrame(const wire::Frame& frame, std::string_view raw, Clock::time_point now) {
   if (!rank_) {
     if (frame.body_case() != wire::Frame::kHello)
       return Fail("first frame is not a Hello (the stream is not from libgpuwatch)");
@@ -55,22 +89,28 @@ bool Connection::OnFrame(const wire::Frame& frame) {
     rank_ = rank;
     job_id_ = hello.job_id();
     rank_no_ = hello.rank();
-    return true;
+    OpenJournal();
+  } else {
+    switch (frame.body_case()) {
+      case wire::Frame::kBatch: rank_->OnBatch(frame.batch()); break;
+      case wire::Frame::kGoodbye:
+        rank_->OnGoodbye(frame.goodbye());
+        said_goodbye_ = true;
+        break;
+      case wire::Frame::kHeartbeat: rank_->OnHeartbeat(frame.heartbeat(), now); break;
+      case wire::Frame::kHello: return Fail("second Hello on one connection");
+      default: break;  // a body this collector does not know: skip, stay compatible
+    }
   }
-  switch (frame.body_case()) {
-    case wire::Frame::kBatch: rank_->OnBatch(frame.batch()); return true;
-    case wire::Frame::kGoodbye:
-      rank_->OnGoodbye(frame.goodbye());
-      said_goodbye_ = true;
-      return true;
-    case wire::Frame::kHello: return Fail("second Hello on one connection");
-    default: return true;  // a body this collector does not know: skip, stay compatible
-  }
+  // Accepted: into the journal exactly as it arrived (a later report replays it).
+  if (JournalWriter* j = rank_->journal()) j->Add(raw);
+  return true;
 }
 
 void Connection::Close(Clock::time_point now) {
   if (closed_) return;
   closed_ = true;
+  FlushJournal();
   if (rank_) jobs_.Detach(job_id_, rank_, said_goodbye_, now);
 }
 

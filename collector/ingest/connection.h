@@ -7,19 +7,23 @@
 
 #include "aggregate/job.h"
 #include "frame.h"
+#include "store/journal_store.h"
 
 namespace gpuwatch::collector {
 
 class Connection {
  public:
-  Connection(int peer_pid, JobTable& jobs, Clock::time_point now)
-      : peer_pid_(peer_pid), jobs_(jobs), connected_at_(now) {}
+  // With `journal` enabled, every frame accepted is appended to its rank's journal.
+  Connection(int peer_pid, JobTable& jobs, Clock::time_point now,
+             const JournalOptions* journal = nullptr)
+      : peer_pid_(peer_pid), jobs_(jobs), connected_at_(now), journal_opt_(journal) {}
   ~Connection() { Close(Clock::now()); }
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
   // Bytes that arrived. Returns false when the client must be dropped; error() says why.
   // `scratch` is a Frame reused across connections so each one does not keep its own.
+  // Frames accepted before an error are kept (aggregated and journaled).
   bool OnBytes(std::string_view bytes, wire::Frame& scratch, Clock::time_point now);
   // The socket closed (EOF, error, or we dropped it). Idempotent.
   void Close(Clock::time_point now);
@@ -29,11 +33,17 @@ class Connection {
   Clock::time_point connected_at() const { return connected_at_; }
   size_t buffered() const { return reader_.buffered(); }
   const std::string& error() const { return error_; }
+  // The rank this connection feeds, null before the Hello.
+  RankAggregate* rank() const { return rank_; }
+  // Journal troubles since the last call (one line each, for the log).
+  std::vector<std::string> TakeNotices();
   // "rank 3 of job abc (pid 1234)" once the Hello arrived, "pid 1234" before.
   std::string Describe() const;
 
  private:
-  bool OnFrame(const wire::Frame& frame);
+  bool OnFrame(const wire::Frame& frame, std::string_view raw, Clock::time_point now);
+  void OpenJournal();
+  void FlushJournal();
   bool Fail(std::string why);
 
   int peer_pid_;
@@ -46,6 +56,8 @@ class Connection {
   bool said_goodbye_ = false;
   bool closed_ = false;
   std::string error_;
+  const JournalOptions* journal_opt_;
+  std::vector<std::string> notices_;
 };
 
 // Clips the strings of a Hello to sane lengths (they end up in logs, JSON and terminals).

@@ -110,6 +110,8 @@ void Server::Run() {
       }
     }
     DropSilentClients(now);
+    // At once in the log; the job's summary lists them too, even if the job is then killed.
+    for (const std::string& line : jobs_.CheckHangs(now)) spdlog::error("{}", line);
     FinishDueJobs(now);
     if (ShouldExit(now)) break;
   }
@@ -123,6 +125,7 @@ void Server::Run() {
   for (const auto& [fd, c] : clients_) fds.push_back(fd);
   for (int fd : fds)
     if (clients_.count(fd)) Read(fd, 1 << 10, now);
+  for (const std::string& line : jobs_.CheckHangs(now)) spdlog::error("{}", line);
   for (Job* job : jobs_.Unwritten()) {
     on_job_end_(*job);
     jobs_.MarkWritten(job);
@@ -165,7 +168,8 @@ void Server::Accept(Clock::time_point now) {
       close(fd);
       continue;
     }
-    clients_.emplace(fd, Client{fd, std::make_unique<Connection>(peer.pid, jobs_, now)});
+    clients_.emplace(fd, Client{fd, std::make_unique<Connection>(peer.pid, jobs_, now,
+                                                                 &opt_.journal)});
     served_any_ = true;
     last_activity_ = now;
   }
@@ -189,7 +193,9 @@ void Server::Read(int fd, int max_chunks, Clock::time_point now) {
       CloseClient(fd, now);
       return;
     }
-    if (!c.conn->OnBytes(std::string_view(buf, static_cast<size_t>(n)), scratch_, now)) {
+    const bool ok = c.conn->OnBytes(std::string_view(buf, static_cast<size_t>(n)), scratch_, now);
+    LogNotices(*c.conn);
+    if (!ok) {
       Drop(fd, c.conn->error(), now);
       return;
     }
@@ -219,9 +225,14 @@ void Server::CloseClient(int fd, Clock::time_point now) {
   epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
   close(fd);
   it->second.conn->Close(now);
+  LogNotices(*it->second.conn);
   buffered_ -= it->second.held;
   clients_.erase(it);
   last_activity_ = now;
+}
+
+void Server::LogNotices(Connection& conn) {
+  for (const std::string& n : conn.TakeNotices()) spdlog::warn("{}", n);
 }
 
 void Server::DropSilentClients(Clock::time_point now) {

@@ -26,6 +26,8 @@ struct ServerOptions {
   // Sum of partial frames held for all clients; past it the client that pushed it over is
   // dropped. Together with the 16 MiB frame limit this bounds ingest memory.
   size_t max_buffered_bytes = size_t{1} << 30;
+  // Per-rank journals of accepted frames (store/journal_store.h).
+  JournalOptions journal;
 };
 
 class Server {
@@ -55,6 +57,7 @@ class Server {
   void FinishDueJobs(Clock::time_point now);
   bool ShouldExit(Clock::time_point now) const;
   int TimeoutMs(Clock::time_point now) const;
+  void LogNotices(Connection& conn);
 
   ServerOptions opt_;
   JobTable& jobs_;

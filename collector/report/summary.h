@@ -17,6 +17,13 @@ nlohmann::json BuildSummaryJson(const Job& job, const std::string& generated_at)
 // Deterministic: the same job always gives the same text.
 std::string BuildSummaryText(const Job& job);
 
+// Both documents as they go to disk (JSON generated now).
+struct RenderedSummary {
+  std::string json;
+  std::string text;
+};
+RenderedSummary RenderSummary(const Job& job);
+
 // Now, as "2024-05-01T12:34:56Z".
 std::string UtcNow();
 

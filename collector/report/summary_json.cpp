@@ -3,9 +3,56 @@
 // changes to this file. The `job` object carries the same sections merged over ranks.
 #include <ctime>
 
+#include "report/format.h"
 #include "report/summary.h"
 
 namespace gpuwatch::collector {
+namespace {
+
+nlohmann::json StorageJson(const RankStorage& s) {
+  nlohmann::json j = nlohmann::json::object();
+  if (!s.journal.file.empty() || !s.journal.error.empty())
+    j["journal"] = {{"file", s.journal.file},
+                    {"bytes", s.journal.bytes},
+                    {"capped", s.journal.capped},
+                    {"error", s.journal.error}};
+  if (!s.rebuilt_from.empty()) {
+    j["rebuilt_from"] = s.rebuilt_from;
+    j["spool_capped"] = s.spool_capped;
+    j["truncated_tail_bytes"] = s.truncated_tail_bytes;
+  }
+  return j;
+}
+
+nlohmann::json HangsJson(const Job& job) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Hang& h : job.hangs()) {
+    nlohmann::json ranks = nlohmann::json::array();
+    for (const auto& s : h.ranks) {
+      nlohmann::json r = {{"rank", s.rank}, {"pid", s.pid}, {"host", s.host},
+                          {"reporting", s.reporting}};
+      r["inside"] = s.inside.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.inside);
+      if (!s.inside.empty()) {
+        r["inside_s"] = s.inside_s;
+        if (s.inside_collective) r["inside_seq"] = s.inside_seq;
+      }
+      if (h.collective)
+        r["last_seq"] = s.has_last_seq ? nlohmann::json(s.last_seq) : nlohmann::json(nullptr);
+      ranks.push_back(std::move(r));
+    }
+    nlohmann::json j = {{"rank", h.rank}, {"host", h.host},   {"pid", h.pid},
+                        {"tid", h.tid},   {"api", h.api},     {"inside_s", h.inside_s},
+                        {"ranks", std::move(ranks)}};
+    if (h.collective) {
+      j["seq"] = h.seq;
+      j["comm_hash"] = Printf("0x%016llx", static_cast<unsigned long long>(h.comm_hash));
+    }
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+}  // namespace
 
 std::string UtcNow() {
   const std::time_t t = std::time(nullptr);
@@ -31,7 +78,8 @@ nlohmann::json BuildSummaryJson(const Job& job, const std::string& generated_at)
                         {"library_version", h.library_version()},
                         {"ended", rank->ended()},
                         {"wall_s", rank->wall_s()},
-                        {"events", rank->events()}};
+                        {"events", rank->events()},
+                        {"storage", StorageJson(rank->storage())}};
     for (const auto& a : rank->analyses()) a->WriteJson(r);
     if (!rank->ended_normally()) abnormal.push_back(h.rank());
     ranks.push_back(std::move(r));
@@ -48,7 +96,19 @@ nlohmann::json BuildSummaryJson(const Job& job, const std::string& generated_at)
           {"job_id", job.id()},
           {"generated_at", generated_at},
           {"ranks", std::move(ranks)},
-          {"job", std::move(totals)}};
+          {"job", std::move(totals)},
+          {"hangs", HangsJson(job)}};
+}
+
+}  // namespace gpuwatch::collector
+
+namespace gpuwatch::collector {
+
+RenderedSummary RenderSummary(const Job& job) {
+  return {BuildSummaryJson(job, UtcNow())
+                  .dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
+              "\n",
+          BuildSummaryText(job)};
 }
 
 }  // namespace gpuwatch::collector

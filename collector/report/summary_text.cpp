@@ -47,10 +47,43 @@ std::string BuildSummaryText(const Job& job) {
                   rank->ended_normally() ? "normally" : "abnormally",
                   FmtDuration(rank->wall_s()).c_str(),
                   static_cast<unsigned long long>(rank->events()));
+    const RankStorage& st = rank->storage();
+    if (st.journal.capped)
+      out += Clip("  journal stopped at its cap of " + FmtBytes(st.journal.bytes) +
+                      ": later frames were counted but not kept on disk",
+                  kTextWidth) + "\n";
+    if (!st.journal.error.empty())
+      out += Clip("  journal: " + st.journal.error, kTextWidth) + "\n";
+    if (st.spool_capped) out += "  the rank's spool reached its cap: later records are missing\n";
+    if (st.truncated_tail_bytes > 0)
+      out += Printf("  rebuilt: an incomplete last frame (%llu bytes) was ignored\n",
+                    static_cast<unsigned long long>(st.truncated_tail_bytes));
     for (const auto& a : rank->analyses()) a->WriteText(out);
     abnormal += !rank->ended_normally();
   }
   out += rule_heavy + "\n";
+  if (!job.hangs().empty()) {
+    out += Printf("%zu hang%s (a rank inside a collective or sync too long):\n",
+                  job.hangs().size(), job.hangs().size() == 1 ? "" : "s");
+    for (const Hang& h : job.hangs()) {
+      std::string line = Printf("  rank %d in %s", h.rank, h.api.c_str());
+      if (h.collective) line += Printf(" seq %llu", static_cast<unsigned long long>(h.seq));
+      line += Printf(" for %s;", FmtDuration(h.inside_s).c_str());
+      for (const auto& s : h.ranks) {
+        std::string part = Printf(" r%d:", s.rank);
+        if (h.collective)
+          part += s.has_last_seq ? Printf("done %llu", static_cast<unsigned long long>(s.last_seq))
+                                 : std::string("done -");
+        if (!s.inside.empty()) part += (h.collective ? "," : "") + std::string("in ") + s.inside;
+        if (line.size() + part.size() > kTextWidth) {
+          out += line + "\n";
+          line = "   ";
+        }
+        line += part;
+      }
+      out += line + "\n";
+    }
+  }
 
   std::vector<std::string> parts;
   parts.push_back(Printf("%zu rank%s (%d abnormal)", job.ranks().size(),

@@ -14,15 +14,16 @@ std::string Why(const std::string& what, const std::string& path) {
   return what + " " + path + ": " + std::strerror(errno);
 }
 
-// mkdir -p, 0755 for what it creates.
-bool MakeDirs(const std::string& dir, std::string* error) {
+}  // namespace
+
+bool MakeDirs(const std::string& dir, std::string* error, unsigned mode) {
   std::string partial;
   size_t pos = 0;
   while (pos != std::string::npos) {
     pos = dir.find('/', pos + 1);
     partial = dir.substr(0, pos);
     if (partial.empty()) continue;
-    if (mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) {
+    if (mkdir(partial.c_str(), static_cast<mode_t>(mode)) != 0 && errno != EEXIST) {
       *error = Why("cannot create", partial);
       return false;
     }
@@ -35,6 +36,8 @@ bool MakeDirs(const std::string& dir, std::string* error) {
   }
   return true;
 }
+
+namespace {
 
 bool WriteAtomically(const std::string& path, const std::string& data, std::string* error) {
   const std::string tmp = path + ".tmp";

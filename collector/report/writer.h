@@ -10,6 +10,9 @@ namespace gpuwatch::collector {
 // is absolute, else ./gpuwatch-out.
 std::string ChooseOutDir(const std::string& override_dir, const std::string& first_out_dir);
 
+// mkdir -p; what it creates gets `mode`. False with `error` set (one line) on failure.
+bool MakeDirs(const std::string& dir, std::string* error, unsigned mode = 0755);
+
 // Writes summary.json and summary.txt into `dir`. On failure returns false and sets
 // `error` to one line naming the file and the reason.
 bool WriteSummaryFiles(const std::string& dir, const std::string& json_text,

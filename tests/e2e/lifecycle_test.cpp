@@ -78,3 +78,32 @@ TEST_CASE("lifecycle: the scenario parent (linked to nothing CUDA) stays silent,
   REQUIRE(summary["ranks"].size() == 1);
   CHECK(summary["ranks"][0]["kernels"]["launches"] == 6);
 }
+
+TEST_CASE("lifecycle: with CUPTI held by another profiler the run completes on events") {
+  const std::string work = FreshDir("lifecycle-cupti-taken");
+  auto res = Run({GPUWATCH_BIN_DIR "/gpuwatch-scenario", "--sim", GPUWATCH_SCENARIOS_DIR "/comm_bound.json"},
+                 {{"LD_PRELOAD", GPUWATCH_LIB}, {"GPUWATCH_SOCKET_DIR", work + "/sock"},
+                  {"GPUWATCH_OUT", work + "/out"}, {"SIMGPU_CUPTI_TAKEN", "1"}},
+                 60);
+  INFO(res.err);
+  REQUIRE(res.exit_code == 0);
+  REQUIRE(WaitForFile(work + "/out/summary.json", 30));
+  const json summary = json::parse(ReadFile(work + "/out/summary.json"));
+  REQUIRE(summary["ranks"].size() == 2);
+  for (const json& r : summary["ranks"]) {
+    CHECK(r["gpu"]["source"] == "events");
+    CHECK(r["gpu"]["source_detail"].get<std::string>().find("another profiler") != std::string::npos);
+    CHECK(r["collectives"]["allreduce"]["count"].get<int>() > 0);  // the hooks and events still work
+  }
+}
+
+TEST_CASE("lifecycle: GPUWATCH_DISABLE=1 leaves the job alone") {
+  const std::string work = FreshDir("lifecycle-disabled");
+  auto res = Run({GPUWATCH_BIN_DIR "/gpuwatch-scenario", "--sim", GPUWATCH_SCENARIOS_DIR "/healthy.json"},
+                 {{"LD_PRELOAD", GPUWATCH_LIB}, {"GPUWATCH_SOCKET_DIR", work + "/sock"},
+                  {"GPUWATCH_OUT", work + "/out"}, {"GPUWATCH_DISABLE", "1"}},
+                 60);
+  CHECK(res.exit_code == 0);
+  CHECK_FALSE(fs::exists(work + "/sock"));
+  CHECK_FALSE(fs::exists(work + "/out"));
+}

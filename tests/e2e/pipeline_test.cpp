@@ -29,6 +29,13 @@ void CheckTime(const std::string& what, double got, double want) {
   CHECK(std::abs(got - want) <= tol);
 }
 
+// GPU figures against the device truth: 3% (issue #4), with a 0.2 ms floor for near-zero sums.
+void CheckGpu(const std::string& what, double got, double want) {
+  const double tol = std::max(0.03 * want, 0.0002);
+  INFO("gpu " << what << ": summary " << got << " s, device truth " << want << " s");
+  CHECK(std::abs(got - want) <= tol);
+}
+
 uint64_t U(const json& j, const char* key) { return j.contains(key) ? j[key].get<uint64_t>() : 0; }
 double D(const json& j, const char* key) { return j.contains(key) ? j[key].get<double>() : 0.0; }
 const json& Sub(const json& j, const char* key) {
@@ -117,6 +124,16 @@ void CheckRank(const sc::Scenario& s, const json& rank, const json& truth, const
     if (U(Sub(ops, op), "count") > 0) CheckTime("collective GPU time", D(got, "total_s"), D(Sub(kinds, op), "device_s"));
   }
   CHECK(U(rank, "dropped_total") == 0);
+
+  // The GPU timeline from (simulated) CUPTI against the device model's own account: 3%.
+  const json& gpu = Sub(rank, "gpu");
+  CHECK(gpu.value("source", "") == "cupti");
+  CheckGpu("busy", D(gpu, "busy_s"), D(device, "busy_s"));
+  CheckGpu("gaps", D(Sub(gpu, "gaps"), "total_s"), D(Sub(device, "gaps"), "total_s"));
+  CHECK(U(Sub(gpu, "gaps"), "count") == U(Sub(device, "gaps"), "count"));
+  const json& kernels = Sub(gpu, "kernels");
+  CHECK(U(kernels, "count") == U(Sub(kinds, "kernel"), "count"));
+  CheckGpu("kernel time", D(kernels, "total_s"), D(Sub(kinds, "kernel"), "device_s"));
 }
 
 void CheckScenario(const std::string& name) {

@@ -76,7 +76,7 @@ void check_rank_truth(const Scenario& sc, int rank, const json& truth) {
   const auto want = expected_truth_ops(sc, rank);
   const json ops = truth.value("ops", json::object());
   // Keys that belong to the scenario's ops; others (comm_order, step_join) are extras.
-  std::set<std::string> op_keys = {"host", "h2d", "d2h", "kernels", "item", "sync", "sync_stream", "sync_device",
+  std::set<std::string> op_keys = {"host", "h2d", "d2h", "kernels", "kernels_library", "item", "sync", "sync_stream", "sync_device",
                                    "sync_event", "allreduce", "allgather", "reducescatter", "broadcast"};
   for (const auto& [key, t] : want) {
     const json e = ops.value(key, json::object());

@@ -72,7 +72,7 @@ const std::map<std::string, OpSpec>& op_specs() {
       {"host", {OpKind::Host, {"ms"}}},
       {"h2d", {OpKind::H2D, {"bytes", "pinned", "async"}}},
       {"d2h", {OpKind::D2H, {"bytes", "pinned", "async"}}},
-      {"kernels", {OpKind::Kernels, {"count", "us", "name"}}},
+      {"kernels", {OpKind::Kernels, {"count", "us", "name", "via"}}},
       {"item", {OpKind::Item, {}}},
       {"sync", {OpKind::Sync, {"what"}}},
       {"allreduce", {OpKind::AllReduce, {"bytes"}}},
@@ -112,6 +112,13 @@ Op parse_op(const json& j, const std::string& source, const std::string& path) {
       op.count = positive_int(required(j, "count", source, path), source, join(path, "count"), 1000000);
       op.us = number(required(j, "us", source, path), source, join(path, "us"), false);
       if (j.contains("name")) op.name = string(j["name"], source, join(path, "name"));
+      if (j.contains("via")) {
+        const json& v = j["via"];
+        const std::string s = v.is_string() ? v.get<std::string>() : "";
+        if (s == "runtime") op.via = Via::Runtime;
+        else if (s == "library") op.via = Via::Library;
+        else fail(source, join(path, "via"), "expected \"runtime\" or \"library\"");
+      }
       break;
     case OpKind::Item:
       break;
@@ -315,10 +322,12 @@ std::map<std::string, Totals> expected_truth_ops(const Scenario& sc, int rank) {
       case OpKind::Host: t["host"].count++; t["host"].seconds += op.ms * scale.host / 1e3; break;
       case OpKind::H2D: t["h2d"].count++; t["h2d"].bytes += op.bytes; break;
       case OpKind::D2H: t["d2h"].count++; t["d2h"].bytes += op.bytes; break;
-      case OpKind::Kernels:
-        t["kernels"].count += op.count;
-        t["kernels"].seconds += double(op.count) * op.us * scale.kernels / 1e6;
+      case OpKind::Kernels: {
+        Totals& k = t[op.via == Via::Library ? "kernels_library" : "kernels"];
+        k.count += op.count;
+        k.seconds += double(op.count) * op.us * scale.kernels / 1e6;
         break;
+      }
       case OpKind::Item: t["item"].count++; t["item"].bytes += 4; break;
       case OpKind::Sync: {
         t["sync"].count++;

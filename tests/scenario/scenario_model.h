@@ -17,6 +17,9 @@ namespace gpuwatch::scenario {
 
 enum class OpKind { Host, H2D, D2H, Kernels, Item, Sync, AllReduce, AllGather, ReduceScatter, Broadcast };
 enum class SyncWhat { Stream, Device, Event };
+// How `kernels` are launched: through the runtime (<<<>>>, seen by cudaLaunchKernel hooks) or
+// as a library such as cuBLAS does (driver cuLaunchKernel, invisible to runtime hooks).
+enum class Via { Runtime, Library };
 
 // One entry of "step" or of an "every" block, with defaults applied.
 struct Op {
@@ -29,6 +32,7 @@ struct Op {
   std::uint64_t count = 0;  // kernels
   double us = 0;         // kernels
   std::string name;      // kernels: NVTX range name (optional)
+  Via via = Via::Runtime;  // kernels
   SyncWhat what = SyncWhat::Stream;  // sync
 };
 
@@ -93,14 +97,15 @@ struct Totals {
 };
 
 // What truth-rank-R.json's "ops" must contain for `rank` (count and bytes exactly).
-// seconds: host = ms x scale summed; kernels = us x scale summed (device time, not the
-// launch-call time the truth file reports); 0 for the others. Keys: host, h2d, d2h,
-// kernels, item, sync, sync_stream, sync_device, sync_event, and each collective; only
-// keys with count > 0 are present.
+// seconds: host = ms x scale summed; kernels and kernels_library = us x scale summed
+// (device time, not the launch-call time the truth file reports); 0 for the others. Keys:
+// host, h2d, d2h, kernels (via runtime), kernels_library (via library), item, sync,
+// sync_stream, sync_device, sync_event, and each collective; only keys with count > 0 are
+// present.
 std::map<std::string, Totals> expected_truth_ops(const Scenario& sc, int rank);
 
 // What the simulator's device-rank-R.json "kinds" must contain for `rank`: kernel (count,
-// device seconds), h2d, d2h (item's 4-byte copies included), and each collective with
+// device seconds; both launch paths), h2d, d2h (item's 4-byte copies included), and each collective with
 // bytes S. Only kinds with count > 0 are present.
 std::map<std::string, Totals> expected_device_kinds(const Scenario& sc, int rank);
 

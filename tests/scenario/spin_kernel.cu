@@ -5,6 +5,8 @@
 // same launch means the same time on the simulator and on a real GPU.
 #include "spin_kernel.h"
 
+#include <cuda.h>
+
 namespace gpuwatch::scenario {
 
 // %globaltimer is the GPU's nanosecond clock; spinning on it gives a duration independent
@@ -19,6 +21,34 @@ __global__ void gpuwatch_spin_kernel(unsigned long long ns) {
 
 void launch_spin(unsigned long long ns, cudaStream_t stream) {
   gpuwatch_spin_kernel<<<1, 1, 0, stream>>>(ns);
+}
+
+namespace {
+using CuLaunchKernel = CUresult(CUDAAPI*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                          unsigned, CUstream, void**, void**);
+CuLaunchKernel g_cu_launch = nullptr;
+CUfunction g_spin_function = nullptr;
+}  // namespace
+
+cudaError_t init_library_launch() {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  // ByVersion: the unversioned cudaGetDriverEntryPoint is deprecated in CUDA 13. 12000 asks
+  // for the cuLaunchKernel ABI every CUDA 12/13 driver has.
+  cudaError_t e = cudaGetDriverEntryPointByVersion("cuLaunchKernel", &fn, 12000, cudaEnableDefault, &found);
+  if (e != cudaSuccess) return e;
+  if (found != cudaDriverEntryPointSuccess || !fn) return cudaErrorSymbolNotFound;
+  cudaFunction_t f = nullptr;
+  e = cudaGetFuncBySymbol(&f, reinterpret_cast<const void*>(gpuwatch_spin_kernel));
+  if (e != cudaSuccess) return e;
+  g_cu_launch = reinterpret_cast<CuLaunchKernel>(fn);
+  g_spin_function = reinterpret_cast<CUfunction>(f);
+  return cudaSuccess;
+}
+
+int launch_spin_library(unsigned long long ns, cudaStream_t stream) {
+  void* args[] = {&ns};
+  return static_cast<int>(g_cu_launch(g_spin_function, 1, 1, 1, 1, 1, 1, 0, reinterpret_cast<CUstream>(stream), args, nullptr));
 }
 
 }  // namespace gpuwatch::scenario

@@ -10,4 +10,13 @@ namespace gpuwatch::scenario {
 // stopwatch around it measures exactly the launch call.
 void launch_spin(unsigned long long ns, cudaStream_t stream);
 
+// The same kernel launched as cuBLAS or Triton launch theirs: through the driver's
+// cuLaunchKernel, found with cudaGetDriverEntryPointByVersion, on the CUfunction of
+// cudaGetFuncBySymbol. Runtime-API hooks (cudaLaunchKernel) never see these launches; only
+// CUPTI's DRIVER records do. Works on a real GPU too.
+// init_library_launch resolves both once (call it after cudaSetDevice); the launch returns
+// the CUresult as an int (0 = CUDA_SUCCESS) and, like launch_spin, does nothing else.
+cudaError_t init_library_launch();
+int launch_spin_library(unsigned long long ns, cudaStream_t stream);
+
 }  // namespace gpuwatch::scenario

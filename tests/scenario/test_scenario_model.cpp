@@ -59,6 +59,7 @@ TEST_CASE("scenario: op defaults") {
   CHECK_FALSE(sc.step[1].pinned);
   CHECK_FALSE(sc.step[1].async);
   CHECK(sc.step[2].name.empty());
+  CHECK(sc.step[2].via == Via::Runtime);  // format v1 without "via" means what it always meant
   CHECK(sc.step[3].what == SyncWhat::Stream);
   CHECK(sc.step[5].kind == OpKind::AllGather);
   CHECK(sc.step[5].bytes == 64);
@@ -77,6 +78,9 @@ TEST_CASE("scenario: errors name the key") {
   CHECK(error_with_op({{"op", "kernels"}, {"count", 0}, {"us", 1}}) == "s.json: step[1].count: expected a positive integer");
   CHECK(error_with_op({{"op", "kernels"}, {"count", 1}, {"us", 0}}) == "s.json: step[1].us: expected a number > 0");
   CHECK(error_with_op({{"op", "kernels"}, {"count", 1}, {"us", 1}, {"name", 3}}) == "s.json: step[1].name: expected a string");
+  CHECK(error_with_op({{"op", "kernels"}, {"count", 1}, {"us", 1}, {"via", "driver"}}) ==
+        "s.json: step[1].via: expected \"runtime\" or \"library\"");
+  CHECK(error_with_op({{"op", "h2d"}, {"bytes", 8}, {"via", "library"}}) == "s.json: step[1].via: unknown key for op \"h2d\"");
   CHECK(error_with_op({{"op", "sync"}, {"what", "host"}}) == "s.json: step[1].what: expected \"stream\", \"device\" or \"event\"");
   CHECK(error_with_op({{"op", "allreduce"}, {"bytes", 6}}) == "s.json: step[1].bytes: expected a positive multiple of 4 (float32 elements)");
   CHECK(error_with_op({{"op", "item"}, {"bytes", 4}}) == "s.json: step[1].bytes: unknown key for op \"item\"");
@@ -206,6 +210,27 @@ TEST_CASE("scenario: expected totals per op, every and rank_scale included") {
   CHECK(device_buffer_bytes(sc) == 1000);
   CHECK(host_buffer_bytes(sc, false) == 1000);
   CHECK(host_buffer_bytes(sc, true) == 64);
+}
+
+TEST_CASE("scenario: library kernels have their own truth key and count as device kernels") {
+  json doc = minimal();
+  doc["steps"] = 10;
+  doc["step"] = json::parse(R"([{"op": "kernels", "count": 3, "us": 100},
+                                {"op": "kernels", "count": 2, "us": 1000, "via": "library"},
+                                {"op": "kernels", "count": 1, "us": 50, "via": "runtime"}])");
+  doc["rank_scale"] = json::parse(R"({"1": {"kernels": 2}})");
+  Scenario sc = parse_scenario(doc, "s.json");
+  CHECK(sc.step[1].via == Via::Library);
+  CHECK(sc.step[2].via == Via::Runtime);
+  auto t = expected_truth_ops(sc, 1);
+  CHECK(t["kernels"].count == 40);
+  CHECK(t["kernels"].seconds == Approx(2 * 10 * (300e-6 + 50e-6)));
+  CHECK(t["kernels_library"].count == 20);
+  CHECK(t["kernels_library"].seconds == Approx(2 * 10 * 2e-3));
+  auto d = expected_device_kinds(sc, 1);
+  CHECK(d["kernel"].count == 60);
+  CHECK(d["kernel"].seconds == Approx(2 * 10 * (300e-6 + 50e-6 + 2e-3)));
+  CHECK(d.count("kernels_library") == 0);
 }
 
 TEST_CASE("scenario: simulator config string") {

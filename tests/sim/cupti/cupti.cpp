@@ -9,6 +9,7 @@
 // device has not finished yet.
 #include <cupti.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
@@ -62,6 +63,7 @@ constexpr size_t kMaxRecord = sizeof(CUpti_ActivityKernel10);
 
 // A record not yet in a buffer: a device op or an API call.
 struct Pending {
+  CUpti_ActivityKind kind = CUPTI_ACTIVITY_KIND_INVALID;  // decided when the op was enqueued
   bool api = false;
   simgpu_activity act{};
   simgpu_api_call call{};
@@ -83,6 +85,7 @@ struct State {
   Buffer cur;
   std::deque<Buffer> full;     // awaiting the completion callback
   std::deque<Pending> pending; // known to the model, not yet finished on the device
+  uint64_t pending_min_end = UINT64_MAX;  // earliest end in `pending`: most calls skip the scan
   size_t dropped = 0;
   int64_t grid_id = 0;
   bool worker_started = false;
@@ -221,12 +224,11 @@ void retire_current(State& s, bool wake_worker) {
 }
 
 // Appends one finished record (mu held). A missing or refused buffer drops the record.
+// Work enqueued while its kind was enabled is recorded even if the kind is disabled before
+// the device finishes it, as with real CUPTI.
 void append(State& s, const Pending& p) {
-  const CUpti_ActivityKind kind =
-      p.api ? (p.call.domain == SIMGPU_API_DRIVER ? CUPTI_ACTIVITY_KIND_DRIVER : CUPTI_ACTIVITY_KIND_RUNTIME) : kind_of(s, p.act);
-  if (kind == CUPTI_ACTIVITY_KIND_INVALID || !on(s, kind)) return;  // disabled since it was seen
   alignas(8) uint8_t rec[kMaxRecord];
-  const size_t n = encode(s, p, kind, rec);
+  const size_t n = encode(s, p, p.kind, rec);
   Buffer& b = s.cur;
   if (b.data && (b.used + n > b.size || (b.max_records && b.records >= b.max_records))) retire_current(s, true);
   if (!b.data) {
@@ -255,42 +257,43 @@ void append(State& s, const Pending& p) {
 
 // Moves every pending record the device has finished into the buffers, in arrival order.
 void drain(State& s, uint64_t now) {
+  if (now < s.pending_min_end) return;
+  uint64_t min_end = UINT64_MAX;
   for (auto it = s.pending.begin(); it != s.pending.end();) {
     if (it->end_ns() > now) {
+      min_end = std::min(min_end, it->end_ns());
       ++it;
       continue;
     }
     append(s, *it);
     it = s.pending.erase(it);
   }
+  s.pending_min_end = min_end;
 }
 
-void submit(const Pending& p) {
+void submit(Pending& p) {
   State& s = S();
   std::lock_guard<std::mutex> lk(s.mu);
+  p.kind = p.api ? (p.call.domain == SIMGPU_API_DRIVER ? CUPTI_ACTIVITY_KIND_DRIVER : CUPTI_ACTIVITY_KIND_RUNTIME)
+                 : kind_of(s, p.act);
+  if (p.kind == CUPTI_ACTIVITY_KIND_INVALID || !on(s, p.kind)) return;  // not enabled
   const uint64_t now = mono_ns();
   drain(s, now);
-  if (p.end_ns() <= now) append(s, p);
-  else s.pending.push_back(p);
+  if (p.end_ns() <= now) {
+    append(s, p);
+  } else {
+    s.pending.push_back(p);
+    s.pending_min_end = std::min(s.pending_min_end, p.end_ns());
+  }
 }
 
 void on_activity(const simgpu_activity* a, void*) {
-  State& s = S();
-  {
-    std::lock_guard<std::mutex> lk(s.mu);
-    if (kind_of(s, *a) == CUPTI_ACTIVITY_KIND_INVALID) return;
-  }
   Pending p;
   p.act = *a;
   submit(p);
 }
 
 void on_api(const simgpu_api_call* c, void*) {
-  State& s = S();
-  {
-    std::lock_guard<std::mutex> lk(s.mu);
-    if (!on(s, c->domain == SIMGPU_API_DRIVER ? CUPTI_ACTIVITY_KIND_DRIVER : CUPTI_ACTIVITY_KIND_RUNTIME)) return;
-  }
   Pending p;
   p.api = true;
   p.call = *c;

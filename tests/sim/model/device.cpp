@@ -177,6 +177,7 @@ void Model::advance_truth() {
 std::vector<OpRef> Model::enqueue(Stream* s, const std::vector<OpDesc>& descs, OpRef extra) {
   std::vector<OpRef> ops;
   std::vector<simgpu_activity> out;
+  bool counted = false;
   {
     std::lock_guard<std::mutex> lk(mu_);
     uint64_t now = now_ns();
@@ -240,8 +241,9 @@ std::vector<OpRef> Model::enqueue(Stream* s, const std::vector<OpDesc>& descs, O
       resolved_cv_.notify_all();
       advance_truth();
     }
+    counted = begin_delivery(out);
   }
-  deliver(out);
+  deliver(out, counted);
   return ops;
 }
 
@@ -261,7 +263,9 @@ void Model::wait(const OpRef& op) {
   uint64_t end;
   {
     std::unique_lock<std::mutex> lk(mu_);
-    resolved_cv_.wait(lk, [&] { return op->resolved; });
+    // Also wait for records still on their way to the observer (a collective completed by
+    // NCCL's thread): after a sync, a simulated CUPTI must already hold every finished op.
+    resolved_cv_.wait(lk, [&] { return op->resolved && delivering_ == 0; });
     end = op->end_ns;
   }
   sleep_until(end);
@@ -303,6 +307,7 @@ bool Model::started(const OpRef& op, uint64_t* start_ns) {
 
 void Model::complete(const OpRef& op, uint64_t end_ns, uint64_t wait_ns) {
   std::vector<simgpu_activity> out;
+  bool counted = false;
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (!op->started || op->resolved) return;
@@ -313,17 +318,25 @@ void Model::complete(const OpRef& op, uint64_t end_ns, uint64_t wait_ns) {
     resolve_pending(out);
     resolved_cv_.notify_all();
     advance_truth();
+    counted = begin_delivery(out);
   }
-  deliver(out);
+  deliver(out, counted);
 }
 
 void Model::set_observer(simgpu_activity_observer cb, void* user) {
   std::lock_guard<std::mutex> lk(observer_mu_);
   observer_ = cb;
   observer_user_ = user;
+  observed_.store(cb != nullptr, std::memory_order_relaxed);
 }
 
-void Model::deliver(std::vector<simgpu_activity>& records) {
+bool Model::begin_delivery(const std::vector<simgpu_activity>& records) {
+  if (records.empty() || !observed_.load(std::memory_order_relaxed)) return false;
+  ++delivering_;
+  return true;
+}
+
+void Model::deliver(std::vector<simgpu_activity>& records, bool counted) {
   if (records.empty()) return;
   simgpu_activity_observer cb;
   void* user;
@@ -332,8 +345,11 @@ void Model::deliver(std::vector<simgpu_activity>& records) {
     cb = observer_;
     user = observer_user_;
   }
-  if (!cb) return;
-  for (const simgpu_activity& r : records) cb(&r, user);
+  if (cb)
+    for (const simgpu_activity& r : records) cb(&r, user);
+  if (!counted) return;
+  std::lock_guard<std::mutex> lk(mu_);
+  if (--delivering_ == 0) resolved_cv_.notify_all();
 }
 
 void Model::write_truth() {

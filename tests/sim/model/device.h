@@ -13,6 +13,7 @@
 // per-thread default streams are ordinary blocking streams.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <list>
@@ -119,7 +120,9 @@ class Model {
   void finish(Op& op, std::vector<simgpu_activity>& out);
   void resolve_pending(std::vector<simgpu_activity>& out);
   void advance_truth();
-  void deliver(std::vector<simgpu_activity>& records);  // called WITHOUT mu_
+  // With mu_ held: counts a batch about to go to the observer (Model::wait waits for it).
+  bool begin_delivery(const std::vector<simgpu_activity>& records);
+  void deliver(std::vector<simgpu_activity>& records, bool counted);  // called WITHOUT mu_
   void write_truth();
 
   std::mutex mu_;
@@ -131,6 +134,8 @@ class Model {
   std::vector<Event*> events_;
   uint64_t next_stream_id_ = 1;
   Truth truth_;
+  int delivering_ = 0;  // batches handed to the observer and not finished (guarded by mu_)
+  std::atomic<bool> observed_{false};
   std::mutex observer_mu_;
   simgpu_activity_observer observer_ = nullptr;
   void* observer_user_ = nullptr;

@@ -208,7 +208,7 @@ int records() {
       EXPECT(k->streamId != 0 && k->completed == k->end, "kernel stream/completed");
       count[d == 3000000 ? "kernel_driver" : "kernel_runtime"]++;
       if (api.count(corr)) {
-        const uint32_t want_cbid = d == 3000000 ? CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel : CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
+        const uint32_t want_cbid = d == 3000000 ? uint32_t(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel) : uint32_t(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000);
         const CUpti_ActivityKind want_kind = d == 3000000 ? CUPTI_ACTIVITY_KIND_DRIVER : CUPTI_ACTIVITY_KIND_RUNTIME;
         EXPECT(api[corr]->cbid == want_cbid && api[corr]->kind == want_kind, "launch cbid %u kind %d", api[corr]->cbid,
                int(api[corr]->kind));

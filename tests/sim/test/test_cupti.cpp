@@ -2,7 +2,17 @@
 // checks each one itself (sim_cupti_probe); these tests run it in its three modes.
 #include <catch2/catch.hpp>
 
+#include <cupti.h>
+#include <dlfcn.h>
+#include <nccl.h>
+
+#include <cstdlib>
+#include <map>
+#include <mutex>
 #include <string>
+#include <vector>
+
+#include "simgpu.h"
 
 #include "support.h"
 
@@ -50,4 +60,81 @@ TEST_CASE("sim: CUPTI drops and counts records when the consumer has no buffer",
   auto kv = parse_kv(r.out);
   CHECK(kv["delivered"] == 8);
   CHECK(kv["dropped"] == 12);
+}
+
+// In-process: NCCL kernels and a library's driver launches, seen through libcupti.so.13
+// loaded as a profiler loads it (dlopen). Each test case runs in its own process.
+namespace {
+std::mutex g_mu;
+std::vector<std::vector<uint8_t>> g_recs;
+void CUPTIAPI request(uint8_t** b, size_t* size, size_t* max) {
+  *b = static_cast<uint8_t*>(std::aligned_alloc(8, 1 << 16));
+  *size = 1 << 16;
+  *max = 0;
+}
+decltype(&cuptiActivityGetNextRecord) g_next = nullptr;
+void CUPTIAPI complete(CUcontext, uint32_t, uint8_t* b, size_t, size_t valid) {
+  CUpti_Activity* r = nullptr;
+  std::lock_guard<std::mutex> lk(g_mu);
+  while (g_next(b, valid, &r) == CUPTI_SUCCESS) {
+    const size_t n = r->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ? sizeof(CUpti_ActivityKernel10) : sizeof(CUpti_ActivityAPI);
+    g_recs.emplace_back(reinterpret_cast<uint8_t*>(r), reinterpret_cast<uint8_t*>(r) + n);
+  }
+  std::free(b);
+}
+}  // namespace
+
+TEST_CASE("sim: CUPTI reports NCCL collectives as NCCL kernels and library launches as DRIVER calls", "[sim]") {
+  void* lib = dlopen(SIM_DIR "/libcupti.so.13", RTLD_NOW | RTLD_LOCAL);
+  REQUIRE(lib);
+  auto reg = reinterpret_cast<decltype(&cuptiActivityRegisterCallbacks)>(dlsym(lib, "cuptiActivityRegisterCallbacks"));
+  auto enable = reinterpret_cast<decltype(&cuptiActivityEnable)>(dlsym(lib, "cuptiActivityEnable"));
+  auto flush = reinterpret_cast<decltype(&cuptiActivityFlushAll)>(dlsym(lib, "cuptiActivityFlushAll"));
+  g_next = reinterpret_cast<decltype(&cuptiActivityGetNextRecord)>(dlsym(lib, "cuptiActivityGetNextRecord"));
+  REQUIRE((reg && enable && flush && g_next));
+  REQUIRE(reg(request, complete) == CUPTI_SUCCESS);
+  REQUIRE(enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == CUPTI_SUCCESS);
+  REQUIRE(enable(CUPTI_ACTIVITY_KIND_DRIVER) == CUPTI_SUCCESS);
+  REQUIRE(enable(CUPTI_ACTIVITY_KIND_RUNTIME) == CUPTI_SUCCESS);
+
+  ncclUniqueId id;
+  ncclComm_t comm;
+  REQUIRE(ncclGetUniqueId(&id) == ncclSuccess);
+  REQUIRE(ncclCommInitRank(&comm, 1, id, 0) == ncclSuccess);
+  cudaStream_t s;
+  REQUIRE(cudaStreamCreate(&s) == cudaSuccess);
+  void* buf;
+  REQUIRE(cudaMalloc(&buf, 4096) == cudaSuccess);
+  REQUIRE(ncclAllReduce(buf, buf, 1024, ncclFloat32, ncclSum, comm, s) == ncclSuccess);
+  REQUIRE(ncclAllGather(buf, buf, 1024, ncclBfloat16, comm, s) == ncclSuccess);
+  REQUIRE(simgpu_launch_kernel(s, "sm90_xmma_gemm_bf16bf16_bf16f32", 50000) == cudaSuccess);
+  REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+  REQUIRE(flush(0) == CUPTI_SUCCESS);
+
+  std::map<uint32_t, const CUpti_ActivityAPI*> api;
+  std::map<std::string, uint32_t> kernels;  // name -> correlation id
+  for (auto& r : g_recs) {
+    auto* a = reinterpret_cast<const CUpti_Activity*>(r.data());
+    if (a->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
+      auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(a);
+      kernels[k->name] = k->correlationId;
+    } else {
+      auto* p = reinterpret_cast<const CUpti_ActivityAPI*>(a);
+      CHECK(a->kind == CUPTI_ACTIVITY_KIND_DRIVER);  // nothing here went through the runtime API
+      api[p->correlationId] = p;
+    }
+  }
+  for (auto& [n, c] : kernels) UNSCOPED_INFO("kernel " << n << " corr " << c);
+  REQUIRE(kernels.count("ncclDevKernel_AllReduce_Sum_f32_RING_LL"));
+  REQUIRE(kernels.count("ncclDevKernel_AllGather_RING_LL"));
+  REQUIRE(kernels.count("sm90_xmma_gemm_bf16bf16_bf16f32"));
+  CHECK(kernels.size() == 3);
+  CHECK(api.size() == 3);
+  for (const char* n : {"ncclDevKernel_AllReduce_Sum_f32_RING_LL", "ncclDevKernel_AllGather_RING_LL"}) {
+    REQUIRE(api.count(kernels[n]));
+    CHECK(api[kernels[n]]->cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx);
+  }
+  REQUIRE(api.count(kernels["sm90_xmma_gemm_bf16bf16_bf16f32"]));
+  CHECK(api[kernels["sm90_xmma_gemm_bf16bf16_bf16f32"]]->cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel);
+  CHECK(ncclCommDestroy(comm) == ncclSuccess);
 }

@@ -8,6 +8,8 @@
 #include "gpuwatch.pb.h"
 #include "wire_encode.h"
 
+#pragma GCC diagnostic ignored "-Wenum-compare"  // comparing the mirrored enums is the point
+
 namespace gi = gpuwatch::inject;
 namespace w = gpuwatch::wire;
 

@@ -1,0 +1,90 @@
+#include "report.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include "aggregate/job.h"
+#include "report/summary.h"
+#include "report/writer.h"
+#include "store/replay.h"
+
+namespace gpuwatch::cli {
+
+using namespace gpuwatch::collector;
+
+CLI::App* AddReportCommand(CLI::App& app, ReportArgs& args) {
+  if (const char* env = std::getenv("GPUWATCH_HANG_S"); env && std::atof(env) > 0)
+    args.hang_s = std::atof(env);
+  CLI::App* cmd = app.add_subcommand(
+      "report", "Rebuild the summary of a run from what was kept on disk");
+  cmd->footer(
+      "Reads DIR/.gpuwatch/rank-R-PID.frames (what the collector received) and\n"
+      "DIR/.gpuwatch/spool-rank-R-PID.frames (what ranks could not send), replays them\n"
+      "through the collector's own aggregation, and writes DIR/summary.json and\n"
+      "DIR/summary.txt. Use it after the collector was killed, or to re-render a run.\n\n"
+      "Examples:\n"
+      "  gpuwatch report ./gpuwatch-out\n"
+      "  gpuwatch report --out /tmp/again --quiet ./gpuwatch-out\n\n"
+      "Exit status: 0 written, 1 nothing to rebuild, 2 rebuilt but not written.");
+  cmd->add_option("DIR", args.dir, "Output directory of the run")->required();
+  cmd->add_option("-o,--out", args.out, "Write the summary here instead of DIR");
+  cmd->add_option("--job", args.job, "Job id to rebuild when DIR holds several");
+  cmd->add_option("--hang-s", args.hang_s,
+                  "Report ranks inside a collective or sync this long at their last "
+                  "heartbeat (default: $GPUWATCH_HANG_S, else 300)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("-q,--quiet", args.quiet, "Do not print summary.txt to stdout");
+  return cmd;
+}
+
+int RunReport(const ReportArgs& args) {
+  JobTable jobs(JobTiming{std::chrono::milliseconds(0), std::chrono::milliseconds(0), args.hang_s});
+  ReplayResult result;
+  std::string error;
+  if (!ReplayDir(args.dir, jobs, &result, &error)) {
+    spdlog::error("{}", error);
+    return 1;
+  }
+  for (const std::string& note : result.notes) spdlog::warn("{}", note);
+  std::vector<Job*> all = jobs.Unwritten();
+  if (all.empty()) {
+    spdlog::error("nothing to rebuild in {}: no readable journal or spool ({} file(s))",
+                  args.dir, result.files);
+    return 1;
+  }
+  Job* job = nullptr;
+  if (!args.job.empty()) {
+    job = jobs.Find(args.job);
+    if (!job) {
+      spdlog::error("no job {} in {}", args.job, args.dir);
+      return 1;
+    }
+  } else if (all.size() > 1) {
+    std::string ids;
+    for (Job* j : all) ids += " " + j->id();
+    spdlog::error("{} holds {} jobs; choose one with --job:{}", args.dir, all.size(), ids);
+    return 1;
+  } else {
+    job = all.front();
+  }
+  const auto [json, text] = RenderSummary(*job);
+  const std::string dir = args.out.empty() ? args.dir : args.out;
+  int code = 0;
+  if (WriteSummaryFiles(dir, json, text, &error)) {
+    spdlog::info("job {}: summary of {} rank(s) rebuilt from {} file(s), written to {}", job->id(),
+                 job->ranks().size(), result.files, dir);
+  } else {
+    spdlog::error("job {}: summary not saved: {} (printed below)", job->id(), error);
+    code = 2;
+  }
+  if (!args.quiet || code != 0) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+  }
+  return code;
+}
+
+}  // namespace gpuwatch::cli

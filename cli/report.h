@@ -1,0 +1,25 @@
+// `gpuwatch report DIR`: rebuilds summary.json and summary.txt of a finished (or crashed)
+// run from the journals and spools in DIR/.gpuwatch.
+#pragma once
+#include <string>
+
+namespace CLI {
+class App;
+}
+
+namespace gpuwatch::cli {
+
+struct ReportArgs {
+  std::string dir;
+  std::string out;        // where to write; default DIR
+  std::string job;        // which job, when DIR holds several
+  double hang_s = 300;
+  bool quiet = false;     // do not print summary.txt
+};
+
+// Adds the subcommand to `app`; `args` is filled when it is chosen.
+CLI::App* AddReportCommand(CLI::App& app, ReportArgs& args);
+// Exit code: 0 written, 1 nothing to rebuild or bad input, 2 rebuilt but not writable.
+int RunReport(const ReportArgs& args);
+
+}  // namespace gpuwatch::cli

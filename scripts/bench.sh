@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Performance figures of gpuwatch (docs/PERFORMANCE.md explains each). Every figure is an
+# A/B measured side by side in this run. Needs the build from scripts/test.sh.
+#   bash scripts/bench.sh            # about 3 minutes on 2 cores
+set -euo pipefail
+cd "$(dirname "$0")/.."
+B=$PWD/build
+cmake --build "$B" -j"$(nproc)" --target hook_bench ingest_bench maxrss gpuwatch gpuwatch-collector gpuwatch-scenario >/dev/null
+LIB=$B/lib/libgpuwatch.so
+W=$(mktemp -d /tmp/gpuwatch-bench.XXXXXX)
+trap 'rm -rf "$W"' EXIT
+export GPUWATCH_SOCKET_DIR=$W/sock GPUWATCH_OUT=$W/out
+ZERO="launch_us=0,default_kernel_us=0,h2d_pinned_gbps=0,h2d_pageable_gbps=0,d2h_gbps=0,coll_latency_us=0,busbw_gbps=0"
+median() { sort -g | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; print m}'; }
+row() { printf '%-46s %14s   %s\n' "$1" "$2" "$3"; }
+
+echo "gpuwatch benchmarks on $(nproc) cores, $(date -u +%Y-%m-%d)"
+printf '%-46s %14s   %s\n' "figure" "measured" "target"
+
+# 1. Added cost per intercepted call: the same binary, plain vs preloaded, interleaved.
+hooks() {  # $1: "" or the library; prints "name ns" lines
+  LD_PRELOAD=$1 LD_LIBRARY_PATH=$B/sim SIMGPU_CONFIG=$ZERO "$B/bin/hook_bench" \
+    --benchmark_format=csv --benchmark_min_time=0.2 2>/dev/null | awk -F, '/^"BM_/ {gsub(/"/,"",$1); print $1, $3}'
+}
+# A collector takes the preloaded runs' data, as in real use.
+"$B/bin/gpuwatch-collector" --listen "$W/sock.c" --out "$W/out-c" >/dev/null 2>&1 &
+CPID=$!
+for i in 1 2 3; do
+  hooks "" >>"$W/plain.txt"
+  GPUWATCH_COLLECTOR=$W/sock.c hooks "$LIB" >>"$W/hooked.txt"
+done
+kill $CPID 2>/dev/null; wait $CPID 2>/dev/null || true
+for bm in BM_KernelLaunch BM_MemcpyAsyncPinned BM_StreamSyncIdle BM_AllReduceEnqueue; do
+  a=$(awk -v b=$bm '$1==b {print $2}' "$W/plain.txt" | median)
+  h=$(awk -v b=$bm '$1==b {print $2}' "$W/hooked.txt" | median)
+  row "hook cost ${bm#BM_} (ns added, median of 3)" "$(awk -v a="$a" -v h="$h" 'BEGIN{printf "%.0f", h-a}')" "<= 100 ns (plain $(printf %.0f "$a") ns)"
+done
+
+# 2. End to end on a launch-bound scenario (2 ranks), interleaved runs.
+run_scn() {  # $1: preload or ""; prints wall seconds
+  local t0 t1
+  t0=$(date +%s%N)
+  LD_PRELOAD=$1 "$B/bin/gpuwatch-scenario" --sim tests/bench/launch_heavy.json >/dev/null 2>&1
+  t1=$(date +%s%N)
+  awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.4f\n", (b-a)/1e9}'
+}
+: >"$W/e2e-plain"; : >"$W/e2e-hooked"
+for i in 1 2 3 4 5; do
+  run_scn "" >>"$W/e2e-plain"
+  GPUWATCH_OUT=$W/out-e2e-$i run_scn "$LIB" >>"$W/e2e-hooked"
+done
+p=$(median <"$W/e2e-plain"); h=$(median <"$W/e2e-hooked")
+spread() { sort -g "$1" | awk '{a[NR]=$1} END {printf "%.3f-%.3f s", a[1], a[NR]}'; }
+row "end-to-end overhead, launch-bound, 2 ranks" "$(awk -v p="$p" -v h="$h" 'BEGIN{printf "%+.2f%%", (h/p-1)*100}')" \
+  "<= 1% (median plain $p s [$(spread "$W/e2e-plain")], preloaded $h s [$(spread "$W/e2e-hooked")])"
+launches=$(awk '{print $0}' tests/bench/launch_heavy.json | grep -o '"count": [0-9]*' | head -1 | grep -o '[0-9]*')
+row "  launch rate per rank (plain run)" "$(awk -v p="$p" -v n="$launches" 'BEGIN{printf "%.0f/s", n*60/p}')" ">= 50000/s"
+
+# 3. Collector ingest: 4 concurrent senders.
+mkdir -p "$W/ingest"
+j=$("$B/bin/ingest_bench" "$B/bin/gpuwatch-collector" "$W/ingest" 4 250 1000 2>/dev/null | tail -1)
+rate=$(echo "$j" | grep -o '"records_per_cpu_s": [0-9]*' | grep -o '[0-9]*$')
+row "collector ingest (records per CPU-second)" "$rate" ">= 3000000 (decode + aggregate; no trace yet)"
+
+# 4. Memory: the library's added resident memory; the collector over a 10x longer run.
+rss() { "$@" 2>&1 >/dev/null | grep -o 'maxrss_kib=[0-9]*' | tail -1 | cut -d= -f2; }
+r0=$(LD_LIBRARY_PATH=$B/sim SIMGPU_CONFIG=$ZERO rss "$B/bin/maxrss" "$B/bin/hook_bench" --benchmark_min_time=0.05)
+r1=$(GPUWATCH_AUTOSTART=0 LD_PRELOAD=$LIB LD_LIBRARY_PATH=$B/sim SIMGPU_CONFIG=$ZERO rss "$B/bin/maxrss" "$B/bin/hook_bench" --benchmark_min_time=0.05)
+row "library added RSS per process" "$(( (r1 - r0) / 1024 )) MiB" "<= 16 MiB ($r0 -> $r1 KiB)"
+mkdir -p "$W/m1" "$W/m10"
+m1=$("$B/bin/ingest_bench" "$B/bin/gpuwatch-collector" "$W/m1" 2 50 1000 2>/dev/null | grep -o '"collector_max_rss_kib": [0-9]*' | grep -o '[0-9]*$')
+m10=$("$B/bin/ingest_bench" "$B/bin/gpuwatch-collector" "$W/m10" 2 500 1000 2>/dev/null | grep -o '"collector_max_rss_kib": [0-9]*' | grep -o '[0-9]*$')
+row "collector RSS, 10x longer run (ratio)" "$(awk -v a="$m1" -v b="$m10" 'BEGIN{printf "%.2fx", b/a}')" "< 1.2x ($m1 -> $m10 KiB)"
+
+# 6. Scale: 64 sender processes into one collector.
+mkdir -p "$W/s64"
+j=$("$B/bin/ingest_bench" "$B/bin/gpuwatch-collector" "$W/s64" 64 20 1000 2>/dev/null | tail -1)
+cpu=$(echo "$j" | grep -o '"collector_cpu_s": [0-9.]*' | grep -o '[0-9.]*$')
+failed=$(echo "$j" | grep -o '"failed_senders": [0-9]*' | grep -o '[0-9]*$')
+row "64 ranks: collector CPU-s per 1.28M records" "$cpu s" "failed senders: $failed"
+row "  => CPU-s per rank-hour at 50k events/s" "$(awk -v c="$cpu" 'BEGIN{printf "%.1f", c/1280000*50000*3600}')" "(extrapolated)"

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Builds the collector's stream-decoder fuzzer with clang (libFuzzer, ASan, UBSan) in
+# build-fuzz/ and runs it for SECONDS (default 60) on a seed corpus of real frames.
+# Findings (crash-*, leak-*, timeout-*) land in build-fuzz/findings/; exit status non-zero
+# when there is one. Usage: scripts/fuzz.sh [SECONDS] [extra libFuzzer flags...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs=${1:-60}; shift || true
+build=${GPUWATCH_FUZZ_BUILD:-build-fuzz}
+san="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUWATCH_FUZZ=ON \
+  -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
+  -DCMAKE_CXX_FLAGS="$san" -DGPUWATCH_SKIP_TEST_DIRS="sim;scenario;e2e" >/dev/null
+cmake --build "$build" --target fuzz_stream fuzz_make_seeds -j"${GPUWATCH_JOBS:-2}"
+corpus="$build/corpus"; findings="$build/findings"
+mkdir -p "$corpus" "$findings"
+ASAN_OPTIONS=detect_leaks=0 "$build/bin/fuzz_make_seeds" "$corpus" >/dev/null
+export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+exec "$build/bin/fuzz_stream" "$corpus" -max_total_time="$secs" -max_len=65536 \
+  -rss_limit_mb=2048 -artifact_prefix="$findings/" -print_final_stats=1 "$@"
