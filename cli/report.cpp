@@ -10,6 +10,7 @@
 #include "report/summary.h"
 #include "report/writer.h"
 #include "store/replay.h"
+#include "trace/job_trace.h"
 
 namespace gpuwatch::cli {
 
@@ -44,6 +45,21 @@ int RunReport(const ReportArgs& args) {
   JobTable jobs(JobTiming{std::chrono::milliseconds(0), std::chrono::milliseconds(0), args.hang_s});
   ReplayResult result;
   std::string error;
+  // The trace is rebuilt too (GPUWATCH_TRACE, GPUWATCH_TRACE_MAX_MIB), for the chosen job
+  // only: the first one replayed unless --job names one.
+  TraceOptions trace;
+  if (!TraceOptionsFromEnv(&trace, &error)) spdlog::warn("{}", error);
+  bool traced = false;
+  if (trace.level != TraceLevel::kOff)
+    jobs.set_trace_factory([&](const gpuwatch::wire::Hello& first) -> std::unique_ptr<JobTrace> {
+      if (traced || (!args.job.empty() && first.job_id() != args.job)) return nullptr;
+      traced = true;
+      std::string e;
+      auto t = JobTrace::Open((args.out.empty() ? args.dir : args.out) + "/" + kTraceFileName,
+                              trace, &e);
+      if (!t) spdlog::warn("no trace: {}", e);
+      return t;
+    });
   if (!ReplayDir(args.dir, jobs, &result, &error)) {
     spdlog::error("{}", error);
     return 1;
@@ -79,6 +95,10 @@ int RunReport(const ReportArgs& args) {
   } else {
     spdlog::error("job {}: summary not saved: {} (printed below)", job->id(), error);
     code = 2;
+  }
+  if (JobTrace* t = job->trace()) {
+    t->Flush();
+    spdlog::info("job {}: trace {}", job->id(), t->Describe());
   }
   if (!args.quiet || code != 0) {
     std::fwrite(text.data(), 1, text.size(), stdout);

@@ -20,6 +20,7 @@
 #include "ingest/server.h"
 #include "report/summary.h"
 #include "report/writer.h"
+#include "trace/job_trace.h"
 
 using namespace gpuwatch::collector;
 
@@ -87,7 +88,24 @@ int main(int argc, char** argv) {
                  "exceeds it is dropped")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
+  TraceOptions trace;
+  std::string trace_env_error;
+  TraceOptionsFromEnv(&trace, &trace_env_error);
+  std::string trace_level = TraceLevelName(trace.level);
+  uint64_t trace_max_mib = trace.max_bytes >> 20;
+  app.add_option("--trace", trace_level,
+                 "Perfetto trace OUT/trace.perfetto-trace: off, summary or full "
+                 "(default: $GPUWATCH_TRACE, else full)")
+      ->check(CLI::IsMember({"off", "summary", "full"}));
+  app.add_option("--trace-max-mib", trace_max_mib,
+                 "Full detail until the trace reaches this size, then only syncs, copies, "
+                 "collectives, counters and findings, up to 1/8 more (default: "
+                 "$GPUWATCH_TRACE_MAX_MIB, else 512)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 30));
   CLI11_PARSE(app, argc, argv);
+  if (!trace_env_error.empty()) spdlog::warn("{}; using --trace {}", trace_env_error, trace_level);
+  ParseTraceLevel(trace_level, &trace.level);
+  trace.max_bytes = trace_max_mib << 20;
 
   if (listen_path.empty()) {
     std::string error;
@@ -101,6 +119,15 @@ int main(int argc, char** argv) {
   JobTable jobs(JobTiming{std::chrono::milliseconds(linger_ms),
                           std::chrono::milliseconds(wait_ranks_ms), hang_s});
 
+  if (trace.level != TraceLevel::kOff)
+    jobs.set_trace_factory([&](const gpuwatch::wire::Hello& first) -> std::unique_ptr<JobTrace> {
+      std::string error;
+      const std::string path = ChooseOutDir(out_dir, first.out_dir()) + "/" + kTraceFileName;
+      auto t = JobTrace::Open(path, trace, &error);
+      if (!t) spdlog::warn("job {}: no trace: {}", first.job_id(), error);
+      return t;
+    });
+
   bool any_unwritten = false;
   auto on_job_end = [&](Job& job) {
     const auto [json, text] = RenderSummary(job);
@@ -112,6 +139,10 @@ int main(int argc, char** argv) {
     } else {
       spdlog::error("job {}: summary not saved: {} (printed below)", job.id(), error);
       any_unwritten = true;
+    }
+    if (JobTrace* t = job.trace()) {
+      t->Flush();
+      spdlog::info("job {}: trace {}", job.id(), t->Describe());
     }
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);

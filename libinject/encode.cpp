@@ -1,5 +1,7 @@
 #include "encode.h"
 
+#include <cstdlib>
+
 #include "cupti_reader.h"
 #include "wire_encode.h"
 
@@ -7,21 +9,56 @@ namespace gpuwatch::inject {
 
 using namespace gpuwatch::wire::enc;
 
+namespace {
+
+// proto3 `string` fields must be valid UTF-8 or the collector rejects the whole frame; job
+// ids, host names and paths come from the environment and may not be. Invalid bytes
+// become '?'.
+std::string Utf8(std::string_view in) {
+  std::string out;
+  out.reserve(in.size());
+  for (size_t i = 0; i < in.size();) {
+    const auto c = static_cast<unsigned char>(in[i]);
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool ok = n > 0 && i + n <= in.size();
+    for (size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(in[i + k]) & 0xC0) == 0x80;
+    if (ok && n > 1) {  // reject overlong forms, surrogates and values past U+10FFFF
+      const auto c1 = static_cast<unsigned char>(in[i + 1]);
+      ok = !(n == 2 && c < 0xC2) && !(n == 3 && c == 0xE0 && c1 < 0xA0) && !(n == 3 && c == 0xED && c1 >= 0xA0) &&
+           !(n == 4 && c == 0xF0 && c1 < 0x90) && !(n == 4 && (c > 0xF4 || (c == 0xF4 && c1 >= 0x90)));
+    }
+    if (ok) {
+      out.append(in.substr(i, n));
+      i += n;
+    } else {
+      out.push_back('?');
+      ++i;
+    }
+  }
+  return out;
+}
+
+void Text(std::string& o, uint32_t field, std::string_view s) { Bytes(o, field, Utf8(s)); }
+
+}  // namespace
+
 std::string EncodeHello(const HelloInfo& h) {
   constexpr uint32_t kProtocolVersion = 1;  // gpuwatch.wire.PROTOCOL_VERSION
   std::string o;
   UInt(o, 1, kProtocolVersion);
-  Bytes(o, 2, h.id->job_id);
+  Text(o, 2, h.id->job_id);
   Int(o, 3, h.id->rank);
   Int(o, 4, h.id->local_rank);
   Int(o, 5, h.id->world_size);
-  Bytes(o, 6, h.id->rank_source);
-  Bytes(o, 7, h.id->host);
+  Text(o, 6, h.id->rank_source);
+  Text(o, 7, h.id->host);
   Int(o, 8, h.id->pid);
   Int(o, 9, h.device);
-  Bytes(o, 10, h.out_dir);
-  Bytes(o, 11, h.library_version);
+  Text(o, 10, h.out_dir);
+  Text(o, 11, h.library_version);
   UInt(o, 12, h.start_ns);
+  // Hello.step_range (13): which NVTX range is a training step (issue 6).
+  if (const char* sr = std::getenv("GPUWATCH_STEP_RANGE"); sr && *sr) Text(o, 13, std::string_view(sr).substr(0, 128));
   return o;
 }
 
@@ -52,7 +89,7 @@ void AppendEvent(std::string& batch, const Record& r, uint32_t tid, uint64_t gpu
 void AppendKernelName(std::string& batch, uint32_t id, std::string_view name) {
   std::string k;
   UInt(k, 1, id);
-  Bytes(k, 2, name);
+  Text(k, 2, name);
   Message(batch, 2, k);
 }
 
@@ -67,7 +104,7 @@ void AppendCommunicator(std::string& batch, uint64_t comm_id, int nranks, int ra
 
 void AppendDropCount(std::string& msg, uint32_t field, std::string_view reason, uint64_t count) {
   std::string d;
-  Bytes(d, 1, reason);
+  Text(d, 1, reason);
   UInt(d, 2, count);
   Message(msg, field, d);
 }
@@ -92,7 +129,30 @@ void AppendActivity(std::string& batch, const ActivityRecord& a) {
 
 void AppendGpuSource(std::string& batch, int source, std::string_view detail) {
   UInt(batch, 6, static_cast<uint64_t>(source));
-  Bytes(batch, 7, detail);
+  Text(batch, 7, detail);
+}
+
+void AppendHeartbeatNow(std::string& hb, uint64_t now_ns) { UInt(hb, 1, now_ns); }
+
+void AppendInFlight(std::string& hb, uint8_t api, uint64_t since_ns, uint32_t tid, uint64_t comm_id, uint64_t seq,
+                    uint64_t stream) {
+  std::string m;
+  UInt(m, 1, api);
+  UInt(m, 2, since_ns);
+  UInt(m, 3, tid);
+  UInt(m, 4, comm_id);
+  UInt(m, 5, seq);
+  UInt(m, 6, stream);
+  Message(hb, 2, m);
+}
+
+void AppendCommProgress(std::string& hb, uint64_t comm_id, uint64_t unique_hash, uint64_t last_seq, bool any) {
+  std::string m;
+  UInt(m, 1, comm_id);
+  UInt(m, 2, unique_hash);
+  UInt(m, 3, last_seq);
+  UInt(m, 4, any ? 1 : 0);
+  Message(hb, 3, m);
 }
 
 void AppendGoodbyeTail(std::string& goodbye, uint64_t events_sent, uint64_t end_ns) {

@@ -37,6 +37,13 @@ void AppendActivity(std::string& batch, const ActivityRecord& a);
 // Batch.gpu_source (6) and gpu_source_detail (7).
 void AppendGpuSource(std::string& batch, int source, std::string_view detail);
 
+// Heartbeat (Frame field 4): built piece by piece.
+enum FrameFieldHeartbeat : uint32_t { kFrameHeartbeat = 4 };
+void AppendHeartbeatNow(std::string& hb, uint64_t now_ns);
+void AppendInFlight(std::string& hb, uint8_t api, uint64_t since_ns, uint32_t tid, uint64_t comm_id, uint64_t seq,
+                    uint64_t stream);
+void AppendCommProgress(std::string& hb, uint64_t comm_id, uint64_t unique_hash, uint64_t last_seq, bool any);
+
 void AppendGoodbyeTail(std::string& goodbye, uint64_t events_sent, uint64_t end_ns);
 
 }  // namespace gpuwatch::inject

@@ -7,6 +7,7 @@
 #include "pinned_ranges.h"
 #include "real.h"
 #include "recorder.h"
+#include "stamp_clock.h"
 #include "registry.h"
 
 namespace gi = gpuwatch::inject;
@@ -44,9 +45,9 @@ template <typename F>
 cudaError_t Copy(gi::Api api, void* dst, const void* src, size_t n, cudaMemcpyKind kind, cudaStream_t s, F&& call) {
   if (!gi::Recording()) return call();
   gi::Record r{};
-  r.t_ns = gi::NowNs();
+  r.t_ns = gi::Stamp();
   const cudaError_t rc = call();
-  r.dur_ns = gi::NowNs() - r.t_ns;
+  r.dur_ns = gi::Stamp() - r.t_ns;
   r.api = api;
   r.bytes = n;
   r.stream = StreamId(s);
@@ -63,9 +64,12 @@ template <typename F>
 cudaError_t Timed(gi::Api api, uint64_t stream, uint32_t name_id, F&& call) {
   if (!gi::Recording()) return call();
   gi::Record r{};
-  r.t_ns = gi::NowNs();
+  r.t_ns = gi::Stamp();
+  const bool may_hang = api != gi::kApiLaunchKernel;  // a sync waits on the GPU
+  if (may_hang) gi::EnterCall(api, r.t_ns, stream);
   const cudaError_t rc = call();
-  r.dur_ns = gi::NowNs() - r.t_ns;
+  if (may_hang) gi::LeaveCall();
+  r.dur_ns = gi::Stamp() - r.t_ns;
   r.api = api;
   r.stream = stream;
   r.name_id = name_id;

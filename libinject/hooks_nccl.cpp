@@ -8,6 +8,7 @@
 #include "collective_timer.h"
 #include "real.h"
 #include "recorder.h"
+#include "stamp_clock.h"
 #include "registry.h"
 
 namespace gi = gpuwatch::inject;
@@ -77,9 +78,12 @@ ncclResult_t Collective(gi::Api api, size_t count, ncclDataType_t type, int peer
   } else {
     slot = gi::Timer().Begin(stream, &why);
   }
-  r.t_ns = gi::NowNs();
+  r.t_ns = gi::Stamp();
+  gi::EnterCall(api, r.t_ns, r.stream, r.comm_id, r.seq);
   const ncclResult_t rc = call();
-  r.dur_ns = gi::NowNs() - r.t_ns;
+  gi::LeaveCall();
+  r.dur_ns = gi::Stamp() - r.t_ns;
+  if (gi::CommInfo* c = gi::Communicators().Find(comm)) c->MarkReturned(r.seq);
   if (tl_group_depth == 0) gi::Timer().End(slot, stream);
   if (slot == 0) r.flags |= gi::kFlagNoGpuTime;
   r.event_slot = slot;
@@ -134,7 +138,7 @@ ncclResult_t ncclGroupStart(void) {
 }
 ncclResult_t ncclGroupEnd(void) {
   GW_FORWARD(ncclGroupEnd);
-  const uint64_t t0 = gi::NowNs();
+  const uint64_t t0 = gi::Stamp();
   const ncclResult_t rc = real();
   if (tl_group_depth > 0 && --tl_group_depth == 0 && tl_group_timed) {
     if (tl_group_slot != 0) {
@@ -143,7 +147,7 @@ ncclResult_t ncclGroupEnd(void) {
       end.api = gi::kGroupEnd;
       end.event_slot = tl_group_slot;
       end.t_ns = t0;
-      end.dur_ns = gi::NowNs() - t0;
+      end.dur_ns = gi::Stamp() - t0;
       gi::Emit(end);
     }
     tl_group_slot = 0;

@@ -10,17 +10,21 @@ namespace {
 constexpr size_t kReplayBytes = 4u << 20;  // more than a Unix socket's send buffer holds
 }
 
-void Outbox::Push(std::string frame, uint64_t events) {
+void Outbox::Push(std::string frame, uint64_t events, uint64_t activities) {
   if (mode_ == Mode::kSpool) {
-    if (!spool_.Append(frame)) dropped_spool_ += events;
+    if (!spool_.Append(frame)) {
+      dropped_spool_ += events;
+      dropped_activities_ += activities;
+    }
     return;
   }
   if (pending_bytes_ + frame.size() > opts_.max_buffer_bytes) {
     dropped_unreachable_ += events;  // bounded memory: nobody is taking the data
+    dropped_activities_ += activities;
     return;
   }
   pending_bytes_ += frame.size();
-  pending_.push_back({std::move(frame), events, false});
+  pending_.push_back({std::move(frame), events, activities, false});
 }
 
 void Outbox::Remember(Frame f) {
@@ -49,7 +53,10 @@ void Outbox::SwitchToSpool(const std::string& why) {
   replay_.clear();
   replay_bytes_ = 0;
   for (Frame& f : pending_) {
-    if (!f.hello && !spool_.Append(f.bytes)) dropped_spool_ += f.events;
+    if (!f.hello && !spool_.Append(f.bytes)) {
+      dropped_spool_ += f.events;
+      dropped_activities_ += f.activities;
+    }
   }
   pending_.clear();
   pending_bytes_ = 0;
@@ -70,7 +77,7 @@ void Outbox::Pump(bool may_connect, int wait_ms) {
     tried_autostart_ = true;
     std::string hello = hello_();
     pending_bytes_ += hello.size();
-    pending_.push_front({std::move(hello), 0, true});
+    pending_.push_front({std::move(hello), 0, 0, true});
     front_sent_ = 0;
   }
   while (!pending_.empty()) {

@@ -28,8 +28,9 @@ class Outbox {
   Outbox(Options opts, std::function<std::string()> hello)
       : opts_(std::move(opts)), hello_(std::move(hello)) {}
 
-  // Queues a whole frame carrying `events` records (counted as dropped if it cannot be kept).
-  void Push(std::string frame, uint64_t events);
+  // Queues a whole frame carrying `events` host events and `activities` CUPTI records
+  // (counted as dropped if it cannot be kept).
+  void Push(std::string frame, uint64_t events, uint64_t activities);
   bool empty() const { return pending_.empty(); }
 
   // Moves queued frames on: connects first when `may_connect` (and a retry is due), waits
@@ -39,11 +40,12 @@ class Outbox {
   void Close() { link_.Close(); }
   uint64_t dropped_unreachable() const { return dropped_unreachable_; }
   uint64_t dropped_spool() const { return dropped_spool_; }
+  uint64_t dropped_activities() const { return dropped_activities_; }
 
  private:
   struct Frame {
     std::string bytes;
-    uint64_t events;
+    uint64_t events, activities;
     bool hello;  // opens a connection: never replayed
   };
   void SwitchToSpool(const std::string& why);
@@ -63,6 +65,7 @@ class Outbox {
   bool tried_autostart_ = false;
   uint64_t dropped_unreachable_ = 0;
   uint64_t dropped_spool_ = 0;
+  uint64_t dropped_activities_ = 0;
 };
 
 }  // namespace gpuwatch::inject

@@ -21,6 +21,7 @@ enum Api : uint8_t {
   kApiReduce = 24,
   kApiSend = 25,
   kApiRecv = 26,
+  kApiNvtxRange = 40,  // hooks_nvtx.cpp: a closed NVTX range (name_id = range name, seq = depth)
   // 200+: records that never leave the process.
   kGroupEnd = 200,  // closes the ncclGroupStart/End group whose events are in `event_slot`
 };
@@ -32,8 +33,8 @@ struct Record {
   uint8_t copy_kind;   // CopyKind
   uint16_t flags;      // Flag bits
   uint32_t name_id;    // kernels: KernelNames id
-  uint64_t t_ns;       // CLOCK_MONOTONIC at entry
-  uint64_t dur_ns;     // time inside the call
+  uint64_t t_ns;       // Stamp() at entry (stamp_clock.h); the sender makes it CLOCK_MONOTONIC ns
+  uint64_t dur_ns;     // Stamp() ticks inside the call; the sender makes it ns
   uint64_t bytes;
   uint64_t stream;
   uint64_t comm_id;    // collectives: Comms id

@@ -39,6 +39,21 @@ inline void Emit(const Record& r) {
   EmitSlow(r);
 }
 
+// Marks the calling thread as inside `api` since `t_ns` until LeaveCall (syncs and
+// collectives only: the calls that can hang). A few relaxed stores into the thread's ring.
+inline void EnterCall(uint8_t api, uint64_t t_ns, uint64_t stream, uint64_t comm_id = 0, uint64_t seq = 0) {
+  if (Ring* r = tl_ring) {
+    r->inflight.api.store(api, std::memory_order_relaxed);
+    r->inflight.stream.store(stream, std::memory_order_relaxed);
+    r->inflight.comm_id.store(comm_id, std::memory_order_relaxed);
+    r->inflight.seq.store(seq, std::memory_order_relaxed);
+    r->inflight.since_ns.store(t_ns, std::memory_order_release);
+  }
+}
+inline void LeaveCall() {
+  if (Ring* r = tl_ring) r->inflight.since_ns.store(0, std::memory_order_relaxed);
+}
+
 // --- used by the sender thread ---
 constexpr int kMaxThreads = 256;
 // Calls fn(ring) for each registered ring.

@@ -41,6 +41,11 @@ struct CommInfo {
   int rank = 0;
   uint64_t unique_hash = 0;
   std::atomic<uint64_t> next_seq{0};
+  std::atomic<uint64_t> returned{0};  // 1 + the highest seq whose call returned; 0: none yet
+  void MarkReturned(uint64_t seq) {
+    uint64_t cur = returned.load(std::memory_order_relaxed);
+    while (cur < seq + 1 && !returned.compare_exchange_weak(cur, seq + 1, std::memory_order_relaxed)) {}
+  }
 };
 
 class Comms {
@@ -54,6 +59,8 @@ class Comms {
   }
   // Communicators with id > `after`.
   std::vector<const CommInfo*> Since(uint64_t after);
+  // Every communicator (for the heartbeat).
+  std::vector<const CommInfo*> All() { return Since(0); }
   // First communicator of more than one rank seen, for processes that have no rank variables.
   const CommInfo* First() const { return first_.load(std::memory_order_acquire); }
 

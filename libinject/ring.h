@@ -50,6 +50,17 @@ class Ring {
   std::atomic<uint32_t> tid{0};
   std::atomic<bool> owner_alive{false};
 
+  // The call the owning thread is inside now (a sync or a collective), for the sender's
+  // heartbeat: the collector reports a rank stuck in one. since_ns == 0: none.
+  struct InFlight {
+    std::atomic<uint64_t> since_ns{0};
+    std::atomic<uint64_t> stream{0};
+    std::atomic<uint64_t> comm_id{0};
+    std::atomic<uint64_t> seq{0};
+    std::atomic<uint8_t> api{0};
+  };
+  alignas(64) InFlight inflight;
+
  private:
   const uint64_t mask_;
   std::unique_ptr<Record[]> slots_;

@@ -1,4 +1,6 @@
 #include "sender.h"
+#include "signals.h"
+#include "stamp_clock.h"
 
 #include <cuda_runtime_api.h>
 #include <signal.h>
@@ -30,6 +32,9 @@
 namespace gpuwatch::inject {
 namespace {
 
+extern std::atomic<bool> g_signal_stop;
+extern std::atomic<bool> g_finished;
+
 struct Pending {
   std::vector<std::pair<Record, uint32_t>> records;  // record, tid
   bool closed = false;
@@ -58,7 +63,7 @@ class Sender {
     std::unique_lock<std::mutex> lock(mu_);
     while (!stop_) {
       cv_.wait_for(lock, std::chrono::milliseconds(cfg_.flush_ms));
-      if (stop_) break;
+      if (stop_ || g_signal_stop.load(std::memory_order_acquire)) break;
       lock.unlock();
       Cycle(false);
       lock.lock();
@@ -67,6 +72,7 @@ class Sender {
     Finish();
     lock.lock();
     finished_ = true;
+    g_finished.store(true, std::memory_order_release);
     cv_.notify_all();
   }
 
@@ -84,8 +90,10 @@ class Sender {
 
  private:
   void Cycle(bool final) {
+    clock_.Calibrate();
     batch_.clear();
     batch_events_ = 0;
+    batch_activities_ = 0;
     AppendBatchSeq(batch_, ++batch_seq_);
     seq_only_size_ = batch_.size();
     ForEachRing([&](Ring& ring) {
@@ -95,22 +103,52 @@ class Sender {
     Cupti().Poll(final, [&](const ActivityRecord& a) {
       kernels_.Observe(a);
       AppendActivity(batch_, a);
-      ++batch_events_;
+      ++batch_activities_;
     });
     Harvest(final);
-    const bool had_data = batch_events_ > 0;
+    const bool had_data = batch_events_ + batch_activities_ > 0;
     AddMetadata();
     AddDropped(batch_, 4);
     if (had_data || dropped_changed_ || batch_.size() > seq_only_size_) {
       events_total_ += batch_events_;
-      Enqueue(kFrameBatch, batch_, batch_events_);
+      Enqueue(kFrameBatch, batch_, batch_events_, batch_activities_);
     } else {
       --batch_seq_;  // nothing to send: the number is reused
     }
+    if (!final) Heartbeat();
     Transmit(final ? cfg_.exit_timeout_ms / 2 : 0);
   }
 
-  void Take(const Record& r, uint32_t tid) {
+  // Once a second: which calls each thread is inside, how far each communicator got. The
+  // collector sees only calls that returned; this is how it finds a rank that hangs.
+  void Heartbeat() {
+    const uint64_t now = NowNs();
+    if (!recording_.load(std::memory_order_acquire) || now - last_heartbeat_ns_ < 1'000'000'000ull) return;
+    last_heartbeat_ns_ = now;
+    std::string hb;
+    AppendHeartbeatNow(hb, now);
+    int listed = 0;
+    ForEachRing([&](Ring& ring) {
+      const uint64_t since = ring.inflight.since_ns.load(std::memory_order_acquire);
+      if (since == 0 || ++listed > 64) return;
+      AppendInFlight(hb, ring.inflight.api.load(std::memory_order_relaxed), clock_.ToNs(since),
+                     ring.tid.load(std::memory_order_relaxed), ring.inflight.comm_id.load(std::memory_order_relaxed),
+                     ring.inflight.seq.load(std::memory_order_relaxed),
+                     ring.inflight.stream.load(std::memory_order_relaxed));
+    });
+    int comms = 0;
+    for (const CommInfo* c : Communicators().All()) {
+      if (++comms > 256) break;
+      const uint64_t returned = c->returned.load(std::memory_order_relaxed);
+      AppendCommProgress(hb, c->id, c->unique_hash, returned ? returned - 1 : 0, returned != 0);
+    }
+    Enqueue(static_cast<FrameField>(kFrameHeartbeat), hb, 0);
+  }
+
+  void Take(const Record& stamped, uint32_t tid) {
+    Record r = stamped;
+    r.t_ns = clock_.ToNs(stamped.t_ns);
+    r.dur_ns = clock_.DurationNs(stamped.dur_ns);
     if (r.api == kGroupEnd) {
       Pending& p = pending_[r.event_slot];
       p.closed = true;
@@ -207,6 +245,7 @@ class Sender {
         {"too_many_threads", DroppedTooManyThreads()},
         {"collector_unreachable", outbox_->dropped_unreachable()},
         {"spool_full", outbox_->dropped_spool()},
+        {"gpu_records_unsent", outbox_->dropped_activities()},
     };
     uint64_t sum = 0;
     for (auto& [reason, n] : counts) {
@@ -217,10 +256,10 @@ class Sender {
     dropped_last_ = sum;
   }
 
-  void Enqueue(FrameField field, const std::string& body, uint64_t events) {
+  void Enqueue(FrameField field, const std::string& body, uint64_t events, uint64_t activities = 0) {
     std::string frame;
     wire::enc::Frame(frame, field, body);
-    outbox_->Push(std::move(frame), events);
+    outbox_->Push(std::move(frame), events, activities);
   }
 
   bool IdentityReady() {
@@ -231,7 +270,7 @@ class Sender {
       id_.rank_source = "NCCL";
       return true;
     }
-    return stop_ || NowNs() - start_ns_ > 2'000'000'000ull;
+    return finishing_ || NowNs() - start_ns_ > 2'000'000'000ull;
   }
 
   void Transmit(int wait_ms) {
@@ -247,6 +286,7 @@ class Sender {
   }
 
   void Finish() {
+    finishing_ = true;  // exit or a fatal signal: the identity is what it is now
     const uint64_t deadline = NowNs() + static_cast<uint64_t>(cfg_.exit_timeout_ms) * 1000000ull;
     // Give in-flight collectives a moment to complete before giving up on their GPU time.
     const uint64_t wait_until = NowNs() + static_cast<uint64_t>(cfg_.exit_timeout_ms) * 500000ull;
@@ -276,14 +316,18 @@ class Sender {
   std::condition_variable cv_;
   bool stop_ = false;
   bool finished_ = false;
+  bool finishing_ = false;  // sender thread only
 
   std::string batch_;  // the Batch being built this cycle
-  uint64_t batch_events_ = 0;
+  uint64_t batch_events_ = 0;      // host events in the batch being built
+  uint64_t batch_activities_ = 0;  // CUPTI records in it
   uint64_t batch_seq_ = 0;
+  uint64_t last_heartbeat_ns_ = 0;
   size_t seq_only_size_ = 0;
   std::unordered_map<uint32_t, Pending> pending_;
   std::list<Pending> timed_;  // event pairs done, waiting for CUPTI's view
   CommKernelTimes kernels_;
+  StampClock clock_;
   uint32_t names_sent_ = 0;
   CuptiReader::Source source_sent_ = CuptiReader::Source::kUnknown;
   uint64_t comms_sent_ = 0;
@@ -296,6 +340,8 @@ class Sender {
 };
 
 Sender* g_sender = nullptr;
+std::atomic<bool> g_signal_stop{false};  // set from a signal handler: no lock may be taken there
+std::atomic<bool> g_finished{false};
 
 void* SenderMain(void*) {
   g_sender->Run();
@@ -339,8 +385,20 @@ void OnFirstRecord() {
     Cupti().Start();  // no-op when already started at load
     tl_internal = false;
     std::atexit(StopSender);
+    InstallExitSignalHandlers();
     g_sender->MarkRecording();
   });
+}
+
+bool FlushFromSignal(int timeout_ms) {
+  if (!g_sender || g_state.load(std::memory_order_acquire) != static_cast<int>(State::kRunning)) return false;
+  g_signal_stop.store(true, std::memory_order_release);
+  // Only async-signal-safe calls from here: poll the sender's progress with nanosleep.
+  for (int waited = 0; waited < timeout_ms && !g_finished.load(std::memory_order_acquire); ++waited) {
+    timespec ms{0, 1000000};
+    nanosleep(&ms, nullptr);
+  }
+  return g_finished.load(std::memory_order_acquire);
 }
 
 void StopSender() {

@@ -16,6 +16,10 @@ bool StartSender();
 // registered its own, so that ours runs first and events can still be queried.
 void OnFirstRecord();
 
+// From a signal handler that is about to let the process die: has the sender flush and
+// say goodbye, waiting (async-signal-safely) at most `timeout_ms`. True when it finished.
+bool FlushFromSignal(int timeout_ms);
+
 // Flushes what was recorded and says goodbye to the collector, within
 // GPUWATCH_EXIT_TIMEOUT_MS. Runs from atexit; safe to call twice.
 void StopSender();

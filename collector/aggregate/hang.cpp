@@ -127,6 +127,7 @@ std::vector<std::string> JobTable::CheckHangs(Clock::time_point now) {
         h.line = LogLine(job->id(), h);
         lines.push_back(h.line);
         job->hangs_.push_back(std::move(h));
+        if (job->trace_) job->trace_->OnHang(job->hangs_.back());
         job->dirty_ = true;
       }
     }

@@ -43,7 +43,10 @@ Analyses Job::Totals() const {
 
 RankAggregate* JobTable::Attach(const wire::Hello& hello, std::string* error) {
   auto& slot = jobs_[hello.job_id()];
-  if (!slot) slot = std::make_unique<Job>(hello.job_id());
+  if (!slot) {
+    slot = std::make_unique<Job>(hello.job_id());
+    if (trace_factory_) slot->trace_ = trace_factory_(hello);
+  }
   Job& job = *slot;
   RankKey key{hello.rank(), hello.host(), hello.pid()};
   auto it = job.ranks_.find(key);
@@ -59,6 +62,7 @@ RankAggregate* JobTable::Attach(const wire::Hello& hello, std::string* error) {
   job.world_size_ = std::max(job.world_size_, hello.world_size());
   ++job.open_;
   job.dirty_ = true;
+  if (job.trace_) it->second->set_trace(job.trace_->ForRank(hello));
   it->second->OnConnect(hello);
   return it->second.get();
 }

@@ -3,6 +3,7 @@
 // (longer while fewer distinct ranks than world_size have shown up).
 #pragma once
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -12,6 +13,7 @@
 
 #include "aggregate/hang.h"
 #include "aggregate/rank.h"
+#include "trace/job_trace.h"
 
 namespace gpuwatch::collector {
 
@@ -47,6 +49,8 @@ class Job {
   Analyses Totals() const;
   // Hangs detected so far (at most kMaxHangs), in the order they were found.
   const std::vector<Hang>& hangs() const { return hangs_; }
+  // The job's Perfetto trace, null when tracing is off (collector/trace/).
+  JobTrace* trace() const { return trace_.get(); }
 
  private:
   friend class JobTable;
@@ -59,11 +63,17 @@ class Job {
   Clock::time_point last_close_{};
   uint64_t last_written_seq_ = 0;  // for evicting the oldest finished jobs
   std::vector<Hang> hangs_;
+  std::unique_ptr<JobTrace> trace_;
 };
+
+// Makes the trace of a new job from its first Hello (null: no trace for it).
+using TraceFactory = std::function<std::unique_ptr<JobTrace>(const wire::Hello& first)>;
 
 class JobTable {
  public:
   explicit JobTable(JobTiming timing) : timing_(timing) {}
+  // Jobs created from now on get a trace from `factory`.
+  void set_trace_factory(TraceFactory factory) { trace_factory_ = std::move(factory); }
 
   // A connection said Hello. Returns the rank it feeds, or nullptr with `error` set when
   // the job cannot take it (too many ranks).
@@ -99,6 +109,7 @@ class JobTable {
   JobTiming timing_;
   std::map<std::string, std::unique_ptr<Job>> jobs_;
   uint64_t written_seq_ = 0;
+  TraceFactory trace_factory_;
 };
 
 }  // namespace gpuwatch::collector

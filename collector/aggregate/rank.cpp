@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "trace/rank_trace.h"
+
 namespace gpuwatch::collector {
 
 RankAggregate::RankAggregate(const wire::Hello& hello)
@@ -20,6 +22,7 @@ void RankAggregate::OnBatch(const wire::Batch& batch) {
   }
   events_ += batch.events_size();
   for (auto& a : analyses_) a->OnBatch(batch);
+  if (trace_) trace_->OnBatch(batch);
 }
 
 void RankAggregate::OnGoodbye(const wire::Goodbye& goodbye) {
@@ -45,6 +48,7 @@ void RankAggregate::set_journal(std::unique_ptr<JournalWriter> j) {
 void RankAggregate::OnDisconnect(bool said_goodbye) {
   if (open_ > 0) --open_;
   abnormal_ = !said_goodbye;
+  if (open_ == 0 && trace_) trace_->Finish();
   if (open_ == 0 && journal_) {
     // Close the file: descriptors stay bounded by open connections. A reconnect reopens it.
     journal_->Flush();
@@ -55,6 +59,7 @@ void RankAggregate::OnDisconnect(bool said_goodbye) {
 
 void RankAggregate::OnCollectorStop() {
   if (open_ > 0) abnormal_ = true;
+  if (open_ > 0 && trace_) trace_->Finish();
 }
 
 double RankAggregate::wall_s() const {

@@ -14,6 +14,7 @@
 
 namespace gpuwatch::collector {
 
+class RankTrace;
 using Clock = std::chrono::steady_clock;
 
 // Where this rank's data was kept and where `gpuwatch report` found it (summary "storage").
@@ -58,6 +59,8 @@ class RankAggregate {
   JournalWriter* journal() const { return journal_.get(); }
   void set_journal(std::unique_ptr<JournalWriter> j);
   RankStorage& storage() { return storage_; }
+  // This rank's part of the job's trace (owned by the job's JobTrace), null when off.
+  void set_trace(RankTrace* t) { trace_ = t; }
   const RankStorage& storage() const { return storage_; }
 
  private:
@@ -72,6 +75,7 @@ class RankAggregate {
   Clock::time_point heartbeat_at_{};
   std::unique_ptr<JournalWriter> journal_;
   RankStorage storage_;
+  RankTrace* trace_ = nullptr;
 };
 
 }  // namespace gpuwatch::collector

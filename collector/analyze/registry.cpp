@@ -10,6 +10,7 @@ std::unique_ptr<RankAnalysis> MakeCollectivesAnalysis();
 std::unique_ptr<RankAnalysis> MakeKernelsAnalysis();
 std::unique_ptr<RankAnalysis> MakeDroppedAnalysis();
 std::unique_ptr<RankAnalysis> MakeGpuAnalysis();  // analyze/gpu.cpp
+std::unique_ptr<RankAnalysis> MakeStepsAnalysis();  // analyze/steps_analysis.cpp (issue 6)
 
 Analyses MakeRankAnalyses() {
   Analyses a;
@@ -19,6 +20,7 @@ Analyses MakeRankAnalyses() {
   a.push_back(MakeKernelsAnalysis());
   a.push_back(MakeGpuAnalysis());
   a.push_back(MakeDroppedAnalysis());
+  a.push_back(MakeStepsAnalysis());
   return a;
 }
 

@@ -30,6 +30,10 @@ std::string BuildSummaryText(const Job& job) {
   const std::string rule_heavy(kTextWidth, '=');
   std::string out;
   out += Clip("gpuwatch summary: job " + job.id(), kTextWidth) + "\n";
+  // The diagnosis first (issue 6): the verdict, then the findings ranked by time lost.
+  const Analyses totals = job.Totals();
+  for (const auto& a : totals)
+    if (std::string(a->name()) == "steps") a->WriteText(out);
   out += Printf("%zu rank%s of %d, %d host%s, wall %s\n", job.ranks().size(),
                 job.ranks().size() == 1 ? "" : "s", job.world_size(), job.distinct_hosts(),
                 job.distinct_hosts() == 1 ? "" : "s", FmtDuration(job.wall_s()).c_str());
@@ -88,7 +92,7 @@ std::string BuildSummaryText(const Job& job) {
   std::vector<std::string> parts;
   parts.push_back(Printf("%zu rank%s (%d abnormal)", job.ranks().size(),
                          job.ranks().size() == 1 ? "" : "s", abnormal));
-  for (const auto& a : job.Totals()) parts.push_back(a->Headline());
+  for (const auto& a : totals) parts.push_back(a->Headline());
   AppendWrapped(out, "job: ", parts);
   return out;
 }

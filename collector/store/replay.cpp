@@ -82,6 +82,10 @@ bool ReplayDir(const std::string& dir, JobTable& jobs, ReplayResult* result, std
     std::unique_ptr<Connection> conn;
     wire::Frame scratch;
     const int pid = key.second;
+    // The library re-spools the batches it sent last before its collector died (the socket
+    // may have swallowed them): a batch already replayed from the journal has a seq no
+    // greater than one seen before, and is skipped.
+    uint64_t max_seq_seen = 0;
     for (const FileRef& f : files) {
       std::vector<RankAggregate*> touched;
       const std::string path = jdir + "/" + f.name;
@@ -89,6 +93,10 @@ bool ReplayDir(const std::string& dir, JobTable& jobs, ReplayResult* result, std
       FrameFileInfo info;
       auto on_frame = [&](const wire::Frame& frame, std::string_view raw) {
         if (broken) return;
+        if (frame.body_case() == wire::Frame::kBatch && frame.batch().seq() != 0) {
+          if (frame.batch().seq() <= max_seq_seen) return;
+          max_seq_seen = frame.batch().seq();
+        }
         const auto now = Clock::now();
         if (frame.body_case() == wire::Frame::kHello || !conn) {
           if (conn) conn->Close(now);

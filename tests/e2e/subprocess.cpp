@@ -41,8 +41,14 @@ bool WaitForFile(const std::string& path, double timeout_s) {
   return true;
 }
 
-RunResult Run(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
-              double timeout_s) {
+namespace {
+
+struct Spawned {
+  std::vector<std::string> env_strings, args;
+  std::vector<char*> envp, argp;
+};
+
+void Prepare(Spawned& sp, const std::vector<std::string>& argv, const std::map<std::string, std::string>& env) {
   std::map<std::string, std::string> merged;
   for (char** e = environ; *e; ++e) {
     const char* eq = std::strchr(*e, '=');
@@ -51,34 +57,68 @@ RunResult Run(const std::vector<std::string>& argv, const std::map<std::string, 
   for (auto& [k, v] : env) {
     if (v.empty()) merged.erase(k); else merged[k] = v;
   }
-  std::vector<std::string> env_strings;
-  for (auto& [k, v] : merged) env_strings.push_back(k + "=" + v);
-  std::vector<char*> envp, args;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> argv_copy = argv;
-  for (auto& s : argv_copy) args.push_back(s.data());
-  args.push_back(nullptr);
+  for (auto& [k, v] : merged) sp.env_strings.push_back(k + "=" + v);
+  sp.args = argv;
+  for (auto& e : sp.env_strings) sp.envp.push_back(e.data());
+  sp.envp.push_back(nullptr);
+  for (auto& a : sp.args) sp.argp.push_back(a.data());
+  sp.argp.push_back(nullptr);
+}
 
-  char out_tmpl[] = "/tmp/gpuwatch-e2e-out-XXXXXX", err_tmpl[] = "/tmp/gpuwatch-e2e-err-XXXXXX";
-  const int out_fd = mkstemp(out_tmpl), err_fd = mkstemp(err_tmpl);
+int SpawnFds(Spawned& sp, int out_fd, int err_fd) {
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
   posix_spawn_file_actions_adddup2(&fa, err_fd, 2);
   pid_t pid = 0;
-  RunResult result;
-  const int rc = posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), envp.data());
+  const int rc = posix_spawnp(&pid, sp.argp[0], &fa, nullptr, sp.argp.data(), sp.envp.data());
   posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) {
-    result.err = std::string("spawn failed: ") + std::strerror(rc);
+  return rc == 0 ? pid : -1;
+}
+
+}  // namespace
+
+int Spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+          const std::string& log_path) {
+  Spawned sp;
+  Prepare(sp, argv, env);
+  const int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  const int pid = SpawnFds(sp, fd, fd);
+  close(fd);
+  return pid;
+}
+
+int Wait(int pid, double timeout_s) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  int status = 0;
+  for (;;) {
+    if (waitpid(pid, &status, WNOHANG) == pid) break;
+    if (std::chrono::steady_clock::now() > until) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+RunResult Run(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+              double timeout_s) {
+  Spawned sp;
+  Prepare(sp, argv, env);
+  char out_tmpl[] = "/tmp/gpuwatch-e2e-out-XXXXXX", err_tmpl[] = "/tmp/gpuwatch-e2e-err-XXXXXX";
+  const int out_fd = mkstemp(out_tmpl), err_fd = mkstemp(err_tmpl);
+  RunResult result;
+  const int pid = SpawnFds(sp, out_fd, err_fd);
+  if (pid < 0) {
+    result.err = "spawn failed\n";
   } else {
     const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
     int status = 0;
     for (;;) {
-      const pid_t w = waitpid(pid, &status, WNOHANG);
-      if (w == pid) break;
+      if (waitpid(pid, &status, WNOHANG) == pid) break;
       if (std::chrono::steady_clock::now() > until) {
         kill(pid, SIGKILL);
         waitpid(pid, &status, 0);

@@ -19,6 +19,12 @@ struct RunResult {
 RunResult Run(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
               double timeout_s);
 
+// Starts argv like Run() without waiting; stdout and stderr go to `log_path`.
+int Spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+          const std::string& log_path);
+// Waits for a Spawn()ed process; its exit code, or -1 if it was killed (by `timeout_s` too).
+int Wait(int pid, double timeout_s);
+
 // A fresh empty directory under the build tree's e2e work area.
 std::string FreshDir(const std::string& name);
 

@@ -197,3 +197,41 @@ TEST_CASE("activities and the GPU source encode as the proto declares") {
   CHECK(b.gpu_source() == w::GPU_SOURCE_CUPTI);
   CHECK(b.gpu_source_detail() == "CUPTI activity records");
 }
+
+TEST_CASE("strings that are not UTF-8 are repaired so the frame still decodes") {
+  gi::Identity id;
+  id.job_id = std::string("job-\xff\xfe-") + "\xc3\xa9t\xc3\xa9";  // two bad bytes, then valid é
+  id.host = "host\xc0\xaf";                                           // overlong '/'
+  std::string out;
+  gpuwatch::wire::enc::Frame(out, gi::kFrameHello, gi::EncodeHello({&id, 0, "/tmp/\xed\xa0\x80", "", 0}));
+  const w::Frame f = ParseOne(out);
+  CHECK(f.hello().job_id() == "job-??-\xc3\xa9t\xc3\xa9");
+  CHECK(f.hello().host() == "host??");
+  CHECK(f.hello().out_dir() == "/tmp/???");
+}
+
+TEST_CASE("a heartbeat encodes the calls in flight and the communicators' progress") {
+  std::string hb;
+  gi::AppendHeartbeatNow(hb, 99'000'000'000ull);
+  gi::AppendInFlight(hb, gi::kApiAllReduce, 98'000'000'000ull, 4242, 3, 17, 0x7f00);
+  gi::AppendCommProgress(hb, 3, 0xabcdefull, 16, true);
+  gi::AppendCommProgress(hb, 4, 0x1234ull, 0, false);
+  std::string out;
+  gpuwatch::wire::enc::Frame(out, gi::kFrameHeartbeat, hb);
+  const w::Frame f = ParseOne(out);
+  REQUIRE(f.has_heartbeat());
+  const auto& h = f.heartbeat();
+  CHECK(h.now_ns() == 99'000'000'000ull);
+  REQUIRE(h.inside_size() == 1);
+  CHECK(h.inside(0).api() == w::NCCL_ALL_REDUCE);
+  CHECK(h.inside(0).since_ns() == 98'000'000'000ull);
+  CHECK(h.inside(0).tid() == 4242);
+  CHECK(h.inside(0).comm_id() == 3);
+  CHECK(h.inside(0).seq() == 17);
+  CHECK(h.inside(0).stream() == 0x7f00);
+  REQUIRE(h.comms_size() == 2);
+  CHECK(h.comms(0).unique_hash() == 0xabcdefull);
+  CHECK(h.comms(0).last_seq() == 16);
+  CHECK(h.comms(0).any_returned());
+  CHECK_FALSE(h.comms(1).any_returned());
+}

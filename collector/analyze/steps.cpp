@@ -1,0 +1,278 @@
+// See steps.h. Steps come from NVTX ranges (hooks_nvtx.cpp sends each closed range as an
+// NVTX_RANGE event); without them, from the repeating pattern of collectives or syncs.
+#include "analyze/steps.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <map>
+
+#include "analyze/bus_factor.h"
+#include "analyze/thresholds.h"
+
+namespace gpuwatch::collector::diag {
+
+const char* SyncKindName(int k) {
+  static const char* kNames[kSyncKinds] = {"cudaStreamSynchronize", "cudaDeviceSynchronize",
+                                           "cudaEventSynchronize",
+                                           "small blocking copy (.item()/.cpu())"};
+  return k >= 0 && k < kSyncKinds ? kNames[k] : "?";
+}
+
+double RankDiag::ActiveS() const {
+  if (cupti && dev_last > dev_first) return (dev_last - dev_first) * 1e-9;
+  return host_last > host_first ? (host_last - host_first) * 1e-9 : 0.0;
+}
+
+uint64_t RankDiag::SyncMidNs() const {
+  uint64_t t = 0;
+  for (uint64_t v : sync_mid_ns) t += v;
+  return t;
+}
+
+std::vector<uint64_t> StepDurations(const RankDiag& d) {
+  std::vector<uint64_t> v;
+  v.reserve(d.steps.size());
+  for (const auto& s : d.steps) v.push_back(s.end > s.start ? s.end - s.start : 0);
+  return v;
+}
+
+uint64_t Percentile(std::vector<uint64_t> v, double p) {
+  if (v.empty()) return 0;
+  size_t rank = static_cast<size_t>(std::ceil(p * v.size()));
+  rank = std::clamp<size_t>(rank, 1, v.size());
+  std::nth_element(v.begin(), v.begin() + (rank - 1), v.end());
+  return v[rank - 1];
+}
+
+double RankDiag::StepMedianS() const { return Percentile(StepDurations(*this), 0.5) * 1e-9; }
+
+namespace {
+
+std::string Lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool IsCollective(wire::Api a) { return a >= wire::NCCL_ALL_REDUCE && a <= wire::NCCL_RECV; }
+
+int SyncKindOf(const wire::Event& e) {
+  switch (e.api()) {
+    case wire::CUDA_STREAM_SYNCHRONIZE: return kSyncStream;
+    case wire::CUDA_DEVICE_SYNCHRONIZE: return kSyncDevice;
+    case wire::CUDA_EVENT_SYNCHRONIZE: return kSyncEvent;
+    case wire::CUDA_MEMCPY:
+    case wire::CUDA_MEMCPY_ASYNC:
+      if ((e.flags() & wire::FLAG_BLOCKED_HOST) && e.bytes() <= kSmallCopyBytes &&
+          (e.copy_kind() == wire::COPY_H2D || e.copy_kind() == wire::COPY_D2H))
+        return kSyncSmallCopy;
+      return -1;
+    default: return -1;
+  }
+}
+
+// Smallest period p such that anchor i has the signature of anchor i - p for at least
+// kPeriodMatch of the anchors; 0 when none.
+uint64_t FindPeriod(const std::vector<uint64_t>& sig) {
+  const uint64_t n = sig.size();
+  for (uint64_t p = 1; p <= kMaxPeriod && 2 * p <= n; ++p) {
+    uint64_t same = 0;
+    for (uint64_t i = p; i < n; ++i) same += sig[i] == sig[i - p];
+    if (same >= kPeriodMatch * (n - p)) return p;
+  }
+  return 0;
+}
+
+}  // namespace
+
+StepsCollector::StepsCollector() : tl_(std::make_unique<StepTimeline>(&d_.steps)) {}
+
+StepsCollector::StepsCollector(const StepsCollector& o)
+    : d_(o.d_),
+      tl_(std::make_unique<StepTimeline>(*o.tl_)),
+      step_range_(o.step_range_),
+      names_(o.names_),
+      step_name_id_(o.step_name_id_),
+      step_depth_(o.step_depth_),
+      cur_mid_(o.cur_mid_),
+      cur_mid_n_(o.cur_mid_n_),
+      comms_(o.comms_),
+      coll_anchors_(o.coll_anchors_),
+      sync_anchors_(o.sync_anchors_),
+      held_(o.held_),
+      newest_host_(o.newest_host_) {
+  tl_->Rebind(&d_.steps);
+  for (int k = 0; k < kSyncKinds; ++k) {
+    pending_[k] = o.pending_[k];
+    pending_n_[k] = o.pending_n_[k];
+  }
+}
+
+// Order key: a range counts when it closes, a sync when it returns, work when it starts.
+void StepsCollector::Release(bool all) {
+  const uint64_t mark = newest_host_ > kHostHorizonNs ? newest_host_ - kHostHorizonNs : 0;
+  while (!held_.empty() && (all || held_.size() > kMaxHeld || held_.top().key < mark)) {
+    const wire::Event e = held_.top().e;
+    held_.pop();
+    Process(e);
+  }
+}
+
+void StepsCollector::OnHello(const wire::Hello& h) {
+  d_.rank = h.rank();
+  d_.host = h.host();
+  step_range_ = h.step_range();
+}
+
+bool StepsCollector::IsStepName(const std::string& n) const {
+  if (!step_range_.empty()) return n == step_range_;
+  const std::string l = Lower(n);
+  for (const char* c : kDefaultStepRanges)
+    if (l == c) return true;
+  return l.find("step") != std::string::npos;
+}
+
+void StepsCollector::OnRange(const wire::Event& e) {
+  auto it = names_.find(e.name_id());
+  if (it == names_.end()) return;
+  const uint64_t depth = e.seq();
+  if (e.name_id() != step_name_id_) {
+    // Lock on the outermost step-like range: a shallower one replaces a deeper one.
+    if (step_name_id_ != 0 && depth >= step_depth_) return;
+    step_name_id_ = e.name_id();
+    step_depth_ = depth;
+    d_.steps.clear();
+    d_.steps_total = 0;
+    tl_->ResetCursor();
+    d_.step_source = "nvtx:" + it->second;
+  }
+  ++d_.steps_total;
+  if (d_.steps.size() >= kMaxSteps) return;
+  StepRec s;
+  s.start = e.t_ns();
+  s.end = e.t_ns() + e.dur_ns();
+  s.sync_mid = cur_mid_;
+  s.sync_mid_count = cur_mid_n_;
+  d_.steps.push_back(s);
+  d_.per_step_device = true;
+}
+
+void StepsCollector::OnBatch(const wire::Batch& b) {
+  if (b.gpu_source() == wire::GPU_SOURCE_CUPTI) d_.cupti = true;
+  for (const auto& k : b.kernel_names())
+    if (names_.size() < 64 && IsStepName(k.name())) names_[k.id()] = k.name().substr(0, 128);
+  for (const auto& c : b.communicators())
+    if (comms_.size() < 4096) comms_[c.comm_id()] = {c.nranks(), c.unique_hash()};
+  for (const auto& e : b.events()) {
+    const uint64_t end = e.t_ns() + e.dur_ns();
+    const bool at_end = e.api() == wire::NVTX_RANGE || SyncKindOf(e) >= 0;
+    held_.push(Held{at_end ? end : e.t_ns(), e});
+    newest_host_ = std::max(newest_host_, end);
+  }
+  Release(false);
+  tl_->OnBatch(b);
+}
+
+void StepsCollector::Process(const wire::Event& e) {
+  {
+    const uint64_t end = e.t_ns() + e.dur_ns();
+    if (e.api() == wire::NVTX_RANGE) {
+      // Syncs still pending when the step closes were its trailing syncs (not a stall).
+      if (names_.count(e.name_id())) {
+        for (int k = 0; k < kSyncKinds; ++k) pending_[k] = pending_n_[k] = 0;
+        OnRange(e);
+        cur_mid_ = cur_mid_n_ = 0;
+      }
+      return;
+    }
+    if (d_.host_first == 0 || e.t_ns() < d_.host_first) d_.host_first = e.t_ns();
+    d_.host_last = std::max(d_.host_last, end);
+    const int sk = SyncKindOf(e);
+    if (sk >= 0) {
+      ++d_.sync_count;
+      d_.sync_ns += e.dur_ns();
+      pending_[sk] += e.dur_ns();
+      ++pending_n_[sk];
+      if (sync_anchors_.size() < kMaxAnchors) sync_anchors_.push_back({static_cast<uint64_t>(e.api()) * 31 + sk, end});
+      return;
+    }
+    // Work follows: the syncs before it were inside the step.
+    for (int k = 0; k < kSyncKinds; ++k) {
+      d_.sync_mid_ns[k] += pending_[k];
+      d_.sync_mid_count[k] += pending_n_[k];
+      cur_mid_ += pending_[k];
+      cur_mid_n_ += pending_n_[k];
+      pending_[k] = pending_n_[k] = 0;
+    }
+    if (e.api() == wire::CUDA_LAUNCH_KERNEL) {
+      ++d_.launches;
+      d_.launch_ns += e.dur_ns();
+    } else if ((e.api() == wire::CUDA_MEMCPY || e.api() == wire::CUDA_MEMCPY_ASYNC) &&
+               (e.copy_kind() == wire::COPY_H2D || e.copy_kind() == wire::COPY_D2H)) {
+      if (e.flags() & wire::FLAG_PAGEABLE) {
+        ++d_.pageable_count;
+        d_.pageable_bytes += e.bytes();
+        d_.pageable_ns += e.dur_ns();
+      } else if (e.flags() & wire::FLAG_BLOCKED_HOST) {
+        ++d_.blocking_count;
+        d_.blocking_bytes += e.bytes();
+        d_.blocking_ns += e.dur_ns();
+      }
+    } else if (IsCollective(e.api())) {
+      auto c = comms_.find(e.comm_id());
+      const int n = c != comms_.end() ? c->second.first : 1;
+      const uint64_t hash = c != comms_.end() ? c->second.second : e.comm_id();
+      uint64_t s = e.bytes();
+      if (e.api() == wire::NCCL_ALL_GATHER || e.api() == wire::NCCL_REDUCE_SCATTER) s *= n;
+      ++d_.coll_count;
+      d_.coll_bytes += s;
+      const bool timed = e.gpu_ns() > 0 && !(e.flags() & wire::FLAG_NO_GPU_TIME);
+      if (timed) {
+        ++d_.coll_timed;
+        d_.coll_gpu_ns += e.gpu_ns();
+        d_.coll_bus_bytes += s * BusFactor(e.api(), n);
+      }
+      if (d_.colls.size() < kMaxCollCalls) d_.colls.push_back({hash, e.seq(), e.t_ns(), timed ? e.gpu_ns() : 0});
+      if (coll_anchors_.size() < kMaxAnchors)
+        coll_anchors_.push_back({static_cast<uint64_t>(e.api()) * 1000003 + e.bytes(), e.t_ns()});
+    }
+  }
+}
+
+RankDiag StepsCollector::Result() const {
+  StepsCollector c(*this);
+  c.Release(true);
+  const StepsCollector& self = c;
+  RankDiag r = c.d_;
+  StepTimeline t = *c.tl_;
+  t.Rebind(&r.steps);
+  t.Flush();
+  r.dev = t.total();
+  r.dev_first = t.first_ns();
+  r.dev_last = t.last_ns();
+  r.kernels = t.kernels();
+  r.kernels_with_api = t.kernels_with_api();
+  r.kernels_short = t.kernels_short();
+  if (t.work() > 0) r.cupti = true;
+  if (!r.steps.empty()) return r;
+  // No NVTX step: the repeating pattern of collectives, else of host syncs.
+  for (const auto* anchors : {&self.coll_anchors_, &self.sync_anchors_}) {
+    std::vector<uint64_t> sig;
+    for (const auto& a : *anchors) sig.push_back(a.sig);
+    const uint64_t p = FindPeriod(sig);
+    if (p == 0 || anchors->size() < 2 * p + 1) continue;
+    for (size_t i = 0; i + p < anchors->size() && r.steps.size() < kMaxSteps; i += p) {
+      StepRec s;
+      s.start = (*anchors)[i].t_ns;
+      s.end = (*anchors)[i + p].t_ns;
+      r.steps.push_back(s);
+    }
+    r.steps_total = r.steps.size();
+    r.step_source = anchors == &self.coll_anchors_ ? "inferred:collectives" : "inferred:syncs";
+    r.per_step_device = false;
+    break;
+  }
+  return r;
+}
+
+}  // namespace gpuwatch::collector::diag

@@ -1,0 +1,102 @@
+// Diagnosis, part 1 (issue 6): what one rank did, step by step. RankDiag holds every
+// measured figure the findings need; StepsCollector fills it from the rank's batches.
+// findings.h turns RankDiags into findings. Memory is bounded by the limits in
+// thresholds.h (steps, anchors, collective calls, the device timeline's windows).
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <queue>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "analyze/steps_timeline.h"
+#include "gpuwatch.pb.h"
+
+namespace gpuwatch::collector::diag {
+
+// Host-blocking calls by kind, for naming the API of a sync stall.
+enum SyncKind { kSyncStream = 0, kSyncDevice = 1, kSyncEvent = 2, kSyncSmallCopy = 3, kSyncKinds = 4 };
+const char* SyncKindName(int k);
+
+struct CollCall {
+  uint64_t hash, seq, t_ns, gpu_ns;
+};
+
+struct RankDiag {
+  int rank = -1;
+  std::string host;
+  // Steps.
+  std::string step_source = "none";  // "nvtx:<name>", "inferred:collectives", "inferred:syncs", "none"
+  std::deque<StepRec> steps;         // at most kMaxSteps, in time order
+  uint64_t steps_total = 0;
+  bool per_step_device = false;      // steps carry device figures (NVTX steps)
+  // Device (CUPTI) over the whole run.
+  bool cupti = false;
+  DeviceSlice dev;
+  uint64_t dev_first = 0, dev_last = 0;
+  uint64_t kernels = 0, kernels_with_api = 0, kernels_short = 0;
+  // Host.
+  uint64_t host_first = 0, host_last = 0;
+  uint64_t launches = 0, launch_ns = 0;
+  uint64_t sync_count = 0, sync_ns = 0;                    // every host-blocking call
+  uint64_t sync_mid_ns[kSyncKinds] = {}, sync_mid_count[kSyncKinds] = {};  // followed by work in the step
+  uint64_t pageable_count = 0, pageable_bytes = 0, pageable_ns = 0;  // pageable copies > kSmallCopyBytes
+  uint64_t blocking_count = 0, blocking_bytes = 0, blocking_ns = 0;  // other blocking copies > kSmallCopyBytes
+  // Collectives.
+  uint64_t coll_count = 0, coll_bytes = 0, coll_timed = 0, coll_gpu_ns = 0;
+  double coll_bus_bytes = 0;  // sum of S x bus factor over timed calls
+  std::vector<CollCall> colls;  // at most kMaxCollCalls
+
+  double ActiveS() const;       // device active span, else host span
+  double StepMedianS() const;   // 0 without steps
+  uint64_t SyncMidNs() const;
+};
+
+// Step durations (ns) of a RankDiag, and nearest-rank percentiles of them.
+std::vector<uint64_t> StepDurations(const RankDiag& d);
+uint64_t Percentile(std::vector<uint64_t> v, double p);
+
+class StepsCollector {
+ public:
+  StepsCollector();
+  StepsCollector(const StepsCollector& o);
+  StepsCollector& operator=(const StepsCollector&) = delete;
+  void OnHello(const wire::Hello& h);
+  void OnBatch(const wire::Batch& b);
+  // The rank's figures as if it ended now (flushes a copy of the timeline; infers steps
+  // from the pattern of collectives or syncs when there were no NVTX steps).
+  RankDiag Result() const;
+
+ private:
+  struct Anchor {
+    uint64_t sig, t_ns;
+  };
+  struct Held {
+    uint64_t key;
+    wire::Event e;
+    bool operator>(const Held& o) const { return key > o.key; }
+  };
+  bool IsStepName(const std::string& n) const;
+  void OnRange(const wire::Event& e);
+  void Process(const wire::Event& e);
+  void Release(bool all);
+
+  RankDiag d_;
+  std::unique_ptr<StepTimeline> tl_;
+  std::string step_range_;                            // GPUWATCH_STEP_RANGE
+  std::unordered_map<uint32_t, std::string> names_;   // step-like range names by id (bounded)
+  uint32_t step_name_id_ = 0;
+  uint64_t step_depth_ = UINT64_MAX;
+  uint64_t pending_[kSyncKinds] = {}, pending_n_[kSyncKinds] = {};
+  uint64_t cur_mid_ = 0, cur_mid_n_ = 0;
+  std::unordered_map<uint64_t, std::pair<int, uint64_t>> comms_;  // comm_id -> (nranks, hash)
+  std::vector<Anchor> coll_anchors_, sync_anchors_;
+  // Host events wait here to be processed in time order: the library sends a collective
+  // only once its GPU time is known, after the syncs that followed it.
+  std::priority_queue<Held, std::vector<Held>, std::greater<Held>> held_;
+  uint64_t newest_host_ = 0;
+};
+
+}  // namespace gpuwatch::collector::diag

@@ -1,0 +1,80 @@
+// steps: the diagnosis section (issue 6). Per rank: `steps` and `findings`; job level:
+// `steps` (median over ranks), `findings` (ranked, straggler included) and `verdict`.
+// The job instance's WriteText is the verdict and the ranked findings, which
+// report/summary_text.cpp prints first.
+#include <algorithm>
+
+#include "analyze/analysis.h"
+#include "analyze/findings.h"
+#include "analyze/steps.h"
+#include "report/format.h"
+
+namespace gpuwatch::collector {
+namespace {
+
+class StepsAnalysis final : public RankAnalysis {
+ public:
+  const char* name() const override { return "steps"; }
+  void OnHello(const wire::Hello& h) override { c_.OnHello(h); }
+  void OnBatch(const wire::Batch& b) override { c_.OnBatch(b); }
+  void Merge(const RankAnalysis& other) override {
+    job_ = true;
+    ranks_.push_back(static_cast<const StepsAnalysis&>(other).c_.Result());
+  }
+
+  void WriteJson(nlohmann::json& obj) const override {
+    if (!job_) {
+      const diag::RankDiag d = c_.Result();
+      obj["steps"] = diag::StepsJson(d);
+      obj["findings"] = diag::FindingsJson(diag::RankFindings(d));
+      return;
+    }
+    const auto f = diag::JobFindings(ranks_);
+    std::vector<uint64_t> counts;
+    std::vector<double> med;
+    std::string source = ranks_.empty() ? "none" : ranks_[0].step_source;
+    for (const auto& r : ranks_) {
+      counts.push_back(r.steps_total);
+      med.push_back(r.StepMedianS());
+      if (r.step_source != source) source = "mixed";
+    }
+    std::sort(med.begin(), med.end());
+    obj["steps"] = {{"count", diag::Percentile(counts, 0.5)},
+                    {"source", source},
+                    {"median_ms", med.empty() ? 0.0 : med[med.size() / 2] * 1e3}};
+    obj["findings"] = diag::FindingsJson(f);
+    obj["verdict"] = diag::Verdict(ranks_, f);
+  }
+
+  void WriteText(std::string& out) const override {
+    if (job_) {
+      out += diag::FindingsText(ranks_, diag::JobFindings(ranks_));
+      return;
+    }
+    const diag::RankDiag d = c_.Result();
+    const auto dur = diag::StepDurations(d);
+    if (d.steps_total)
+      out += Printf("  steps %llu (%s): median %s, p90 %s\n",
+                    static_cast<unsigned long long>(d.steps_total), Clip(d.step_source, 30).c_str(),
+                    FmtDuration(diag::Percentile(dur, 0.5) * 1e-9).c_str(),
+                    FmtDuration(diag::Percentile(dur, 0.9) * 1e-9).c_str());
+    else
+      out += "  steps: none found (no NVTX step range, no repeating pattern)\n";
+    const auto f = diag::RankFindings(d);
+    for (size_t i = 0; i < f.size() && i < 3; ++i)
+      out += Clip(Printf("    %s %s: %s (%.0f%%)", f[i].severity.c_str(), f[i].id.c_str(),
+                         FmtDuration(f[i].time_lost_s).c_str(), 100 * f[i].share),
+                  kTextWidth) + "\n";
+  }
+
+ private:
+  diag::StepsCollector c_;
+  bool job_ = false;
+  std::vector<diag::RankDiag> ranks_;
+};
+
+}  // namespace
+
+std::unique_ptr<RankAnalysis> MakeStepsAnalysis() { return std::make_unique<StepsAnalysis>(); }
+
+}  // namespace gpuwatch::collector

@@ -1,0 +1,85 @@
+// Every threshold the diagnosis (steps.cpp, steps_timeline.cpp, findings.cpp) uses, in one
+// place, with where it comes from. "field-facts" is /work/shared/notes/field-facts.md;
+// "inferred" means chosen here and not yet checked against real jobs: revisit with data.
+#pragma once
+#include <cstdint>
+
+namespace gpuwatch::collector::diag {
+
+// --- Steps -------------------------------------------------------------------------------
+// Default NVTX ranges that mark a training step when GPUWATCH_STEP_RANGE is not set: an
+// exact match on one of these (case-insensitive), else any range whose name contains
+// "step". (Issue 6; PyTorch Lightning / HF Trainer / the scenario driver use these names.)
+inline constexpr const char* kDefaultStepRanges[] = {"train_step", "step", "training_step",
+                                                     "optimizer_step", "iteration"};
+// Step records kept per rank (16 numbers each, ~200 B): the memory bound of the analysis.
+// Beyond it, steps still count in `count` but get no per-step breakdown.
+inline constexpr uint64_t kMaxSteps = 100000;
+// Inferring steps without NVTX: anchors (collectives, else host syncs) kept for finding the
+// period, and the longest period tried. Inferred.
+inline constexpr uint64_t kMaxAnchors = 200000;
+inline constexpr uint64_t kMaxPeriod = 64;
+// A period is accepted when this share of the anchors repeats the signature one period
+// earlier. Inferred.
+inline constexpr double kPeriodMatch = 0.9;
+
+// Host events are processed in time order after waiting this long behind the newest one
+// (the library holds a collective back until its CUDA events complete), at most kMaxHeld.
+inline constexpr uint64_t kHostHorizonNs = 500'000'000;
+inline constexpr uint64_t kMaxHeld = 1 << 18;
+
+// --- Device timeline ---------------------------------------------------------------------
+// Reorder window behind the newest device record (as analyze/gpu_timeline.h: the library
+// lags ~1 s) and its cap.
+inline constexpr uint64_t kHorizonNs = 2'000'000'000;
+inline constexpr uint64_t kMaxPending = 1 << 18;
+inline constexpr uint64_t kApiKeepNs = 4'000'000'000;
+inline constexpr uint64_t kMaxApis = 1 << 18;
+inline constexpr uint64_t kMaxSyncs = 1 << 16;
+// An idle gap that the launching call started after, and that is at least this long, is
+// host work (data loading, Python) rather than launch overhead. HTA calls gaps under
+// 30 us "kernel_wait" (field-facts); eager PyTorch spends tens of µs of Python dispatch per
+// op, so 100 µs separates per-op launch overhead from per-step host work. Inferred.
+inline constexpr uint64_t kLaunchGapNs = 100'000;
+// Host-blocking copies of at most this many bytes are `.item()`/`.cpu()`-style syncs, not
+// bulk transfers: Nsight Systems' sync-memcpy rule ignores H2D copies of 64 KB or less
+// (field-facts); the same bound is used for D2H here.
+inline constexpr uint64_t kSmallCopyBytes = 64 * 1024;
+
+// --- Periodic stalls ---------------------------------------------------------------------
+// A step is a stall when it lasts more than this times the median step and most of its
+// excess is GPU idle time. Practitioners' "periodic drops in utilization" (issue 6);
+// factor inferred.
+inline constexpr double kStallFactor = 2.0;
+inline constexpr double kStallIdleShare = 0.5;
+// At least this many stalls, the most common distance between them shared by this share
+// of the distances, make a period.
+inline constexpr uint64_t kMinStalls = 2;
+inline constexpr double kPeriodShare = 0.5;
+
+// --- Straggler ---------------------------------------------------------------------------
+// A rank is the straggler when it reaches a collective last in at least this share of the
+// collectives all ranks made (HTA's straggler analysis looks at which ranks start the
+// most-varying communication kernel last; field-facts) ...
+inline constexpr double kStragglerLastShare = 0.5;
+// ... and the others' mean wait for it is at least this share of the median step (or of
+// the median gap between collectives without steps). NVIDIA's straggler detector flags a
+// rank at a relative score below ~0.7 (field-facts); 5% is a gentler, inferred bound.
+inline constexpr double kStragglerMinWaitShare = 0.05;
+// Collective calls kept per rank for matching across ranks.
+inline constexpr uint64_t kMaxCollCalls = 1 << 16;
+
+// --- Findings ----------------------------------------------------------------------------
+// Severity from the share of the rank's stepped time (or active time) a finding costs.
+// High at 20%: the Nsight Systems utilization rule fires under 50% GPU utilization
+// (field-facts), i.e. half the time lost; a fifth is already worth acting on first.
+// Medium at 5%, and below 1% a finding is not reported. Inferred.
+inline constexpr double kHighShare = 0.20;
+inline constexpr double kMediumShare = 0.05;
+inline constexpr double kReportShare = 0.01;
+// launch_bound needs most kernels to be shorter than their launch call (HTA's "short
+// kernel", field-facts) ...
+inline constexpr double kShortKernelShare = 0.5;
+// Old versions flagged by `environment` (not implemented yet; see docs/summary-schema.md).
+
+}  // namespace gpuwatch::collector::diag

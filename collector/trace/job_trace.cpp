@@ -1,0 +1,54 @@
+#include "trace/job_trace.h"
+
+#include "report/format.h"
+
+namespace gpuwatch::collector {
+
+std::unique_ptr<JobTrace> JobTrace::Open(const std::string& path, const TraceOptions& options,
+                                         std::string* error) {
+  if (options.level == TraceLevel::kOff) {
+    *error = "trace off";
+    return nullptr;
+  }
+  auto file = TraceFile::Open(path, options, error);
+  if (!file) return nullptr;
+  return std::unique_ptr<JobTrace>(new JobTrace(std::move(file)));
+}
+
+RankTrace* JobTrace::ForRank(const wire::Hello& hello) {
+  auto key = std::make_tuple(hello.rank(), hello.host(), hello.pid());
+  auto it = ranks_.find(key);
+  if (it != ranks_.end()) return it->second.get();
+  // Perfetto merges processes by pid: ranks on different hosts may share one.
+  int32_t pid = hello.pid();
+  if (pid <= 0 || pids_.count(pid)) pid = 0x40000000 + static_cast<int32_t>(ranks_.size());
+  pids_.insert(pid);
+  const uint32_t seq = static_cast<uint32_t>(ranks_.size()) + 1;
+  auto rank = std::make_unique<RankTrace>(file_.get(), seq, pid, hello);
+  file_->Flush();
+  return ranks_.emplace(key, std::move(rank)).first->second.get();
+}
+
+void JobTrace::OnHang(const Hang& hang) {
+  for (auto& [key, rank] : ranks_)
+    if (std::get<0>(key) == hang.rank && std::get<1>(key) == hang.host &&
+        std::get<2>(key) == hang.pid)
+      rank->OnHang(hang);
+}
+
+std::string JobTrace::Describe() const {
+  uint64_t dropped = 0;
+  for (const auto& [key, rank] : ranks_) dropped += rank->dropped_slices();
+  std::string s = Printf("%s: %s, %llu packets, %zu rank(s)", file_->path().c_str(),
+                         FmtBytes(file_->bytes()).c_str(),
+                         static_cast<unsigned long long>(file_->packets()), ranks_.size());
+  if (file_->detail_capped()) s += "; size cap reached, detail stopped there";
+  if (file_->dropped_packets())
+    s += Printf("; %llu packets past the hard cap not written",
+                static_cast<unsigned long long>(file_->dropped_packets()));
+  if (dropped) s += Printf("; %llu slices dropped (lanes full)", static_cast<unsigned long long>(dropped));
+  if (!file_->error().empty()) s += "; " + file_->error();
+  return s;
+}
+
+}  // namespace gpuwatch::collector

@@ -1,0 +1,47 @@
+// The trace of one job: one file (OUT/trace.perfetto-trace), one packet sequence and one
+// process track per rank (rank_trace.h). The aggregate stage feeds it: JobTable creates it
+// with the job (set_trace_factory), each RankAggregate passes its batches to its rank's
+// part, and hangs found by JobTable::CheckHangs become instant events.
+//
+// Clocks: timestamps are the ranks' CLOCK_MONOTONIC nanoseconds, written as they are. All
+// ranks of one host share that clock; ranks on other hosts are not aligned yet (TODO in
+// docs/TRACE.md: estimate each host's offset from Hello/heartbeat arrival times).
+#pragma once
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <tuple>
+
+#include "aggregate/hang.h"
+#include "gpuwatch.pb.h"
+#include "trace/rank_trace.h"
+#include "trace/trace_file.h"
+
+namespace gpuwatch::collector {
+
+class JobTrace {
+ public:
+  // Creates the trace file at `path`; null with `error` when the level is off or the file
+  // cannot be created.
+  static std::unique_ptr<JobTrace> Open(const std::string& path, const TraceOptions& options,
+                                        std::string* error);
+
+  // The part of the trace of the rank that said `hello` (the same one after a reconnect).
+  RankTrace* ForRank(const wire::Hello& hello);
+  void OnHang(const Hang& hang);
+  void Flush() { file_->Flush(); }
+
+  const TraceFile& file() const { return *file_; }
+  // One line for the log: where, how big, what was left out.
+  std::string Describe() const;
+
+ private:
+  explicit JobTrace(std::unique_ptr<TraceFile> file) : file_(std::move(file)) {}
+
+  std::unique_ptr<TraceFile> file_;
+  std::map<std::tuple<int, std::string, int>, std::unique_ptr<RankTrace>> ranks_;
+  std::set<int32_t> pids_;
+};
+
+}  // namespace gpuwatch::collector

@@ -1,0 +1,78 @@
+// The trace file (OUT/trace.perfetto-trace) and its size control. A Perfetto trace is a
+// sequence of `Trace.packet` records (tag 0x0A, varint length, TracePacket bytes); packets
+// are appended whole, one write(2) per batch, so the file is valid up to the last complete
+// packet whatever happens to the collector.
+//
+// Size control (docs/TRACE.md): the level is GPUWATCH_TRACE=off|summary|full (collector
+// option --trace). `full` is written until the file reaches max_bytes (--trace-max-mib,
+// GPUWATCH_TRACE_MAX_MIB, default 512 MiB); then the rest of the run is written at the
+// `summary` level (host syncs, copies, collectives, counters, findings) until a hard stop at
+// max_bytes + max_bytes/8, after which nothing more is written.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace perfetto::protos {
+class TracePacket;
+}
+
+namespace gpuwatch::collector {
+
+enum class TraceLevel { kOff = 0, kSummary = 1, kFull = 2 };
+
+constexpr uint64_t kDefaultTraceMaxMib = 512;
+constexpr const char* kTraceFileName = "trace.perfetto-trace";
+
+struct TraceOptions {
+  TraceLevel level = TraceLevel::kFull;
+  uint64_t max_bytes = kDefaultTraceMaxMib << 20;
+};
+
+// "off", "summary", "full" (also "0"/"1"); false for anything else.
+bool ParseTraceLevel(const std::string& s, TraceLevel* level);
+const char* TraceLevelName(TraceLevel level);
+// Applies GPUWATCH_TRACE and GPUWATCH_TRACE_MAX_MIB when set; false with `error` when one
+// is malformed (the options are then left as they were for that variable).
+bool TraceOptionsFromEnv(TraceOptions* options, std::string* error);
+
+class TraceFile {
+ public:
+  // Creates (truncates) `path`, making its directory. Null with `error` on failure.
+  static std::unique_ptr<TraceFile> Open(const std::string& path, const TraceOptions& options,
+                                         std::string* error);
+  ~TraceFile();
+  TraceFile(const TraceFile&) = delete;
+  TraceFile& operator=(const TraceFile&) = delete;
+
+  // What may be written now: the configured level, lowered by the size caps.
+  TraceLevel level() const;
+  bool detail_capped() const { return bytes() >= opt_.max_bytes; }
+  // Buffers one packet. At the hard stop it is dropped and so is everything after it;
+  // `reserve_after`: room that must remain for packets that complete this one (a slice's
+  // END, a flow's other end), so a slice or flow is never left open by the cap.
+  void Append(const perfetto::protos::TracePacket& packet, size_t reserve_after = 0);
+  // Writes the buffered packets (whole packets only). A write error stops the trace.
+  void Flush();
+
+  const std::string& path() const { return path_; }
+  uint64_t bytes() const { return written_ + buf_.size(); }
+  uint64_t packets() const { return packets_; }
+  uint64_t dropped_packets() const { return dropped_; }
+  const std::string& error() const { return error_; }
+
+ private:
+  TraceFile(std::string path, int fd, TraceOptions options);
+  uint64_t hard_max() const { return opt_.max_bytes + opt_.max_bytes / 8; }
+
+  std::string path_;
+  int fd_ = -1;
+  TraceOptions opt_;
+  std::string buf_;
+  std::string scratch_;
+  uint64_t written_ = 0, packets_ = 0, dropped_ = 0;
+  bool stopped_ = false;  // a packet hit the hard stop: nothing more is written
+  std::string error_;
+};
+
+}  // namespace gpuwatch::collector

@@ -1,0 +1,176 @@
+// The reliability promises on the rank side (docs/RELIABILITY.md): whatever goes wrong
+// around gpuwatch, the job behaves as without it, and what was recorded is not lost — it
+// reaches the collector or the spool, and `gpuwatch report` rebuilds the summary.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+
+#include <chrono>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "scenario_model.h"
+#include "subprocess.h"
+#include "truth_check.h"
+
+namespace fs = std::filesystem;
+namespace e2e = gpuwatch::e2e;
+using nlohmann::json;
+
+namespace {
+
+const std::string kApp = GPUWATCH_BIN_DIR "/gw_fault_app";
+
+std::map<std::string, std::string> Env(const std::string& work, bool autostart) {
+  return {{"LD_PRELOAD", GPUWATCH_LIB},       {"LD_LIBRARY_PATH", GPUWATCH_SIM_DIR},
+          {"GPUWATCH_SOCKET_DIR", work + "/sock"}, {"GPUWATCH_OUT", work + "/out"},
+          {"GPUWATCH_AUTOSTART", autostart ? "1" : "0"}};
+}
+
+// Rebuilds the summary from what is on disk (collector journal and/or spools).
+json Report(const std::string& out) {
+  auto res = e2e::Run({GPUWATCH_BIN_DIR "/gpuwatch", "report", out}, {}, 60);
+  INFO(res.err);
+  REQUIRE(res.exit_code == 0);
+  return json::parse(e2e::ReadFile(out + "/summary.json"));
+}
+
+uint64_t H2dCount(const json& summary) {
+  uint64_t n = 0;
+  for (const json& r : summary["ranks"]) n += r["memcpy"]["h2d"]["count"].get<uint64_t>();
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("faults: no collector and autostart disabled: spool, job unaffected") {
+  const std::string work = e2e::FreshDir("faults-no-collector");
+  auto res = e2e::Run({kApp, "exit", "500"}, Env(work, false), 60);
+  CHECK(res.exit_code == 7);  // the program's own exit status
+  CHECK(res.out == "fault_app: 500 copies done\n");
+  CHECK(res.err.find("spooling to") != std::string::npos);
+  CHECK_FALSE(fs::exists(work + "/sock/collector.sock"));
+  const json summary = Report(work + "/out");
+  CHECK(H2dCount(summary) == 500);
+  CHECK(summary["ranks"][0]["ended"] == "normal");
+}
+
+TEST_CASE("faults: every way of ending keeps what was recorded") {
+  struct Case {
+    const char* mode;
+    int exit_code;  // -1: killed by the signal
+  };
+  for (const Case c : {Case{"return", 0}, Case{"exit", 7}, Case{"throw", -1}, Case{"sigterm", -1}, Case{"sigint", -1},
+                       Case{"fork", 0}}) {
+    DYNAMIC_SECTION(c.mode) {
+      const std::string work = e2e::FreshDir(std::string("faults-end-") + c.mode);
+      auto res = e2e::Run({kApp, c.mode, "300"}, Env(work, false), 60);
+      INFO(res.err);
+      CHECK(res.exit_code == c.exit_code);
+      if (c.exit_code < 0) CHECK(res.signal != 0);
+      const json summary = Report(work + "/out");
+      REQUIRE(summary["ranks"].size() == 1);  // the forked child stayed silent
+      CHECK(H2dCount(summary) == 300);
+    }
+  }
+}
+
+TEST_CASE("faults: a burst of millions of calls drops and counts, never blocks") {
+  const std::string work = e2e::FreshDir("faults-burst");
+  auto env = Env(work, false);
+  env["GPUWATCH_RING_RECORDS"] = "1024";
+  env["GPUWATCH_FLUSH_MS"] = "200";
+  const auto t0 = std::chrono::steady_clock::now();
+  auto res = e2e::Run({kApp, "burst", "2000000"}, env, 120);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  INFO(res.err << " took " << s << " s");
+  CHECK(res.exit_code == 0);
+  const json summary = Report(work + "/out");
+  const json& rank = summary["ranks"][0];
+  const json& dropped = rank["dropped"];
+  const uint64_t ring_full = dropped.value("ring_full", uint64_t{0});
+  CHECK(ring_full > 0);
+  // Every call (2,000,000 copies and the final stream sync) is recorded or counted as
+  // dropped, whatever the reason (a full ring, or a full buffer while nothing takes data).
+  const uint64_t syncs = rank["sync"]["by_api"].contains("cudaStreamSynchronize")
+                             ? rank["sync"]["by_api"]["cudaStreamSynchronize"]["count"].get<uint64_t>()
+                             : 0;
+  CHECK(H2dCount(summary) + syncs + ring_full + dropped.value("collector_unreachable", uint64_t{0}) +
+            dropped.value("spool_full", uint64_t{0}) ==
+        2000001);
+}
+
+TEST_CASE("faults: collector killed with SIGKILL mid-run: ranks spool, the report matches the truth") {
+  const std::string work = e2e::FreshDir("faults-collector-killed");
+  const std::string file = std::string(GPUWATCH_SCENARIOS_DIR) + "/checkpoint_stall.json";
+  const auto scenario = gpuwatch::scenario::load_scenario(file);
+  const std::string sock = work + "/collector.sock";
+  const int collector =
+      e2e::Spawn({GPUWATCH_BIN_DIR "/gpuwatch-collector", "--listen", sock, "--out", work + "/out"}, {},
+                 work + "/collector.log");
+  REQUIRE(e2e::WaitForFile(sock, 10));
+  auto env = Env(work, false);
+  env["GPUWATCH_COLLECTOR"] = sock;
+  const int job = e2e::Spawn({GPUWATCH_BIN_DIR "/gpuwatch-scenario", "--sim", "--truth", work + "/truth", file}, env,
+                             work + "/job.log");
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));  // the ranks are mid-run
+  kill(collector, SIGKILL);
+  e2e::Wait(collector, 10);
+  const int rc = e2e::Wait(job, 120);
+  INFO(e2e::ReadFile(work + "/job.log"));
+  REQUIRE(rc == 0);  // the job did not notice
+  CHECK(e2e::ReadFile(work + "/job.log").find("spooling to") != std::string::npos);
+  const json summary = Report(work + "/out");
+  e2e::CheckSummaryAgainstTruth(scenario, summary, work + "/truth");
+}
+
+namespace {
+// The rank processes the scenario driver started, by rank.
+std::map<int, int> RankPids(int driver_pid) {
+  std::map<int, int> out;
+  std::istringstream kids(e2e::ReadFile("/proc/" + std::to_string(driver_pid) + "/task/" +
+                                        std::to_string(driver_pid) + "/children"));
+  for (int pid; kids >> pid;) {
+    const std::string env = e2e::ReadFile("/proc/" + std::to_string(pid) + "/environ");
+    for (size_t at = 0; at < env.size(); at = env.find('\0', at) + 1) {
+      if (env.compare(at, 5, "RANK=") == 0) out[std::atoi(env.c_str() + at + 5)] = pid;
+      if (env.find('\0', at) == std::string::npos) break;
+    }
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("faults: a rank stuck in a collective is reported at once, naming where each rank is") {
+  const std::string work = e2e::FreshDir("faults-hang");
+  const std::string sock = work + "/collector.sock";
+  const int collector = e2e::Spawn(
+      {GPUWATCH_BIN_DIR "/gpuwatch-collector", "--listen", sock, "--out", work + "/out", "--hang-s", "1"}, {},
+      work + "/collector.log");
+  REQUIRE(e2e::WaitForFile(sock, 10));
+  auto env = Env(work, false);
+  env["GPUWATCH_COLLECTOR"] = sock;
+  const int job = e2e::Spawn({GPUWATCH_BIN_DIR "/gpuwatch-scenario", "--sim", "--timeout", "60",
+                              std::string(GPUWATCH_SCENARIOS_DIR) + "/comm_bound.json"},
+                             env, work + "/job.log");
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const auto ranks = RankPids(job);
+  REQUIRE(ranks.count(1) == 1);
+  kill(ranks.at(1), SIGSTOP);  // rank 1 stops arriving: rank 0 waits in its collective
+  bool reported = false;
+  for (int i = 0; i < 100 && !reported; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    reported = e2e::ReadFile(work + "/collector.log").find("hang: job") != std::string::npos;
+  }
+  const std::string log = e2e::ReadFile(work + "/collector.log");
+  INFO(log);
+  CHECK(reported);
+  CHECK(log.find("rank 0") != std::string::npos);
+  kill(ranks.at(1), SIGCONT);
+  for (auto& [r, pid] : ranks) kill(pid, SIGKILL);
+  e2e::Wait(job, 30);
+  kill(collector, SIGTERM);
+  e2e::Wait(collector, 30);
+}

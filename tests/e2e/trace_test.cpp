@@ -1,0 +1,80 @@
+// The Perfetto trace of whole runs: bundled scenarios under LD_PRELOAD on the simulated GPU,
+// with an autostarted collector; OUT/trace.perfetto-trace must pass the validator
+// (tests/unit/collector/test_trace_validator.h) and hold as many kernels, copies and
+// collectives per rank as summary.json counts.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "subprocess.h"
+#include "test_trace_validator.h"
+
+namespace fs = std::filesystem;
+using gpuwatch::e2e::FreshDir;
+using gpuwatch::e2e::ReadFile;
+using gpuwatch::e2e::Run;
+using gpuwatch::e2e::WaitForFile;
+using nlohmann::json;
+
+namespace {
+
+uint64_t Count(const json& j, std::initializer_list<const char*> path) {
+  const json* p = &j;
+  for (const char* k : path) {
+    if (!p->is_object() || !p->contains(k) || (*p)[k].is_null()) return 0;
+    p = &(*p)[k];
+  }
+  return p->is_number() ? p->get<uint64_t>() : 0;
+}
+
+void CheckTrace(const std::string& scenario) {
+  const std::string file = std::string(GPUWATCH_SCENARIOS_DIR) + "/" + scenario + ".json";
+  const std::string work = FreshDir("trace-" + scenario), out = work + "/out";
+  auto res = Run({GPUWATCH_BIN_DIR "/gpuwatch-scenario", "--sim", file},
+                 {{"LD_PRELOAD", GPUWATCH_LIB}, {"GPUWATCH_SOCKET_DIR", work + "/sock"},
+                  {"GPUWATCH_OUT", out}, {"GPUWATCH_TRACE", "full"}},
+                 120);
+  INFO("driver stderr:\n" << res.err);
+  REQUIRE(res.exit_code == 0);
+  REQUIRE(WaitForFile(out + "/summary.json", 30));
+  const json summary = json::parse(ReadFile(out + "/summary.json"));
+  const std::string data = ReadFile(out + "/trace.perfetto-trace");
+  const gwtrace::TraceReport rep = gwtrace::ValidateTrace(data, false);
+  INFO(rep.First());
+  REQUIRE(rep.errors.empty());
+  REQUIRE(rep.processes.size() == summary["ranks"].size());
+  for (const json& r : summary["ranks"]) {
+    const std::string name = "rank " + std::to_string(r["rank"].get<int>()) + " · " +
+                             r["host"].get<std::string>() + " · pid " +
+                             std::to_string(r["pid"].get<int>());
+    INFO(name);
+    REQUIRE(rep.processes.count(name));
+    const gwtrace::RankCounts& c = rep.processes.at(name);
+    if (!r["gpu"]["kernels"].is_null())
+      CHECK(c.kernels == Count(r, {"gpu", "kernels", "count"}) + Count(r, {"gpu", "comm_kernels", "count"}));
+    CHECK(c.gpu_h2d == Count(r, {"gpu", "memcpy", "h2d", "count"}));
+    CHECK(c.gpu_d2h == Count(r, {"gpu", "memcpy", "d2h", "count"}));
+    CHECK(c.host_h2d == Count(r, {"memcpy", "h2d", "count"}));
+    CHECK(c.host_d2h == Count(r, {"memcpy", "d2h", "count"}));
+    for (const auto& [op, v] : r["collectives"].items()) {
+      INFO(op);
+      CHECK(c.collectives.count(op));
+      if (c.collectives.count(op)) CHECK(c.collectives.at(op) == v["count"].get<uint64_t>());
+    }
+    CHECK(c.counters > 0);
+  }
+  const uint64_t events = rep.slices + rep.counter_events + rep.instants;
+  std::cout << "trace " << scenario << ": " << data.size() << " bytes, " << rep.slices
+            << " slices, " << rep.counter_events << " counter samples, " << rep.flows
+            << " flows, " << rep.track_events << " track events; "
+            << static_cast<double>(data.size()) / events << " bytes per event, "
+            << static_cast<double>(data.size()) / rep.track_events << " per track event\n";
+}
+
+}  // namespace
+
+TEST_CASE("trace: healthy run validates, counts equal the summary's") { CheckTrace("healthy"); }
+TEST_CASE("trace: launch_bound run validates, counts equal the summary's") { CheckTrace("launch_bound"); }
+TEST_CASE("trace: comm_bound run validates, counts equal the summary's") { CheckTrace("comm_bound"); }

@@ -1,0 +1,144 @@
+// Comparing a summary.json with the truth files of a scenario run (see truth_check.h).
+#include "truth_check.h"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+#include "subprocess.h"
+
+namespace sc = gpuwatch::scenario;
+using nlohmann::json;
+
+namespace gpuwatch::e2e {
+namespace {
+
+// Times: 5% or 0.5 ms, whichever is larger (issue #3).
+void CheckTime(const std::string& what, double got, double want) {
+  const double tol = std::max(0.05 * want, 0.0005);
+  INFO(what << ": summary " << got << " s, truth " << want << " s");
+  CHECK(std::abs(got - want) <= tol);
+}
+
+// GPU figures against the device truth: 3% (issue #4), with a 0.2 ms floor for near-zero sums.
+void CheckGpu(const std::string& what, double got, double want) {
+  const double tol = std::max(0.03 * want, 0.0002);
+  INFO("gpu " << what << ": summary " << got << " s, device truth " << want << " s");
+  CHECK(std::abs(got - want) <= tol);
+}
+
+uint64_t U(const json& j, const char* key) { return j.contains(key) ? j[key].get<uint64_t>() : 0; }
+double D(const json& j, const char* key) { return j.contains(key) ? j[key].get<double>() : 0.0; }
+const json& Sub(const json& j, const char* key) {
+  static const json empty = json::object();
+  return j.contains(key) ? j[key] : empty;
+}
+
+// What the copies of a scenario should look like when classified by the library.
+struct CopyExpect {
+  uint64_t pageable_count = 0, pageable_bytes = 0, blocking_count = 0;
+};
+
+void CountCopies(const sc::Scenario& s, sc::OpKind kind, CopyExpect& e) {
+  for (int step = 0; step < s.steps; ++step) {
+    for (const sc::Op* op : s.ops_for_step(step)) {
+      if (op->kind == kind) {
+        if (!op->pinned) {
+          e.pageable_count++;
+          e.pageable_bytes += op->bytes;
+        }
+        if (!op->async || !op->pinned) e.blocking_count++;
+      }
+      // item: a 4-byte cudaMemcpyAsync into a pageable local, which blocks the host.
+      if (kind == sc::OpKind::D2H && op->kind == sc::OpKind::Item) {
+        e.pageable_count++;
+        e.pageable_bytes += 4;
+        e.blocking_count++;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void CheckRank(const sc::Scenario& s, const json& rank, const json& truth, const json& device) {
+  const int r = rank["rank"].get<int>();
+  INFO("rank " << r);
+  const json& ops = truth["ops"];
+  const json& kinds = device["kinds"];
+  const json& item = Sub(ops, "item");
+
+  CHECK(rank["world_size"].get<int>() == s.ranks);
+  CHECK(U(Sub(rank, "kernels"), "launches") == U(Sub(ops, "kernels"), "count"));
+
+  // Copies.
+  const json& h2d = Sub(Sub(rank, "memcpy"), "h2d");
+  const json& d2h = Sub(Sub(rank, "memcpy"), "d2h");
+  CHECK(U(h2d, "count") == U(Sub(ops, "h2d"), "count"));
+  CHECK(U(h2d, "bytes") == U(Sub(ops, "h2d"), "bytes"));
+  CHECK(U(d2h, "count") == U(Sub(ops, "d2h"), "count") + U(item, "count"));
+  CHECK(U(d2h, "bytes") == U(Sub(ops, "d2h"), "bytes") + 4 * U(item, "count"));
+  CopyExpect eh, ed;
+  CountCopies(s, sc::OpKind::H2D, eh);
+  CountCopies(s, sc::OpKind::D2H, ed);
+  CHECK(U(h2d, "pageable_count") == eh.pageable_count);
+  CHECK(U(h2d, "pageable_bytes") == eh.pageable_bytes);
+  CHECK(U(h2d, "blocking_count") == eh.blocking_count);
+  CHECK(U(d2h, "pageable_count") == ed.pageable_count);
+  CHECK(U(d2h, "pageable_bytes") == ed.pageable_bytes);
+  CHECK(U(d2h, "blocking_count") == ed.blocking_count);
+  CheckTime("h2d host time", D(h2d, "total_s"), D(Sub(ops, "h2d"), "total_s"));
+
+  // Syncs. The driver ends with one cudaDeviceSynchronize outside the scenario's ops.
+  const json& by_api = Sub(Sub(rank, "sync"), "by_api");
+  const json& stream_sync = Sub(by_api, "cudaStreamSynchronize");
+  CHECK(U(stream_sync, "count") == U(Sub(ops, "sync_stream"), "count") + U(item, "count"));
+  CHECK(U(Sub(by_api, "cudaDeviceSynchronize"), "count") == U(Sub(ops, "sync_device"), "count") + 1);
+  CHECK(U(Sub(by_api, "cudaEventSynchronize"), "count") == U(Sub(ops, "sync_event"), "count"));
+  if (U(item, "count") == 0) {
+    CheckTime("d2h host time", D(d2h, "total_s"), D(Sub(ops, "d2h"), "total_s"));
+    CheckTime("stream sync time", D(stream_sync, "total_s"), D(Sub(ops, "sync_stream"), "total_s"));
+  } else {
+    // item = a blocking copy + a stream sync; the driver times them together.
+    CheckTime("d2h + stream sync time", D(d2h, "total_s") + D(stream_sync, "total_s"),
+              D(Sub(ops, "d2h"), "total_s") + D(item, "total_s") + D(Sub(ops, "sync_stream"), "total_s"));
+  }
+  if (U(Sub(ops, "sync_event"), "count") > 0) {
+    CheckTime("event sync time", D(Sub(by_api, "cudaEventSynchronize"), "total_s"),
+              D(Sub(ops, "sync_event"), "total_s"));
+  }
+
+  // Collectives: counts and bytes from the driver, GPU time from the device truth.
+  for (const char* op : {"allreduce", "allgather", "reducescatter", "broadcast"}) {
+    INFO(op);
+    const json& got = Sub(Sub(rank, "collectives"), op);
+    CHECK(U(got, "count") == U(Sub(ops, op), "count"));
+    CHECK(U(got, "bytes") == U(Sub(ops, op), "bytes"));
+    if (U(Sub(ops, op), "count") > 0) CheckTime("collective GPU time", D(got, "total_s"), D(Sub(kinds, op), "device_s"));
+  }
+  CHECK(U(rank, "dropped_total") == 0);
+
+  // The GPU timeline from (simulated) CUPTI against the device model's own account: 3%.
+  const json& gpu = Sub(rank, "gpu");
+  CHECK(gpu.value("source", "") == "cupti");
+  CheckGpu("busy", D(gpu, "busy_s"), D(device, "busy_s"));
+  CheckGpu("gaps", D(Sub(gpu, "gaps"), "total_s"), D(Sub(device, "gaps"), "total_s"));
+  CHECK(U(Sub(gpu, "gaps"), "count") == U(Sub(device, "gaps"), "count"));
+  const json& kernels = Sub(gpu, "kernels");
+  CHECK(U(kernels, "count") == U(Sub(kinds, "kernel"), "count"));
+  CheckGpu("kernel time", D(kernels, "total_s"), D(Sub(kinds, "kernel"), "device_s"));
+}
+
+void CheckSummaryAgainstTruth(const sc::Scenario& s, const json& summary, const std::string& truth) {
+  CHECK(summary["schema"] == "gpuwatch.summary.v1");
+  REQUIRE(summary["ranks"].size() == static_cast<size_t>(s.ranks));
+  for (const json& rank : summary["ranks"]) {
+    const int r = rank["rank"].get<int>();
+    const json t = json::parse(ReadFile(truth + "/truth-rank-" + std::to_string(r) + ".json"));
+    const json d = json::parse(ReadFile(truth + "/device-rank-" + std::to_string(r) + ".json"));
+    CheckRank(s, rank, t, d);
+  }
+}
+
+}  // namespace gpuwatch::e2e

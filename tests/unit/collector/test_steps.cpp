@@ -1,0 +1,177 @@
+// Diagnosis on synthetic batches (issue 6): steps from NVTX ranges and from the pattern of
+// collectives, per-step device figures, and the findings built on them.
+#include <catch2/catch.hpp>
+
+#include "analyze/findings.h"
+#include "analyze/steps.h"
+
+namespace wire = gpuwatch::wire;
+namespace dg = gpuwatch::collector::diag;
+
+namespace {
+
+constexpr uint64_t kMs = 1'000'000, kUs = 1'000;
+
+wire::Event* Ev(wire::Batch& b, wire::Api api, uint64_t t, uint64_t dur) {
+  auto* e = b.add_events();
+  e->set_api(api);
+  e->set_t_ns(t);
+  e->set_dur_ns(dur);
+  return e;
+}
+
+void Kernel(wire::Batch& b, uint32_t corr, uint64_t api_t, uint64_t api_dur, uint64_t start,
+            uint64_t dur, uint32_t name_id = 2) {
+  auto* a = b.add_activities();
+  a->set_kind(wire::ACTIVITY_API);
+  a->set_correlation_id(corr);
+  a->set_start_ns(api_t);
+  a->set_end_ns(api_t + api_dur);
+  auto* k = b.add_activities();
+  k->set_kind(wire::ACTIVITY_KERNEL);
+  k->set_correlation_id(corr);
+  k->set_start_ns(start);
+  k->set_end_ns(start + dur);
+  k->set_name_id(name_id);
+}
+
+// `steps` steps of `host_ms` host work then one `gpu_ms` kernel, then a stream sync.
+wire::Batch Loop(int steps, uint64_t host_ms, uint64_t gpu_ms, uint64_t t0 = 1000 * kMs) {
+  wire::Batch b;
+  b.set_gpu_source(wire::GPU_SOURCE_CUPTI);
+  auto* n = b.add_kernel_names();
+  n->set_id(1);
+  n->set_name("train_step");
+  n = b.add_kernel_names();
+  n->set_id(2);
+  n->set_name("fwd");
+  uint64_t t = t0;
+  for (int s = 0; s < steps; ++s) {
+    const uint64_t start = t;
+    t += host_ms * kMs;
+    Ev(b, wire::CUDA_LAUNCH_KERNEL, t, 10 * kUs);
+    Kernel(b, s + 1, t, 10 * kUs, t + 10 * kUs, gpu_ms * kMs);
+    t += 10 * kUs;
+    Ev(b, wire::CUDA_STREAM_SYNCHRONIZE, t, gpu_ms * kMs);
+    t += gpu_ms * kMs + 10 * kUs;
+    auto* r = Ev(b, wire::NVTX_RANGE, start, t - start);
+    r->set_name_id(1);
+  }
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("collector: steps from NVTX ranges, data loading ranks first") {
+  dg::StepsCollector c;
+  c.OnBatch(Loop(10, 30, 5));
+  const dg::RankDiag d = c.Result();
+  CHECK(d.step_source == "nvtx:train_step");
+  CHECK(d.steps_total == 10);
+  CHECK(d.per_step_device);
+  CHECK(d.StepMedianS() == Approx(0.03503).epsilon(0.01));
+  const auto f = dg::RankFindings(d);
+  REQUIRE(!f.empty());
+  CHECK(f[0].id == "data_loading");
+  CHECK(f[0].severity == "high");
+  // 9 gaps of 30 ms (the first step's host work precedes any GPU work) plus nothing else.
+  CHECK(f[0].evidence["gpu_idle_waiting_for_host_s"].get<double>() == Approx(0.27).epsilon(0.01));
+  // The trailing sync of each step is not a stall.
+  for (const auto& x : f) CHECK(x.id != "sync_stall");
+  const auto j = dg::StepsJson(d);
+  CHECK(j["count"] == 10);
+  CHECK(j["per_step_ms"]["gpu_compute"].get<double>() == Approx(5.0).epsilon(0.01));
+}
+
+TEST_CASE("collector: GPUWATCH_STEP_RANGE picks the range; other names are not steps") {
+  dg::StepsCollector c;
+  wire::Hello h;
+  h.set_step_range("iteration_block");
+  c.OnHello(h);
+  c.OnBatch(Loop(5, 1, 1));
+  const dg::RankDiag d = c.Result();
+  CHECK(d.step_source.rfind("nvtx:", 0) != 0);  // train_step is not the chosen range
+}
+
+TEST_CASE("collector: steps inferred from the collective pattern without NVTX") {
+  dg::StepsCollector c;
+  wire::Batch b;
+  uint64_t t = 1000 * kMs;
+  for (int s = 0; s < 12; ++s) {
+    for (int k = 0; k < 2; ++k) {  // two collectives of different sizes per step
+      auto* e = Ev(b, wire::NCCL_ALL_REDUCE, t + k * kMs, 10 * kUs);
+      e->set_bytes(k ? 1024 : 4096);
+      e->set_comm_id(1);
+      e->set_seq(2 * s + k);
+    }
+    t += 20 * kMs;
+  }
+  c.OnBatch(b);
+  const dg::RankDiag d = c.Result();
+  CHECK(d.step_source == "inferred:collectives");
+  CHECK(d.steps_total == 11);
+  CHECK(d.StepMedianS() == Approx(0.020).epsilon(0.001));
+}
+
+TEST_CASE("collector: periodic stalls from long steps whose excess is GPU idle") {
+  dg::RankDiag d;
+  d.rank = 0;
+  d.cupti = true;
+  d.per_step_device = true;
+  for (int s = 0; s < 40; ++s) {
+    dg::StepRec r;
+    r.start = s * 1000 * kMs;
+    const bool stall = s % 10 == 9;
+    r.end = r.start + (stall ? 260 : 10) * kMs;
+    r.dev.busy = r.dev.noncomm_busy = r.dev.compute = 9 * kMs;
+    r.dev.idle[dg::kIdleHost] = (stall ? 251 : 1) * kMs;
+    d.steps.push_back(r);
+  }
+  d.steps_total = 40;
+  const auto f = dg::RankFindings(d);
+  REQUIRE(!f.empty());
+  CHECK(f[0].id == "periodic_stall");
+  CHECK(f[0].evidence["period_steps"] == 10);
+  CHECK(f[0].evidence["stalls"] == 4);
+  CHECK(f[0].time_lost_s == Approx(4 * 0.25));
+  // The stall steps' idle is not data loading.
+  for (const auto& x : f)
+    if (x.id == "data_loading") CHECK(x.time_lost_s == Approx(0.040).epsilon(0.01));
+}
+
+TEST_CASE("collector: the straggler is the rank that reaches collectives last") {
+  std::vector<dg::RankDiag> ranks(3);
+  for (int r = 0; r < 3; ++r) {
+    ranks[r].rank = r;
+    ranks[r].host = "node1";
+    for (uint64_t s = 0; s < 20; ++s) {
+      dg::StepRec st;
+      st.start = s * 30 * kMs;
+      st.end = st.start + 30 * kMs;
+      ranks[r].steps.push_back(st);
+      const uint64_t late = r == 2 ? 10 * kMs : 0;
+      ranks[r].colls.push_back({42, s, st.start + 5 * kMs + late, (r == 2 ? 1 : 11) * kMs});
+    }
+    ranks[r].steps_total = 20;
+  }
+  const auto f = dg::JobFindings(ranks);
+  REQUIRE(!f.empty());
+  CHECK(f[0].id == "straggler");
+  CHECK(f[0].ranks == std::vector<int>{2});
+  CHECK(f[0].evidence["last_share"] == 1.0);
+  CHECK(f[0].evidence["wait_s_by_rank"]["0"].get<double>() == Approx(0.2));
+  CHECK(f[0].time_lost_s == Approx(0.2));
+  const std::string v = dg::Verdict(ranks, f);
+  CHECK(v.find("straggler rank (rank 2)") != std::string::npos);
+}
+
+TEST_CASE("collector: a balanced job has no straggler and no high finding") {
+  std::vector<dg::RankDiag> ranks(2);
+  for (int r = 0; r < 2; ++r) {
+    ranks[r].rank = r;
+    ranks[r].host = "node1";
+    for (uint64_t s = 0; s < 20; ++s)
+      ranks[r].colls.push_back({7, s, s * 30 * kMs + (s + r) % 2 * 10 * kUs, 1 * kMs});
+  }
+  for (const auto& x : dg::JobFindings(ranks)) CHECK(x.id != "straggler");
+}
