@@ -89,11 +89,14 @@ int Spawn(const std::vector<std::string>& argv, const std::map<std::string, std:
   return pid;
 }
 
-int Wait(int pid, double timeout_s) {
+namespace {
+
+// Waits for pid until the deadline, then kills it. The wait status, or -1 when it was killed.
+int Reap(int pid, double timeout_s) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   int status = 0;
   for (;;) {
-    if (waitpid(pid, &status, WNOHANG) == pid) break;
+    if (waitpid(pid, &status, WNOHANG) == pid) return status;
     if (std::chrono::steady_clock::now() > until) {
       kill(pid, SIGKILL);
       waitpid(pid, &status, 0);
@@ -101,7 +104,13 @@ int Wait(int pid, double timeout_s) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+}  // namespace
+
+int Wait(int pid, double timeout_s) {
+  const int status = Reap(pid, timeout_s);
+  return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 RunResult Run(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
@@ -115,20 +124,13 @@ RunResult Run(const std::vector<std::string>& argv, const std::map<std::string, 
   if (pid < 0) {
     result.err = "spawn failed\n";
   } else {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-    int status = 0;
-    for (;;) {
-      if (waitpid(pid, &status, WNOHANG) == pid) break;
-      if (std::chrono::steady_clock::now() > until) {
-        kill(pid, SIGKILL);
-        waitpid(pid, &status, 0);
-        result.err = "[e2e] killed at the deadline\n";
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    const int status = Reap(pid, timeout_s);
+    if (status < 0) {
+      result.err = "[e2e] killed at the deadline\n";
+      result.signal = SIGKILL;
     }
-    if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
-    if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
+    if (status >= 0 && WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+    if (status >= 0 && WIFSIGNALED(status)) result.signal = WTERMSIG(status);
   }
   close(out_fd);
   close(err_fd);
