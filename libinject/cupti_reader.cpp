@@ -121,6 +121,16 @@ uint8_t CopyKindOf(uint8_t cupti_kind) {
   }
 }
 
+// The fields every device record (kernel, memcpy, memset) has under the same names.
+template <typename R>
+void DeviceFields(const CuptiState& s, const R* r, ActivityRecord& a) {
+  a.start_ns = ToMono(s, r->start);
+  a.end_ns = ToMono(s, r->end);
+  a.correlation_id = r->correlationId;
+  a.stream = r->streamId;
+  a.device = static_cast<int32_t>(r->deviceId);
+}
+
 // Parses one completed buffer. Only the record kinds gpuwatch enabled are read; CUPTI's
 // own overhead records (and anything else) are skipped, never counted as GPU work.
 void Parse(CuptiState& s, uint8_t* buffer, size_t valid, const std::function<void(const ActivityRecord&)>& fn) {
@@ -132,11 +142,7 @@ void Parse(CuptiState& s, uint8_t* buffer, size_t valid, const std::function<voi
       case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
         const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
         a.kind = kActKernel;
-        a.start_ns = ToMono(s, k->start);
-        a.end_ns = ToMono(s, k->end);
-        a.correlation_id = k->correlationId;
-        a.stream = k->streamId;
-        a.device = static_cast<int32_t>(k->deviceId);
+        DeviceFields(s, k, a);
         a.name_id = Kernels().Intern(k->name);
         a.comm_kernel = k->name && std::strstr(k->name, "nccl") != nullptr;
         break;
@@ -144,11 +150,7 @@ void Parse(CuptiState& s, uint8_t* buffer, size_t valid, const std::function<voi
       case CUPTI_ACTIVITY_KIND_MEMCPY: {
         const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(rec);
         a.kind = kActMemcpy;
-        a.start_ns = ToMono(s, m->start);
-        a.end_ns = ToMono(s, m->end);
-        a.correlation_id = m->correlationId;
-        a.stream = m->streamId;
-        a.device = static_cast<int32_t>(m->deviceId);
+        DeviceFields(s, m, a);
         a.bytes = m->bytes;
         a.copy_kind = CopyKindOf(m->copyKind);
         if (m->srcKind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE || m->dstKind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE) {
@@ -159,11 +161,7 @@ void Parse(CuptiState& s, uint8_t* buffer, size_t valid, const std::function<voi
       case CUPTI_ACTIVITY_KIND_MEMSET: {
         const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(rec);
         a.kind = kActMemset;
-        a.start_ns = ToMono(s, m->start);
-        a.end_ns = ToMono(s, m->end);
-        a.correlation_id = m->correlationId;
-        a.stream = m->streamId;
-        a.device = static_cast<int32_t>(m->deviceId);
+        DeviceFields(s, m, a);
         a.bytes = m->bytes;
         break;
       }

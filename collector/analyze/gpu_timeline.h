@@ -7,6 +7,7 @@
 // pending work (by time, with a hard cap), an API map that expires old ids, a sync list
 // pruned behind the sweep, at most kMaxKernelIds kernel names/stats, fixed histograms.
 #pragma once
+#include "kernel_names.h"
 #include <cstdint>
 #include <map>
 #include <queue>
@@ -135,10 +136,5 @@ class GpuTimeline {
   std::unordered_map<uint32_t, Name> names_;
   std::unordered_map<uint32_t, GpuStats::KernelStat> by_id_;
 };
-
-// True for NCCL's kernels: the raw or demangled name starts with "nccl".
-bool IsCommKernelName(const std::string& mangled);
-// A C++ mangled name demangled; the name itself when it is not one.
-std::string DemangleName(const std::string& name);
 
 }  // namespace gpuwatch::collector

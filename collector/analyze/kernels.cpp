@@ -2,7 +2,7 @@
 // made through driver entry points, e.g. by NCCL, cuBLASLt or Triton, are not among them),
 // and the most launched kernels by name. Names arrive mangled; we demangle only the few
 // that are printed.
-#include <cxxabi.h>
+#include "kernel_names.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -20,15 +20,6 @@ constexpr size_t kMaxKernels = 10000;
 constexpr size_t kMaxNameBytes = 4096;
 constexpr size_t kTopN = 10;
 
-std::string Demangle(const std::string& name) {
-  if (name.rfind("_Z", 0) != 0) return name;
-  int status = 0;
-  char* d = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
-  if (status != 0 || !d) return name;
-  std::string out(d);
-  std::free(d);
-  return out;
-}
 
 class KernelsAnalysis final : public RankAnalysis {
  public:
@@ -102,7 +93,7 @@ class KernelsAnalysis final : public RankAnalysis {
       return a.second != b.second ? a.second > b.second : a.first < b.first;
     });
     v.resize(n);
-    for (auto& p : v) p.first = Demangle(p.first);
+    for (auto& p : v) p.first = DemangleName(p.first);
     return v;
   }
 
