@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Every device check, as one prepared script for a lent GPU machine (see README.md here).
+# Needs .devcarry/ from pack.sh (carried), PyTorch and the NVIDIA driver on that machine.
+# Writes check.log and results.tar.gz (summaries, traces) into $OUT (or /tmp/gw-device).
+set -u
+cd "$(dirname "$0")/../.."
+C=$PWD/.devcarry LIB=$PWD/.devcarry/lib/libgpuwatch.so
+O=${OUT:-/tmp/gw-device}; W=/tmp/gw-dev
+mkdir -p "$O"; rm -rf "$W"; mkdir -p "$W"
+exec > >(tee -a "$O/check.log") 2>&1
+say() { echo; echo "== $* ($(date +%T))"; }
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2}'; }
+wait_file() { for _ in $(seq 150); do [ -s "$1" ] && return 0; sleep 0.1; done; echo "MISSING $1"; return 1; }
+
+say machine
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name())'
+SITE=$(python3 -c 'import torch, os; print(os.path.dirname(os.path.dirname(torch.__file__)))')
+find "$SITE/nvidia" /usr/local/cuda*/ \( -name 'libcupti.so.13*' -o -name 'libcudart.so.13*' -o -name 'libnccl.so.2*' \) 2>/dev/null | sort
+pick() { find "$SITE/nvidia" /usr/local/cuda*/ -name "$1" 2>/dev/null | head -1; }
+CUPTI=$(pick 'libcupti.so.13'); CUDART=$(pick 'libcudart.so.13'); NCCL=$(pick 'libnccl.so.2')
+echo "using CUPTI=$CUPTI CUDART=$CUDART NCCL=$NCCL"
+# GW_LIBDIRS overrides where the CUDA runtime and NCCL come from (a dry run here: build/sim).
+export LD_LIBRARY_PATH=$C/deps:${GW_LIBDIRS:-$(dirname "$CUDART"):$(dirname "$NCCL")}
+export GPUWATCH_SOCKET_DIR=$W/sock GPUWATCH_CUPTI_LIB=$CUPTI PYTHONUNBUFFERED=1
+
+say "A. torch.profiler vs gpuwatch, same process (issue 4's device check)"
+GPUWATCH_LIB=$LIB timeout 180 bash tests/device/run.sh "$W/tvp"; echo "exit $?"
+grep -E '"source|"busy_s|"utilization' "$W/tvp/gpuwatch/summary.json" | head -5
+head -12 "$W/tvp/gpuwatch/summary.txt"
+
+say "B. NCCL (torch.distributed, world 1) + DataLoader workers that fork"
+GPUWATCH_OUT=$W/nccl GPUWATCH_SOCKET_DIR=$W/nccl.sock timeout 180 env LD_PRELOAD=$LIB python3 tests/device/nccl_dataloader.py "$W/nccl-truth.json"; echo "exit $?"
+wait_file "$W/nccl/summary.json" && python3 - "$W/nccl/summary.json" "$W/nccl-truth.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1])); t = json.load(open(sys.argv[2]))
+print("ranks in summary:", len(s["ranks"]), "(1 expected: forked workers stay silent)")
+r = s["ranks"][0]
+print("collectives:", json.dumps(r.get("collectives"))[:600])
+print("truth:", t, "| gpu.source:", (r.get("gpu") or {}).get("source"), "| dropped:", r.get("dropped"))
+PY
+
+say "C. bundled scenarios on the real GPU, one rank each (straggler needs two GPUs)"
+for f in tests/scenarios/*.json; do
+  n=$(basename "$f" .json); [ "$n" = straggler ] && continue
+  python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); s["ranks"]=1; json.dump(s,open(sys.argv[2],"w"))' "$f" "$W/$n.json"
+  GPUWATCH_OUT=$W/scn-$n GPUWATCH_SOCKET_DIR=$W/scn-$n.sock timeout 120 env LD_PRELOAD=$LIB "$C/bin/gpuwatch-scenario" --truth "$W/truth-$n" "$W/$n.json" >/dev/null 2>"$W/scn-$n.err"
+  echo "-- $n: exit $?"; tail -2 "$W/scn-$n.err"
+  wait_file "$W/scn-$n/summary.json" && python3 - "$W/scn-$n/summary.json" "$W/truth-$n/truth-rank-0.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1])); t = json.load(open(sys.argv[2]))
+r = s["ranks"][0]; g = r.get("gpu") or {}; st = r.get("steps") or {}
+print("   findings:", [(f["id"], f["severity"], round(f.get("time_lost_s", 0), 3)) for f in s["job"].get("findings", [])][:4])
+print("   gpu:", g.get("source"), "busy_s", g.get("busy_s"), "util", g.get("utilization"), "kernels", (g.get("kernels") or {}).get("count"),
+      "| steps", st.get("count"), st.get("source"), "| truth steps", t.get("steps"), "wall_s", round(t.get("wall_s", 0), 3))
+PY
+done
+
+say "D. hook cost per call on the real CUDA runtime and NCCL (Google Benchmark, 3 interleaved rounds)"
+hb() { timeout 30 "$C/bin/hook_bench" --benchmark_filter="$1" --benchmark_format=csv --benchmark_min_time=0.3 2>/dev/null | awk -F, '/^"BM_/ {gsub(/"/,"",$1); print $1, $3}'; }
+for i in 1 2 3; do
+  hb 'Kernel|Memcpy|Sync' >>"$W/hb-plain"
+  GPUWATCH_CUPTI=off GPUWATCH_OUT=$W/hb-h$i GPUWATCH_SOCKET_DIR=$W/hb-h$i.sock LD_PRELOAD=$LIB hb 'Kernel|Memcpy|Sync' >>"$W/hb-hooks"
+  GPUWATCH_OUT=$W/hb-c$i GPUWATCH_SOCKET_DIR=$W/hb-c$i.sock LD_PRELOAD=$LIB hb 'Kernel|Memcpy|Sync' >>"$W/hb-cupti"
+done
+# The NCCL enqueue once per variant, apart: a hang there (seen in the simulator) costs 30 s, not 9 rounds.
+hb AllReduce >>"$W/hb-plain"
+GPUWATCH_CUPTI=off GPUWATCH_OUT=$W/hb-ha GPUWATCH_SOCKET_DIR=$W/hb-ha.sock LD_PRELOAD=$LIB hb AllReduce >>"$W/hb-hooks"
+GPUWATCH_OUT=$W/hb-ca GPUWATCH_SOCKET_DIR=$W/hb-ca.sock LD_PRELOAD=$LIB hb AllReduce >>"$W/hb-cupti"
+printf '%-22s %10s %12s %12s\n' bench plain_ns hooks_add_ns cupti_add_ns
+for bm in BM_KernelLaunch BM_MemcpyAsyncPinned BM_StreamSyncIdle BM_AllReduceEnqueue; do
+  a=$(awk -v b=$bm '$1==b {print $2}' "$W/hb-plain" | median); h=$(awk -v b=$bm '$1==b {print $2}' "$W/hb-hooks" | median)
+  c=$(awk -v b=$bm '$1==b {print $2}' "$W/hb-cupti" | median)
+  awk -v n=$bm -v a="$a" -v h="$h" -v c="$c" 'BEGIN{printf "%-22s %10.0f %12.0f %12.0f\n", n, a, h-a, c-a}'
+done
+
+say "E. end to end, launch-bound PyTorch loop (200k x.add_), 3 interleaved rounds"
+for i in 1 2 3; do
+  timeout 120 python3 tests/device/launch_loop.py >>"$W/ll-plain"
+  GPUWATCH_CUPTI=off GPUWATCH_OUT=$W/ll-h$i GPUWATCH_SOCKET_DIR=$W/ll-h$i.sock timeout 120 env LD_PRELOAD=$LIB python3 tests/device/launch_loop.py >>"$W/ll-hooks"
+  GPUWATCH_OUT=$W/ll-c$i GPUWATCH_SOCKET_DIR=$W/ll-c$i.sock timeout 120 env LD_PRELOAD=$LIB python3 tests/device/launch_loop.py >>"$W/ll-cupti"
+done
+for v in plain hooks cupti; do
+  echo "$v: loop_s $(grep -o '"loop_s": [0-9.]*' "$W/ll-$v" | awk '{print $2}' | tr '\n' ' ') launches/s median $(grep -o '"launches_per_s": [0-9.]*' "$W/ll-$v" | awk '{print $2}' | median)"
+done
+wait_file "$W/ll-c1/summary.json" && grep -E '"source"|"count"' "$W/ll-c1/summary.json" | head -4
+
+say "F. end to end, the launch_heavy scenario (1 rank), 3 interleaved rounds"
+python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); s["ranks"]=1; json.dump(s,open(sys.argv[2],"w"))' tests/bench/launch_heavy.json "$W/lh.json"
+for i in 1 2 3; do
+  for v in plain hooks cupti; do
+    case $v in plain) pre="" ;; *) pre=$LIB ;; esac
+    cup=on; [ $v = hooks ] && cup=off
+    GPUWATCH_CUPTI=$cup GPUWATCH_OUT=$W/lh-$v$i GPUWATCH_SOCKET_DIR=$W/lh-$v$i.sock LD_PRELOAD=$pre timeout 120 "$C/bin/gpuwatch-scenario" --truth "$W/lht-$v$i" "$W/lh.json" >/dev/null 2>&1
+    python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["wall_s"])' "$W/lht-$v$i/truth-rank-0.json" >>"$W/lh-$v"
+  done
+done
+for v in plain hooks cupti; do echo "$v: wall_s $(tr '\n' ' ' <"$W/lh-$v") median $(median <"$W/lh-$v")"; done
+
+say done
+(cd "$W" && find . -maxdepth 3 -type f -not -path '*/.gpuwatch/*' \( -name 'summary.*' -o -name '*.json' -o -name '*.err' \
+  -o \( -name trace.perfetto-trace \( -path './tvp/*' -o -path './nccl/*' -o -path './scn-*' \) \) \) -print0 |
+  tar czf "$O/results.tar.gz" --null -T -)
+ls -la "$O"

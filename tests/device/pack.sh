@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Packs what the device check needs from a build made here into .devcarry/ (ignored by git):
+# the device machine has CUDA, PyTorch and Python but none of the Debian libraries, so the
+# stripped programs travel with the two shared libraries they need (spdlog, fmt, benchmark).
+#   bash tests/device/pack.sh [BUILD_DIR]      # then: device run, carry [".devcarry"]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+B=${1:-build}
+D=.devcarry
+rm -rf "$D"; mkdir -p "$D/lib" "$D/bin" "$D/deps"
+strip -o "$D/lib/libgpuwatch.so" "$B/lib/libgpuwatch.so"
+for p in gpuwatch-collector gpuwatch gpuwatch-scenario gpuwatch-scenario-rank hook_bench; do
+  strip -o "$D/bin/$p" "$B/bin/$p"
+done
+for so in libspdlog.so.1.10 libfmt.so.9 libbenchmark.so.1debian; do
+  cp -L "/lib/x86_64-linux-gnu/$so" "$D/deps/"
+done
+du -sh "$D"
