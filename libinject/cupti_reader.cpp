@@ -30,6 +30,7 @@ struct CuptiApi {
   decltype(&cuptiUnsubscribe) unsubscribe;
   decltype(&cuptiActivityRegisterCallbacks) register_callbacks;
   decltype(&cuptiActivityEnable) enable;
+  decltype(&cuptiActivityDisable) disable;
   decltype(&cuptiActivityFlushAll) flush_all;
   decltype(&cuptiActivityGetNextRecord) next_record;
   decltype(&cuptiGetTimestamp) timestamp;
@@ -38,6 +39,10 @@ struct CuptiApi {
 struct CuptiState {
   std::mutex mu;  // guards everything below; never held while calling into CUPTI
   bool started = false;
+  bool handed_over = false;  // an application profiler took CUPTI
+  bool app_active = false;   // ... before gpuwatch started
+  CUpti_BuffersCallbackRequestFunc app_request = nullptr;
+  CUpti_BuffersCallbackCompleteFunc app_complete = nullptr;
   CuptiReader::Source source = CuptiReader::Source::kUnknown;
   std::string detail;
   CuptiApi api{};
@@ -48,7 +53,33 @@ struct CuptiState {
   std::atomic<int64_t> offset{0};
   uint64_t last_calibration_ns = 0;
   uint64_t last_flush_ns = 0;
+  uint64_t started_ns = 0;
 };
+
+// The record kinds gpuwatch enables: the device's work, host waits, and the runtime/driver
+// calls that enqueued work (to tie kernels launched around the hooks to their host call).
+// GPUWATCH_CUPTI_KINDS=kernel,memcpy,memset,sync,runtime,driver picks a subset (to measure
+// what each kind costs).
+std::vector<CUpti_ActivityKind> Kinds() {
+  static const std::vector<CUpti_ActivityKind> kinds = [] {
+    const std::pair<const char*, CUpti_ActivityKind> all[] = {
+        {"kernel", CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL}, {"memcpy", CUPTI_ACTIVITY_KIND_MEMCPY},
+        {"memset", CUPTI_ACTIVITY_KIND_MEMSET},            {"sync", CUPTI_ACTIVITY_KIND_SYNCHRONIZATION},
+        {"runtime", CUPTI_ACTIVITY_KIND_RUNTIME},          {"driver", CUPTI_ACTIVITY_KIND_DRIVER}};
+    const char* want = std::getenv("GPUWATCH_CUPTI_KINDS");
+    std::vector<CUpti_ActivityKind> out;
+    for (auto& [name, kind] : all) {
+      if (!want || !*want) {
+        out.push_back(kind);
+        continue;
+      }
+      const std::string list = std::string(",") + want + ",";
+      if (list.find(std::string(",") + name + ",") != std::string::npos) out.push_back(kind);
+    }
+    return out;
+  }();
+  return kinds;
+}
 
 CuptiState& S() {
   static CuptiState* s = new CuptiState;  // leaked: CUPTI may call back during exit
@@ -215,6 +246,14 @@ void CuptiReader::Start() {
   };
   const char* mode = std::getenv("GPUWATCH_CUPTI");
   if (mode && std::strcmp(mode, "off") == 0) return give_up("CUPTI turned off (GPUWATCH_CUPTI=off)");
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (s.app_active) {
+      s.source = Source::kEvents;
+      s.detail = "CUPTI is in use by the application's profiler";
+      return;
+    }
+  }
   void* lib = nullptr;
   const char* path = std::getenv("GPUWATCH_CUPTI_LIB");
   for (const char* name : {path, "libcupti.so.13", "libcupti.so.12", "libcupti.so"}) {
@@ -225,10 +264,11 @@ void CuptiReader::Start() {
           Sym<decltype(api.unsubscribe)>(lib, "cuptiUnsubscribe"),
           Sym<decltype(api.register_callbacks)>(lib, "cuptiActivityRegisterCallbacks"),
           Sym<decltype(api.enable)>(lib, "cuptiActivityEnable"),
+          Sym<decltype(api.disable)>(lib, "cuptiActivityDisable"),
           Sym<decltype(api.flush_all)>(lib, "cuptiActivityFlushAll"),
           Sym<decltype(api.next_record)>(lib, "cuptiActivityGetNextRecord"),
           Sym<decltype(api.timestamp)>(lib, "cuptiGetTimestamp")};
-  if (!api.subscribe || !api.unsubscribe || !api.register_callbacks || !api.enable || !api.flush_all ||
+  if (!api.subscribe || !api.unsubscribe || !api.register_callbacks || !api.enable || !api.disable || !api.flush_all ||
       !api.next_record || !api.timestamp) {
     return give_up("libcupti lacks the activity API");
   }
@@ -243,16 +283,53 @@ void CuptiReader::Start() {
   if (api.register_callbacks(BufferRequested, BufferCompleted) != CUPTI_SUCCESS) {
     return give_up("cuptiActivityRegisterCallbacks failed");
   }
-  for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                               CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
-                               CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER}) {
+  for (CUpti_ActivityKind k : Kinds()) {
     if (api.enable(k) != CUPTI_SUCCESS) return give_up("cuptiActivityEnable failed for kind " + std::to_string(k));
   }
   std::lock_guard<std::mutex> lock(s.mu);
   s.api = api;
+  s.started_ns = NowNs();
   Calibrate(s);
   s.source = Source::kCupti;
   s.detail = "CUPTI activity records";
+}
+
+void CuptiReader::AppCallbacks(void* request, void* complete) {
+  std::lock_guard<std::mutex> lock(S().mu);
+  S().app_request = reinterpret_cast<CUpti_BuffersCallbackRequestFunc>(request);
+  S().app_complete = reinterpret_cast<CUpti_BuffersCallbackCompleteFunc>(complete);
+}
+
+void CuptiReader::HandOver(bool enabling) {
+  CuptiState& s = S();
+  CuptiApi api;
+  CUpti_BuffersCallbackRequestFunc app_request;
+  CUpti_BuffersCallbackCompleteFunc app_complete;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (!s.started) {
+      // Registering alone takes nothing yet (gpuwatch's Start replaces the callbacks and
+      // HandOver gives them back); enabling a kind means the profiler is recording now.
+      if (enabling) s.app_active = true;
+      return;
+    }
+    if (s.source != Source::kCupti || s.handed_over) return;
+    s.handed_over = true;
+    api = s.api;
+    s.detail = "CUPTI activity records until the application's profiler took CUPTI " +
+               std::to_string((NowNs() - s.started_ns) / 1000000) + " ms after start; hooks and events after";
+    app_request = s.app_request;
+    app_complete = s.app_complete;
+  }
+  api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);  // our buffers come back to BufferCompleted
+  for (CUpti_ActivityKind k : Kinds()) api.disable(k);
+  // Registered before gpuwatch started (and replaced by gpuwatch's): theirs again.
+  if (app_request && app_complete) api.register_callbacks(app_request, app_complete);
+}
+
+bool CuptiReader::live() const {
+  std::lock_guard<std::mutex> lock(S().mu);
+  return S().source == Source::kCupti && !S().handed_over;
 }
 
 CuptiReader::Source CuptiReader::source() const {
@@ -269,9 +346,10 @@ void CuptiReader::Poll(bool flush, const std::function<void(const ActivityRecord
   CuptiState& s = S();
   if (source() != Source::kCupti) return;
   const uint64_t now = NowNs();
-  if (now - s.last_calibration_ns > 1'000'000'000ull) Calibrate(s);
+  if (!live()) flush = false;  // handed over: parse what came back, ask CUPTI for nothing
+  if (live() && now - s.last_calibration_ns > 1'000'000'000ull) Calibrate(s);
   // Buffers come back when full or flushed; a flush every 100 ms bounds the latency.
-  if (flush || now - s.last_flush_ns > 100'000'000ull) {
+  if (live() && (flush || now - s.last_flush_ns > 100'000'000ull)) {
     s.last_flush_ns = now;
     s.api.flush_all(flush ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);  // calls BufferCompleted: no lock held
   }

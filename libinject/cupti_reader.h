@@ -36,6 +36,16 @@ class CuptiReader {
   // Loads CUPTI and enables activity records. Idempotent; any thread.
   void Start();
 
+  // An application profiler is taking CUPTI (hooks_cupti.cpp): flush what CUPTI holds for
+  // gpuwatch (parsed by the next Poll), turn gpuwatch's record kinds off, give the
+  // application its own buffer callbacks back, stop asking CUPTI for anything. Before
+  // Start(), it makes Start() step aside. Any thread; idempotent.
+  void HandOver(bool enabling);
+  // The buffer callbacks the application registered (restored by HandOver).
+  void AppCallbacks(void* request, void* complete);
+  // CUPTI records are still coming (source is CUPTI and it was not handed over).
+  bool live() const;
+
   Source source() const;
   std::string source_detail() const;
 

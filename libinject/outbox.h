@@ -32,6 +32,8 @@ class Outbox {
   // (counted as dropped if it cannot be kept).
   void Push(std::string frame, uint64_t events, uint64_t activities);
   bool empty() const { return pending_.empty(); }
+  // A quarter of the unconnected buffer is used: time to connect whatever is still unknown.
+  bool filling() const { return pending_bytes_ > opts_.max_buffer_bytes / 4; }
 
   // Moves queued frames on: connects first when `may_connect` (and a retry is due), waits
   // up to `wait_ms` for the socket to take data.

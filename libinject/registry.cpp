@@ -25,7 +25,11 @@ uint32_t KernelNames::Register(const void* host_fun, const char* device_name) {
   uint32_t id;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    names_.emplace_back(device_name ? device_name : "?");
+    if (names_.size() >= kMaxNames) {
+      overflow_.fetch_add(1, std::memory_order_relaxed);
+      return 0;
+    }
+    names_.push_back(device_name ? device_name : "?");
     id = static_cast<uint32_t>(names_.size());
   }
   if (!table_.Put(host_fun, id)) overflow_.fetch_add(1, std::memory_order_relaxed);
@@ -42,21 +46,18 @@ uint32_t KernelNames::Intern(const char* name) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = by_name_.find(name);
   if (it != by_name_.end()) return it->second;
-  if (by_name_.size() >= kMaxInterned) {
+  if (by_name_.size() >= kMaxInterned || names_.size() >= kMaxNames) {
     overflow_.fetch_add(1, std::memory_order_relaxed);
     return 0;
   }
-  names_.emplace_back(name);
-  const auto id = static_cast<uint32_t>(names_.size());
-  by_name_.emplace(name, id);
+  const auto id = static_cast<uint32_t>(names_.size() + 1);
+  names_.push_back(by_name_.emplace(name, id).first->first.c_str());
   return id;
 }
 
-std::vector<std::pair<uint32_t, std::string>> KernelNames::Since(uint32_t after) {
+std::string KernelNames::Name(uint32_t id) {
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<std::pair<uint32_t, std::string>> out;
-  for (uint32_t i = after; i < names_.size(); ++i) out.emplace_back(i + 1, names_[i]);
-  return out;
+  return id >= 1 && id <= names_.size() ? std::string(names_[id - 1]) : std::string();
 }
 
 CommInfo* Comms::Register(const void* comm, int nranks, int rank, uint64_t unique_hash) {

@@ -13,25 +13,33 @@
 
 namespace gpuwatch::inject {
 
+// Kernel (and NVTX message) names, one id space. A framework registers tens of thousands of
+// kernels when it loads and launches a few hundred, so a registration keeps only the
+// pointer to the name (static data of the library that registered it) and the sender
+// copies and sends a name the first time a record uses it.
 class KernelNames {
  public:
-  // Registers the device name of a host stub (from __cudaRegisterFunction). Returns its id.
+  // Registers the device name of a host stub (from __cudaRegisterFunction). Returns its id
+  // (0 when the table is full).
   uint32_t Register(const void* host_fun, const char* device_name);
   // A cudaKernel_t handle (from __cudaGetKernel) that stands for `host_fun`.
   void Alias(const void* handle, const void* host_fun);
   // The id of a name seen in a CUPTI record (same id space as registered names).
   uint32_t Intern(const char* name);
   uint32_t Find(const void* fun_or_handle) const { return static_cast<uint32_t>(table_.Find(fun_or_handle)); }
-  // Names with id > `after`, as (id, name); ids are dense from 1.
-  std::vector<std::pair<uint32_t, std::string>> Since(uint32_t after);
+  // The name of `id` (ids are dense from 1), empty if unknown.
+  std::string Name(uint32_t id);
   uint64_t overflow() const { return overflow_.load(std::memory_order_relaxed); }
 
  private:
-  PtrTable<1 << 16> table_;
+  PtrTable<1 << 17> table_;
   std::mutex mu_;
-  std::vector<std::string> names_;
+  // Registered names point into the registering library; interned ones into by_name_'s
+  // keys (node-based: stable addresses).
+  std::vector<const char*> names_;
   std::unordered_map<std::string, uint32_t> by_name_;  // bounded by kMaxInterned
   static constexpr size_t kMaxInterned = 1 << 16;
+  static constexpr size_t kMaxNames = 1 << 17;
   std::atomic<uint64_t> overflow_{0};
 };
 

@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -102,6 +103,7 @@ class Sender {
     });
     Cupti().Poll(final, [&](const ActivityRecord& a) {
       kernels_.Observe(a);
+      UseName(a.name_id);
       AppendActivity(batch_, a);
       ++batch_activities_;
     });
@@ -162,8 +164,18 @@ class Sender {
       if (!(r.flags & kFlagInGroup)) p.closed = true;
       return;
     }
+    UseName(r.name_id);
     AppendEvent(batch_, r, tid, 0);
     ++batch_events_;
+  }
+
+  // A name goes out with the first batch whose records use it (see KernelNames).
+  void UseName(uint32_t id) {
+    if (id == 0) return;
+    if (id >= name_sent_.size()) name_sent_.resize(id + 1024);  // ids are dense and bounded
+    if (name_sent_[id]) return;
+    name_sent_[id] = true;
+    names_due_.push_back(id);
   }
 
   // Collectives whose events completed become wire events with their GPU time: CUPTI's
@@ -190,7 +202,7 @@ class Sender {
       it = pending_.erase(it);
     }
     // 2. Their GPU time: CUPTI's kernels when they have arrived, else the events'.
-    const bool cupti = Cupti().source() == CuptiReader::Source::kCupti;
+    const bool cupti = Cupti().live();
     for (auto it = timed_.begin(); it != timed_.end();) {
       Pending& p = *it;
       uint64_t gpu_ns = p.event_gpu_ns;
@@ -222,14 +234,25 @@ class Sender {
 
   void AddMetadata() {
     const auto source = Cupti().source();
-    if (source != CuptiReader::Source::kUnknown && source != source_sent_) {
-      AppendGpuSource(batch_, static_cast<int>(source), Cupti().source_detail());
-      source_sent_ = source;
+    if (source != CuptiReader::Source::kUnknown) {
+      std::string detail = Cupti().source_detail();  // changes when a profiler takes CUPTI
+      if (source != source_sent_ || detail != detail_sent_) {
+        AppendGpuSource(batch_, static_cast<int>(source), detail);
+        source_sent_ = source;
+        detail_sent_ = std::move(detail);
+      }
     }
-    for (auto& [id, name] : Kernels().Since(names_sent_)) {
-      AppendKernelName(batch_, id, name);
-      names_sent_ = id;
+    // A frame the outbox could not keep may have carried definitions: send them again as
+    // they are used (the collector takes a repeated definition as the same one).
+    const uint64_t lost = outbox_->dropped_unreachable() + outbox_->dropped_spool() + outbox_->dropped_activities();
+    if (lost != lost_seen_) {
+      lost_seen_ = lost;
+      std::fill(name_sent_.begin(), name_sent_.end(), false);
+      for (uint32_t id : names_due_) name_sent_[id] = true;  // in this batch
+      comms_sent_ = 0;
     }
+    for (uint32_t id : names_due_) AppendKernelName(batch_, id, Kernels().Name(id));
+    names_due_.clear();
     for (const CommInfo* c : Communicators().Since(comms_sent_)) {
       AppendCommunicator(batch_, c->id, c->nranks, c->rank, c->unique_hash);
       comms_sent_ = c->id;
@@ -270,7 +293,15 @@ class Sender {
       id_.rank_source = "NCCL";
       return true;
     }
-    return finishing_ || NowNs() - start_ns_ > 2'000'000'000ull;
+    // No rank variables and no communicator yet: wait a little for NCCL to name the rank,
+    // but not past a quarter of the outbox (a launch-bound process fills it in a second)
+    // and not past 2 s. A process that is then still unnamed is a job of one.
+    if (!finishing_ && !outbox_->filling() && NowNs() - start_ns_ < 2'000'000'000ull) return false;
+    if (id_.rank < 0) {
+      id_.rank = 0;
+      id_.world_size = 1;
+    }
+    return true;
   }
 
   void Transmit(int wait_ms) {
@@ -328,7 +359,10 @@ class Sender {
   std::list<Pending> timed_;  // event pairs done, waiting for CUPTI's view
   CommKernelTimes kernels_;
   StampClock clock_;
-  uint32_t names_sent_ = 0;
+  std::vector<bool> name_sent_;     // by name id
+  std::vector<uint32_t> names_due_;  // used in this batch, not sent before
+  uint64_t lost_seen_ = 0;
+  std::string detail_sent_;           // frames' worth of drops already answered by a resend
   CuptiReader::Source source_sent_ = CuptiReader::Source::kUnknown;
   uint64_t comms_sent_ = 0;
   uint64_t events_total_ = 0;

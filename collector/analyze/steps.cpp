@@ -56,7 +56,7 @@ std::string Lower(std::string s) {
 
 bool IsCollective(wire::Api a) { return a >= wire::NCCL_ALL_REDUCE && a <= wire::NCCL_RECV; }
 
-int SyncKindOf(const wire::Event& e) {
+int SyncKindOf(const HostEvent& e) {
   switch (e.api()) {
     case wire::CUDA_STREAM_SYNCHRONIZE: return kSyncStream;
     case wire::CUDA_DEVICE_SYNCHRONIZE: return kSyncDevice;
@@ -99,7 +99,8 @@ StepsCollector::StepsCollector(const StepsCollector& o)
       comms_(o.comms_),
       coll_anchors_(o.coll_anchors_),
       sync_anchors_(o.sync_anchors_),
-      held_(o.held_),
+      in_order_(o.in_order_),
+      late_(o.late_),
       newest_host_(o.newest_host_) {
   tl_->Rebind(&d_.steps);
   for (int k = 0; k < kSyncKinds; ++k) {
@@ -109,16 +110,36 @@ StepsCollector::StepsCollector(const StepsCollector& o)
 }
 
 // Order key: a range counts when it closes, a sync when it returns, work when it starts.
+void StepsCollector::Hold(Held h) {
+  if (!in_order_.empty() && h.key >= in_order_.back().key && h.e.api() == wire::CUDA_LAUNCH_KERNEL &&
+      in_order_.back().e.api() == wire::CUDA_LAUNCH_KERNEL) {
+    in_order_.back().e.Absorb(h.e);  // the run keeps its first launch's place in time
+    return;
+  }
+  if (in_order_.empty() || h.key >= in_order_.back().key)
+    in_order_.push_back(std::move(h));
+  else
+    late_.push(std::move(h));
+}
+
 void StepsCollector::Release(bool all) {
   const uint64_t mark = newest_host_ > kHostHorizonNs ? newest_host_ - kHostHorizonNs : 0;
-  while (!held_.empty() && (all || held_.size() > kMaxHeld || held_.top().key < mark)) {
-    const wire::Event e = held_.top().e;
-    held_.pop();
+  for (;;) {
+    const bool from_late = !late_.empty() && (in_order_.empty() || late_.top().key < in_order_.front().key);
+    if (!from_late && in_order_.empty()) break;
+    const Held& next = from_late ? late_.top() : in_order_.front();
+    if (!all && in_order_.size() + late_.size() <= kMaxHeld && next.key >= mark) break;
+    const HostEvent e = next.e;
+    if (from_late)
+      late_.pop();
+    else
+      in_order_.pop_front();
     Process(e);
   }
 }
 
 void StepsCollector::OnHello(const wire::Hello& h) {
+  ++batches_;  // a new state for Result()
   d_.rank = h.rank();
   d_.host = h.host();
   step_range_ = h.step_range();
@@ -132,7 +153,7 @@ bool StepsCollector::IsStepName(const std::string& n) const {
   return l.find("step") != std::string::npos;
 }
 
-void StepsCollector::OnRange(const wire::Event& e) {
+void StepsCollector::OnRange(const HostEvent& e) {
   auto it = names_.find(e.name_id());
   if (it == names_.end()) return;
   const uint64_t depth = e.seq();
@@ -158,22 +179,24 @@ void StepsCollector::OnRange(const wire::Event& e) {
 }
 
 void StepsCollector::OnBatch(const wire::Batch& b) {
+  ++batches_;
   if (b.gpu_source() == wire::GPU_SOURCE_CUPTI) d_.cupti = true;
   for (const auto& k : b.kernel_names())
     if (names_.size() < 64 && IsStepName(k.name())) names_[k.id()] = k.name().substr(0, 128);
   for (const auto& c : b.communicators())
     if (comms_.size() < 4096) comms_[c.comm_id()] = {c.nranks(), c.unique_hash()};
-  for (const auto& e : b.events()) {
+  for (const auto& w : b.events()) {
+    const HostEvent e(w);
     const uint64_t end = e.t_ns() + e.dur_ns();
     const bool at_end = e.api() == wire::NVTX_RANGE || SyncKindOf(e) >= 0;
-    held_.push(Held{at_end ? end : e.t_ns(), e});
+    Hold(Held{at_end ? end : e.t_ns(), e});
     newest_host_ = std::max(newest_host_, end);
   }
   Release(false);
   tl_->OnBatch(b);
 }
 
-void StepsCollector::Process(const wire::Event& e) {
+void StepsCollector::Process(const HostEvent& e) {
   {
     const uint64_t end = e.t_ns() + e.dur_ns();
     if (e.api() == wire::NVTX_RANGE) {
@@ -205,7 +228,7 @@ void StepsCollector::Process(const wire::Event& e) {
       pending_[k] = pending_n_[k] = 0;
     }
     if (e.api() == wire::CUDA_LAUNCH_KERNEL) {
-      ++d_.launches;
+      d_.launches += e.count();
       d_.launch_ns += e.dur_ns();
     } else if ((e.api() == wire::CUDA_MEMCPY || e.api() == wire::CUDA_MEMCPY_ASYNC) &&
                (e.copy_kind() == wire::COPY_H2D || e.copy_kind() == wire::COPY_D2H)) {
@@ -240,6 +263,15 @@ void StepsCollector::Process(const wire::Event& e) {
 }
 
 RankDiag StepsCollector::Result() const {
+  // A summary asks several times for the same state (JSON, text, the job's merge): the
+  // copy below is of everything still held, so it is made once per state.
+  if (cached_ && cached_batches_ == batches_) return *cached_;
+  cached_ = Compute();
+  cached_batches_ = batches_;
+  return *cached_;
+}
+
+RankDiag StepsCollector::Compute() const {
   StepsCollector c(*this);
   c.Release(true);
   const StepsCollector& self = c;

@@ -91,8 +91,9 @@ bool WriteSummaryFiles(const std::string& dir, const std::string& json_text,
                        const std::string& text, std::string* error) {
   errno = 0;
   if (!MakeDirs(dir, error)) return false;
-  return WriteAtomically(dir + "/summary.json", json_text, error) &&
-         WriteAtomically(dir + "/summary.txt", text, error);
+  // summary.json last: whoever waits for it (a script, the tests) finds the rest there.
+  return WriteAtomically(dir + "/summary.txt", text, error) &&
+         WriteAtomically(dir + "/summary.json", json_text, error);
 }
 
 }  // namespace gpuwatch::collector

@@ -58,19 +58,27 @@ uint64_t RankTrace::Uuid(uint32_t local) const {
 }
 
 TracePacket& RankTrace::NewPacket(uint64_t ts) {
-  packet_.Clear();
-  packet_.set_timestamp(ts);
-  packet_.set_trusted_packet_sequence_id(seq_);
+  if (!packet_ || ++arena_packets_ >= kArenaPackets) {
+    packet_ = nullptr;
+    arena_.Reset();
+    packet_ = google::protobuf::Arena::CreateMessage<TracePacket>(&arena_);
+    arena_packets_ = 0;
+  } else {
+    packet_->Clear();
+  }
+  TracePacket& p = *packet_;
+  p.set_timestamp(ts);
+  p.set_trusted_packet_sequence_id(seq_);
   if (first_packet_) {
-    packet_.set_sequence_flags(TracePacket::SEQ_INCREMENTAL_STATE_CLEARED |
-                               TracePacket::SEQ_NEEDS_INCREMENTAL_STATE);
-    packet_.set_first_packet_on_sequence(true);
+    p.set_sequence_flags(TracePacket::SEQ_INCREMENTAL_STATE_CLEARED |
+                         TracePacket::SEQ_NEEDS_INCREMENTAL_STATE);
+    p.set_first_packet_on_sequence(true);
     first_packet_ = false;
   }
-  return packet_;
+  return p;
 }
 
-void RankTrace::Write(size_t reserve_after) { file_->Append(packet_, reserve_after); }
+void RankTrace::Write(size_t reserve_after) { file_->Append(*packet_, reserve_after); }
 
 void RankTrace::DescribeProcess() {
   TracePacket& p = NewPacket(hello_.start_ns());
@@ -108,10 +116,10 @@ void RankTrace::DescribeCounter(uint32_t local, const std::string& name, const c
 }
 
 uint64_t RankTrace::NameIid(std::string_view name, TracePacket& p) {
-  auto it = name_iids_.find(std::string(name));
+  auto it = name_iids_.find(name);
   if (it != name_iids_.end()) return it->second;
   if (name_iids_.size() >= lim_.max_names) name = "(name table full)";
-  it = name_iids_.find(std::string(name));
+  it = name_iids_.find(name);
   if (it != name_iids_.end()) return it->second;
   const uint64_t iid = name_iids_.size() + 1;
   name_iids_.emplace(std::string(name), iid);

@@ -74,16 +74,28 @@ for bm in BM_KernelLaunch BM_MemcpyAsyncPinned BM_StreamSyncIdle BM_AllReduceEnq
   awk -v n=$bm -v a="$a" -v h="$h" -v c="$c" 'BEGIN{printf "%-22s %10.0f %12.0f %12.0f\n", n, a, h-a, c-a}'
 done
 
-say "E. end to end, launch-bound PyTorch loop (200k x.add_), 3 interleaved rounds"
+say "D2. the pieces of a hook on this machine"
+timeout 60 "$C/bin/hot_path_bench" --benchmark_min_time=0.2 2>/dev/null | grep -E 'stamp|^BM_'
+
+say "E. end to end, launch-bound PyTorch loop (100k x.add_), 3 interleaved rounds; CUPTI record kinds compared"
+# name|GPUWATCH_CUPTI|GPUWATCH_CUPTI_KINDS ("-" = not preloaded)
+VARIANTS="plain|-|- hooks|off| cupti_all|on| cupti_noruntime|on|kernel,memcpy,memset,sync,driver cupti_device|on|kernel,memcpy,memset,sync"
 for i in 1 2 3; do
-  timeout 120 python3 tests/device/launch_loop.py >>"$W/ll-plain"
-  GPUWATCH_CUPTI=off GPUWATCH_OUT=$W/ll-h$i GPUWATCH_SOCKET_DIR=$W/ll-h$i.sock timeout 120 env LD_PRELOAD=$LIB python3 tests/device/launch_loop.py >>"$W/ll-hooks"
-  GPUWATCH_OUT=$W/ll-c$i GPUWATCH_SOCKET_DIR=$W/ll-c$i.sock timeout 120 env LD_PRELOAD=$LIB python3 tests/device/launch_loop.py >>"$W/ll-cupti"
+  for v in $VARIANTS; do
+    IFS='|' read -r name cup kinds <<<"$v"
+    if [ "$cup" = "-" ]; then
+      timeout 120 python3 tests/device/launch_loop.py 100000 >>"$W/ll-$name"
+    else
+      GPUWATCH_CUPTI=$cup GPUWATCH_CUPTI_KINDS=$kinds GPUWATCH_OUT=$W/ll-$name$i GPUWATCH_SOCKET_DIR=$W/ll-$name$i.sock \
+        timeout 120 env LD_PRELOAD=$LIB python3 tests/device/launch_loop.py 100000 >>"$W/ll-$name" 2>/dev/null
+    fi
+  done
 done
-for v in plain hooks cupti; do
-  echo "$v: loop_s $(grep -o '"loop_s": [0-9.]*' "$W/ll-$v" | awk '{print $2}' | tr '\n' ' ') launches/s median $(grep -o '"launches_per_s": [0-9.]*' "$W/ll-$v" | awk '{print $2}' | median)"
+for v in $VARIANTS; do
+  name=${v%%|*}
+  drops=""; [ -f "$W/ll-${name}1/summary.json" ] && drops=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["ranks"][0]; print("dropped", r.get("dropped"), "gpu kernels", ((r.get("gpu") or {}).get("kernels") or {}).get("count"), "launches", r.get("kernels",{}).get("launches") if isinstance(r.get("kernels"),dict) else "")' "$W/ll-${name}1/summary.json" 2>/dev/null)
+  echo "$name: loop_s $(grep -o '"loop_s": [0-9.]*' "$W/ll-$name" | awk '{print $2}' | tr '\n' ' ') launches/s median $(grep -o '"launches_per_s": [0-9.]*' "$W/ll-$name" | awk '{print $2}' | median) | $drops"
 done
-wait_file "$W/ll-c1/summary.json" && grep -E '"source"|"count"' "$W/ll-c1/summary.json" | head -4
 
 say "F. end to end, the launch_heavy scenario (1 rank), 3 interleaved rounds"
 python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); s["ranks"]=1; json.dump(s,open(sys.argv[2],"w"))' tests/bench/launch_heavy.json "$W/lh.json"

@@ -9,7 +9,7 @@ B=${1:-build}
 D=.devcarry
 rm -rf "$D"; mkdir -p "$D/lib" "$D/bin" "$D/deps"
 strip -o "$D/lib/libgpuwatch.so" "$B/lib/libgpuwatch.so"
-for p in gpuwatch-collector gpuwatch gpuwatch-scenario gpuwatch-scenario-rank hook_bench; do
+for p in gpuwatch-collector gpuwatch gpuwatch-scenario gpuwatch-scenario-rank hook_bench hot_path_bench; do
   strip -o "$D/bin/$p" "$B/bin/$p"
 done
 for so in libspdlog.so.1.10 libfmt.so.9 libbenchmark.so.1debian; do

@@ -174,3 +174,25 @@ TEST_CASE("faults: a rank stuck in a collective is reported at once, naming wher
   kill(collector, SIGTERM);
   e2e::Wait(collector, 30);
 }
+
+// torch.profiler's two orders (profiler_app.cpp): each would fail without the hand-over
+// (the late one with exit 5, the early one with exit 6: gpuwatch kept the records).
+TEST_CASE("faults: a profiler that takes CUPTI mid-run gets only its own buffers; gpuwatch keeps what it had") {
+  for (const char* order : {"late", "early"}) {
+    DYNAMIC_SECTION(order) {
+      const std::string work = e2e::FreshDir(std::string("faults-profiler-takes-cupti-") + order);
+      auto res = e2e::Run({GPUWATCH_BIN_DIR "/gw_profiler_app", order, "300", "200"}, Env(work, true), 60);
+      INFO(res.out << res.err);
+      REQUIRE(res.exit_code == 0);
+      CHECK(res.out == "profiler_app: 0 unknown buffers, 200 copy records of 200\n");
+      REQUIRE(e2e::WaitForFile(work + "/out/summary.json", 30));
+      const json rank = json::parse(e2e::ReadFile(work + "/out/summary.json"))["ranks"][0];
+      CHECK(rank["memcpy"]["h2d"]["count"] == 501);  // the hooks saw every copy (one warm-up)
+      const json& gpu = rank["gpu"];
+      CHECK(gpu["source"] == "cupti");
+      CHECK(gpu["source_detail"].get<std::string>().find("profiler took CUPTI") != std::string::npos);
+      // CUPTI starts after the warm-up copy (on the sender thread) and stops at the hand-over.
+      CHECK(gpu["memcpy"]["h2d"]["count"] == 300);
+    }
+  }
+}

@@ -34,7 +34,7 @@ void CheckScenario(const std::string& name) {
   REQUIRE(res.exit_code == 0);
   REQUIRE(WaitForFile(out + "/summary.json", 30));
   CheckSummaryAgainstTruth(s, json::parse(ReadFile(out + "/summary.json")), truth);
-  CHECK(fs::exists(out + "/summary.txt"));
+  CHECK(WaitForFile(out + "/summary.txt", 5));  // written just after summary.json
 }
 
 }  // namespace
