@@ -9,6 +9,8 @@ O=${OUT:-/tmp/gw-device}; W=/tmp/gw-dev
 mkdir -p "$O"; rm -rf "$W"; mkdir -p "$W"
 exec > >(tee -a "$O/check.log") 2>&1
 say() { echo; echo "== $* ($(date +%T))"; }
+# ONLY=A,B runs just those sections (a short re-check); all by default.
+want() { [ -z "${ONLY:-}" ] || [[ ",$ONLY," == *",$1,"* ]]; }
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2}'; }
 wait_file() { for _ in $(seq 150); do [ -s "$1" ] && return 0; sleep 0.1; done; echo "MISSING $1"; return 1; }
 
@@ -24,11 +26,14 @@ echo "using CUPTI=$CUPTI CUDART=$CUDART NCCL=$NCCL"
 export LD_LIBRARY_PATH=$C/deps:${GW_LIBDIRS:-$(dirname "$CUDART"):$(dirname "$NCCL")}
 export GPUWATCH_SOCKET_DIR=$W/sock GPUWATCH_CUPTI_LIB=$CUPTI PYTHONUNBUFFERED=1
 
+if want A; then
 say "A. torch.profiler vs gpuwatch, same process (issue 4's device check)"
 GPUWATCH_LIB=$LIB timeout 180 bash tests/device/run.sh "$W/tvp"; echo "exit $?"
 grep -E '"source|"busy_s|"utilization' "$W/tvp/gpuwatch/summary.json" | head -5
 head -12 "$W/tvp/gpuwatch/summary.txt"
 
+fi
+if want B; then
 say "B. NCCL (torch.distributed, world 1) + DataLoader workers that fork"
 GPUWATCH_OUT=$W/nccl GPUWATCH_SOCKET_DIR=$W/nccl.sock timeout 180 env LD_PRELOAD=$LIB python3 tests/device/nccl_dataloader.py "$W/nccl-truth.json"; echo "exit $?"
 wait_file "$W/nccl/summary.json" && python3 - "$W/nccl/summary.json" "$W/nccl-truth.json" <<'PY'
@@ -40,6 +45,8 @@ print("collectives:", json.dumps(r.get("collectives"))[:600])
 print("truth:", t, "| gpu.source:", (r.get("gpu") or {}).get("source"), "| dropped:", r.get("dropped"))
 PY
 
+fi
+if want C; then
 say "C. bundled scenarios on the real GPU, one rank each (straggler needs two GPUs)"
 for f in tests/scenarios/*.json; do
   n=$(basename "$f" .json); [ "$n" = straggler ] && continue
@@ -56,6 +63,8 @@ print("   gpu:", g.get("source"), "busy_s", g.get("busy_s"), "util", g.get("util
 PY
 done
 
+fi
+if want D; then
 say "D. hook cost per call on the real CUDA runtime and NCCL (Google Benchmark, 3 interleaved rounds)"
 hb() { timeout 30 "$C/bin/hook_bench" --benchmark_filter="$1" --benchmark_format=csv --benchmark_min_time=0.3 2>/dev/null | awk -F, '/^"BM_/ {gsub(/"/,"",$1); print $1, $3}'; }
 for i in 1 2 3; do
@@ -74,9 +83,13 @@ for bm in BM_KernelLaunch BM_MemcpyAsyncPinned BM_StreamSyncIdle BM_AllReduceEnq
   awk -v n=$bm -v a="$a" -v h="$h" -v c="$c" 'BEGIN{printf "%-22s %10.0f %12.0f %12.0f\n", n, a, h-a, c-a}'
 done
 
+fi
+if want D2; then
 say "D2. the pieces of a hook on this machine"
 timeout 60 "$C/bin/hot_path_bench" --benchmark_min_time=0.2 2>/dev/null | grep -E 'stamp|^BM_'
 
+fi
+if want E; then
 say "E. end to end, launch-bound PyTorch loop (100k x.add_), 3 interleaved rounds; CUPTI record kinds compared"
 # name|GPUWATCH_CUPTI|GPUWATCH_CUPTI_KINDS ("-" = not preloaded)
 VARIANTS="plain|-|- hooks|off| cupti_all|on| cupti_noruntime|on|kernel,memcpy,memset,sync,driver cupti_device|on|kernel,memcpy,memset,sync"
@@ -97,6 +110,8 @@ for v in $VARIANTS; do
   echo "$name: loop_s $(grep -o '"loop_s": [0-9.]*' "$W/ll-$name" | awk '{print $2}' | tr '\n' ' ') launches/s median $(grep -o '"launches_per_s": [0-9.]*' "$W/ll-$name" | awk '{print $2}' | median) | $drops"
 done
 
+fi
+if want F; then
 say "F. end to end, the launch_heavy scenario (1 rank), 3 interleaved rounds"
 python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); s["ranks"]=1; json.dump(s,open(sys.argv[2],"w"))' tests/bench/launch_heavy.json "$W/lh.json"
 for i in 1 2 3; do
@@ -109,6 +124,7 @@ for i in 1 2 3; do
 done
 for v in plain hooks cupti; do echo "$v: wall_s $(tr '\n' ' ' <"$W/lh-$v") median $(median <"$W/lh-$v")"; done
 
+fi
 say done
 (cd "$W" && find . -maxdepth 3 -type f -not -path '*/.gpuwatch/*' \( -name 'summary.*' -o -name '*.json' -o -name '*.err' \
   -o \( -name trace.perfetto-trace \( -path './tvp/*' -o -path './nccl/*' -o -path './scn-*' \) \) \) -print0 |
