@@ -86,10 +86,11 @@ int RunReport(const ReportArgs& args) {
   } else {
     job = all.front();
   }
-  const auto [json, text] = RenderSummary(*job);
+  const RenderedSummary rendered = RenderSummary(*job);
+  const std::string& text = rendered.text;
   const std::string dir = args.out.empty() ? args.dir : args.out;
   int code = 0;
-  if (WriteSummaryFiles(dir, json, text, &error)) {
+  if (WriteSummaryFiles(dir, rendered, &error)) {
     spdlog::info("job {}: summary of {} rank(s) rebuilt from {} file(s), written to {}", job->id(),
                  job->ranks().size(), result.files, dir);
   } else {

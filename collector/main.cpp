@@ -130,10 +130,11 @@ int main(int argc, char** argv) {
 
   bool any_unwritten = false;
   auto on_job_end = [&](Job& job) {
-    const auto [json, text] = RenderSummary(job);
+    const RenderedSummary rendered = RenderSummary(job);
+    const std::string& text = rendered.text;
     const std::string dir = ChooseOutDir(out_dir, job.first_out_dir());
     std::string error;
-    if (WriteSummaryFiles(dir, json, text, &error)) {
+    if (WriteSummaryFiles(dir, rendered, &error)) {
       spdlog::info("job {}: summary of {} rank(s) written to {}", job.id(), job.ranks().size(),
                    dir);
     } else {

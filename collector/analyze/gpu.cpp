@@ -4,6 +4,7 @@
 // exist: the timeline keys are null and the summary says so. The sweep is in
 // gpu_timeline.cpp.
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "analyze/analysis.h"
@@ -39,6 +40,16 @@ const char* SourceName(const GpuStats& s) {
   return s.cupti_ranks > 0 ? "cupti" : "events";
 }
 
+// Busy share per window, rounded to 0.1% to keep summary.json small (512 windows at most).
+nlohmann::json SeriesJson(const BusySeries& b) {
+  if (b.empty()) return nullptr;
+  nlohmann::json busy = nlohmann::json::array();
+  for (size_t i = 0; i < b.size(); ++i) busy.push_back(std::round(b.Fraction(i) * 1000) / 1000);
+  return {{"start_ns", b.origin_ns()},
+          {"window_s", static_cast<double>(b.window_ns()) / 1e9},  // 0.01 exactly, not 1e7 * 1e-9
+          {"busy", busy}};
+}
+
 // Timeline keys are only meaningful when some rank had CUPTI.
 void WriteGpuJson(const GpuStats& s, nlohmann::json& obj) {
   nlohmann::json g;
@@ -49,7 +60,7 @@ void WriteGpuJson(const GpuStats& s, nlohmann::json& obj) {
   g["comm_kernels"] = {{"count", comm.count}, {"total_s", Seconds(comm.ns)}};
   if (!s.cupti()) {
     for (const char* k : {"busy_s", "active_s", "utilization", "gaps", "idle_breakdown_s",
-                          "launch_delay", "kernels", "memcpy"})
+                          "launch_delay", "kernels", "memcpy", "utilization_series"})
       g[k] = nullptr;
     obj["gpu"] = g;
     return;
@@ -91,6 +102,7 @@ void WriteGpuJson(const GpuStats& s, nlohmann::json& obj) {
                    {"pageable_count", c.pageable}};
   }
   g["memcpy"] = mc;
+  g["utilization_series"] = SeriesJson(s.series);
   g["late_records"] = s.late;
   g["window_overflows"] = s.overflow;
   g["unmatched_correlations"] = s.unmatched;

@@ -214,6 +214,7 @@ void GpuTimeline::Release(const Work& w) {
     open_end_ = std::max(open_end_, w.end);
   } else {  // idle from open_end_ to w.start
     s_.busy_ns += open_end_ - open_start_;
+    s_.series.Add(open_start_, open_end_);
     CloseGap(open_end_, w);
     open_start_ = w.start;
     open_end_ = w.end;
@@ -350,7 +351,10 @@ GpuStats GpuTimeline::Result() const {
   GpuTimeline t = *this;
   t.Flush();
   GpuStats r = t.s_;
-  if (t.open_) r.busy_ns += t.open_end_ - t.open_start_;
+  if (t.open_) {
+    r.busy_ns += t.open_end_ - t.open_start_;
+    r.series.Add(t.open_start_, t.open_end_);
+  }
   r.active_ns = t.last_end_ > t.first_start_ ? t.last_end_ - t.first_start_ : 0;
   const bool cupti = source_ == wire::GPU_SOURCE_CUPTI || r.work > 0;
   r.cupti_ranks = cupti ? 1 : 0;

@@ -16,6 +16,7 @@
 #include <vector>
 #include <deque>
 
+#include "analyze/busy_series.h"
 #include "analyze/gpu_hist.h"
 #include "gpuwatch.pb.h"
 
@@ -50,6 +51,9 @@ struct GpuStats {
   KernelStat coll_events;  // collectives with a CUDA-event GPU time (events source only)
   CopyStat copies[2];      // [0] h2d, [1] d2h
   uint64_t late = 0, overflow = 0, unmatched = 0;
+  // Busy share over time, for report.html. A rank's own clock: Merge leaves it out (ranks'
+  // clocks and spans differ), so job totals have none.
+  BusySeries series;
 
   void Merge(const GpuStats& o);
   bool cupti() const { return cupti_ranks > 0; }

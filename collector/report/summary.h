@@ -1,6 +1,7 @@
-// The job summary in its two forms: summary.json (schema gpuwatch.summary.v1, a public
-// interface documented in docs/summary-schema.md) and summary.txt (80 columns, also
-// printed to stdout). Both are built from the same Job; neither touches the disk.
+// The job summary in its forms: summary.json (schema gpuwatch.summary.v1, a public
+// interface documented in docs/summary-schema.md), summary.txt (80 columns, also printed
+// to stdout) and report.html (drawn from the JSON). All come from the same Job; none
+// touches the disk.
 #pragma once
 #include <string>
 
@@ -17,10 +18,12 @@ nlohmann::json BuildSummaryJson(const Job& job, const std::string& generated_at)
 // Deterministic: the same job always gives the same text.
 std::string BuildSummaryText(const Job& job);
 
-// Both documents as they go to disk (JSON generated now).
+// The documents as they go to disk (JSON generated now): summary.json, summary.txt and
+// report.html (report/html_report.h, drawn from the same JSON document).
 struct RenderedSummary {
   std::string json;
   std::string text;
+  std::string html;
 };
 RenderedSummary RenderSummary(const Job& job);
 

@@ -4,7 +4,9 @@
 #include <ctime>
 
 #include "report/format.h"
+#include "report/html_report.h"
 #include "report/summary.h"
+#include "report/svg_chart.h"
 
 namespace gpuwatch::collector {
 namespace {
@@ -105,10 +107,18 @@ nlohmann::json BuildSummaryJson(const Job& job, const std::string& generated_at)
 namespace gpuwatch::collector {
 
 RenderedSummary RenderSummary(const Job& job) {
-  return {BuildSummaryJson(job, UtcNow())
-                  .dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
-              "\n",
-          BuildSummaryText(job)};
+  const nlohmann::json doc = BuildSummaryJson(job, UtcNow());
+  RenderedSummary r;
+  r.json = doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  r.text = BuildSummaryText(job);
+  // The page is a convenience: whatever goes wrong drawing it must not cost the summary.
+  try {
+    r.html = BuildHtmlReport(doc);
+  } catch (const std::exception& e) {
+    r.html = "<!DOCTYPE html><meta charset=\"utf-8\"><title>gpuwatch</title><p>report.html "
+             "could not be drawn (" + html::Esc(e.what()) + "); see summary.txt.</p>\n";
+  }
+  return r;
 }
 
 }  // namespace gpuwatch::collector

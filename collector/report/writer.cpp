@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "report/summary.h"
+
 namespace gpuwatch::collector {
 namespace {
 
@@ -87,13 +89,14 @@ std::string ChooseOutDir(const std::string& override_dir, const std::string& fir
   return "./gpuwatch-out";
 }
 
-bool WriteSummaryFiles(const std::string& dir, const std::string& json_text,
-                       const std::string& text, std::string* error) {
+bool WriteSummaryFiles(const std::string& dir, const RenderedSummary& s, std::string* error) {
   errno = 0;
   if (!MakeDirs(dir, error)) return false;
-  // summary.json last: whoever waits for it (a script, the tests) finds the rest there.
-  return WriteAtomically(dir + "/summary.txt", text, error) &&
-         WriteAtomically(dir + "/summary.json", json_text, error);
+  // summary.json last: readers (tests, scripts, `gpuwatch run`) take it as the sign that
+  // the summary is complete, so the others must already be in place.
+  return WriteAtomically(dir + "/summary.txt", s.text, error) &&
+         (s.html.empty() || WriteAtomically(dir + "/report.html", s.html, error)) &&
+         WriteAtomically(dir + "/summary.json", s.json, error);
 }
 
 }  // namespace gpuwatch::collector

@@ -13,9 +13,11 @@ std::string ChooseOutDir(const std::string& override_dir, const std::string& fir
 // mkdir -p; what it creates gets `mode`. False with `error` set (one line) on failure.
 bool MakeDirs(const std::string& dir, std::string* error, unsigned mode = 0755);
 
-// Writes summary.json and summary.txt into `dir`. On failure returns false and sets
-// `error` to one line naming the file and the reason.
-bool WriteSummaryFiles(const std::string& dir, const std::string& json_text,
-                       const std::string& text, std::string* error);
+struct RenderedSummary;  // report/summary.h
+
+// Writes summary.txt, report.html (unless `s.html` is empty) and, last, summary.json into
+// `dir`: once summary.json is there, so are the others.
+// On failure returns false and sets `error` to one line naming the file and the reason.
+bool WriteSummaryFiles(const std::string& dir, const RenderedSummary& s, std::string* error);
 
 }  // namespace gpuwatch::collector

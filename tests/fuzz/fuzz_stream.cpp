@@ -57,7 +57,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   for (Job* job : jobs.Unwritten()) {
     RenderedSummary s = RenderSummary(*job);
-    if (s.text.empty()) abort();
+    if (s.text.empty() || s.html.empty()) abort();
     jobs.MarkWritten(job);
   }
   // Each input starts with no journal: otherwise every iteration rescans the last one's.

@@ -72,6 +72,8 @@ TEST_CASE("collector: SIGKILL of the collector loses nothing; gpuwatch report re
   CHECK(s["ranks"][0]["ended"] == "normal");
   CHECK(s["ranks"][1]["ended"] == "normal");
   CHECK(s["job"]["abnormal_ranks"].empty());
+  // The page is rebuilt with the summary (its content: test_html_report.cpp, e2e).
+  CHECK_THAT(Slurp(out + "/report.html"), Catch::Contains("gpuwatch report: job job-kill"));
 }
 
 TEST_CASE("gpuwatch: report without journals fails with one clear line; --help reads well") {

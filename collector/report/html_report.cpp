@@ -1,0 +1,380 @@
+// report.html, section by section, from the summary.json document. Lookups go through
+// Get/Num/Str, which return a default for a missing key or a value of another type, so an
+// older or partial summary never throws here.
+#include "report/html_report.h"
+
+#include <algorithm>
+#include <map>
+
+#include "report/format.h"
+#include "report/summary.h"
+#include "report/svg_chart.h"
+
+namespace gpuwatch::collector {
+namespace {
+
+using html::Attr;
+using html::Esc;
+using nlohmann::json;
+
+const json& Get(const json& j, const char* key) {
+  static const json kNull;
+  if (!j.is_object()) return kNull;
+  auto it = j.find(key);
+  return it == j.end() ? kNull : *it;
+}
+double Num(const json& j, const char* key, double def = 0) {
+  const json& v = Get(j, key);
+  return v.is_number() ? v.get<double>() : def;
+}
+std::string Str(const json& j, const char* key, const std::string& def = "") {
+  const json& v = Get(j, key);
+  return v.is_string() ? v.get<std::string>() : def;
+}
+int Int(const json& j, const char* key, int def = -1) {
+  const json& v = Get(j, key);
+  return v.is_number_integer() ? v.get<int>() : def;
+}
+const json& Arr(const json& j, const char* key) {
+  static const json kEmpty = json::array();
+  const json& v = Get(j, key);
+  return v.is_array() ? v : kEmpty;
+}
+
+std::string RankLabel(const json& r) {
+  return Printf("rank %d", Int(r, "rank")) + " \xc2\xb7 " + Clip(Str(r, "host", "?"), 18);
+}
+
+// A JSON value of a finding's evidence as short text: 4 significant digits, nested
+// objects and arrays written out the same way.
+std::string ValueText(const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_float()) return Printf("%.4g", v.get<double>());
+  if (v.is_null()) return "-";
+  if (v.is_array() || v.is_object()) {
+    std::string out = v.is_array() ? "[" : "{";
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      if (it != v.begin()) out += ", ";
+      if (v.is_object()) out += it.key() + ": ";
+      out += ValueText(it.value());
+    }
+    return out + (v.is_array() ? "]" : "}");
+  }
+  return v.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+const char* kCss = R"css(
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:#1d2430;background:#fff}
+body{margin:0 auto;max-width:1000px;padding:16px 20px}
+h1{font-size:20px;margin:0 0 4px}
+h2{font-size:16px;margin:28px 0 8px;border-bottom:1px solid #d8dde6;padding-bottom:4px}
+.meta{color:#5a6475}
+.verdict{background:#f3f6fb;border-left:4px solid #4e79a7;padding:10px 14px;margin:14px 0}
+.verdict{font-size:15px}
+.finding{border:1px solid #d8dde6;border-radius:6px;padding:8px 12px;margin:8px 0}
+.finding h3{font-size:15px;margin:0 0 4px}
+.sev{display:inline-block;border-radius:3px;padding:0 6px;margin-right:6px}
+.sev{color:#fff;font-size:12px}
+.sev-high{background:#c0392b}
+.sev-medium{background:#d68910}
+.sev-low{background:#7f8c8d}
+.fix{margin:4px 0 0}
+.fix b{color:#2e7d32}
+dl.ev{display:grid;grid-template-columns:max-content auto;gap:0 12px;margin:4px 0;font-size:13px}
+dl.ev dt{color:#5a6475}
+dl.ev dd{margin:0;word-break:break-all}
+table{border-collapse:collapse;width:100%;font-size:13px}
+th,td{text-align:left;padding:3px 8px;border-bottom:1px solid #eceff4;vertical-align:top}
+th{background:#f6f8fa}
+td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
+code{font:12px ui-monospace,Menlo,Consolas,monospace;word-break:break-all}
+.bar{background:#4e79a7;height:8px;border-radius:2px;min-width:1px}
+svg{max-width:100%;height:auto;display:block}
+svg .lbl{font:12px system-ui,sans-serif;fill:#1d2430}
+svg .axis{stroke:#8a94a6;stroke-width:1}
+svg .grid{stroke:#e3e7ee;stroke-width:1}
+svg .track{fill:#f6f8fa}
+svg .util{fill:#4e79a7;fill-opacity:.75;stroke:#2f5d8a;stroke-width:.8}
+svg .marker{stroke:#1d2430;stroke-width:2}
+.legend{display:flex;flex-wrap:wrap;gap:4px 14px;font-size:12px;margin:4px 0 8px}
+.legend i{display:inline-block;width:11px;height:11px;margin-right:4px;border-radius:2px}
+.legend i{vertical-align:-1px}
+.note{color:#5a6475;font-size:12px}
+)css";
+
+void Header(const json& s, std::string& out) {
+  const json& job = Get(s, "job");
+  out += "<h1>gpuwatch report: job " + Esc(Str(s, "job_id", "?")) + "</h1>\n";
+  const int ranks =
+      static_cast<int>(Num(job, "ranks", static_cast<double>(Arr(s, "ranks").size())));
+  const int hosts = static_cast<int>(Num(job, "hosts"));
+  out += "<p class=\"meta\">" +
+         Esc(Printf("%d rank%s of %d, %d host%s, wall %s", ranks, ranks == 1 ? "" : "s",
+                    static_cast<int>(Num(job, "world_size")), hosts, hosts == 1 ? "" : "s",
+                    FmtDuration(Num(job, "wall_s")).c_str())) +
+         " &middot; generated " + Esc(Str(s, "generated_at")) + "</p>\n";
+  const json& abnormal = Arr(job, "abnormal_ranks");
+  if (!abnormal.empty())
+    out += "<p class=\"meta\">ended abnormally: rank " + Esc(ValueText(abnormal)) + "</p>\n";
+}
+
+void Findings(const json& s, std::string& out) {
+  const json& job = Get(s, "job");
+  out += "<section id=\"findings\"><h2>Verdict and findings</h2>\n";
+  out += "<div class=\"verdict\" id=\"verdict\">" +
+         Esc(Str(job, "verdict", "No verdict in this summary.")) + "</div>\n";
+  const json& f = Arr(job, "findings");
+  if (f.empty()) out += "<p class=\"note\">No finding cost a significant share of the time.</p>\n";
+  int n = 0;
+  for (const json& x : f) {
+    const std::string sev = Str(x, "severity", "low");
+    const std::string sev_cls = sev == "high" || sev == "medium" ? sev : "low";
+    out += "<div class=\"finding\" data-finding" + Attr("data-id", Str(x, "id")) + "><h3>" +
+           Printf("%d. ", ++n) + "<span class=\"sev sev-" + sev_cls + "\">" + Esc(sev) +
+           "</span>" + Esc(Str(x, "title", Str(x, "id"))) + " &mdash; " +
+           Esc(Printf("%s lost (%.0f%%)", FmtDuration(Num(x, "time_lost_s")).c_str(),
+                      100 * Num(x, "share"))) +
+           "</h3>\n";
+    const json& ranks = Arr(x, "ranks");
+    if (!ranks.empty())
+      out += "<div class=\"meta\">rank" + std::string(ranks.size() == 1 ? " " : "s ") +
+             Esc(ValueText(ranks)) + "</div>\n";
+    out += "<div>" + Esc(Str(x, "summary")) + "</div>\n";
+    const json& ev = Get(x, "evidence");
+    if (ev.is_object() && !ev.empty()) {
+      out += "<dl class=\"ev\">";
+      for (auto it = ev.begin(); it != ev.end(); ++it)
+        out += "<dt>" + Esc(it.key()) + "</dt><dd>" + Esc(ValueText(it.value())) + "</dd>";
+      out += "</dl>\n";
+    }
+    const std::string fix = Str(x, "fix");
+    if (!fix.empty()) out += "<p class=\"fix\"><b>Fix:</b> " + Esc(fix) + "</p>\n";
+    out += "</div>\n";
+  }
+  out += "</section>\n";
+}
+
+void RankTable(const json& s, std::string& out) {
+  out += "<section id=\"ranks\"><h2>Ranks</h2>\n<table><tr><th>rank</th><th>host</th>"
+         "<th class=\"n\">pid</th><th class=\"n\">device</th><th>ended</th>"
+         "<th class=\"n\">wall</th><th>GPU timeline</th><th class=\"n\">GPU busy</th>"
+         "<th class=\"n\">steps</th><th class=\"n\">median step</th>"
+         "<th class=\"n\">dropped</th></tr>\n";
+  for (const json& r : Arr(s, "ranks")) {
+    const json& gpu = Get(r, "gpu");
+    const json& steps = Get(r, "steps");
+    const json& util = Get(gpu, "utilization");
+    out += "<tr><td>" + std::to_string(Int(r, "rank")) + "</td><td>" + Esc(Str(r, "host")) +
+           "</td><td class=\"n\">" + std::to_string(Int(r, "pid")) + "</td><td class=\"n\">" +
+           std::to_string(Int(r, "device")) + "</td><td>" + Esc(Str(r, "ended")) +
+           "</td><td class=\"n\">" + FmtDuration(Num(r, "wall_s")) + "</td><td>" +
+           Esc(Str(gpu, "source", "-")) + "</td><td class=\"n\">" +
+           (util.is_number() ? Printf("%.1f%%", 100 * util.get<double>()) : "-") +
+           "</td><td class=\"n\">" + Printf("%.0f", Num(steps, "count")) +
+           "</td><td class=\"n\">" +
+           (Num(steps, "count") > 0 ? Printf("%.3f ms", Num(steps, "median_ms")) : "-") +
+           "</td><td class=\"n\">" + Printf("%.0f", Num(r, "dropped_total")) + "</td></tr>\n";
+  }
+  out += "</table></section>\n";
+}
+
+std::string MoreRanks(size_t shown, size_t total) {
+  if (total <= shown) return {};
+  return Printf("<p class=\"note\">%zu more ranks not drawn; summary.json has them all.</p>\n",
+                total - shown);
+}
+
+// Time axis: seconds from the first device work of the ranks on the same host (their
+// monotonic clocks agree); ranks on other hosts start at their own first work.
+void Utilization(const json& s, std::string& out) {
+  out += "<section id=\"utilization\"><h2>GPU utilization over time</h2>\n";
+  std::map<std::string, double> host_start;
+  for (const json& r : Arr(s, "ranks")) {
+    const json& ser = Get(Get(r, "gpu"), "utilization_series");
+    if (!ser.is_object()) continue;
+    const std::string h = Str(r, "host");
+    const double st = Num(ser, "start_ns");
+    auto [it, fresh] = host_start.emplace(h, st);
+    if (!fresh) it->second = std::min(it->second, st);
+  }
+  std::vector<html::UtilRow> rows;
+  size_t with_series = 0;
+  double window = 0;
+  for (const json& r : Arr(s, "ranks")) {
+    const json& ser = Get(Get(r, "gpu"), "utilization_series");
+    if (!ser.is_object()) continue;
+    ++with_series;
+    if (rows.size() >= kHtmlMaxChartRanks) continue;
+    html::UtilRow row;
+    row.rank = Int(r, "rank");
+    row.window_s = Num(ser, "window_s");
+    row.offset_s = (Num(ser, "start_ns") - host_start[Str(r, "host")]) * 1e-9;
+    for (const json& v : Arr(ser, "busy"))
+      row.busy.push_back(v.is_number() ? v.get<double>() : 0);
+    const json& util = Get(Get(r, "gpu"), "utilization");
+    row.label = RankLabel(r);
+    if (util.is_number()) row.label += Printf("  %.0f%%", 100 * util.get<double>());
+    window = std::max(window, row.window_s);
+    rows.push_back(std::move(row));
+  }
+  if (rows.empty()) {
+    out += "<p class=\"note\">No device timeline: no rank had CUPTI activity records "
+           "(gpu.source \"events\").</p></section>\n";
+    return;
+  }
+  out += "<p class=\"note\">Share of each window during which any kernel, copy or memset ran "
+         "(windows of " + Esc(FmtDuration(window)) +
+         " or less; longer runs get wider windows). Time from the first device work on each "
+         "host; the percentage is the rank's busy / active time.</p>\n";
+  out += html::UtilizationSvg(rows) + "\n" + MoreRanks(rows.size(), with_series) + "</section>\n";
+}
+
+void Steps(const json& s, std::string& out) {
+  static const std::vector<html::StackPart> kParts = {
+      {"gpu_compute", "GPU compute", "#4e79a7"},
+      {"comm_not_overlapped", "communication not overlapped", "#f28e2b"},
+      {"gpu_idle_waiting_for_host", "GPU idle: waiting for host", "#e15759"},
+      {"gpu_idle_waiting_for_launches", "GPU idle: waiting for launches", "#ff9da7"},
+      {"gpu_idle_in_syncs", "GPU idle: in syncs", "#b07aa1"},
+      {"gpu_idle_other", "GPU idle: other", "#bab0ac"},
+      {"host_blocked_in_syncs", "host blocked in syncs", "#9c755f"},
+      {"copies", "copies", "#59a14f"}};
+  out += "<section id=\"steps\"><h2>Where each rank's step time goes</h2>\n";
+  std::vector<html::StackRow> rows;
+  size_t with_steps = 0;
+  for (const json& r : Arr(s, "ranks")) {
+    const json& st = Get(r, "steps");
+    const json& per = Get(st, "per_step_ms");
+    if (!per.is_object()) continue;
+    ++with_steps;
+    if (rows.size() >= kHtmlMaxChartRanks) continue;
+    html::StackRow row;
+    row.rank = Int(r, "rank");
+    row.label = RankLabel(r);
+    for (const auto& p : kParts) row.values.push_back(Num(per, p.key.c_str()));
+    row.marker = Num(st, "median_ms", -1);
+    rows.push_back(std::move(row));
+  }
+  if (rows.empty()) {
+    out += "<p class=\"note\">No steps found (no NVTX step range, no repeating pattern of "
+           "collectives or syncs).</p></section>\n";
+    return;
+  }
+  out += "<p class=\"note\">Mean milliseconds per step. The parts are measured separately: "
+         "copies and host syncs can run alongside GPU work, so a bar need not add up to the "
+         "step; the black tick is the median step time.</p>\n";
+  out += html::LegendHtml(kParts) + html::StackedBarsSvg(kParts, rows, "ms") + "\n" +
+         MoreRanks(rows.size(), with_steps) + "</section>\n";
+}
+
+void Collectives(const json& s, std::string& out) {
+  out += "<section id=\"collectives\"><h2>Collectives: bus bandwidth per operation and "
+         "rank</h2>\n";
+  std::vector<html::BarGroup> groups;
+  std::map<std::string, size_t> index;
+  for (const json& r : Arr(s, "ranks")) {
+    const json& c = Get(r, "collectives");
+    if (!c.is_object()) continue;
+    for (auto it = c.begin(); it != c.end(); ++it) {
+      if (Num(it.value(), "total_s") <= 0) continue;  // never timed: no bandwidth
+      auto [pos, fresh] = index.emplace(it.key(), groups.size());
+      if (fresh) groups.push_back({it.key(), {}});
+      auto& bars = groups[pos->second].bars;
+      if (bars.size() < kHtmlMaxChartRanks)
+        bars.emplace_back(Int(r, "rank"), Num(it.value(), "busbw_gbps"));
+    }
+  }
+  if (groups.empty()) {
+    out += "<p class=\"note\">No timed collectives.</p></section>\n";
+    return;
+  }
+  out += "<p class=\"note\">busbw = bytes \xc3\x97 the operation's bus factor / GPU time, "
+         "comparable with nccl-tests; one bar per rank.</p>\n";
+  out += html::GroupedBarsSvg(groups, "busbw", "GB/s") + "\n";
+  out += "<table><tr><th>operation (job)</th><th class=\"n\">calls</th>"
+         "<th class=\"n\">bytes</th><th class=\"n\">GPU time</th><th class=\"n\">algbw GB/s</th>"
+         "<th class=\"n\">busbw GB/s</th></tr>\n";
+  const json& jc = Get(Get(s, "job"), "collectives");
+  if (jc.is_object())
+    for (auto it = jc.begin(); it != jc.end(); ++it) {
+      const json& o = it.value();
+      out += "<tr><td>" + Esc(it.key()) + "</td><td class=\"n\">" +
+             Printf("%.0f", Num(o, "count")) + "</td><td class=\"n\">" +
+             FmtBytes(static_cast<uint64_t>(Num(o, "bytes"))) + "</td><td class=\"n\">" +
+             FmtDuration(Num(o, "total_s")) + "</td><td class=\"n\">" +
+             FmtRate(Num(o, "algbw_gbps")) + "</td><td class=\"n\">" +
+             FmtRate(Num(o, "busbw_gbps")) + "</td></tr>\n";
+    }
+  out += "</table></section>\n";
+}
+
+void Kernels(const json& s, std::string& out) {
+  out += "<section id=\"kernels\"><h2>Top kernels (all ranks, by GPU time)</h2>\n";
+  const json& k = Get(Get(Get(s, "job"), "gpu"), "kernels");
+  const json& top = Arr(k, "top");
+  if (top.empty()) {
+    out += "<p class=\"note\">No kernel times: no rank had CUPTI activity records.</p>"
+           "</section>\n";
+    return;
+  }
+  const double total = Num(k, "total_s");
+  double max = 0;
+  for (const json& t : top) max = std::max(max, Num(t, "total_s"));
+  out += "<table><tr><th>kernel</th><th class=\"n\">count</th><th class=\"n\">total</th>"
+         "<th class=\"n\">share</th><th style=\"width:20%\"></th></tr>\n";
+  for (const json& t : top) {
+    const double ts = Num(t, "total_s");
+    out += "<tr data-kernel><td><code>" + Esc(Str(t, "name", "?")) + "</code></td>"
+           "<td class=\"n\">" + Printf("%.0f", Num(t, "count")) + "</td><td class=\"n\">" +
+           FmtDuration(ts) + "</td><td class=\"n\">" +
+           (total > 0 ? Printf("%.1f%%", 100 * ts / total) : "-") +
+           "</td><td><div class=\"bar\"" +
+           Attr("style", Printf("width:%.1f%%", max > 0 ? 100 * ts / max : 0)) +
+           "></div></td></tr>\n";
+  }
+  out += "</table>\n<p class=\"note\">" +
+         Esc(Printf("%.0f computation kernels, %s in all; communication kernels: %.0f, %s.",
+                    Num(k, "count"), FmtDuration(total).c_str(),
+                    Num(Get(Get(Get(s, "job"), "gpu"), "comm_kernels"), "count"),
+                    FmtDuration(Num(Get(Get(Get(s, "job"), "gpu"), "comm_kernels"), "total_s"))
+                        .c_str())) +
+         "</p></section>\n";
+}
+
+void Hangs(const json& s, std::string& out) {
+  const json& hangs = Arr(s, "hangs");
+  if (hangs.empty()) return;
+  out += "<section id=\"hangs\"><h2>Hangs</h2>\n<ul>\n";
+  for (const json& h : hangs)
+    out += "<li>" + Esc(Printf("rank %d (host ", Int(h, "rank")) + Str(h, "host") + ") inside " +
+                        Str(h, "api") + " for " + FmtDuration(Num(h, "inside_s"))) +
+           "</li>\n";
+  out += "</ul></section>\n";
+}
+
+}  // namespace
+
+std::string BuildHtmlReport(const json& s) {
+  std::string out =
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+      // Nothing may be fetched: the report is opened from disk, often offline.
+      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+      "style-src 'unsafe-inline'; img-src data:\">\n<title>gpuwatch: " +
+      Esc(Str(s, "job_id", "?")) + "</title>\n<style>" + kCss + "</style></head><body>\n";
+  Header(s, out);
+  Findings(s, out);
+  Utilization(s, out);
+  Steps(s, out);
+  Collectives(s, out);
+  Kernels(s, out);
+  RankTable(s, out);
+  Hangs(s, out);
+  out += "<p class=\"note\">Written by gpuwatch from summary.json (" +
+         Esc(Str(s, "schema", kSummarySchema)) +
+         "); every figure here is in that file, described in docs/summary-schema.md.</p>\n"
+         "</body></html>\n";
+  return out;
+}
+
+}  // namespace gpuwatch::collector

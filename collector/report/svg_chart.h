@@ -1,0 +1,56 @@
+// Inline SVG charts for report.html, drawn in C++ so the report needs no script and no
+// library. Every chart takes plain numbers and labels; labels are escaped here. Each drawn
+// mark carries data-* attributes (chart, rank, value) so tests (and users with a DOM
+// inspector) can check what a chart holds without reading pixels.
+#pragma once
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpuwatch::collector::html {
+
+// Text for HTML element content and attribute values: & < > " ' escaped, control
+// characters (but tab/newline) replaced by '?'. Every string from a rank goes through it.
+std::string Esc(std::string_view s);
+// ` name="value"` with the value escaped.
+std::string Attr(std::string_view name, std::string_view value);
+
+// One filled step-line per rank: the GPU busy share (0..1) of consecutive windows.
+struct UtilRow {
+  std::string label;     // "rank 0 · host"
+  int rank = 0;
+  double offset_s = 0;   // where the first window starts on the shared time axis
+  double window_s = 0;   // width of each window
+  std::vector<double> busy;
+};
+// Small multiples on one time axis (0 .. the latest row end).
+std::string UtilizationSvg(const std::vector<UtilRow>& rows);
+
+// Horizontal stacked bars, one row per rank; `parts` names the segments (with colours),
+// `marker` (if >= 0) draws a tick at that value, e.g. the median step time.
+struct StackPart {
+  std::string key, label, color;
+};
+struct StackRow {
+  std::string label;
+  int rank = 0;
+  std::vector<double> values;  // one per part
+  double marker = -1;
+};
+std::string StackedBarsSvg(const std::vector<StackPart>& parts, const std::vector<StackRow>& rows,
+                           const std::string& unit);
+// The colour legend of a StackedBarsSvg, as HTML.
+std::string LegendHtml(const std::vector<StackPart>& parts);
+
+// Vertical grouped bars: one group per key (collective op), one bar per rank in it.
+struct BarGroup {
+  std::string key;
+  std::vector<std::pair<int, double>> bars;  // (rank, value)
+};
+std::string GroupedBarsSvg(const std::vector<BarGroup>& groups, const std::string& chart,
+                           const std::string& unit);
+
+// "0", "2.5", "120": short tick labels.
+std::string Tick(double v);
+
+}  // namespace gpuwatch::collector::html
