@@ -3,6 +3,8 @@
 #include <cstdlib>
 
 #include "cupti_reader.h"
+#include "environment_probe.h"
+#include "proc_sampler.h"
 #include "wire_encode.h"
 
 namespace gpuwatch::inject {
@@ -158,6 +160,31 @@ void AppendCommProgress(std::string& hb, uint64_t comm_id, uint64_t unique_hash,
 void AppendGoodbyeTail(std::string& goodbye, uint64_t events_sent, uint64_t end_ns) {
   UInt(goodbye, 2, events_sent);
   UInt(goodbye, 3, end_ns);
+}
+
+void AppendEnvironment(std::string& batch, const EnvironmentInfo& e) {
+  std::string m;
+  Int(m, 1, e.cuda_runtime);
+  Int(m, 2, e.cuda_driver);
+  Int(m, 3, e.nccl);
+  for (const auto& [name, value] : e.settings) {
+    std::string v;
+    Text(v, 1, name);
+    Text(v, 2, value);
+    Message(m, 4, v);
+  }
+  Message(batch, 9, m);
+}
+
+void AppendProcSample(std::string& batch, const ProcTotals& s) {
+  std::string m;
+  UInt(m, 1, s.t_ns);
+  UInt(m, 2, s.cpu_ns);
+  UInt(m, 3, s.read_chars);
+  UInt(m, 4, s.read_bytes);
+  UInt(m, 5, s.processes);
+  UInt(m, 6, s.run_wait_ns);
+  Message(batch, 10, m);
 }
 
 }  // namespace gpuwatch::inject

@@ -46,4 +46,10 @@ void AppendCommProgress(std::string& hb, uint64_t comm_id, uint64_t unique_hash,
 
 void AppendGoodbyeTail(std::string& goodbye, uint64_t events_sent, uint64_t end_ns);
 
+// Issue 6: Batch.environment (9) and one Batch.proc_samples (10).
+struct EnvironmentInfo;
+struct ProcTotals;
+void AppendEnvironment(std::string& batch, const EnvironmentInfo& e);
+void AppendProcSample(std::string& batch, const ProcTotals& s);
+
 }  // namespace gpuwatch::inject

@@ -23,6 +23,8 @@
 #include "config.h"
 #include "cupti_reader.h"
 #include "encode.h"
+#include "environment_probe.h"
+#include "proc_sampler.h"
 #include "wire_encode.h"
 #include "identity.h"
 #include "pinned_ranges.h"
@@ -110,6 +112,10 @@ class Sender {
     Harvest(final);
     const bool had_data = batch_events_ + batch_activities_ > 0;
     AddMetadata();
+    if (recording_.load(std::memory_order_acquire)) {  // after the app's first CUDA call (issue 6)
+      env_probe_.Append(batch_, NowNs());
+      proc_sampler_.Append(batch_, NowNs());
+    }
     AddDropped(batch_, 4);
     if (had_data || dropped_changed_ || batch_.size() > seq_only_size_) {
       events_total_ += batch_events_;
@@ -371,6 +377,8 @@ class Sender {
   bool dropped_changed_ = false;
 
   std::unique_ptr<Outbox> outbox_;
+  EnvironmentProbe env_probe_;
+  ProcSampler proc_sampler_{getpid()};
 };
 
 Sender* g_sender = nullptr;

@@ -70,9 +70,12 @@ Finding Make(const std::string& id, double lost, double base) {
   return f;
 }
 
+// `environment` has no measured time (0): it stays, after every measured loss.
 void Rank(std::vector<Finding>& v) {
   v.erase(std::remove_if(v.begin(), v.end(),
-                         [](const Finding& f) { return f.share < kReportShare || f.time_lost_s <= 0; }),
+                         [](const Finding& f) {
+                           return f.id != "environment" && (f.share < kReportShare || f.time_lost_s <= 0);
+                         }),
           v.end());
   std::sort(v.begin(), v.end(), [](const Finding& a, const Finding& b) {
     return a.time_lost_s != b.time_lost_s ? a.time_lost_s > b.time_lost_s : a.id < b.id;
@@ -175,6 +178,8 @@ std::vector<Finding> RankFindings(const RankDiag& d) {
     f.summary = Printf("GPU idle %s waiting for the host, which was not waiting on the GPU",
                        per(host).c_str());
     out.push_back(f);
+    if (f.share >= kReportShare)
+      if (auto io = InputIoFinding(d, f)) out.push_back(*io);
 
     const double short_share =
         d.kernels_with_api ? static_cast<double>(d.kernels_short) / d.kernels_with_api : 0.0;
@@ -244,6 +249,7 @@ std::vector<Finding> RankFindings(const RankDiag& d) {
     out.push_back(f);
   }
   for (auto& f : out) f.ranks = {d.rank};
+  if (auto env = EnvironmentFinding(d, out)) out.push_back(*env);
   Rank(out);
   return out;
 }
@@ -353,8 +359,11 @@ std::vector<Finding> JobFindings(const std::vector<RankDiag>& ranks) {
           }
     }
   }
+  std::string env_severity = "low";  // the most severe rank's
   for (size_t i = 0; i < R; ++i) {
     for (const auto& g : per[i]) {
+      if (g.id == "environment" && (g.severity == "high" || (g.severity == "medium" && env_severity == "low")))
+        env_severity = g.severity;
       auto& v = lost[g.id];
       v.resize(R, 0.0);
       v[i] = g.time_lost_s;
@@ -373,6 +382,9 @@ std::vector<Finding> JobFindings(const std::vector<RankDiag>& ranks) {
   }
   for (auto& [id, g] : best) {
     Finding f = Make(id, MedianD(lost[id]), base);
+    f.title = g.title;  // input_io's and environment's depend on what was found
+    f.fix = g.fix;
+    if (id == "environment") f.severity = env_severity;
     f.ranks = g.ranks;
     std::sort(f.ranks.begin(), f.ranks.end());
     f.evidence = g.evidence;
@@ -472,20 +484,32 @@ std::string Verdict(const std::vector<RankDiag>& ranks, const std::vector<Findin
   std::string v = cupti ? Printf("GPU busy %.0f%% of the time.", active > 0 ? 100 * S(busy) / active : 0.0)
                         : std::string("No GPU timeline (CUPTI unavailable).");
   const double steps = JobSteps(ranks);
-  if (f.empty() || f[0].severity == "low") {
-    v += " No significant loss found";
-    if (!f.empty()) v += Printf(" (largest: %s, %.0f%%)", f[0].title.c_str(), 100 * f[0].share);
-    return v + ".";
+  // The biggest measured loss; `environment` (no measured time) is added after it, and
+  // `input_io` says which kind of data loading it was.
+  const Finding *top = nullptr, *env = nullptr, *io = nullptr;
+  for (const auto& x : f) {
+    if (x.id == "environment") env = &x;
+    else if (x.id == "input_io") io = &x;
+    else if (!top) top = &x;
   }
-  const Finding& t = f[0];
+  std::string tail;
+  if (env && env->severity != "low") tail = " Also: " + env->summary + ".";
+  if (!top || top->severity == "low") {
+    v += " No significant loss found";
+    if (top) v += Printf(" (largest: %s, %.0f%%)", top->title.c_str(), 100 * top->share);
+    return v + "." + tail;
+  }
+  const Finding& t = *top;
+  const bool explained = t.id == "data_loading" && io;
   v += " Biggest loss: " + t.title;
+  if (explained) v += " (" + io->title + ")";
   if (t.id == "straggler" && !t.ranks.empty()) v += Printf(" (rank %d)", t.ranks[0]);
   if (steps > 0)
     v += Printf(", %s per step (%.0f%%).", FmtDuration(t.time_lost_s / steps).c_str(), 100 * t.share);
   else
     v += Printf(", %s (%.0f%%).", FmtDuration(t.time_lost_s).c_str(), 100 * t.share);
-  v += " Fix: " + t.fix + ".";
-  return v;
+  v += " Fix: " + (explained ? io->fix : t.fix) + ".";
+  return v + tail;
 }
 
 std::string FindingsText(const std::vector<RankDiag>& ranks, const std::vector<Finding>& f) {
@@ -499,10 +523,15 @@ std::string FindingsText(const std::vector<RankDiag>& ranks, const std::vector<F
     std::string rk;
     for (size_t j = 0; j < x.ranks.size() && j < 8; ++j) rk += (j ? "," : "") + std::to_string(x.ranks[j]);
     if (x.ranks.size() > 8) rk += ",...";
-    std::string head = Printf("%d. [%s] %s: %s", ++i, x.severity.c_str(), x.title.c_str(),
-                              FmtDuration(x.time_lost_s).c_str());
-    if (steps > 0) head += Printf(", %s/step", FmtDuration(x.time_lost_s / steps).c_str());
-    head += Printf(", %.0f%%; rank%s %s", 100 * x.share, x.ranks.size() == 1 ? "" : "s", rk.c_str());
+    std::string head = Printf("%d. [%s] %s", ++i, x.severity.c_str(), x.title.c_str());
+    if (x.id == "input_io") {
+      head += " (explains the data loading time)";
+    } else if (x.id != "environment") {  // environment: no measured time
+      head += ": " + FmtDuration(x.time_lost_s);
+      if (steps > 0) head += Printf(", %s/step", FmtDuration(x.time_lost_s / steps).c_str());
+      head += Printf(", %.0f%%", 100 * x.share);
+    }
+    head += Printf("; rank%s %s", x.ranks.size() == 1 ? "" : "s", rk.c_str());
     Wrap(out, head, "     ", "  ");
     Wrap(out, x.summary, "      ", "    ");
     Wrap(out, "fix: " + x.fix, "      ", "    ");

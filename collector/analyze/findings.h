@@ -8,6 +8,7 @@
 // the typical rank is what the job loses -- and the straggler's is the median wait of the
 // ranks for the slowest one, which is then taken out of their communication time.
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,13 @@ struct Finding {
 std::vector<Finding> RankFindings(const RankDiag& d);
 // Findings of the job (every rank's merged, plus straggler), ranked.
 std::vector<Finding> JobFindings(const std::vector<RankDiag>& ranks);
+
+// findings_host.cpp (issue 6). input_io: whether the host side of `data_loading` was
+// CPU-bound or waiting on reads (same time lost: it explains that loss); none without
+// enough process samples. environment: settings/versions that cost speed (time lost 0,
+// ranked after every measured loss); none when there are none.
+std::optional<Finding> InputIoFinding(const RankDiag& d, const Finding& data_loading);
+std::optional<Finding> EnvironmentFinding(const RankDiag& d, const std::vector<Finding>& found);
 
 // The `steps` object of summary.json for one rank.
 nlohmann::json StepsJson(const RankDiag& d);

@@ -85,10 +85,11 @@ uint64_t FindPeriod(const std::vector<uint64_t>& sig) {
 
 }  // namespace
 
-StepsCollector::StepsCollector() : tl_(std::make_unique<StepTimeline>(&d_.steps)) {}
+StepsCollector::StepsCollector() : tl_(std::make_unique<StepTimeline>(&d_.steps)) { tl_->SetGapSink(&io_); }
 
 StepsCollector::StepsCollector(const StepsCollector& o)
     : d_(o.d_),
+      io_(o.io_),
       tl_(std::make_unique<StepTimeline>(*o.tl_)),
       step_range_(o.step_range_),
       names_(o.names_),
@@ -103,6 +104,7 @@ StepsCollector::StepsCollector(const StepsCollector& o)
       late_(o.late_),
       newest_host_(o.newest_host_) {
   tl_->Rebind(&d_.steps);
+  tl_->SetGapSink(&io_);
   for (int k = 0; k < kSyncKinds; ++k) {
     pending_[k] = o.pending_[k];
     pending_n_[k] = o.pending_n_[k];
@@ -181,6 +183,8 @@ void StepsCollector::OnRange(const HostEvent& e) {
 void StepsCollector::OnBatch(const wire::Batch& b) {
   ++batches_;
   if (b.gpu_source() == wire::GPU_SOURCE_CUPTI) d_.cupti = true;
+  if (b.has_environment()) d_.env.Merge(b.environment());
+  for (const auto& s : b.proc_samples()) io_.OnSample(s);
   for (const auto& k : b.kernel_names())
     if (names_.size() < 64 && IsStepName(k.name())) names_[k.id()] = k.name().substr(0, 128);
   for (const auto& c : b.communicators())
@@ -278,7 +282,8 @@ RankDiag StepsCollector::Compute() const {
   RankDiag r = c.d_;
   StepTimeline t = *c.tl_;
   t.Rebind(&r.steps);
-  t.Flush();
+  t.Flush();  // its last host-wait gap goes to c.io_
+  r.io = c.io_.figures();
   r.dev = t.total();
   r.dev_first = t.first_ns();
   r.dev_last = t.last_ns();

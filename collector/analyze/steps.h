@@ -12,6 +12,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "analyze/environment.h"
+#include "analyze/input_io.h"
 #include "analyze/steps_timeline.h"
 #include "gpuwatch.pb.h"
 
@@ -49,6 +51,9 @@ struct RankDiag {
   uint64_t coll_count = 0, coll_bytes = 0, coll_timed = 0, coll_gpu_ns = 0;
   double coll_bus_bytes = 0;  // sum of S x bus factor over timed calls
   std::vector<CollCall> colls;  // at most kMaxCollCalls
+  // Environment and the process tree during host-wait gaps (issue 6).
+  EnvFacts env;
+  InputIoFigures io;
 
   double ActiveS() const;       // device active span, else host span
   double StepMedianS() const;   // 0 without steps
@@ -118,6 +123,7 @@ class StepsCollector {
   void Release(bool all);
 
   RankDiag d_;
+  InputIo io_;  // fed by tl_'s host-wait gaps and the batches' process samples
   std::unique_ptr<StepTimeline> tl_;
   std::string step_range_;                            // GPUWATCH_STEP_RANGE
   std::unordered_map<uint32_t, std::string> names_;   // step-like range names by id (bounded)

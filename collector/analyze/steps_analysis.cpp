@@ -27,6 +27,7 @@ class StepsAnalysis final : public RankAnalysis {
       const diag::RankDiag d = c_.Result();
       obj["steps"] = diag::StepsJson(d);
       obj["findings"] = diag::FindingsJson(diag::RankFindings(d));
+      obj["environment"] = diag::EnvJson(d.env);
       return;
     }
     const auto f = diag::JobFindings(ranks_);

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "analyze/gpu_timeline.h"
+#include "analyze/input_io.h"
 #include "analyze/thresholds.h"
 
 namespace gpuwatch::collector::diag {
@@ -95,6 +96,7 @@ void StepTimeline::Advance() {
     api_fifo_.pop_front();
   }
   const uint64_t bound = all_.on ? all_.end : 0;
+  if (gap_sink_) gap_sink_->Settle(bound);  // gaps start at the end of the open busy span or later
   for (auto it = syncs_.begin(); it != syncs_.end() && it->first < bound;)
     it = it->second < bound ? syncs_.erase(it) : std::next(it);
 }
@@ -203,6 +205,7 @@ void StepTimeline::Charge(uint64_t a, uint64_t b, uint64_t DeviceSlice::*field) 
 
 void StepTimeline::ChargeIdle(uint64_t a, uint64_t b, int kind) {
   if (b <= a) return;
+  if (kind == kIdleHost && gap_sink_) gap_sink_->OnGap(a, b);
   total_.idle[kind] += b - a;
   Split(a, b, [kind](DeviceSlice& d, uint64_t n) { d.idle[kind] += n; });
 }

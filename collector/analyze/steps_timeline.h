@@ -21,6 +21,8 @@
 
 namespace gpuwatch::collector::diag {
 
+class InputIo;
+
 enum Idle { kIdleHost = 0, kIdleLaunch = 1, kIdleSync = 2, kIdleOther = 3, kIdleKinds = 4 };
 
 // Device figures of one step (or of the whole run). ns.
@@ -52,6 +54,8 @@ class StepTimeline {
   void Rebind(std::deque<StepRec>* steps) { steps_ = steps; }
   // The steps were replaced (another range turned out to be the step): start over.
   void ResetCursor() { cursor_ = 0; }
+  // Receives every host-wait gap, in time order, and how far the sweep has settled.
+  void SetGapSink(InputIo* sink) { gap_sink_ = sink; }
   const DeviceSlice& total() const { return total_; }
   uint64_t first_ns() const { return first_; }
   uint64_t last_ns() const { return last_; }
@@ -89,6 +93,7 @@ class StepTimeline {
   void ChargeIdle(uint64_t a, uint64_t b, int kind);
 
   std::deque<StepRec>* steps_;
+  InputIo* gap_sink_ = nullptr;
   size_t cursor_ = 0;  // steps before it end before the sweep
   DeviceSlice total_;
   std::priority_queue<Work, std::vector<Work>, std::greater<Work>> pending_;

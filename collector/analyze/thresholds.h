@@ -80,6 +80,30 @@ inline constexpr double kReportShare = 0.01;
 // launch_bound needs most kernels to be shorter than their launch call (HTA's "short
 // kernel", field-facts) ...
 inline constexpr double kShortKernelShare = 0.5;
-// Old versions flagged by `environment` (not implemented yet; see docs/summary-schema.md).
+
+// --- environment -------------------------------------------------------------------------
+// Versions older than these are reported (severity low, no time lost). NCCL 2.18 (2023) is
+// what PyTorch 2.1 shipped; releases since brought NVLS/NVLink SHARP, PXN and profiler
+// plugins (field-facts: plugins from 2.23). CUDA 12.0 is the first runtime for Hopper's
+// full feature set; CUDA 11 builds predate it. Both bounds are inferred, to revisit.
+inline constexpr int kOldNcclVersion = 21800;  // ncclGetVersion encoding: 2.18.0
+inline constexpr int kOldCudaRuntime = 12000;  // cudaRuntimeGetVersion encoding: 12.0
+// NCCL_MAX_NCHANNELS at or below this limits bandwidth (NCCL uses one SM and one ring or
+// tree per channel; modern GPUs run 16-32 channels). Inferred.
+inline constexpr int kFewNcclChannels = 2;
+
+// --- input_io ----------------------------------------------------------------------------
+// The host side of data loading is CPU-bound when the process tree kept at least this many
+// cores busy during the GPU's host-wait gaps -- at least one process, the main one or a
+// DataLoader worker, was mostly running -- or, reading little, busy plus runnable-waiting
+// for a core (an oversubscribed machine). A Python process blocked on a queue or a read
+// uses ~0. Inferred.
+inline constexpr double kInputCpuBoundCores = 0.7;
+// Below that, it waits on reads when the tree read at least this many MB/s (rchar: files,
+// pipes, sockets) during the gaps. Inferred: any sustained reading while the CPUs idle.
+inline constexpr double kInputReadMinMBps = 1.0;
+// input_io is reported only when samples cover at least this share of the host-wait gaps
+// (samples start at the first CUDA call and come every ~100 ms). Inferred.
+inline constexpr double kInputMinCoverage = 0.5;
 
 }  // namespace gpuwatch::collector::diag

@@ -12,7 +12,9 @@ strip -o "$D/lib/libgpuwatch.so" "$B/lib/libgpuwatch.so"
 for p in gpuwatch-collector gpuwatch gpuwatch-scenario gpuwatch-scenario-rank hook_bench hot_path_bench; do
   strip -o "$D/bin/$p" "$B/bin/$p"
 done
-for so in libspdlog.so.1.10 libfmt.so.9 libbenchmark.so.1debian; do
-  cp -L "/lib/x86_64-linux-gnu/$so" "$D/deps/"
-done
+# The Debian libraries they need (spdlog, fmt, benchmark, protobuf if linked shared); the
+# C/C++ runtime, CUDA, NCCL and CUPTI are the device machine's own.
+ldd "$D"/lib/* "$D"/bin/* 2>/dev/null | awk '/=> \// {print $3}' | sort -u |
+  grep -Ev '/(libc|libm|libstdc\+\+|libgcc_s|libdl|libpthread|librt|ld-linux[^/]*|libcuda[^/]*|libnccl[^/]*|libcupti[^/]*)\.so' |
+  while read -r so; do cp -L "$so" "$D/deps/"; done
 du -sh "$D"

@@ -43,6 +43,7 @@ void CheckScenario(const std::string& name) {
   TEST_CASE("pipeline: " #name " summary matches the truth") { CheckScenario(#name); }
 
 PIPELINE_SCENARIO(dataloader_bound)
+PIPELINE_SCENARIO(dataloader_io)
 PIPELINE_SCENARIO(launch_bound)
 PIPELINE_SCENARIO(sync_stall)
 PIPELINE_SCENARIO(pageable_h2d)

@@ -16,6 +16,7 @@
 #include <nccl.h>
 #include <nvtx3/nvToolsExt.h>
 
+#include "host_work.h"
 #include "rendezvous_file.h"
 #include "spin_kernel.h"
 #include "truth.h"
@@ -36,25 +37,6 @@ void check(ncclResult_t r, const char* call) {
   if (r != ncclSuccess) throw PlayError(std::string(call) + ": " + ncclGetErrorString(r));
 }
 
-// Host work that (almost) does not burn a CPU: the ranks of a scenario share few cores with
-// the simulator's threads, so a busy wait would distort everyone's timing. Yet a plain sleep
-// wakes late by 0.1-0.3 ms on a loaded machine, 10-30% of a 1 ms op. So: an absolute-deadline
-// clock_nanosleep on CLOCK_MONOTONIC (steady_clock's clock, 1 ns timer slack) until
-// kSpinMargin before the deadline, then sched_yield until it. Never early; at most
-// kSpinMargin of CPU per op.
-constexpr auto kSpinMargin = std::chrono::microseconds(250);
-
-void host_wait(Clock::time_point deadline) {
-  const auto wake = deadline - kSpinMargin;
-  if (Clock::now() < wake) {
-    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(wake.time_since_epoch()).count();
-    timespec ts{time_t(ns / 1000000000), long(ns % 1000000000)};
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
-    }
-  }
-  while (Clock::now() < deadline) sched_yield();
-}
-
 class Player {
  public:
   Player(const Scenario& sc, const PlayerOptions& opt) : sc_(sc), opt_(opt), scale_(sc.scale_for(opt.rank)) {}
@@ -73,6 +55,7 @@ class Player {
   const PlayerOptions& opt_;
   const RankScale scale_;
   TruthRecorder truth_;
+  ReadFeeder feeder_;  // started by the first `"wait": "read"` host op
   std::string where_ = "setup";
 
   cudaStream_t compute_ = nullptr, comm_stream_ = nullptr;
@@ -168,7 +151,11 @@ void Player::play(const Op& op) {
   switch (op.kind) {
     case OpKind::Host: {
       auto t0 = Clock::now();
-      host_wait(t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(op.ms * scale_.host)));
+      const auto deadline =
+          t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(op.ms * scale_.host));
+      if (op.wait == HostWait::Cpu) host_spin(deadline);
+      else if (op.wait == HostWait::Read) feeder_.read_until(deadline, op.read_mbps);
+      else host_sleep(deadline);
       truth_.add("host", seconds_between(t0, Clock::now()));
       break;
     }

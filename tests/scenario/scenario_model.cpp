@@ -69,7 +69,7 @@ struct OpSpec {
 
 const std::map<std::string, OpSpec>& op_specs() {
   static const std::map<std::string, OpSpec> specs = {
-      {"host", {OpKind::Host, {"ms"}}},
+      {"host", {OpKind::Host, {"ms", "wait", "read_mbps"}}},
       {"h2d", {OpKind::H2D, {"bytes", "pinned", "async"}}},
       {"d2h", {OpKind::D2H, {"bytes", "pinned", "async"}}},
       {"kernels", {OpKind::Kernels, {"count", "us", "name", "via"}}},
@@ -101,6 +101,18 @@ Op parse_op(const json& j, const std::string& source, const std::string& path) {
   switch (op.kind) {
     case OpKind::Host:
       op.ms = number(required(j, "ms", source, path), source, join(path, "ms"), true);
+      if (j.contains("wait")) {
+        const json& w = j["wait"];
+        const std::string s = w.is_string() ? w.get<std::string>() : "";
+        if (s == "sleep") op.wait = HostWait::Sleep;
+        else if (s == "cpu") op.wait = HostWait::Cpu;
+        else if (s == "read") op.wait = HostWait::Read;
+        else fail(source, join(path, "wait"), "expected \"sleep\", \"cpu\" or \"read\"");
+      }
+      if (j.contains("read_mbps")) {
+        if (op.wait != HostWait::Read) fail(source, join(path, "read_mbps"), "only with \"wait\": \"read\"");
+        op.read_mbps = number(j["read_mbps"], source, join(path, "read_mbps"), false);
+      }
       break;
     case OpKind::H2D:
     case OpKind::D2H:

@@ -20,12 +20,16 @@ enum class SyncWhat { Stream, Device, Event };
 // How `kernels` are launched: through the runtime (<<<>>>, seen by cudaLaunchKernel hooks) or
 // as a library such as cuBLAS does (driver cuLaunchKernel, invisible to runtime hooks).
 enum class Via { Runtime, Library };
+// What a `host` op does while its time passes (host_work.h).
+enum class HostWait { Sleep, Cpu, Read };
 
 // One entry of "step" or of an "every" block, with defaults applied.
 struct Op {
   OpKind kind = OpKind::Host;
   std::string where;     // "step[2]" or "every[0].ops[1]": names the op in error messages
   double ms = 0;         // host
+  HostWait wait = HostWait::Sleep;  // host
+  double read_mbps = 100;  // host with wait = read
   std::uint64_t bytes = 0;  // h2d, d2h, collectives (per rank)
   bool pinned = true;    // h2d, d2h
   bool async = true;     // h2d, d2h

@@ -46,6 +46,25 @@ TEST_CASE("scenario: minimal scenario parses with defaults") {
   CHECK(sc.step[0].kind == OpKind::Host);
   CHECK(sc.step[0].ms == 1);
   CHECK(sc.step[0].where == "step[0]");
+  CHECK(sc.step[0].wait == HostWait::Sleep);  // format v1 without "wait" means what it always meant
+}
+
+TEST_CASE("scenario: host op wait and read_mbps") {
+  json doc = minimal();
+  doc["step"] = json::parse(R"([{"op": "host", "ms": 1, "wait": "cpu"}, {"op": "host", "ms": 2, "wait": "read"},
+                                {"op": "host", "ms": 3, "wait": "read", "read_mbps": 20}, {"op": "host", "ms": 4, "wait": "sleep"}])");
+  Scenario sc = parse_scenario(doc, "s.json");
+  CHECK(sc.step[0].wait == HostWait::Cpu);
+  CHECK(sc.step[1].wait == HostWait::Read);
+  CHECK(sc.step[1].read_mbps == 100);
+  CHECK(sc.step[2].read_mbps == 20);
+  CHECK(sc.step[3].wait == HostWait::Sleep);
+  CHECK(error_with_op({{"op", "host"}, {"ms", 1}, {"wait", "disk"}}) ==
+        "s.json: step[1].wait: expected \"sleep\", \"cpu\" or \"read\"");
+  CHECK(error_with_op({{"op", "host"}, {"ms", 1}, {"read_mbps", 5}}) ==
+        "s.json: step[1].read_mbps: only with \"wait\": \"read\"");
+  CHECK(error_with_op({{"op", "host"}, {"ms", 1}, {"wait", "read"}, {"read_mbps", 0}}) ==
+        "s.json: step[1].read_mbps: expected a number > 0");
 }
 
 TEST_CASE("scenario: op defaults") {
@@ -249,7 +268,9 @@ TEST_CASE("scenario: every bundled scenario is valid and described") {
     Scenario sc = load_scenario(entry.path().string());
     CHECK(sc.name == entry.path().stem().string());
     CHECK_FALSE(sc.description.empty());
-    CHECK(sc.ranks >= 2);
+    // Multi-rank, except dataloader_bound: its ranks spin on the CPU, and two of them on a
+    // two-core test machine delay each other's collectives (docs/scenarios.md).
+    CHECK(sc.ranks >= (sc.name == "dataloader_bound" ? 1 : 2));
     ++n;
   }
   CHECK(n >= 8);

@@ -12,7 +12,6 @@ using namespace simgpu;
 
 namespace {
 
-constexpr int kRuntimeVersion = 13000;
 
 // Which way a copy goes and where its host side lives, from the pointers (UVA) or, when the
 // caller names a direction, from that.
@@ -149,13 +148,13 @@ SIMGPU_EXPORT cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int devi
 
 SIMGPU_EXPORT cudaError_t cudaDriverGetVersion(int* v) {
   if (!v) return fail(cudaErrorInvalidValue);
-  *v = kRuntimeVersion;
+  *v = static_cast<int>(simgpu::config().driver_version);
   return cudaSuccess;
 }
 
 SIMGPU_EXPORT cudaError_t cudaRuntimeGetVersion(int* v) {
   if (!v) return fail(cudaErrorInvalidValue);
-  *v = kRuntimeVersion;
+  *v = static_cast<int>(simgpu::config().cuda_version);
   return cudaSuccess;
 }
 

@@ -24,6 +24,9 @@ constexpr Key kKeys[] = {
     {"launch_us", &Config::launch_us},
     {"default_kernel_us", &Config::default_kernel_us},
     {"devices", &Config::devices},
+    {"cuda_version", &Config::cuda_version},
+    {"driver_version", &Config::driver_version},
+    {"nccl_version", &Config::nccl_version},
 };
 
 std::string trim(const std::string& s) {

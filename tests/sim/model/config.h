@@ -17,6 +17,11 @@ struct Config {
   double launch_us = 4;           // host cost of every kernel launch call
   double default_kernel_us = 5;   // kernels whose name has no "spin"
   double devices = 8;             // cudaGetDeviceCount (ranks call cudaSetDevice(LOCAL_RANK))
+  // What the version queries answer (cudaRuntimeGetVersion, cudaDriverGetVersion,
+  // ncclGetVersion), in the APIs' own encodings: 13000 = CUDA 13.0, 22800 = NCCL 2.28.0.
+  double cuda_version = 13000;
+  double driver_version = 13000;
+  double nccl_version = 22800;
 
   // Parses `text`; on an unknown key or a bad value returns false and sets `error` to one
   // line naming the key.

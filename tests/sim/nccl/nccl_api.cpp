@@ -26,7 +26,6 @@ using simnccl::OpPlan;
 
 namespace {
 
-constexpr int kVersion = 22800;  // NCCL 2.28.0 (what the simulator claims to be)
 
 thread_local int tl_group_depth = 0;
 thread_local std::vector<std::pair<cudaStream_t, OpPlan>> tl_group;  // ops of the open group
@@ -143,7 +142,8 @@ ncclResult_t init(ncclComm_t* out, int nranks, const std::string& name, int rank
 
 NCCL_EXPORT ncclResult_t pncclGetVersion(int* version) {
   if (!version) return ncclInvalidArgument;
-  *version = kVersion;
+  // NCCL 2.28.0 unless SIMGPU_CONFIG's nccl_version says otherwise.
+  *version = static_cast<int>(simgpu_config_value("nccl_version"));
   return ncclSuccess;
 }
 

@@ -29,7 +29,8 @@ TEST_CASE("collector: two ranks of one job give one summary with both ranks") {
   CHECK(s["ranks"][1]["sync"]["by_api"]["cudaStreamSynchronize"]["count"] == 5);
   CHECK(s["ranks"][1]["ended"] == "normal");
   CHECK(s["job"]["memcpy"]["h2d"]["bytes"] == 8192);
-  CHECK(fs::exists(out + "/summary.txt"));
+  // summary.txt is renamed into place after summary.json (each written and synced): wait.
+  CHECK(PollUntil([&] { return fs::exists(out + "/summary.txt"); }, 5000));
   CHECK(col.Stop() == 0);
   CHECK_THAT(col.Stdout(), Catch::Contains("gpuwatch summary: job job-two"));
 }

@@ -4,6 +4,8 @@
 
 #include "cupti_reader.h"
 #include "encode.h"
+#include "environment_probe.h"
+#include "proc_sampler.h"
 #include "frame.h"
 #include "gpuwatch.pb.h"
 #include "wire_encode.h"
@@ -234,4 +236,45 @@ TEST_CASE("a heartbeat encodes the calls in flight and the communicators' progre
   CHECK(h.comms(0).last_seq() == 16);
   CHECK(h.comms(0).any_returned());
   CHECK_FALSE(h.comms(1).any_returned());
+}
+
+TEST_CASE("environment and process samples encode as Batch fields 9 and 10") {
+  gi::EnvironmentInfo env;
+  env.cuda_runtime = 13000;
+  env.cuda_driver = 13010;
+  env.nccl = 22800;
+  env.settings = {{"NCCL_P2P_DISABLE", "1"}, {"NCCL_NET", "Socket"}};
+  gi::ProcTotals s;
+  s.t_ns = 7'000'000'000ull;
+  s.cpu_ns = 1'500'000'000ull;
+  s.read_chars = 1ull << 33;
+  s.read_bytes = 4096;
+  s.processes = 5;
+  s.run_wait_ns = 12345;
+  std::string batch;
+  gi::AppendBatchSeq(batch, 3);
+  gi::AppendEnvironment(batch, env);
+  gi::AppendProcSample(batch, s);
+  s.t_ns += 100'000'000;
+  gi::AppendProcSample(batch, s);
+  std::string out;
+  gpuwatch::wire::enc::Frame(out, gi::kFrameBatch, batch);
+  const w::Frame f = ParseOne(out);
+  const auto& b = f.batch();
+  REQUIRE(b.has_environment());
+  CHECK(b.environment().cuda_runtime_version() == 13000);
+  CHECK(b.environment().cuda_driver_version() == 13010);
+  CHECK(b.environment().nccl_version() == 22800);
+  REQUIRE(b.environment().settings_size() == 2);
+  CHECK(b.environment().settings(1).name() == "NCCL_NET");
+  CHECK(b.environment().settings(1).value() == "Socket");
+  REQUIRE(b.proc_samples_size() == 2);
+  CHECK(b.proc_samples(0).t_ns() == 7'000'000'000ull);
+  CHECK(b.proc_samples(0).cpu_ns() == 1'500'000'000ull);
+  CHECK(b.proc_samples(0).read_chars() == (1ull << 33));
+  CHECK(b.proc_samples(0).read_bytes() == 4096);
+  CHECK(b.proc_samples(0).processes() == 5);
+  CHECK(b.proc_samples(0).run_wait_ns() == 12345);
+  CHECK(b.proc_samples(1).t_ns() == 7'100'000'000ull);
+  CHECK(b.seq() == 3);
 }

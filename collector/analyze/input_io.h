@@ -1,0 +1,61 @@
+// The `input_io` evidence (issue 6): what the rank's process tree (the process and its
+// descendants, e.g. DataLoader workers) did while the GPU sat idle waiting for the host.
+// The library samples the tree's cumulative CPU time, run-queue wait and read counters
+// about every 100 ms (wire ProcSample); the device timeline reports each host-wait gap
+// (steps_timeline.h). Each sample interval's increase is shared among the gaps it overlaps
+// in proportion to the overlap, i.e. the rate is taken as even within an interval.
+//
+// Streaming, bounded: both arrive in time order but at different lags (samples within
+// ~100 ms, gaps ~2 s behind the newest CUPTI record), so each side keeps only what the other
+// may still overlap: samples until no later gap can start before their end (Settle), gaps
+// until a sample has covered their end. Each side is capped at kMaxKept entries.
+#pragma once
+#include <cstdint>
+#include <deque>
+
+#include "gpuwatch.pb.h"
+
+namespace gpuwatch::collector::diag {
+
+struct InputIoFigures {
+  uint64_t intervals = 0;   // sample intervals received
+  uint32_t max_processes = 0;
+  // Over the host-wait gaps covered by samples:
+  double gap_s = 0;         // gap time covered
+  double cpu_s = 0;         // CPU time of the tree
+  double run_wait_s = 0;    // runnable, waiting for a CPU
+  double read_chars = 0;    // bytes read (rchar)
+  double read_bytes = 0;    // bytes read from storage (read_bytes)
+  // Over all sampled time, for comparison:
+  double all_s = 0, all_cpu_s = 0, all_read_chars = 0;
+};
+
+class InputIo {
+ public:
+  static constexpr size_t kMaxKept = 4096;
+
+  void OnSample(const wire::ProcSample& s);
+  // A host-wait gap [a, b), in time order.
+  void OnGap(uint64_t a, uint64_t b);
+  // No gap reported from now on starts before `mark`.
+  void Settle(uint64_t mark);
+  const InputIoFigures& figures() const { return f_; }
+
+ private:
+  struct Interval {
+    uint64_t t0, t1;
+    double cpu, wait, rchar, rbytes;  // increases over the interval
+  };
+  struct Gap {
+    uint64_t a, b;
+  };
+  void Pair(const Interval& s, const Gap& g);
+
+  InputIoFigures f_;
+  bool have_prev_ = false;
+  wire::ProcSample prev_;
+  std::deque<Interval> samples_;
+  std::deque<Gap> gaps_;
+};
+
+}  // namespace gpuwatch::collector::diag

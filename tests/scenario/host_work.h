@@ -1,0 +1,46 @@
+// What a `host` op does while its time passes (docs/scenarios.md, key `wait`):
+//   sleep  (default) almost no CPU: the host is busy elsewhere (Python, a queue);
+//   cpu    a busy loop on the calling thread: a CPU-bound input pipeline;
+//   read   blocked in read() on a pipe that a feeder thread fills at `read_mbps`: a
+//          pipeline waiting on storage or the network, using almost no CPU.
+// Each returns at or shortly after the deadline, never before.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+
+#include "truth.h"
+
+namespace gpuwatch::scenario {
+
+void host_sleep(Clock::time_point deadline);
+void host_spin(Clock::time_point deadline);
+
+// One pipe and one feeder thread, started at the first read op of the rank.
+class ReadFeeder {
+ public:
+  ReadFeeder() = default;
+  ReadFeeder(const ReadFeeder&) = delete;
+  ReadFeeder& operator=(const ReadFeeder&) = delete;
+  ~ReadFeeder();
+  // Blocks in read() until the deadline, while the feeder writes one chunk every
+  // millisecond (the last one at the deadline), `mbps` x 1e6 bytes per second in all.
+  // Returns the bytes read. Throws std::runtime_error when the pipe cannot be made.
+  std::uint64_t read_until(Clock::time_point deadline, double mbps);
+
+ private:
+  void feed();
+
+  int fds_[2] = {-1, -1};
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  bool job_ = false;
+  Clock::time_point start_, deadline_;
+  std::uint64_t chunks_ = 0, chunk_bytes_ = 0;
+};
+
+}  // namespace gpuwatch::scenario
