@@ -5,6 +5,7 @@
 //   analyze/   one file per summary section (sync, memcpy, collectives, kernels, dropped)
 //   report/    summary.json, summary.txt, writing them to disk
 //   store/     per-rank journals of what was received (gpuwatch report rebuilds from them)
+//   live/      snapshots for live views: Prometheus /metrics (--metrics), gpuwatch run's status
 #include <unistd.h>
 
 #include <cstdio>
@@ -16,10 +17,12 @@
 #include <spdlog/spdlog.h>
 
 #include "aggregate/job.h"
+#include "collector_main.h"
 #include "endpoint.h"
 #include "ingest/server.h"
-#include "report/summary.h"
-#include "report/writer.h"
+#include "live/http_server.h"
+#include "live/snapshot.h"
+#include "report/job_end.h"
 #include "trace/job_trace.h"
 
 using namespace gpuwatch::collector;
@@ -32,17 +35,22 @@ constexpr int kExitStartFailed = 1;    // bad arguments, socket taken, cannot li
 constexpr int kExitSummaryUnwritten = 2;  // ran, but a summary could not be written to disk
 
 void SetUpLogging() {
-  auto logger = spdlog::stderr_logger_st("gpuwatch");
+  if (spdlog::get("gpuwatch")) return;  // `gpuwatch collector`: the command set it up
+  auto logger = spdlog::stderr_logger_mt("gpuwatch");  // the metrics thread may log
   logger->set_pattern("[gpuwatch] %^%l%$: %v");
   spdlog::set_default_logger(logger);
 }
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int CollectorMain(int argc, char** argv) {
   SetUpLogging();
 
   CLI::App app{"gpuwatch-collector: receives libgpuwatch.so streams and writes job summaries"};
+  std::string metrics_addr;
+  app.add_option("--metrics", metrics_addr,
+                 "Serve Prometheus metrics at http://ADDR:PORT/metrics while running "
+                 "(ADDR empty: loopback only), e.g. --metrics :9400");
   std::string listen_path, out_dir;
   bool autostart = false;
   int linger_ms = 500, hello_timeout_ms = 30000, wait_ranks_ms = 10000, idle_exit_ms = 30000;
@@ -103,6 +111,14 @@ int main(int argc, char** argv) {
                  "$GPUWATCH_TRACE_MAX_MIB, else 512)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 30));
   CLI11_PARSE(app, argc, argv);
+  if (!metrics_addr.empty()) {  // before the socket is claimed: a typo costs nothing
+    std::string host, why;
+    int port = 0;
+    if (!ParseListenAddress(metrics_addr, &host, &port, &why)) {
+      spdlog::error("--metrics: {}", why);
+      return kExitStartFailed;
+    }
+  }
   if (!trace_env_error.empty()) spdlog::warn("{}; using --trace {}", trace_env_error, trace_level);
   ParseTraceLevel(trace_level, &trace.level);
   trace.max_bytes = trace_max_mib << 20;
@@ -119,32 +135,13 @@ int main(int argc, char** argv) {
   JobTable jobs(JobTiming{std::chrono::milliseconds(linger_ms),
                           std::chrono::milliseconds(wait_ranks_ms), hang_s});
 
-  if (trace.level != TraceLevel::kOff)
-    jobs.set_trace_factory([&](const gpuwatch::wire::Hello& first) -> std::unique_ptr<JobTrace> {
-      std::string error;
-      const std::string path = ChooseOutDir(out_dir, first.out_dir()) + "/" + kTraceFileName;
-      auto t = JobTrace::Open(path, trace, &error);
-      if (!t) spdlog::warn("job {}: no trace: {}", first.job_id(), error);
-      return t;
-    });
+  if (trace.level != TraceLevel::kOff) jobs.set_trace_factory(MakeTraceFactory(out_dir, trace));
 
   bool any_unwritten = false;
   auto on_job_end = [&](Job& job) {
-    const RenderedSummary rendered = RenderSummary(job);
-    const std::string& text = rendered.text;
-    const std::string dir = ChooseOutDir(out_dir, job.first_out_dir());
-    std::string error;
-    if (WriteSummaryFiles(dir, rendered, &error)) {
-      spdlog::info("job {}: summary of {} rank(s) written to {}", job.id(), job.ranks().size(),
-                   dir);
-    } else {
-      spdlog::error("job {}: summary not saved: {} (printed below)", job.id(), error);
-      any_unwritten = true;
-    }
-    if (JobTrace* t = job.trace()) {
-      t->Flush();
-      spdlog::info("job {}: trace {}", job.id(), t->Describe());
-    }
+    bool written = false;
+    const std::string text = FinishJob(job, out_dir, &written);
+    if (!written) any_unwritten = true;
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
   };
@@ -160,11 +157,24 @@ int main(int argc, char** argv) {
   options.journal.out_override = out_dir;
   options.journal.max_bytes = journal_max_bytes;
 
+  // Live metrics: the server thread publishes snapshots, the HTTP thread serves them.
+  LiveFeed feed;
+  if (!metrics_addr.empty()) options.on_tick = PublishTo(feed);
+
   Server server(options, jobs, on_job_end);
   std::string error;
   if (!server.Start(&error)) {
     spdlog::error("{}", error);
     return kExitStartFailed;
+  }
+  std::unique_ptr<MetricsHttpServer> metrics;
+  if (!metrics_addr.empty()) {
+    metrics = ServeMetrics(metrics_addr, feed, &error);
+    if (!metrics) {
+      spdlog::error("{}", error);
+      return kExitStartFailed;
+    }
+    spdlog::info("metrics at {}", metrics->url());
   }
   spdlog::info("listening on {} (pid {})", listen_path, getpid());
   server.Run();

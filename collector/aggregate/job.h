@@ -98,6 +98,11 @@ class JobTable {
     auto it = jobs_.find(job_id);
     return it == jobs_.end() ? nullptr : it->second.get();
   }
+  // Every job still held (written ones too, until evicted), in job id order.
+  template <class F>
+  void ForEach(F&& f) const {
+    for (const auto& [id, job] : jobs_) f(*job);
+  }
   bool AllWritten() const;
   bool empty() const { return jobs_.empty(); }
   size_t size() const { return jobs_.size(); }

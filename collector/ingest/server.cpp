@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -44,6 +45,7 @@ Server::~Server() {
     unlink(opt_.listen_path.c_str());
   }
   if (signal_fd_ >= 0) close(signal_fd_);
+  if (wake_fd_ >= 0) close(wake_fd_);
   if (epoll_fd_ >= 0) close(epoll_fd_);
 }
 
@@ -58,9 +60,14 @@ bool Server::Start(std::string* error) {
   sigemptyset(&mask);
   sigaddset(&mask, SIGINT);
   sigaddset(&mask, SIGTERM);
-  if (sigprocmask(SIG_BLOCK, &mask, nullptr) != 0 ||
-      (signal_fd_ = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC)) < 0) {
+  if (opt_.handle_signals && (sigprocmask(SIG_BLOCK, &mask, nullptr) != 0 ||
+                              (signal_fd_ = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC)) < 0)) {
     *error = std::string("signalfd: ") + std::strerror(errno);
+    return false;
+  }
+  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wake_fd_ < 0) {
+    *error = std::string("eventfd: ") + std::strerror(errno);
     return false;
   }
 
@@ -72,7 +79,8 @@ bool Server::Start(std::string* error) {
     *error = std::string("epoll_create1: ") + std::strerror(errno);
     return false;
   }
-  for (int fd : {listen_fd_, signal_fd_}) {
+  for (int fd : {listen_fd_, signal_fd_, wake_fd_}) {
+    if (fd < 0) continue;
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.fd = fd;
@@ -81,8 +89,15 @@ bool Server::Start(std::string* error) {
       return false;
     }
   }
-  started_ = last_activity_ = Clock::now();
+  started_ = last_activity_ = next_tick_ = Clock::now();
   return true;
+}
+
+void Server::RequestStop() {
+  const uint64_t one = 1;
+  if (wake_fd_ >= 0 && write(wake_fd_, &one, sizeof one) < 0) {
+    // The counter cannot overflow from a few requests; nothing else can fail here.
+  }
 }
 
 void Server::Run() {
@@ -105,6 +120,8 @@ void Server::Run() {
                        si.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM");
           stop_ = true;
         }
+      } else if (fd == wake_fd_) {
+        stop_ = true;
       } else if (clients_.count(fd)) {
         Read(fd, kChunksPerWakeup, now);
       }
@@ -113,6 +130,14 @@ void Server::Run() {
     // At once in the log; the job's summary lists them too, even if the job is then killed.
     for (const std::string& line : jobs_.CheckHangs(now)) spdlog::error("{}", line);
     FinishDueJobs(now);
+    if (opt_.on_tick && now >= next_tick_) {
+      opt_.on_tick(jobs_, now);
+      // A snapshot passes over every rank's analyses (about 5 ms a rank, mostly the steps
+      // analysis): with many ranks, tick less often rather than take more than 1/20 of
+      // the thread that reads the sockets.
+      const auto cost = Clock::now() - now;
+      next_tick_ = now + std::max<Clock::duration>(opt_.tick_interval, cost * 20);
+    }
     if (ShouldExit(now)) break;
   }
 
@@ -130,6 +155,7 @@ void Server::Run() {
     on_job_end_(*job);
     jobs_.MarkWritten(job);
   }
+  if (opt_.on_tick) opt_.on_tick(jobs_, Clock::now());  // live views end on final figures
 }
 
 void Server::Accept(Clock::time_point now) {
@@ -172,6 +198,7 @@ void Server::Accept(Clock::time_point now) {
                                                                  &opt_.journal)});
     served_any_ = true;
     last_activity_ = now;
+    client_count_.store(clients_.size(), std::memory_order_relaxed);
   }
 }
 
@@ -228,6 +255,7 @@ void Server::CloseClient(int fd, Clock::time_point now) {
   LogNotices(*it->second.conn);
   buffered_ -= it->second.held;
   clients_.erase(it);
+  client_count_.store(clients_.size(), std::memory_order_relaxed);
   last_activity_ = now;
 }
 
@@ -265,6 +293,7 @@ int Server::TimeoutMs(Clock::time_point now) const {
   if (auto d = jobs_.NextDeadline()) next = std::min(next, *d);
   for (const auto& [fd, c] : clients_)
     if (!c.conn->has_hello()) next = std::min(next, c.conn->connected_at() + opt_.hello_timeout);
+  if (opt_.on_tick) next = std::min(next, next_tick_);
   if (opt_.autostart && clients_.empty())
     next = std::min(next, (served_any_ ? last_activity_ + opt_.linger : started_ + opt_.idle_exit));
   if (next <= now) return 0;

@@ -4,6 +4,7 @@
 // into summaries. No client can block another: reads are bounded per wakeup, a client
 // that never says Hello is dropped after a timeout, and total buffered bytes are capped.
 #pragma once
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -28,6 +29,14 @@ struct ServerOptions {
   size_t max_buffered_bytes = size_t{1} << 30;
   // Per-rank journals of accepted frames (store/journal_store.h).
   JournalOptions journal;
+  // false: leave SIGINT/SIGTERM alone (`gpuwatch run` handles them on its main thread and
+  // stops the server with RequestStop()).
+  bool handle_signals = true;
+  // Called on the server's thread about every `tick_interval`, or less often when a call
+  // costs more than 1/20 of that (and once more after the last summary is written): the
+  // only safe moment for live views to read the JobTable.
+  std::function<void(const JobTable&, Clock::time_point)> on_tick;
+  std::chrono::milliseconds tick_interval{500};
 };
 
 class Server {
@@ -41,6 +50,10 @@ class Server {
   // Serves until SIGINT/SIGTERM or, with autostart, until there is nothing left to do.
   // Every job with unwritten data has gone through on_job_end when it returns.
   void Run();
+  // From any thread: Run() stops as if SIGINT had arrived (summaries written, then return).
+  void RequestStop();
+  // Connections now open (any thread; updated by the server thread).
+  size_t clients() const { return client_count_.load(std::memory_order_relaxed); }
 
  private:
   struct Client {
@@ -65,6 +78,9 @@ class Server {
   int listen_fd_ = -1;
   int epoll_fd_ = -1;
   int signal_fd_ = -1;
+  int wake_fd_ = -1;  // eventfd: RequestStop()
+  std::atomic<size_t> client_count_{0};
+  Clock::time_point next_tick_{};
   bool stop_ = false;
   bool served_any_ = false;
   Clock::time_point started_{};

@@ -1,0 +1,33 @@
+// `gpuwatch run [-o DIR] [--trace LEVEL] [--metrics ADDR:PORT] -- COMMAND ...`: a private
+// collector on a thread of this process, COMMAND run with the library preloaded and
+// pointed at it, the summary printed when COMMAND ends, COMMAND's exit code returned.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace gpuwatch::cli {
+
+struct RunArgs {
+  std::string out = "gpuwatch-out";
+  std::string trace;    // off, summary, full; default $GPUWATCH_TRACE, else full
+  std::string metrics;  // ADDR:PORT, empty: none
+  bool quiet = false;   // do not print summary.txt
+  std::vector<std::string> command;
+};
+
+// Exit codes of gpuwatch itself (otherwise COMMAND's, or 128 + signal).
+inline constexpr int kRunFailed = 125;  // gpuwatch could not start the collector or the job
+
+CLI::App* AddRunCommand(CLI::App& app, RunArgs& args);
+// `gpuwatch run ... -- COMMAND`: moves COMMAND into args.command and returns how many
+// arguments are left for the parser (argc when there is no `--`).
+int SplitRunCommand(int argc, char** argv, RunArgs& args);
+// `command_app` is the subcommand AddRunCommand returned (its leftover arguments are
+// COMMAND).
+int RunCommand(RunArgs& args, CLI::App& command_app);
+
+}  // namespace gpuwatch::cli

@@ -1,0 +1,138 @@
+#include "live/prometheus.h"
+
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <tuple>
+
+namespace gpuwatch::collector {
+namespace {
+
+std::string Num(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  char buf[64];
+  // %.17g round-trips a double; integers below 2^53 print without an exponent.
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+struct Family {
+  const char* name;
+  const char* type;  // counter or gauge
+  const char* help;
+};
+
+// Appends one family: its header, then one sample per rank for which `value` says so.
+// `value` may add several samples (one per op) through `emit(extra_labels, v)`.
+using Emit = std::function<void(const std::string& extra_labels, double v)>;
+void Write(std::string& out, const Family& f, const LiveSnapshot& snap,
+           const std::vector<std::string>& labels,
+           const std::function<void(const RankSample&, const Emit&)>& value) {
+  std::string body;
+  for (size_t i = 0; i < snap.ranks.size(); ++i) {
+    const RankSample& r = snap.ranks[i];
+    value(r, [&](const std::string& extra, double v) {
+      body += f.name;
+      body += '{';
+      body += labels[i];
+      if (!extra.empty()) body += "," + extra;
+      body += "} " + Num(v) + "\n";
+    });
+  }
+  if (body.empty()) return;  // no sample: no family (promtool accepts both, this is tidier)
+  out += std::string("# HELP ") + f.name + " " + f.help + "\n";
+  out += std::string("# TYPE ") + f.name + " " + f.type + "\n";
+  out += body;
+}
+
+}  // namespace
+
+std::string EscapeLabelValue(const std::string& v) {
+  std::string out;
+  out.reserve(v.size());
+  for (char c : v) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '"') out += "\\\"";
+    else if (c == '\n') out += "\\n";
+    else out += c;
+  }
+  return out;
+}
+
+std::string FormatPrometheus(const LiveSnapshot& snap) {
+  // Label sets, made unique: a second process claiming the same (job, host, rank) gets pid.
+  std::vector<std::string> labels;
+  std::map<std::tuple<std::string, std::string, int>, int> seen;
+  for (const RankSample& r : snap.ranks) {
+    std::string l = "job_id=\"" + EscapeLabelValue(r.job) + "\",host=\"" +
+                    EscapeLabelValue(r.host) + "\",rank=\"" + std::to_string(r.rank) + "\"";
+    if (seen[{r.job, r.host, r.rank}]++ > 0) l += ",pid=\"" + std::to_string(r.pid) + "\"";
+    labels.push_back(std::move(l));
+  }
+  auto one = [](double (*get)(const RankSample&)) {
+    return [get](const RankSample& r, const Emit& emit) { emit("", get(r)); };
+  };
+  auto gpu = [](double (*get)(const RankSample&)) {
+    return [get](const RankSample& r, const Emit& emit) {
+      if (r.has_gpu) emit("", get(r));
+    };
+  };
+  auto per_op = [](double (*get)(const OpSample&)) {
+    return [get](const RankSample& r, const Emit& emit) {
+      for (const OpSample& o : r.ops) emit("op=\"" + EscapeLabelValue(o.op) + "\"", get(o));
+    };
+  };
+
+  std::string out;
+  Write(out, {"gpuwatch_rank_connected", "gauge", "1 while the rank has a connection to the collector"},
+        snap, labels, one([](const RankSample& r) { return r.connected ? 1.0 : 0.0; }));
+  Write(out, {"gpuwatch_events_received_total", "counter", "Events received from the rank"},
+        snap, labels, one([](const RankSample& r) { return double(r.events); }));
+  Write(out, {"gpuwatch_gpu_busy_ratio", "gauge",
+              "GPU busy time over active time so far (device timeline from CUPTI only)"},
+        snap, labels, gpu([](const RankSample& r) {
+          return r.gpu_active_s > 0 ? r.gpu_busy_s / r.gpu_active_s : 0.0;
+        }));
+  Write(out, {"gpuwatch_gpu_busy_seconds_total", "counter",
+              "Time the GPU ran kernels, copies or memsets (union over streams)"},
+        snap, labels, gpu([](const RankSample& r) { return r.gpu_busy_s; }));
+  Write(out, {"gpuwatch_gpu_active_seconds_total", "counter",
+              "First to last device work of the rank; rate(busy)/rate(active) is busy now"},
+        snap, labels, gpu([](const RankSample& r) { return r.gpu_active_s; }));
+  Write(out, {"gpuwatch_sync_stall_seconds_total", "counter",
+              "Host time blocked in CUDA synchronizing calls"},
+        snap, labels, one([](const RankSample& r) { return r.sync_s; }));
+  Write(out, {"gpuwatch_h2d_bytes_total", "counter", "Bytes copied host to device"}, snap,
+        labels, one([](const RankSample& r) { return double(r.h2d_bytes); }));
+  Write(out, {"gpuwatch_h2d_pageable_bytes_total", "counter",
+              "Bytes copied host to device from pageable (not pinned) memory"},
+        snap, labels, one([](const RankSample& r) { return double(r.h2d_pageable_bytes); }));
+  Write(out, {"gpuwatch_collective_calls_total", "counter", "NCCL collective calls, by op"},
+        snap, labels, per_op([](const OpSample& o) { return double(o.calls); }));
+  Write(out, {"gpuwatch_collective_bytes_total", "counter",
+              "NCCL collective payload bytes, by op"},
+        snap, labels, per_op([](const OpSample& o) { return double(o.bytes); }));
+  Write(out, {"gpuwatch_collective_seconds_total", "counter",
+              "GPU time of NCCL collectives, by op"},
+        snap, labels, per_op([](const OpSample& o) { return o.seconds; }));
+  Write(out, {"gpuwatch_collective_busbw_bytes_per_second", "gauge",
+              "Bus bandwidth of NCCL collectives so far (nccl-tests definition), by op"},
+        snap, labels, per_op([](const OpSample& o) { return o.busbw_bps; }));
+  Write(out, {"gpuwatch_steps_total", "counter", "Training steps recognized so far"}, snap,
+        labels, one([](const RankSample& r) { return double(r.steps); }));
+  Write(out, {"gpuwatch_dropped_records_total", "counter",
+              "Records the library could not send (ring full, buffer cap, ...)"},
+        snap, labels, one([](const RankSample& r) { return double(r.dropped); }));
+  // Collector-wide, no rank labels: scrapes of an idle collector still say it is there.
+  out += "# HELP gpuwatch_collector_jobs Jobs the collector holds\n"
+         "# TYPE gpuwatch_collector_jobs gauge\n"
+         "gpuwatch_collector_jobs " + Num(snap.jobs) + "\n";
+  out += "# HELP gpuwatch_collector_ranks_connected Ranks now connected\n"
+         "# TYPE gpuwatch_collector_ranks_connected gauge\n"
+         "gpuwatch_collector_ranks_connected " + Num(snap.ranks_connected) + "\n";
+  return out;
+}
+
+}  // namespace gpuwatch::collector

@@ -1,0 +1,79 @@
+// Live views of a running collector (the `gpuwatch run` status line, Prometheus /metrics):
+// a snapshot of every rank's figures, taken on the server's thread (ServerOptions::on_tick,
+// the only thread that may read the JobTable) and handed to other threads by a pointer
+// swap under a mutex. Readers never touch the aggregation; the ingest never waits on them.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "aggregate/job.h"
+
+namespace gpuwatch::collector {
+
+struct OpSample {
+  std::string op;        // "allreduce", ...
+  uint64_t calls = 0, bytes = 0;
+  double seconds = 0;    // GPU time of the calls that have one
+  double busbw_bps = 0;  // bus bandwidth, bytes per second
+};
+
+// One rank, with the same figures its summary.json would have now.
+struct RankSample {
+  std::string job, host;
+  int rank = -1, pid = 0;
+  bool connected = false;
+  uint64_t events = 0;
+  bool has_gpu = false;  // a device timeline (CUPTI): the gpu_* figures below mean something
+  double gpu_busy_s = 0, gpu_active_s = 0;
+  double sync_s = 0;     // host blocked in sync calls
+  uint64_t h2d_bytes = 0, h2d_pageable_bytes = 0;
+  std::vector<OpSample> ops;
+  uint64_t steps = 0;
+  uint64_t dropped = 0;
+};
+
+struct LiveSnapshot {
+  Clock::time_point at{};
+  std::vector<RankSample> ranks;  // job, then rank key order
+  // Sums over ranks, for the status line.
+  int ranks_connected = 0;
+  uint64_t events = 0, dropped = 0;
+  double gpu_busy_s = 0, gpu_active_s = 0;
+  int jobs = 0;
+};
+
+// Reads every job of `jobs`. Call only on the thread that owns the JobTable.
+LiveSnapshot TakeSnapshot(const JobTable& jobs, Clock::time_point now);
+
+// Latest snapshot, shared between the server thread (Publish) and readers (Latest).
+class LiveFeed {
+ public:
+  void Publish(LiveSnapshot s) {
+    auto p = std::make_shared<const LiveSnapshot>(std::move(s));
+    std::lock_guard<std::mutex> lock(mu_);
+    latest_.swap(p);
+  }
+  // Null before the first Publish.
+  std::shared_ptr<const LiveSnapshot> Latest() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return latest_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::shared_ptr<const LiveSnapshot> latest_;
+};
+
+// A ServerOptions::on_tick that publishes a snapshot to `feed` (which must outlive it).
+inline std::function<void(const JobTable&, Clock::time_point)> PublishTo(LiveFeed& feed) {
+  return [&feed](const JobTable& jobs, Clock::time_point now) {
+    feed.Publish(TakeSnapshot(jobs, now));
+  };
+}
+
+}  // namespace gpuwatch::collector
