@@ -7,10 +7,12 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
 #include "aggregate/job.h"
+#include "endpoint.h"
 #include "ingest/connection.h"
 
 namespace gpuwatch::collector {
@@ -28,6 +30,10 @@ struct ServerOptions {
   size_t max_buffered_bytes = size_t{1} << 30;
   // Per-rank journals of accepted frames (store/journal_store.h).
   JournalOptions journal;
+  // --listen-tcp: also listen on TCP there (only when set). Every TCP peer's Hello must
+  // carry `token`; Start() refuses TCP without one.
+  std::optional<wire::HostPort> listen_tcp;
+  std::string token;
 };
 
 class Server {
@@ -41,6 +47,8 @@ class Server {
   // Serves until SIGINT/SIGTERM or, with autostart, until there is nothing left to do.
   // Every job with unwritten data has gone through on_job_end when it returns.
   void Run();
+  // The TCP address actually bound ("127.0.0.1:41234"), "" without TCP.
+  const std::string& tcp_address() const { return tcp_address_; }
 
  private:
   struct Client {
@@ -48,7 +56,9 @@ class Server {
     std::unique_ptr<Connection> conn;
     size_t held = 0;  // conn->buffered() as last counted into buffered_
   };
-  void Accept(Clock::time_point now);
+  // Takes every pending connection of `listen_fd` (the Unix or the TCP socket).
+  void Accept(int listen_fd, Clock::time_point now);
+  bool AddClient(int fd, std::unique_ptr<Connection> conn, Clock::time_point now);
   // Reads at most `max_chunks` chunks, so one busy client cannot starve the others.
   void Read(int fd, int max_chunks, Clock::time_point now);
   void Drop(int fd, const std::string& why, Clock::time_point now);
@@ -63,6 +73,8 @@ class Server {
   JobTable& jobs_;
   JobEnd on_job_end_;
   int listen_fd_ = -1;
+  int tcp_fd_ = -1;
+  std::string tcp_address_;
   int epoll_fd_ = -1;
   int signal_fd_ = -1;
   bool stop_ = false;
