@@ -1,5 +1,6 @@
-// gpuwatch-collector: receives the streams of libgpuwatch.so ranks over a Unix socket and
-// writes one summary per job. The pipeline, one folder per stage:
+// gpuwatch-collector: receives the streams of libgpuwatch.so ranks over a Unix socket (and
+// TCP when asked, --listen-tcp) and writes one summary per job. The pipeline, one folder
+// per stage:
 //   ingest/    socket, epoll loop, per-connection framing and handshake
 //   aggregate/ jobs and ranks, and when a job has ended
 //   analyze/   one file per summary section (sync, memcpy, collectives, kernels, dropped)
@@ -11,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_sinks.h>
@@ -96,6 +98,14 @@ int CollectorMain(int argc, char** argv) {
                  "exceeds it is dropped")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
+  std::string listen_tcp, token;
+  app.add_option("--listen-tcp", listen_tcp,
+                 "Also listen on TCP, for ranks on other hosts (GPUWATCH_COLLECTOR=tcp://HOST:PORT): "
+                 "HOST:PORT, or :PORT / PORT for 127.0.0.1 (loopback only); port 0 picks one "
+                 "and logs it. Every TCP peer must send the job token");
+  app.add_option("--token", token,
+                 "The job token TCP peers must present (default: $GPUWATCH_TOKEN; prefer the "
+                 "variable: a command line is visible to every user in ps)");
   TraceOptions trace;
   std::string trace_env_error;
   TraceOptionsFromEnv(&trace, &trace_env_error);
@@ -132,6 +142,18 @@ int CollectorMain(int argc, char** argv) {
     }
   }
 
+  std::optional<gpuwatch::wire::HostPort> tcp;
+  if (!listen_tcp.empty()) {
+    gpuwatch::wire::HostPort hp;
+    std::string error;
+    if (!gpuwatch::wire::ParseHostPort(listen_tcp, &hp, &error)) {
+      spdlog::error("--listen-tcp: {}", error);
+      return kExitStartFailed;
+    }
+    tcp = hp;
+  }
+  if (const char* env = std::getenv("GPUWATCH_TOKEN"); token.empty() && env) token = env;
+
   JobTable jobs(JobTiming{std::chrono::milliseconds(linger_ms),
                           std::chrono::milliseconds(wait_ranks_ms), hang_s});
 
@@ -156,6 +178,8 @@ int CollectorMain(int argc, char** argv) {
   options.journal.enabled = !no_journal;
   options.journal.out_override = out_dir;
   options.journal.max_bytes = journal_max_bytes;
+  options.listen_tcp = tcp;
+  options.token = token;
 
   // Live metrics: the server thread publishes snapshots, the HTTP thread serves them.
   LiveFeed feed;
@@ -177,6 +201,9 @@ int CollectorMain(int argc, char** argv) {
     spdlog::info("metrics at {}", metrics->url());
   }
   spdlog::info("listening on {} (pid {})", listen_path, getpid());
+  if (tcp)
+    spdlog::info("listening on TCP {} (every peer must present the job token)",
+                 server.tcp_address());
   server.Run();
   return any_unwritten ? kExitSummaryUnwritten : kExitOk;
 }

@@ -1,6 +1,9 @@
 #include "collector_link.h"
 
 #include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <spawn.h>
 #include <sys/file.h>
@@ -10,8 +13,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <vector>
 
 #include "endpoint.h"
@@ -24,6 +31,49 @@ namespace {
 void SleepMs(int ms) {
   timespec ts{ms / 1000, (ms % 1000) * 1000000L};
   nanosleep(&ts, nullptr);
+}
+
+int64_t NowMs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1000000;
+}
+
+// The library keeps the last 4 MiB it sent to spool them again if the collector dies
+// (outbox.cpp); a small send buffer (the kernel doubles it) keeps what a dead collector
+// can swallow below that, the collector caps its receive side the same way.
+constexpr int kTcpSendBuffer = 512 * 1024;
+
+// One non-blocking connect that gives up at `deadline_ms`. The fd, or -1 with `error`.
+int ConnectOne(const addrinfo& ai, int64_t deadline_ms, std::string* error) {
+  const int fd = socket(ai.ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) {
+    *error = std::string("socket: ") + std::strerror(errno);
+    return -1;
+  }
+  const int one = 1, buf = kTcpSendBuffer;
+  setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // heartbeats are small
+  int err = 0;
+  if (connect(fd, ai.ai_addr, ai.ai_addrlen) != 0) {
+    err = errno;
+    if (err == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      int rc = 0;
+      do {
+        rc = poll(&p, 1, static_cast<int>(std::max<int64_t>(0, deadline_ms - NowMs())));
+      } while (rc < 0 && errno == EINTR);
+      socklen_t len = sizeof err;
+      if (rc <= 0) err = ETIMEDOUT;
+      else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+    }
+  }
+  if (err != 0) {
+    *error = std::strerror(err);
+    close(fd);
+    return -1;
+  }
+  return fd;
 }
 
 }  // namespace
@@ -45,6 +95,49 @@ bool CollectorLink::TryConnect(const std::string& path) {
   }
   fd_ = fd;
   broken_ = false;
+  return true;
+}
+
+bool CollectorLink::ConnectTcp(const std::string& address, int budget_ms) {
+  const std::string where = "collector at tcp://" + address;
+  const char* token = std::getenv("GPUWATCH_TOKEN");
+  if (!token || !*token) {
+    error_ = where + " needs GPUWATCH_TOKEN (the job token the collector was given)";
+    return false;
+  }
+  wire::HostPort hp;
+  std::string err;
+  if (!wire::ParseHostPort(address, &hp, &err)) {
+    error_ = "GPUWATCH_COLLECTOR: " + err;
+    return false;
+  }
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV | AI_NUMERICHOST;
+  addrinfo* res = nullptr;
+  const std::string port = std::to_string(hp.port);
+  int rc = getaddrinfo(hp.host.c_str(), port.c_str(), &hints, &res);
+  if (rc == EAI_NONAME) {
+    // A host name: resolving it may take a while, but this is the sender thread (the job's
+    // threads never wait for it, and process exit waits at most GPUWATCH_EXIT_TIMEOUT_MS).
+    hints.ai_flags = AI_NUMERICSERV;
+    rc = getaddrinfo(hp.host.c_str(), port.c_str(), &hints, &res);
+  }
+  if (rc != 0) {
+    error_ = "cannot resolve " + where + ": " + gai_strerror(rc);
+    return false;
+  }
+  const int64_t deadline = NowMs() + budget_ms;
+  for (const addrinfo* ai = res; ai && fd_ < 0 && NowMs() < deadline; ai = ai->ai_next)
+    fd_ = ConnectOne(*ai, deadline, &err);
+  freeaddrinfo(res);
+  if (fd_ < 0) {
+    error_ = "cannot connect to " + where + ": " + err;
+    return false;
+  }
+  broken_ = false;
+  token_ = token;
   return true;
 }
 
@@ -84,6 +177,10 @@ bool CollectorLink::SpawnCollector(const std::string& bin, const std::string& pa
 
 bool CollectorLink::Connect(bool autostart, const std::string& collector_bin, int budget_ms) {
   Close();
+  token_.clear();
+  if (const char* env = std::getenv("GPUWATCH_COLLECTOR");
+      env && std::string_view(env).substr(0, wire::kTcpScheme.size()) == wire::kTcpScheme)
+    return ConnectTcp(env + wire::kTcpScheme.size(), budget_ms);  // never autostarted
   std::string err;
   const std::string path = wire::CollectorSocketPath(&err);
   if (path.empty()) {

@@ -1,5 +1,7 @@
 // The connection to the collector: connect to its Unix socket, and if nobody listens,
 // start exactly one collector per host (an flock serialises the ranks that race to do it).
+// GPUWATCH_COLLECTOR=tcp://HOST:PORT: a collector on another host, over TCP, with the job
+// token (GPUWATCH_TOKEN) in the Hello; never started from here.
 #pragma once
 #include <cstddef>
 #include <string>
@@ -19,16 +21,20 @@ class CollectorLink {
   size_t Write(const char* data, size_t n, int wait_ms);
 
   bool connected() const { return fd_ >= 0; }
+  // The token the Hello must carry on this connection: GPUWATCH_TOKEN over TCP, else "".
+  const std::string& token() const { return token_; }
   bool broken() const { return broken_; }
   const std::string& error() const { return error_; }
   void Close();
 
  private:
   bool TryConnect(const std::string& path);
+  bool ConnectTcp(const std::string& address, int budget_ms);
   bool SpawnCollector(const std::string& bin, const std::string& path);
   int fd_ = -1;
   bool broken_ = false;
   std::string error_;
+  std::string token_;
 };
 
 }  // namespace gpuwatch::inject

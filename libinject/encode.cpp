@@ -61,6 +61,8 @@ std::string EncodeHello(const HelloInfo& h) {
   UInt(o, 12, h.start_ns);
   // Hello.step_range (13): which NVTX range is a training step (issue 6).
   if (const char* sr = std::getenv("GPUWATCH_STEP_RANGE"); sr && *sr) Text(o, 13, std::string_view(sr).substr(0, 128));
+  // Hello.token (14): the job token a TCP peer must present (issue 7).
+  Text(o, 14, h.token);
   return o;
 }
 

@@ -20,6 +20,7 @@ struct HelloInfo {
   std::string_view out_dir;
   std::string_view library_version;
   uint64_t start_ns;
+  std::string_view token = {};  // GPUWATCH_TOKEN, only on a TCP connection (never spooled)
 };
 
 std::string EncodeHello(const HelloInfo& h);

@@ -47,7 +47,7 @@ void Outbox::SwitchToSpool(const std::string& why) {
   std::fprintf(stderr, "[gpuwatch] %s: spooling to %s (gpuwatch report %s rebuilds the summary)\n", why.c_str(),
                spool_.path().c_str(), opts_.out_dir.c_str());
   mode_ = Mode::kSpool;
-  std::string head = hello_();
+  std::string head = hello_({});
   for (const Frame& f : replay_) head += f.bytes;
   spool_.Append(head);
   replay_.clear();
@@ -75,7 +75,7 @@ void Outbox::Pump(bool may_connect, int wait_ms) {
       return;
     }
     tried_autostart_ = true;
-    std::string hello = hello_();
+    std::string hello = hello_(link_.token());
     pending_bytes_ += hello.size();
     pending_.push_front({std::move(hello), 0, 0, true});
     front_sent_ = 0;

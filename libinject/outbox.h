@@ -7,6 +7,7 @@
 #include <deque>
 #include <functional>
 #include <string>
+#include <string_view>
 
 #include "collector_link.h"
 #include "identity.h"
@@ -24,8 +25,9 @@ class Outbox {
     size_t spool_max_bytes = 256u << 20;
     const Identity* id = nullptr;  // rank and pid name the spool file
   };
-  // `hello` makes the Hello frame that opens a connection or a spool.
-  Outbox(Options opts, std::function<std::string()> hello)
+  // `hello` makes the Hello frame that opens a connection or a spool; its argument is the
+  // job token, given only for a TCP connection (a spool never holds it).
+  Outbox(Options opts, std::function<std::string(std::string_view token)> hello)
       : opts_(std::move(opts)), hello_(std::move(hello)) {}
 
   // Queues a whole frame carrying `events` host events and `activities` CUPTI records
@@ -54,7 +56,7 @@ class Outbox {
   void Remember(Frame f);
 
   Options opts_;
-  std::function<std::string()> hello_;
+  std::function<std::string(std::string_view token)> hello_;
   enum class Mode { kCollector, kSpool, kDrop } mode_ = Mode::kCollector;
   CollectorLink link_;
   Spool spool_;

@@ -62,7 +62,7 @@ class Sender {
     o.max_buffer_bytes = cfg_.max_buffer_bytes;
     o.spool_max_bytes = cfg_.spool_max_bytes;
     o.id = &id_;
-    outbox_ = std::make_unique<Outbox>(std::move(o), [this] { return HelloFrame(); });
+    outbox_ = std::make_unique<Outbox>(std::move(o), [this](std::string_view token) { return HelloFrame(token); });
     std::unique_lock<std::mutex> lock(mu_);
     while (!stop_) {
       cv_.wait_for(lock, std::chrono::milliseconds(cfg_.flush_ms));
@@ -315,10 +315,11 @@ class Sender {
     outbox_->Pump(recording_.load(std::memory_order_acquire) && IdentityReady(), wait_ms);
   }
 
-  std::string HelloFrame() {
+  std::string HelloFrame(std::string_view token) {
     std::string hello;
     wire::enc::Frame(hello, kFrameHello,
-                     EncodeHello({&id_, device_.load(std::memory_order_relaxed), out_dir_, GPUWATCH_VERSION, start_ns_}));
+                     EncodeHello({&id_, device_.load(std::memory_order_relaxed), out_dir_, GPUWATCH_VERSION, start_ns_,
+                                  token}));
     return hello;
   }
 

@@ -26,13 +26,52 @@ std::string SocketDir(std::string* error) {
 
 std::string CollectorSocketPath(std::string* error) {
   const char* env = std::getenv("GPUWATCH_COLLECTOR");
-  if (env && *env) {
+  if (env && *env && std::string_view(env).substr(0, kTcpScheme.size()) != kTcpScheme) {
     std::string s = env;
     if (s.rfind("unix:", 0) == 0) s = s.substr(5);
     return s;
   }
   std::string dir = SocketDir(error);
   return dir.empty() ? "" : dir + "/collector.sock";
+}
+
+bool ParseHostPort(std::string_view s, HostPort* out, std::string* error) {
+  const std::string given(s);
+  std::string_view host, port = s;
+  if (!s.empty() && s.front() == '[') {  // [v6]:port
+    const size_t close = s.find(']');
+    if (close == std::string_view::npos || close + 1 >= s.size() || s[close + 1] != ':') {
+      *error = "\"" + given + "\" is not HOST:PORT (IPv6: [ADDR]:PORT)";
+      return false;
+    }
+    host = s.substr(1, close - 1);
+    port = s.substr(close + 2);
+  } else if (const size_t colon = s.rfind(':'); colon != std::string_view::npos) {
+    host = s.substr(0, colon);
+    port = s.substr(colon + 1);
+    if (host.find(':') != std::string_view::npos) {
+      *error = "\"" + given + "\": write an IPv6 address in brackets, [ADDR]:PORT";
+      return false;
+    }
+  }
+  unsigned long p = 0;
+  bool ok = !port.empty() && port.size() <= 5;
+  for (char c : port) {
+    ok = ok && c >= '0' && c <= '9';
+    if (ok) p = p * 10 + static_cast<unsigned long>(c - '0');
+  }
+  if (!ok || p > 65535) {
+    *error = "\"" + given + "\" has no valid port (0-65535) after the host";
+    return false;
+  }
+  out->host = host.empty() ? kDefaultTcpHost : std::string(host);
+  out->port = static_cast<uint16_t>(p);
+  return true;
+}
+
+std::string FormatHostPort(const HostPort& hp) {
+  const bool v6 = hp.host.find(':') != std::string::npos;
+  return (v6 ? "[" + hp.host + "]" : hp.host) + ":" + std::to_string(hp.port);
 }
 
 }  // namespace gpuwatch::wire

@@ -1,5 +1,6 @@
 #include "ingest/connection.h"
 
+#include "ingest/tcp_listener.h"
 #include "report/writer.h"
 
 namespace gpuwatch::collector {
@@ -16,9 +17,10 @@ void SanitizeHello(wire::Hello& h) {
 }
 
 std::string Connection::Describe() const {
-  if (!rank_) return "client pid " + std::to_string(peer_pid_);
+  const bool tcp = token_ != nullptr;
+  if (!rank_) return tcp ? "TCP peer " + tcp_address_ : "client pid " + std::to_string(peer_pid_);
   return "rank " + std::to_string(rank_no_) + " of job " + job_id_ + " (pid " +
-         std::to_string(peer_pid_) + ")";
+         std::to_string(peer_pid_) + (tcp ? ", TCP " + tcp_address_ : "") + ")";
 }
 
 bool Connection::Fail(std::string why) {
@@ -76,20 +78,16 @@ bool Connection::OnFrame(const wire::Frame& frame, std::string_view raw, Clock::
   if (!rank_) {
     if (frame.body_case() != wire::Frame::kHello)
       return Fail("first frame is not a Hello (the stream is not from libgpuwatch)");
-    wire::Hello hello = frame.hello();
-    SanitizeHello(hello);
-    if (hello.protocol_version() != wire::PROTOCOL_VERSION)
-      return Fail("rank " + std::to_string(hello.rank()) + " (pid " +
-                  std::to_string(peer_pid_) + ") speaks protocol " +
-                  std::to_string(hello.protocol_version()) + ", this collector speaks " +
-                  std::to_string(wire::PROTOCOL_VERSION));
-    std::string error;
-    RankAggregate* rank = jobs_.Attach(hello, &error);
-    if (!rank) return Fail(error);
-    rank_ = rank;
-    job_id_ = hello.job_id();
-    rank_no_ = hello.rank();
-    OpenJournal();
+    if (!OnHello(frame.hello())) return false;
+    if (JournalWriter* j = rank_->journal(); j && !frame.hello().token().empty()) {
+      // The token is a secret: the journal gets the Hello without it.
+      wire::Frame bare = frame;
+      bare.mutable_hello()->clear_token();
+      std::string bytes;
+      wire::AppendFrame(bare, bytes);
+      j->Add(bytes);
+      return true;
+    }
   } else {
     switch (frame.body_case()) {
       case wire::Frame::kBatch: rank_->OnBatch(frame.batch()); break;
@@ -104,6 +102,30 @@ bool Connection::OnFrame(const wire::Frame& frame, std::string_view raw, Clock::
   }
   // Accepted: into the journal exactly as it arrived (a later report replays it).
   if (JournalWriter* j = rank_->journal()) j->Add(raw);
+  return true;
+}
+
+bool Connection::OnHello(wire::Hello hello) {
+  // Before anything else, so a peer without the token learns nothing and attaches nothing.
+  if (token_) {
+    if (hello.token().empty())
+      return Fail("no job token in its Hello (a TCP peer must set GPUWATCH_TOKEN)");
+    if (!TokenEquals(hello.token(), *token_)) return Fail("wrong job token (GPUWATCH_TOKEN)");
+    peer_pid_ = hello.pid();  // TCP has no kernel-verified pid: the rank's word for it
+  }
+  hello.clear_token();  // never kept: not in the summary, the trace or the log
+  SanitizeHello(hello);
+  if (hello.protocol_version() != wire::PROTOCOL_VERSION)
+    return Fail("rank " + std::to_string(hello.rank()) + " (pid " + std::to_string(peer_pid_) +
+                ") speaks protocol " + std::to_string(hello.protocol_version()) +
+                ", this collector speaks " + std::to_string(wire::PROTOCOL_VERSION));
+  std::string error;
+  RankAggregate* rank = jobs_.Attach(hello, &error);
+  if (!rank) return Fail(error);
+  rank_ = rank;
+  job_id_ = hello.job_id();
+  rank_no_ = hello.rank();
+  OpenJournal();
   return true;
 }
 

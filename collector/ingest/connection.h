@@ -21,6 +21,13 @@ class Connection {
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
+  // A TCP peer (no kernel credentials): its Hello must carry `*token` or the connection
+  // fails before anything is attached; `address` names it in the log.
+  void RequireToken(const std::string* token, std::string address) {
+    token_ = token;
+    tcp_address_ = std::move(address);
+  }
+
   // Bytes that arrived. Returns false when the client must be dropped; error() says why.
   // `scratch` is a Frame reused across connections so each one does not keep its own.
   // Frames accepted before an error are kept (aggregated and journaled).
@@ -37,11 +44,13 @@ class Connection {
   RankAggregate* rank() const { return rank_; }
   // Journal troubles since the last call (one line each, for the log).
   std::vector<std::string> TakeNotices();
-  // "rank 3 of job abc (pid 1234)" once the Hello arrived, "pid 1234" before.
+  // "rank 3 of job abc (pid 1234)" once the Hello arrived, "client pid 1234" before;
+  // a TCP peer: "TCP peer ADDR" before, "rank 3 of job abc (pid 1234, TCP ADDR)" after.
   std::string Describe() const;
 
  private:
   bool OnFrame(const wire::Frame& frame, std::string_view raw, Clock::time_point now);
+  bool OnHello(wire::Hello hello);
   void OpenJournal();
   void FlushJournal();
   bool Fail(std::string why);
@@ -58,6 +67,8 @@ class Connection {
   std::string error_;
   const JournalOptions* journal_opt_;
   std::vector<std::string> notices_;
+  const std::string* token_ = nullptr;  // set: a TCP peer
+  std::string tcp_address_;
 };
 
 // Clips the strings of a Hello to sane lengths (they end up in logs, JSON and terminals).

@@ -1,5 +1,7 @@
 #include "ingest/server.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -15,6 +17,7 @@
 #include <spdlog/spdlog.h>
 
 #include "ingest/listener.h"
+#include "ingest/tcp_listener.h"
 
 namespace gpuwatch::collector {
 namespace {
@@ -44,6 +47,7 @@ Server::~Server() {
     close(listen_fd_);
     unlink(opt_.listen_path.c_str());
   }
+  if (tcp_fd_ >= 0) close(tcp_fd_);
   if (signal_fd_ >= 0) close(signal_fd_);
   if (wake_fd_ >= 0) close(wake_fd_);
   if (epoll_fd_ >= 0) close(epoll_fd_);
@@ -71,15 +75,23 @@ bool Server::Start(std::string* error) {
     return false;
   }
 
+  if (opt_.listen_tcp && opt_.token.empty()) {
+    *error = "--listen-tcp needs the job token: pass --token or set GPUWATCH_TOKEN";
+    return false;
+  }
   listen_fd_ = ListenUnix(opt_.listen_path, error);
   if (listen_fd_ < 0) return false;
+  if (opt_.listen_tcp) {
+    tcp_fd_ = ListenTcp(*opt_.listen_tcp, &tcp_address_, error);
+    if (tcp_fd_ < 0) return false;
+  }
 
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   if (epoll_fd_ < 0) {
     *error = std::string("epoll_create1: ") + std::strerror(errno);
     return false;
   }
-  for (int fd : {listen_fd_, signal_fd_, wake_fd_}) {
+  for (int fd : {listen_fd_, signal_fd_, wake_fd_, tcp_fd_}) {
     if (fd < 0) continue;
     epoll_event ev{};
     ev.events = EPOLLIN;
@@ -111,8 +123,8 @@ void Server::Run() {
     const auto now = Clock::now();
     for (int i = 0; i < n; ++i) {
       const int fd = events[i].data.fd;
-      if (fd == listen_fd_) {
-        Accept(now);
+      if (fd == listen_fd_ || fd == tcp_fd_) {
+        Accept(fd, now);
       } else if (fd == signal_fd_) {
         signalfd_siginfo si{};
         if (read(signal_fd_, &si, sizeof si) == sizeof si) {
@@ -145,7 +157,8 @@ void Server::Run() {
   // their data is in our socket buffers), then write
   // every job that has data not yet in a summary; ranks still connected are abnormal.
   auto now = Clock::now();
-  Accept(now);
+  Accept(listen_fd_, now);
+  if (tcp_fd_ >= 0) Accept(tcp_fd_, now);
   std::vector<int> fds;
   for (const auto& [fd, c] : clients_) fds.push_back(fd);
   for (int fd : fds)
@@ -158,14 +171,25 @@ void Server::Run() {
   if (opt_.on_tick) opt_.on_tick(jobs_, Clock::now());  // live views end on final figures
 }
 
-void Server::Accept(Clock::time_point now) {
+void Server::Accept(int listen_fd, Clock::time_point now) {
+  const bool tcp = listen_fd == tcp_fd_;
   for (;;) {
-    const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    const int fd = accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       if (errno != EAGAIN && errno != EWOULDBLOCK)
         spdlog::warn("accept: {}", std::strerror(errno));
       return;
+    }
+    if (tcp) {
+      // No credentials to check: the peer proves itself with the token in its Hello
+      // (Connection), and until then it is a silent client like any other.
+      const int one = 1;
+      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      auto conn = std::make_unique<Connection>(0, jobs_, now, &opt_.journal);
+      conn->RequireToken(&opt_.token, TcpPeerAddress(fd));
+      AddClient(fd, std::move(conn), now);
+      continue;
     }
     Peer peer;
     if (!PeerOf(fd, &peer)) {
@@ -180,26 +204,29 @@ void Server::Accept(Clock::time_point now) {
       close(fd);
       continue;
     }
-    if (clients_.size() >= opt_.max_connections) {
-      spdlog::warn("refused client pid {}: already serving {} connections", peer.pid,
-                   clients_.size());
-      close(fd);
-      continue;
-    }
-    epoll_event ev{};
-    ev.events = EPOLLIN | EPOLLRDHUP;
-    ev.data.fd = fd;
-    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
-      spdlog::warn("refused client pid {}: epoll_ctl: {}", peer.pid, std::strerror(errno));
-      close(fd);
-      continue;
-    }
-    clients_.emplace(fd, Client{fd, std::make_unique<Connection>(peer.pid, jobs_, now,
-                                                                 &opt_.journal)});
-    served_any_ = true;
-    last_activity_ = now;
-    client_count_.store(clients_.size(), std::memory_order_relaxed);
+    AddClient(fd, std::make_unique<Connection>(peer.pid, jobs_, now, &opt_.journal), now);
   }
+}
+
+bool Server::AddClient(int fd, std::unique_ptr<Connection> conn, Clock::time_point now) {
+  if (clients_.size() >= opt_.max_connections) {
+    spdlog::warn("refused {}: already serving {} connections", conn->Describe(), clients_.size());
+    close(fd);
+    return false;
+  }
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLRDHUP;
+  ev.data.fd = fd;
+  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+    spdlog::warn("refused {}: epoll_ctl: {}", conn->Describe(), std::strerror(errno));
+    close(fd);
+    return false;
+  }
+  clients_.emplace(fd, Client{fd, std::move(conn)});
+  served_any_ = true;
+  last_activity_ = now;
+  client_count_.store(clients_.size(), std::memory_order_relaxed);
+  return true;
 }
 
 void Server::Read(int fd, int max_chunks, Clock::time_point now) {

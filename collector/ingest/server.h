@@ -8,10 +8,12 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
 #include "aggregate/job.h"
+#include "endpoint.h"
 #include "ingest/connection.h"
 
 namespace gpuwatch::collector {
@@ -37,6 +39,10 @@ struct ServerOptions {
   // only safe moment for live views to read the JobTable.
   std::function<void(const JobTable&, Clock::time_point)> on_tick;
   std::chrono::milliseconds tick_interval{500};
+  // --listen-tcp: also listen on TCP there (only when set). Every TCP peer's Hello must
+  // carry `token`; Start() refuses TCP without one.
+  std::optional<wire::HostPort> listen_tcp;
+  std::string token;
 };
 
 class Server {
@@ -54,6 +60,8 @@ class Server {
   void RequestStop();
   // Connections now open (any thread; updated by the server thread).
   size_t clients() const { return client_count_.load(std::memory_order_relaxed); }
+  // The TCP address actually bound ("127.0.0.1:41234"), "" without TCP.
+  const std::string& tcp_address() const { return tcp_address_; }
 
  private:
   struct Client {
@@ -61,7 +69,9 @@ class Server {
     std::unique_ptr<Connection> conn;
     size_t held = 0;  // conn->buffered() as last counted into buffered_
   };
-  void Accept(Clock::time_point now);
+  // Takes every pending connection of `listen_fd` (the Unix or the TCP socket).
+  void Accept(int listen_fd, Clock::time_point now);
+  bool AddClient(int fd, std::unique_ptr<Connection> conn, Clock::time_point now);
   // Reads at most `max_chunks` chunks, so one busy client cannot starve the others.
   void Read(int fd, int max_chunks, Clock::time_point now);
   void Drop(int fd, const std::string& why, Clock::time_point now);
@@ -76,6 +86,8 @@ class Server {
   JobTable& jobs_;
   JobEnd on_job_end_;
   int listen_fd_ = -1;
+  int tcp_fd_ = -1;
+  std::string tcp_address_;
   int epoll_fd_ = -1;
   int signal_fd_ = -1;
   int wake_fd_ = -1;  // eventfd: RequestStop()

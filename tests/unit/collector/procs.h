@@ -2,7 +2,9 @@
 // socket, temp dirs, polling with deadlines. Shared by test_socket.cpp and
 // test_reliability.cpp.
 #pragma once
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -132,6 +134,18 @@ class Client {
       fd_ = -1;
       return false;
     }));
+  }
+  // Over TCP to 127.0.0.1:port (a collector run with --listen-tcp).
+  struct Tcp {
+    uint16_t port;
+  };
+  explicit Client(Tcp tcp) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(tcp.port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    REQUIRE(connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
   }
   ~Client() { Close(); }
   void SendRaw(const std::string& s) {

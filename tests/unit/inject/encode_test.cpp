@@ -48,7 +48,7 @@ TEST_CASE("hello encodes every field as the proto declares") {
   id.pid = 4242;
   std::string out;
   gpuwatch::wire::enc::Frame(out, gi::kFrameHello,
-                             gi::EncodeHello({&id, 2, "/tmp/out", "0.1.0", 123456789012345ull}));
+                             gi::EncodeHello({&id, 2, "/tmp/out", "0.1.0", 123456789012345ull, "tok-14"}));
   const w::Frame f = ParseOne(out);
   REQUIRE(f.has_hello());
   const auto& h = f.hello();
@@ -64,6 +64,7 @@ TEST_CASE("hello encodes every field as the proto declares") {
   CHECK(h.out_dir() == "/tmp/out");
   CHECK(h.library_version() == "0.1.0");
   CHECK(h.start_ns() == 123456789012345ull);
+  CHECK(h.token() == "tok-14");
 }
 
 TEST_CASE("unknown identity (-1) survives the round trip") {
@@ -74,6 +75,7 @@ TEST_CASE("unknown identity (-1) survives the round trip") {
   CHECK(f.hello().rank() == -1);
   CHECK(f.hello().world_size() == -1);
   CHECK(f.hello().device() == -1);
+  CHECK(f.hello().token().empty());  // no token given (Unix socket, spool): none on the wire
 }
 
 TEST_CASE("batch encodes events, names, communicators and drops") {
