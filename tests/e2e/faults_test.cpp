@@ -177,7 +177,7 @@ TEST_CASE("faults: a rank stuck in a collective is reported at once, naming wher
 
 // torch.profiler's two orders (profiler_app.cpp): each would fail without the hand-over
 // (the late one with exit 5, the early one with exit 6: gpuwatch kept the records).
-TEST_CASE("faults: a profiler that takes CUPTI mid-run gets only its own buffers; gpuwatch keeps what it had") {
+TEST_CASE("faults: a profiler that takes CUPTI mid-run gets only its own buffers, gpuwatch keeps what it had") {
   for (const char* order : {"late", "early"}) {
     DYNAMIC_SECTION(order) {
       const std::string work = e2e::FreshDir(std::string("faults-profiler-takes-cupti-") + order);

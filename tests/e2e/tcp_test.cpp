@@ -86,7 +86,7 @@ bool AnySpool(const std::string& out) {
 
 }  // namespace
 
-TEST_CASE("tcp: a simulated job's ranks send over tcp:// with the token; the summary matches the truth") {
+TEST_CASE("tcp: a simulated job's ranks send over tcp:// with the token, the summary matches the truth") {
   const std::string work = e2e::FreshDir("tcp-scenario");
   const std::string file = std::string(GPUWATCH_SCENARIOS_DIR) + "/checkpoint_stall.json";
   const auto scenario = gpuwatch::scenario::load_scenario(file);

@@ -226,7 +226,7 @@ TEST_CASE("collector: gpu idle gaps are classified sync, host, kernel or other w
   CHECK(g["launch_delay"]["p99_us"].get<double>() == Pct(1199.0));
 }
 
-TEST_CASE("collector: gpu launch delay is clipped at 0; short kernels vs their launch call") {
+TEST_CASE("collector: gpu launch delay is clipped at 0, short kernels vs their launch call") {
   wire::Batch b;
   Api(&b, 1, 100 * kUs, 120 * kUs);  // 20 us call
   Kernel(&b, 110 * kUs, 120 * kUs, 1);  // starts before the call returns: delay 0; short

@@ -40,7 +40,7 @@ int RawConnect(const std::string& path) {
 
 }  // namespace
 
-TEST_CASE("collector: SIGKILL of the collector loses nothing; gpuwatch report rebuilds it") {
+TEST_CASE("collector: SIGKILL of the collector loses nothing, gpuwatch report rebuilds it") {
   TempDir tmp;
   const std::string out = tmp.path + "/out";
   Collector col(tmp, {"--out", out});
@@ -76,7 +76,7 @@ TEST_CASE("collector: SIGKILL of the collector loses nothing; gpuwatch report re
   CHECK_THAT(Slurp(out + "/report.html"), Catch::Contains("gpuwatch report: job job-kill"));
 }
 
-TEST_CASE("gpuwatch: report without journals fails with one clear line; --help reads well") {
+TEST_CASE("gpuwatch: report without journals fails with one clear line, --help reads well") {
   TempDir tmp;
   CmdResult r = RunCmd({GW_GPUWATCH_BIN, "report", tmp.path + "/nothing"}, tmp.path);
   CHECK(r.code == 1);
@@ -138,7 +138,7 @@ TEST_CASE("collector: a hang is logged at once and kept in summary.json hangs[]"
   CHECK(ReadSummary(out)["hangs"].size() >= 1);
 }
 
-TEST_CASE("collector: a thousand connections at once; a good client intact, memory bounded") {
+TEST_CASE("collector: a thousand connections at once, a good client intact, memory bounded") {
   rlimit rl{};
   getrlimit(RLIMIT_NOFILE, &rl);
   if (rl.rlim_cur < 2200 && rl.rlim_max >= 2200) {

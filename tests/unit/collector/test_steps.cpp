@@ -83,7 +83,7 @@ TEST_CASE("collector: steps from NVTX ranges, data loading ranks first") {
   CHECK(j["per_step_ms"]["gpu_compute"].get<double>() == Approx(5.0).epsilon(0.01));
 }
 
-TEST_CASE("collector: GPUWATCH_STEP_RANGE picks the range; other names are not steps") {
+TEST_CASE("collector: GPUWATCH_STEP_RANGE picks the range, other names are not steps") {
   dg::StepsCollector c;
   wire::Hello h;
   h.set_step_range("iteration_block");

@@ -75,7 +75,7 @@ wire::Frame HelloWithToken(const std::string& job, int rank, int world, const st
 
 }  // namespace
 
-TEST_CASE("collector: TCP peers need the job token; a wrong or missing one is dropped, others intact") {
+TEST_CASE("collector: TCP peers need the job token, a wrong or missing one is dropped, others intact") {
   const std::string token = "s3cret-job-token-0123456789abcdef";
   TokenEnv env(token.c_str());  // from the variable, not --token
   TempDir tmp;
