@@ -80,7 +80,10 @@ void AppendEvent(std::string& batch, const Record& r, uint32_t tid, uint64_t gpu
   UInt(e, 6, r.flags);
   UInt(e, 7, r.stream);
   UInt(e, 8, tid);
-  UInt(e, 9, r.name_id);
+  // name_id is a kernel or range name, except on syncs and copies: there, a call site.
+  const bool site = r.api == kApiMemcpy || r.api == kApiMemcpyAsync || r.api == kApiStreamSynchronize ||
+                    r.api == kApiDeviceSynchronize || r.api == kApiEventSynchronize;
+  UInt(e, site ? 14 : 9, r.name_id);
   if (r.comm_id) {
     UInt(e, 10, r.comm_id);
     UInt(e, 11, r.seq);
@@ -88,6 +91,15 @@ void AppendEvent(std::string& batch, const Record& r, uint32_t tid, uint64_t gpu
   }
   UInt(e, 13, gpu_ns);
   Message(batch, 1, e);
+}
+
+void AppendCallSite(std::string& batch, uint32_t id, const std::vector<std::string>& frames,
+                    std::string_view python) {
+  std::string c;
+  UInt(c, 1, id);
+  for (const std::string& f : frames) Text(c, 2, f);
+  Text(c, 3, python);
+  Message(batch, 11, c);
 }
 
 void AppendKernelName(std::string& batch, uint32_t id, std::string_view name) {

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 #include <string_view>
 
 #include "identity.h"
@@ -52,5 +53,8 @@ struct EnvironmentInfo;
 struct ProcTotals;
 void AppendEnvironment(std::string& batch, const EnvironmentInfo& e);
 void AppendProcSample(std::string& batch, const ProcTotals& s);
+// Batch.call_sites (11): where a long sync or blocking copy was called from.
+void AppendCallSite(std::string& batch, uint32_t id, const std::vector<std::string>& frames,
+                    std::string_view python);
 
 }  // namespace gpuwatch::inject

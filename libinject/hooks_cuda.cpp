@@ -4,6 +4,7 @@
 // loads; everything else happens on the sender thread.
 #include <cuda_runtime_api.h>
 
+#include "call_sites.h"
 #include "pinned_ranges.h"
 #include "real.h"
 #include "recorder.h"
@@ -56,6 +57,8 @@ cudaError_t Copy(gi::Api api, void* dst, const void* src, size_t n, cudaMemcpyKi
   // cudaMemcpy returns when the copy is done; an async copy from/to pageable memory is
   // staged through a pinned buffer and blocks the host as well.
   if (host_side && (api == gi::kApiMemcpy || (r.flags & gi::kFlagPageable))) r.flags |= gi::kFlagBlockedHost;
+  if ((r.flags & gi::kFlagBlockedHost) && r.dur_ns >= gi::g_call_site_min_ticks.load(std::memory_order_relaxed))
+    r.name_id = gi::CaptureCallSite();  // a blocking copy that waited long: where from
   gi::Emit(r);
   return rc;
 }
@@ -73,6 +76,8 @@ cudaError_t Timed(gi::Api api, uint64_t stream, uint32_t name_id, F&& call) {
   r.api = api;
   r.stream = stream;
   r.name_id = name_id;
+  if (may_hang && r.dur_ns >= gi::g_call_site_min_ticks.load(std::memory_order_relaxed))
+    r.name_id = gi::CaptureCallSite();  // a sync that waited long: where from
   gi::Emit(r);
   return rc;
 }

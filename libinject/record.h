@@ -32,7 +32,7 @@ struct Record {
   uint8_t api;         // Api
   uint8_t copy_kind;   // CopyKind
   uint16_t flags;      // Flag bits
-  uint32_t name_id;    // kernels: KernelNames id
+  uint32_t name_id;    // kernels: KernelNames id; syncs, blocking copies: call site id (call_sites.h)
   uint64_t t_ns;       // Stamp() at entry (stamp_clock.h); the sender makes it CLOCK_MONOTONIC ns
   uint64_t dur_ns;     // Stamp() ticks inside the call; the sender makes it ns
   uint64_t bytes;

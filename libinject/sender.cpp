@@ -15,8 +15,10 @@
 #include <pthread.h>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
+#include "call_sites.h"
 #include "collective_timer.h"
 #include "outbox.h"
 #include "comm_kernel_times.h"
@@ -55,6 +57,7 @@ class Sender {
 
   void Run() {
     tl_internal = true;
+    WarmUpCallSites();
     Outbox::Options o;
     o.autostart = cfg_.autostart;
     o.collector_bin = CollectorBin();
@@ -94,6 +97,9 @@ class Sender {
  private:
   void Cycle(bool final) {
     clock_.Calibrate();
+    if (cfg_.call_site_ms > 0)  // the hooks compare stamp ticks, not nanoseconds
+      g_call_site_min_ticks.store(clock_.TicksIn(static_cast<uint64_t>(cfg_.call_site_ms * 1e6)),
+                                  std::memory_order_relaxed);
     batch_.clear();
     batch_events_ = 0;
     batch_activities_ = 0;
@@ -170,9 +176,24 @@ class Sender {
       if (!(r.flags & kFlagInGroup)) p.closed = true;
       return;
     }
-    UseName(r.name_id);
+    if (IsSiteRecord(r))
+      UseSite(r.name_id);
+    else
+      UseName(r.name_id);
     AppendEvent(batch_, r, tid, 0);
     ++batch_events_;
+  }
+
+  static bool IsSiteRecord(const Record& r) {
+    return r.api == kApiMemcpy || r.api == kApiMemcpyAsync || r.api == kApiStreamSynchronize ||
+           r.api == kApiDeviceSynchronize || r.api == kApiEventSynchronize;
+  }
+
+  // A call site goes out, symbolized, with the first batch whose records use it.
+  void UseSite(uint32_t id) {
+    if (id == 0 || !sites_sent_.insert(id).second) return;
+    CallSiteText t;
+    if (DescribeCallSite(id, &t)) AppendCallSite(batch_, id, t.frames, t.python);
   }
 
   // A name goes out with the first batch whose records use it (see KernelNames).
@@ -254,6 +275,7 @@ class Sender {
     if (lost != lost_seen_) {
       lost_seen_ = lost;
       std::fill(name_sent_.begin(), name_sent_.end(), false);
+      sites_sent_.clear();  // later uses send them again
       for (uint32_t id : names_due_) name_sent_[id] = true;  // in this batch
       comms_sent_ = 0;
     }
@@ -367,6 +389,7 @@ class Sender {
   CommKernelTimes kernels_;
   StampClock clock_;
   std::vector<bool> name_sent_;     // by name id
+  std::unordered_set<uint32_t> sites_sent_;  // call site ids (at most 1024)
   std::vector<uint32_t> names_due_;  // used in this batch, not sent before
   uint64_t lost_seen_ = 0;
   std::string detail_sent_;           // frames' worth of drops already answered by a resend

@@ -29,6 +29,10 @@ class StampClock {
   void Calibrate();
   uint64_t ToNs(uint64_t stamp) const;
   uint64_t DurationNs(uint64_t ticks) const;
+  // Stamp ticks in `ns` nanoseconds (the inverse of DurationNs), once calibrated.
+  uint64_t TicksIn(uint64_t ns) const {
+    return g_stamp_is_tsc ? static_cast<uint64_t>(static_cast<double>(ns) / ns_per_tick_) : ns;
+  }
 
  private:
   uint64_t first_tick_ = 0, first_ns_ = 0;

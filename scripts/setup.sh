@@ -5,7 +5,8 @@ set -euo pipefail
 pkgs=(cmake g++ make protobuf-compiler libprotobuf-dev libspdlog-dev nlohmann-json3-dev
       libcli11-dev catch2 libbenchmark-dev
       chromium   # headless, for the report.html test (tests/e2e/report_html_test.cpp)
-      prometheus curl)  # the Prometheus tests: promtool, a real server, a client
+      prometheus curl   # the Prometheus tests: promtool, a real server, a client
+      python3)          # a CPython job in the call-site test (tests/e2e/python_item.py)
 # scripts/fuzz.sh (run by test.sh when GPUWATCH_FUZZ_SECONDS > 0) needs clang and libFuzzer.
 if [ "${GPUWATCH_FUZZ_SECONDS:-0}" -gt 0 ]; then pkgs+=(clang-14 libclang-rt-14-dev); fi
 missing=()

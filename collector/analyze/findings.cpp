@@ -222,11 +222,24 @@ std::vector<Finding> RankFindings(const RankDiag& d) {
         by[SyncKindName(k)] = {{"count", d.sync_mid_count[k]}, {"blocked_s", S(d.sync_mid_ns[k])}};
     uint64_t count = 0;
     for (uint64_t c : d.sync_mid_count) count += c;
+    // Where: the call site that blocked longest (syncs that blocked at least
+    // GPUWATCH_CALLSITE_US), its Python line when the job runs CPython, else its first frame.
+    nlohmann::json site = nullptr;
+    std::string where;
+    if (!d.sites.empty()) {
+      const SiteStat& st = d.sites.front();
+      nlohmann::json frames = nlohmann::json::array();
+      for (size_t i = 0; i < st.frames.size() && i < 6; ++i) frames.push_back(st.frames[i]);
+      site = {{"python", st.python.empty() ? nlohmann::json(nullptr) : nlohmann::json(st.python)},
+              {"frames", frames}, {"calls", st.count}, {"blocked_s", S(st.ns)}};
+      where = !st.python.empty() ? st.python : (st.frames.empty() ? "" : st.frames.front());
+    }
     f.evidence = {{"blocked_s", v}, {"per_step_ms", per_step_ms(v)}, {"count", count},
                   {"top_api", SyncKindName(top)}, {"by_api", by},
-                  {"call_site", nullptr}};
-    f.summary = Printf("host blocked %s in syncs followed by more work, mostly %s",
-                       per(v).c_str(), SyncKindName(top));
+                  {"call_site", site}};
+    f.summary = Printf("host blocked %s in syncs followed by more work, mostly %s%s%s",
+                       per(v).c_str(), SyncKindName(top), where.empty() ? "" : ", at ",
+                       Clip(where, 80).c_str());
     out.push_back(f);
   }
   if (d.pageable_count) {

@@ -100,6 +100,7 @@ StepsCollector::StepsCollector(const StepsCollector& o)
       comms_(o.comms_),
       coll_anchors_(o.coll_anchors_),
       sync_anchors_(o.sync_anchors_),
+      sites_(o.sites_),
       in_order_(o.in_order_),
       late_(o.late_),
       newest_host_(o.newest_host_) {
@@ -182,6 +183,21 @@ void StepsCollector::OnRange(const HostEvent& e) {
 
 void StepsCollector::OnBatch(const wire::Batch& b) {
   ++batches_;
+  constexpr size_t kMaxSites = 1024, kMaxFrames = 16, kMaxText = 512;
+  for (const auto& c : b.call_sites()) {
+    if (sites_.size() >= kMaxSites && !sites_.count(c.id())) continue;
+    SiteStat& st = sites_[c.id()];
+    st.python = c.python().substr(0, kMaxText);
+    st.frames.clear();
+    for (int i = 0; i < c.frames_size() && i < static_cast<int>(kMaxFrames); ++i)
+      st.frames.push_back(c.frames(i).substr(0, kMaxText));
+  }
+  for (const auto& e : b.events()) {
+    if (e.site_id() == 0 || (sites_.size() >= kMaxSites && !sites_.count(e.site_id()))) continue;
+    SiteStat& st = sites_[e.site_id()];
+    st.ns += e.dur_ns();
+    ++st.count;
+  }
   if (b.gpu_source() == wire::GPU_SOURCE_CUPTI) d_.cupti = true;
   if (b.has_environment()) d_.env.Merge(b.environment());
   for (const auto& s : b.proc_samples()) io_.OnSample(s);
@@ -276,6 +292,17 @@ RankDiag StepsCollector::Result() const {
 }
 
 RankDiag StepsCollector::Compute() const {
+  RankDiag sited;
+  for (const auto& [id, st] : sites_)
+    if (st.count) sited.sites.push_back(st);
+  std::sort(sited.sites.begin(), sited.sites.end(), [](const SiteStat& a, const SiteStat& b) { return a.ns > b.ns; });
+  if (sited.sites.size() > kMaxSitesShown) sited.sites.resize(kMaxSitesShown);
+  RankDiag r = ComputeSteps();
+  r.sites = std::move(sited.sites);
+  return r;
+}
+
+RankDiag StepsCollector::ComputeSteps() const {
   StepsCollector c(*this);
   c.Release(true);
   const StepsCollector& self = c;

@@ -27,8 +27,18 @@ struct CollCall {
   uint64_t hash, seq, t_ns, gpu_ns;
 };
 
+inline constexpr size_t kMaxSitesShown = 5;
+
+// Where syncs and blocking copies that blocked long were called from (libinject/call_sites.h).
+struct SiteStat {
+  std::string python;               // "train.py:42 in step", or empty
+  std::vector<std::string> frames;  // native, innermost first
+  uint64_t ns = 0, count = 0;       // host time blocked there, calls
+};
+
 struct RankDiag {
   int rank = -1;
+  std::vector<SiteStat> sites;  // the call sites that blocked longest, at most kMaxSitesShown
   std::string host;
   // Steps.
   std::string step_source = "none";  // "nvtx:<name>", "inferred:collectives", "inferred:syncs", "none"
@@ -118,6 +128,7 @@ class StepsCollector {
   };
   bool IsStepName(const std::string& n) const;
   RankDiag Compute() const;
+  RankDiag ComputeSteps() const;
   void OnRange(const HostEvent& e);
   void Process(const HostEvent& e);
   void Release(bool all);
@@ -140,6 +151,7 @@ class StepsCollector {
   std::deque<Held> in_order_;  // keys never decrease
   std::priority_queue<Held, std::vector<Held>, std::greater<Held>> late_;
   uint64_t newest_host_ = 0;
+  std::unordered_map<uint32_t, SiteStat> sites_;  // by call site id, bounded
   uint64_t batches_ = 0;
   mutable std::optional<RankDiag> cached_;  // Result() of the state after batches_ batches
   mutable uint64_t cached_batches_ = 0;

@@ -343,3 +343,29 @@ TEST_CASE("diagnosis: healthy has no high-severity finding") {
       CHECK(f["severity"] != "high");
     }
 }
+
+// The call site of a stall (issue 6): a CPython loop's .item()-like read-back must be named
+// by its file:line, and the native frames must be there too.
+TEST_CASE("diagnosis: a stall called from Python names its file and line") {
+  const std::string work = FreshDir("diagnosis-python-item");
+  const std::string out = work + "/out";
+  auto res = Run({"python3", std::string(GPUWATCH_SOURCE_DIR) + "/tests/e2e/python_item.py"},
+                 {{"LD_PRELOAD", GPUWATCH_LIB}, {"LD_LIBRARY_PATH", GPUWATCH_SIM_DIR},
+                  {"GPUWATCH_SOCKET_DIR", work + "/sock"}, {"GPUWATCH_OUT", out},
+                  {"SIMGPU_CONFIG", "h2d_pinned_gbps=8"}},
+                 120);
+  INFO(res.out << res.err);
+  REQUIRE(res.exit_code == 0);
+  REQUIRE(WaitForFile(out + "/summary.json", 30));
+  const json s = json::parse(ReadFile(out + "/summary.json"));
+  const json* stall = nullptr;
+  for (const json& f : s["ranks"][0]["findings"])
+    if (f["id"] == "sync_stall") stall = &f;
+  REQUIRE(stall != nullptr);
+  const json& site = (*stall)["evidence"]["call_site"];
+  REQUIRE(site.is_object());
+  CHECK(site["python"].get<std::string>().find("python_item.py:19 in read_back") != std::string::npos);
+  CHECK(site["calls"].get<int>() >= 15);
+  CHECK(!site["frames"].empty());
+  CHECK((*stall)["summary"].get<std::string>().find("python_item.py:19") != std::string::npos);
+}

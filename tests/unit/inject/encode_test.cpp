@@ -280,3 +280,30 @@ TEST_CASE("environment and process samples encode as Batch fields 9 and 10") {
   CHECK(b.proc_samples(1).t_ns() == 7'100'000'000ull);
   CHECK(b.seq() == 3);
 }
+
+TEST_CASE("a sync's call site is Event.site_id and a CallSite in Batch field 11") {
+  std::string batch;
+  gi::Record sync{};
+  sync.api = gi::kApiStreamSynchronize;
+  sync.name_id = 3;  // on syncs and copies the record's name_id is a call site id
+  gi::AppendEvent(batch, sync, 1, 0);
+  gi::Record launch{};
+  launch.api = gi::kApiLaunchKernel;
+  launch.name_id = 3;  // ... and on launches a kernel name
+  gi::AppendEvent(batch, launch, 1, 0);
+  gi::AppendCallSite(batch, 3, {"step()+0x1c (train)", "main+0x9 (train)"}, "train.py:42 in step");
+  std::string out;
+  gpuwatch::wire::enc::Frame(out, gi::kFrameBatch, batch);
+  const w::Frame f = ParseOne(out);
+  REQUIRE(f.batch().events_size() == 2);
+  CHECK(f.batch().events(0).site_id() == 3);
+  CHECK(f.batch().events(0).name_id() == 0);
+  CHECK(f.batch().events(1).name_id() == 3);
+  CHECK(f.batch().events(1).site_id() == 0);
+  REQUIRE(f.batch().call_sites_size() == 1);
+  const auto& c = f.batch().call_sites(0);
+  CHECK(c.id() == 3);
+  REQUIRE(c.frames_size() == 2);
+  CHECK(c.frames(0) == "step()+0x1c (train)");
+  CHECK(c.python() == "train.py:42 in step");
+}
