@@ -5,55 +5,15 @@
 #include "analyze/findings.h"
 #include "analyze/input_io.h"
 #include "analyze/steps.h"
+#include "step_loop.h"
 
 namespace wire = gpuwatch::wire;
 namespace dg = gpuwatch::collector::diag;
 
 namespace {
 
-constexpr uint64_t kMs = 1'000'000, kUs = 1'000, kT0 = 1000 * kMs;
-
-// `steps` NVTX steps: `host_ms` of host work, then one `gpu_ms` kernel and a stream sync.
-wire::Batch Loop(int steps, uint64_t host_ms, uint64_t gpu_ms, uint64_t* end) {
-  wire::Batch b;
-  b.set_gpu_source(wire::GPU_SOURCE_CUPTI);
-  auto* n = b.add_kernel_names();
-  n->set_id(1);
-  n->set_name("train_step");
-  n = b.add_kernel_names();
-  n->set_id(2);
-  n->set_name("fwd");
-  uint64_t t = kT0;
-  auto ev = [&](wire::Api api, uint64_t at, uint64_t dur) {
-    auto* e = b.add_events();
-    e->set_api(api);
-    e->set_t_ns(at);
-    e->set_dur_ns(dur);
-    return e;
-  };
-  for (int s = 0; s < steps; ++s) {
-    const uint64_t start = t;
-    t += host_ms * kMs;
-    ev(wire::CUDA_LAUNCH_KERNEL, t, 10 * kUs);
-    auto* a = b.add_activities();
-    a->set_kind(wire::ACTIVITY_API);
-    a->set_correlation_id(s + 1);
-    a->set_start_ns(t);
-    a->set_end_ns(t + 10 * kUs);
-    auto* k = b.add_activities();
-    k->set_kind(wire::ACTIVITY_KERNEL);
-    k->set_correlation_id(s + 1);
-    k->set_start_ns(t + 10 * kUs);
-    k->set_end_ns(t + 10 * kUs + gpu_ms * kMs);
-    k->set_name_id(2);
-    t += 10 * kUs;
-    ev(wire::CUDA_STREAM_SYNCHRONIZE, t, gpu_ms * kMs);
-    t += gpu_ms * kMs + 10 * kUs;
-    ev(wire::NVTX_RANGE, start, t - start)->set_name_id(1);
-  }
-  *end = t;
-  return b;
-}
+using namespace gpuwatch::collector::test_loop;
+constexpr uint64_t kT0 = 1000 * kMs;
 
 // Process samples every 10 ms over [kT0, end]: `cores` of CPU and `mbps` of reads all along.
 wire::Batch Samples(uint64_t end, double cores, double mbps, uint32_t procs = 3) {
@@ -74,7 +34,7 @@ dg::RankDiag Run(double cores, double mbps, bool samples_first) {
   h.set_rank(0);
   c.OnHello(h);
   uint64_t end = 0;
-  const wire::Batch loop = Loop(20, 40, 10, &end);
+  const wire::Batch loop = Loop(20, 40, 10, kT0, &end);
   const wire::Batch samples = Samples(end, cores, mbps);
   if (samples_first) c.OnBatch(samples);
   c.OnBatch(loop);
@@ -121,7 +81,7 @@ TEST_CASE("collector: input_io says CPU-bound, waiting on reads, or neither") {
 TEST_CASE("collector: no input_io without process samples") {
   dg::StepsCollector c;
   uint64_t end = 0;
-  c.OnBatch(Loop(20, 40, 10, &end));
+  c.OnBatch(Loop(20, 40, 10, kT0, &end));
   const auto f = dg::RankFindings(c.Result());
   REQUIRE(!f.empty());
   CHECK(f[0].id == "data_loading");
@@ -165,7 +125,7 @@ TEST_CASE("collector: InputIo shares a sample's increase by overlap, once, eithe
 TEST_CASE("collector: environment names settings that disable fast paths, after measured losses") {
   dg::StepsCollector c;
   uint64_t end = 0;
-  c.OnBatch(Loop(20, 40, 10, &end));
+  c.OnBatch(Loop(20, 40, 10, kT0, &end));
   wire::Batch b;
   auto* e = b.mutable_environment();
   e->set_cuda_runtime_version(13000);
