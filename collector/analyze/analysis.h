@@ -6,6 +6,7 @@
 // Memory rule: state must not grow with the length of the run — counters, fixed arrays, or
 // maps with an explicit bound.
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,6 +16,20 @@
 #include "gpuwatch.pb.h"
 
 namespace gpuwatch::collector {
+
+// What an analysis may add to the job's trace when the job ends (trace/job_trace.h
+// implements it): the analysis does not depend on how the trace is written.
+class TraceMarks {
+ public:
+  virtual ~TraceMarks() = default;
+  // Steps [start, end) of the rank, numbered from `first_index`.
+  virtual void Steps(int rank, const std::string& host,
+                     const std::vector<std::pair<uint64_t, uint64_t>>& steps,
+                     uint64_t first_index) = 0;
+  // An instant on the rank's process track (a finding), written once per `key`.
+  virtual void Instant(int rank, const std::string& host, const std::string& key, uint64_t ts,
+                       const std::string& name) = 0;
+};
 
 class RankAnalysis {
  public:
@@ -41,6 +56,8 @@ class RankAnalysis {
   virtual void WriteText(std::string& out) const = 0;
   // A short fragment for the job line ("sync 1.234 s"); empty to say nothing.
   virtual std::string Headline() const { return {}; }
+  // Job level, at job end: what this analysis found that belongs on the trace's timeline.
+  virtual void MarkTrace(TraceMarks&) const {}
 };
 
 using Analyses = std::vector<std::unique_ptr<RankAnalysis>>;

@@ -47,6 +47,26 @@ class StepsAnalysis final : public RankAnalysis {
     obj["verdict"] = diag::Verdict(ranks_, f);
   }
 
+  // Each rank's steps on its "steps" track, and each finding as an instant on the ranks it
+  // names, where their steps begin (the findings are totals over the run, not events).
+  void MarkTrace(TraceMarks& marks) const override {
+    if (!job_) return;
+    const auto findings = diag::JobFindings(ranks_);
+    for (const auto& r : ranks_) {
+      std::vector<std::pair<uint64_t, uint64_t>> steps;
+      steps.reserve(r.steps.size());
+      for (const auto& s : r.steps) steps.emplace_back(s.start, s.end);
+      marks.Steps(r.rank, r.host, steps, r.steps_total - r.steps.size());
+      const uint64_t at = !r.steps.empty() ? r.steps.front().start : r.host_first;
+      for (const auto& f : findings)
+        if (std::find(f.ranks.begin(), f.ranks.end(), r.rank) != f.ranks.end())
+          marks.Instant(r.rank, r.host, f.id, at,
+                        Printf("finding: %s (%s, %s lost): %s", f.title.c_str(),
+                               f.severity.c_str(), FmtDuration(f.time_lost_s).c_str(),
+                               f.summary.c_str()));
+    }
+  }
+
   void WriteText(std::string& out) const override {
     if (job_) {
       out += diag::FindingsText(ranks_, diag::JobFindings(ranks_));

@@ -20,6 +20,13 @@ TraceFactory MakeTraceFactory(std::string out_override, TraceOptions options) {
 
 std::string FinishJob(Job& job, const std::string& out_override, bool* written) {
   const RenderedSummary rendered = RenderSummary(job);
+  // The trace is complete (steps, findings) before summary.json appears: whoever waits for
+  // the summary may read the trace.
+  if (JobTrace* t = job.trace()) {
+    for (const auto& a : job.Totals()) a->MarkTrace(*t);
+    t->Flush();
+    spdlog::info("job {}: trace {}", job.id(), t->Describe());
+  }
   const std::string dir = ChooseOutDir(out_override, job.first_out_dir());
   std::string error;
   *written = WriteSummaryFiles(dir, rendered, &error);
@@ -28,10 +35,6 @@ std::string FinishJob(Job& job, const std::string& out_override, bool* written) 
                  dir);
   } else {
     spdlog::error("job {}: summary not saved: {} (printed below)", job.id(), error);
-  }
-  if (JobTrace* t = job.trace()) {
-    t->Flush();
-    spdlog::info("job {}: trace {}", job.id(), t->Describe());
   }
   return rendered.text;
 }

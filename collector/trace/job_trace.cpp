@@ -1,5 +1,7 @@
 #include "trace/job_trace.h"
 
+#include <climits>
+
 #include "report/format.h"
 
 namespace gpuwatch::collector {
@@ -23,8 +25,7 @@ RankTrace* JobTrace::ForRank(const wire::Hello& hello) {
   int32_t pid = hello.pid();
   if (pid <= 0 || pids_.count(pid)) pid = 0x40000000 + static_cast<int32_t>(ranks_.size());
   pids_.insert(pid);
-  const uint32_t seq = static_cast<uint32_t>(ranks_.size()) + 1;
-  auto rank = std::make_unique<RankTrace>(file_.get(), seq, pid, hello);
+  auto rank = std::make_unique<RankTrace>(file_.get(), &ids_, pid, hello);
   file_->Flush();
   return ranks_.emplace(key, std::move(rank)).first->second.get();
 }
@@ -34,6 +35,42 @@ void JobTrace::OnHang(const Hang& hang) {
     if (std::get<0>(key) == hang.rank && std::get<1>(key) == hang.host &&
         std::get<2>(key) == hang.pid)
       rank->OnHang(hang);
+}
+
+// The first rank with that number on that host (ranks are keyed by pid too, which the
+// analyses do not keep; two processes claiming one rank on one host are rare).
+static RankTrace* Find(std::map<std::tuple<int, std::string, int>, std::unique_ptr<RankTrace>>& ranks,
+                       int rank, const std::string& host) {
+  auto it = ranks.lower_bound(std::make_tuple(rank, host, INT32_MIN));
+  if (it == ranks.end() || std::get<0>(it->first) != rank || std::get<1>(it->first) != host)
+    return nullptr;
+  return it->second.get();
+}
+
+void JobTrace::Steps(int rank, const std::string& host,
+                     const std::vector<std::pair<uint64_t, uint64_t>>& steps,
+                     uint64_t first_index) {
+  RankTrace* t = Find(ranks_, rank, host);
+  if (!t) return;
+  uint64_t& until = steps_until_[{rank, host}];
+  std::vector<std::pair<uint64_t, uint64_t>> fresh;
+  uint64_t first = first_index;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (steps[i].first < until) continue;
+    if (fresh.empty()) first = first_index + i;
+    fresh.push_back(steps[i]);
+  }
+  if (fresh.empty()) return;
+  until = fresh.back().second;
+  t->WriteSteps(fresh, first);
+}
+
+void JobTrace::Instant(int rank, const std::string& host, const std::string& key, uint64_t ts,
+                       const std::string& name) {
+  RankTrace* t = Find(ranks_, rank, host);
+  if (!t || !instants_.emplace(rank, host, key).second) return;
+  t->Instant(ts, name);
+  file_->Flush();
 }
 
 std::string JobTrace::Describe() const {

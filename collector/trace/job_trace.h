@@ -14,13 +14,14 @@
 #include <tuple>
 
 #include "aggregate/hang.h"
+#include "analyze/analysis.h"
 #include "gpuwatch.pb.h"
 #include "trace/rank_trace.h"
 #include "trace/trace_file.h"
 
 namespace gpuwatch::collector {
 
-class JobTrace {
+class JobTrace final : public TraceMarks {
  public:
   // Creates the trace file at `path`; null with `error` when the level is off or the file
   // cannot be created.
@@ -32,6 +33,14 @@ class JobTrace {
   void OnHang(const Hang& hang);
   void Flush() { file_->Flush(); }
 
+  // At job end (TraceMarks, from the job-level analyses). A job that ends again after more
+  // data came adds only steps after those already written, and findings not yet written.
+  void Steps(int rank, const std::string& host,
+             const std::vector<std::pair<uint64_t, uint64_t>>& steps,
+             uint64_t first_index) override;
+  void Instant(int rank, const std::string& host, const std::string& key, uint64_t ts,
+               const std::string& name) override;
+
   const TraceFile& file() const { return *file_; }
   // One line for the log: where, how big, what was left out.
   std::string Describe() const;
@@ -42,6 +51,10 @@ class JobTrace {
   std::unique_ptr<TraceFile> file_;
   std::map<std::tuple<int, std::string, int>, std::unique_ptr<RankTrace>> ranks_;
   std::set<int32_t> pids_;
+  TraceIds ids_;
+  // (rank, host) -> end of the last step written; instants written.
+  std::map<std::pair<int, std::string>, uint64_t> steps_until_;
+  std::set<std::tuple<int, std::string, std::string>> instants_;
 };
 
 }  // namespace gpuwatch::collector

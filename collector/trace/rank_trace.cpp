@@ -14,20 +14,25 @@ namespace {
 using perfetto::protos::TrackEvent;
 using perfetto::protos::TracePacket;
 
-// Local track ids (uuid = sequence id << kLocalBits | local): small uuids keep packets short.
+// Local track ids (uuid = base sequence id << kLocalBits | local): small uuids keep
+// descriptors short.
 constexpr int kLocalBits = 14;
 constexpr uint32_t kProcessLocal = 0;
 constexpr int kHostLanes = 8;
 constexpr uint32_t kThreadBase = 1;         // + thread index * kHostLanes + lane (512 threads)
 constexpr uint32_t kApiBase = 0x1001;       // + lane
-constexpr uint32_t kBusyLocal = 0x1011, kH2dLocal = 0x1012;
+constexpr uint32_t kBusyLocal = 0x1011, kH2dLocal = 0x1012, kStepsLocal = 0x1013;
 constexpr uint32_t kStreamBase = 0x1100;    // + stream index * kMaxLanes + lane (512 streams)
 constexpr size_t kMaxNameChars = 200;
 
-const char* const kCatNames[] = {"cuda", "copy", "nccl", "launch", "kernel", "memcpy", "memset",
-                                 "cuda_api"};
-const char* const kKeyNames[] = {"bytes", "pageable", "blocking", "seq", "busbw_gbps", "peer",
-                                 "correlation"};
+// Keys of RankTrace::iid_cache_: a kernel (or NVTX message) id, or a copy's
+// (api, kind, pageable), tagged by what is named.
+constexpr uint32_t kIdMask = (uint32_t{1} << 29) - 1;
+constexpr uint32_t kDeviceKey = uint32_t{1} << 31, kCopyKey = uint32_t{1} << 30,
+                   kNvtxKey = uint32_t{1} << 29;
+
+// In Key order (rank_trace.h).
+const char* const kKeyNames[] = {"bytes", "blocking", "seq", "busbw_gbps", "peer"};
 
 bool IsCollectiveApi(wire::Api a) { return a >= wire::NCCL_ALL_REDUCE && a <= wire::NCCL_RECV; }
 
@@ -41,13 +46,22 @@ const char* CopyDir(int kind) {
   }
 }
 
+// "cudaMemcpyAsync H2D · pageable": pinned or pageable is part of the (interned) name, which
+// costs nothing per event, where an annotation would cost ~6 bytes.
+std::string CopyName(const char* what, int kind, bool pageable) {
+  if (kind != wire::COPY_H2D && kind != wire::COPY_D2H) return Printf("%s %s", what, CopyDir(kind));
+  return Printf("%s %s · %s", what, CopyDir(kind), pageable ? "pageable" : "pinned");
+}
+
 }  // namespace
 
-RankTrace::RankTrace(TraceFile* file, uint32_t sequence_id, int32_t trace_pid,
-                     const wire::Hello& hello, Limits limits)
-    : file_(file), seq_(sequence_id), pid_(trace_pid), hello_(hello), lim_(limits) {
+RankTrace::RankTrace(TraceFile* file, TraceIds* ids, int32_t trace_pid, const wire::Hello& hello,
+                     Limits limits)
+    : file_(file), ids_(ids), seq_(ids->next_sequence++), pid_(trace_pid), hello_(hello),
+      lim_(limits), names_(limits.max_names), keys_(std::size(kKeyNames)) {
   lim_.max_threads = std::min<size_t>(lim_.max_threads, 512);
   lim_.max_streams = std::min<size_t>(lim_.max_streams, 512);
+  for (const char* k : kKeyNames) keys_.Iid(k);
   last_level_ = file_->level();
   DescribeProcess();
   Write();
@@ -115,43 +129,10 @@ void RankTrace::DescribeCounter(uint32_t local, const std::string& name, const c
   Write();
 }
 
-uint64_t RankTrace::NameIid(std::string_view name, TracePacket& p) {
-  auto it = name_iids_.find(name);
-  if (it != name_iids_.end()) return it->second;
-  if (name_iids_.size() >= lim_.max_names) name = "(name table full)";
-  it = name_iids_.find(name);
-  if (it != name_iids_.end()) return it->second;
-  const uint64_t iid = name_iids_.size() + 1;
-  name_iids_.emplace(std::string(name), iid);
-  auto* n = p.mutable_interned_data()->add_event_names();
-  n->set_iid(iid);
-  n->set_name(std::string(name));
-  return iid;
-}
-
-uint64_t RankTrace::CatIid(Cat c, TracePacket& p) {
-  if (!cat_interned_[c]) {
-    cat_interned_[c] = true;
-    auto* n = p.mutable_interned_data()->add_event_categories();
-    n->set_iid(c + 1);
-    n->set_name(kCatNames[c]);
-  }
-  return c + 1;
-}
-
-uint64_t RankTrace::KeyIid(Key k, TracePacket& p) {
-  if (!key_interned_[k]) {
-    key_interned_[k] = true;
-    auto* n = p.mutable_interned_data()->add_debug_annotation_names();
-    n->set_iid(k + 1);
-    n->set_name(kKeyNames[k]);
-  }
-  return k + 1;
-}
-
-bool RankTrace::Slice(uint32_t base_local, Lanes& lanes, const std::string& track_name,
-                      int32_t order, uint64_t start, uint64_t end, std::string_view name, Cat cat,
-                      const Ann* anns, int n_anns, uint64_t flow_out, uint64_t flow_in) {
+template <class TrackName>
+bool RankTrace::Slice(uint32_t base_local, Lanes& lanes, int32_t order, uint64_t start,
+                      uint64_t end, uint32_t name, const Ann* anns, int n_anns, uint64_t flow_out,
+                      uint64_t flow_in, const TrackName& track_name) {
   end = std::max(end, start);
   const int cap = base_local < kApiBase ? kHostLanes : kMaxLanes;
   int lane = 0;
@@ -162,38 +143,47 @@ bool RankTrace::Slice(uint32_t base_local, Lanes& lanes, const std::string& trac
       return false;
     }
     ++lanes.used;
+    const std::string track = track_name();
     DescribeTrack(base_local + lane,
-                  lane == 0 ? track_name : Printf("%s · overlap %d", track_name.c_str(), lane),
+                  lane == 0 ? track : Printf("%s · overlap %d", track.c_str(), lane),
                   order + lane);
+    lanes.seqs.emplace_back(ids_->next_sequence++, Uuid(base_local + lane));
   }
   lanes.last_end[lane] = end;
-  const uint64_t uuid = Uuid(base_local + lane);
-
-  TracePacket& b = NewPacket(start);
-  auto* te = b.mutable_track_event();
-  te->set_type(TrackEvent::TYPE_SLICE_BEGIN);
-  te->set_track_uuid(uuid);
-  te->set_name_iid(NameIid(name, b));
-  te->add_category_iids(CatIid(cat, b));
-  for (int i = 0; i < n_anns; ++i) {
-    auto* a = te->add_debug_annotations();
-    a->set_name_iid(KeyIid(anns[i].key, b));
-    switch (anns[i].type) {
-      case Ann::kUint: a->set_uint_value(anns[i].u); break;
-      case Ann::kBool: a->set_bool_value(anns[i].u != 0); break;
-      case Ann::kDouble: a->set_double_value(anns[i].d); break;
-    }
-  }
-  if (flow_out) te->add_flow_ids(flow_out);
-  if (flow_in) te->add_terminating_flow_ids(flow_in);
-  b.set_sequence_flags(b.sequence_flags() | TracePacket::SEQ_NEEDS_INCREMENTAL_STATE);
-  Write(flow_out ? 512 : 64);  // room for this END (and the flow's device slice)
-
-  TracePacket& e = NewPacket(end);
-  e.mutable_track_event()->set_type(TrackEvent::TYPE_SLICE_END);
-  e.mutable_track_event()->set_track_uuid(uuid);
-  Write();
+  lanes.seqs[lane].WriteSlice(*file_, names_, keys_,
+                              {start, end, name, anns, n_anns, flow_out, flow_in}, scratch_);
   return true;
+}
+
+template <class MakeName>
+uint32_t RankTrace::CachedIid(uint32_t key, const MakeName& make) {
+  auto it = iid_cache_.find(key);
+  if (it != iid_cache_.end()) return it->second;
+  const uint32_t iid = names_.Iid(make());
+  if (iid_cache_.size() < 2 * lim_.max_names) iid_cache_.emplace(key, iid);
+  return iid;
+}
+
+void RankTrace::Instant(uint64_t ts, const std::string& name) {
+  if (file_->level() == TraceLevel::kOff) return;
+  TracePacket& p = NewPacket(ts);
+  auto* te = p.mutable_track_event();
+  te->set_type(TrackEvent::TYPE_INSTANT);
+  te->set_track_uuid(Uuid(kProcessLocal));
+  te->set_name(name);
+  Write();
+}
+
+void RankTrace::WriteSteps(const std::vector<std::pair<uint64_t, uint64_t>>& steps,
+                           uint64_t first_index) {
+  if (file_->level() == TraceLevel::kOff) return;
+  uint64_t index = first_index;
+  for (const auto& [start, end] : steps) {
+    Slice(kStepsLocal, step_lanes_, static_cast<int32_t>(kStepsLocal), start, end,
+          names_.Iid(Printf("step %llu", static_cast<unsigned long long>(index++))), nullptr, 0,
+          0, 0, [] { return std::string("steps"); });
+  }
+  file_->Flush();
 }
 
 void RankTrace::CheckLevel() {
@@ -202,12 +192,8 @@ void RankTrace::CheckLevel() {
   last_level_ = now;
   if (now != TraceLevel::kSummary) return;
   // Full detail stopped at the size cap: say so where it happened.
-  TracePacket& p = NewPacket(newest_device_ns_ ? newest_device_ns_ : hello_.start_ns());
-  auto* te = p.mutable_track_event();
-  te->set_type(TrackEvent::TYPE_INSTANT);
-  te->set_track_uuid(Uuid(kProcessLocal));
-  te->set_name("trace size cap reached: from here only syncs, copies, collectives, counters");
-  Write();
+  Instant(newest_device_ns_ ? newest_device_ns_ : hello_.start_ns(),
+          "trace size cap reached: from here only syncs, copies, collectives, counters");
 }
 
 void RankTrace::OnBatch(const wire::Batch& batch) {
@@ -219,6 +205,9 @@ void RankTrace::OnBatch(const wire::Batch& batch) {
   for (const auto& k : batch.kernel_names()) {
     if (kernel_names_.size() >= lim_.max_names && !kernel_names_.count(k.id())) continue;
     kernel_names_[k.id()] = Clip(DemangleName(k.name().substr(0, 4096)), kMaxNameChars);
+    // A name that arrives after its first use replaces the "kernel#N" stand-in from here on.
+    const uint32_t id = k.id() & kIdMask;
+    for (uint32_t key : {id, id | kDeviceKey, id | kNvtxKey}) iid_cache_.erase(key);
   }
   // In time order within the batch: fewer lanes.
   std::vector<int> order(batch.events_size());
@@ -251,24 +240,22 @@ void RankTrace::OnEvent(const wire::Event& e) {
   const bool collective = IsCollectiveApi(e.api());
   const bool copy = e.api() == wire::CUDA_MEMCPY || e.api() == wire::CUDA_MEMCPY_ASYNC;
   const bool launch = e.api() == wire::CUDA_LAUNCH_KERNEL;
+  const bool blocks = (e.api() >= wire::CUDA_STREAM_SYNCHRONIZE && e.api() <= wire::CUDA_EVENT_SYNCHRONIZE) ||
+                      (e.flags() & wire::FLAG_BLOCKED_HOST);
+  if (blocks && e.dur_ns() >= kLongStallNs) LongStall(e);
   if (launch && file_->level() != TraceLevel::kFull) return;
   const size_t ti = ThreadIndex(e.tid());
-  const std::string track = ti + 1 == lim_.max_threads && thread_tids_[ti] != e.tid()
-                                ? std::string("other threads")
-                                : Printf("thread %u", e.tid());
   Ann anns[4];
   int n = 0;
-  std::string name;
-  Cat cat = kCatCuda;
+  uint32_t name;
   if (copy) {
-    cat = kCatCopy;
-    name = Printf("%s %s", ApiName(e.api()), CopyDir(e.copy_kind()));
+    const bool pageable = e.flags() & wire::FLAG_PAGEABLE;
+    name = CachedIid(kCopyKey | (e.api() << 8) | (e.copy_kind() << 1) | pageable,
+                     [&] { return CopyName(ApiName(e.api()), e.copy_kind(), pageable); });
     anns[n++] = {kKeyBytes, Ann::kUint, e.bytes(), 0};
-    anns[n++] = {kKeyPageable, Ann::kBool, (e.flags() & wire::FLAG_PAGEABLE) ? 1u : 0u, 0};
     if (e.flags() & wire::FLAG_BLOCKED_HOST) anns[n++] = {kKeyBlocking, Ann::kBool, 1, 0};
   } else if (collective) {
-    cat = kCatNccl;
-    name = ApiName(e.api());
+    name = names_.Iid(ApiName(e.api()));
     auto it = comm_nranks_.find(e.comm_id());
     const int nranks = it != comm_nranks_.end() ? it->second : hello_.world_size();
     uint64_t s_bytes = e.bytes();
@@ -283,14 +270,26 @@ void RankTrace::OnEvent(const wire::Event& e) {
     if (e.api() >= wire::NCCL_BROADCAST) anns[n++] = {kKeyPeer, Ann::kUint,
                                                       static_cast<uint64_t>(e.peer()), 0};
   } else if (launch) {
-    cat = kCatLaunch;
-    name = "launch " + KernelName(e.name_id());
+    name = CachedIid(e.name_id() & kIdMask, [&] { return "launch " + KernelName(e.name_id()); });
+  } else if (e.api() == wire::NVTX_RANGE) {
+    name = CachedIid(kNvtxKey | (e.name_id() & kIdMask),
+                     [&] { return "NVTX " + KernelName(e.name_id()); });
   } else {
-    name = ApiName(e.api());
+    name = names_.Iid(ApiName(e.api()));
   }
-  Slice(kThreadBase + static_cast<uint32_t>(ti * kHostLanes), thread_lanes_[ti], track,
-        static_cast<int32_t>(kThreadBase + ti * kHostLanes), e.t_ns(), e.t_ns() + e.dur_ns(),
-        name, cat, anns, n, 0, 0);
+  const uint32_t base = kThreadBase + static_cast<uint32_t>(ti * kHostLanes);
+  Slice(base, thread_lanes_[ti], static_cast<int32_t>(base), e.t_ns(), e.t_ns() + e.dur_ns(),
+        name, anns, n, 0, 0, [&] {
+          return ti + 1 == lim_.max_threads && thread_tids_[ti] != e.tid()
+                     ? std::string("other threads")
+                     : Printf("thread %u", e.tid());
+        });
+}
+
+void RankTrace::LongStall(const wire::Event& e) {
+  if (long_stalls_++ >= kMaxStallInstants || file_->level() == TraceLevel::kOff) return;
+  Instant(e.t_ns(), Printf("long stall: %s blocked the host %s (thread %u)", ApiName(e.api()),
+                           FmtDuration(static_cast<double>(e.dur_ns()) / 1e9).c_str(), e.tid()));
 }
 
 void RankTrace::OnDeviceWork(const wire::Activity& a) {
@@ -307,36 +306,35 @@ void RankTrace::OnDeviceWork(const wire::Activity& a) {
   if (a.correlation_id() != 0) {
     auto it = pending_api_.find(a.correlation_id());
     if (it != pending_api_.end()) {
-      flow = (static_cast<uint64_t>(seq_) << 40) | ++next_flow_;
+      flow = ids_->next_flow++;
       const ApiSpan span = it->second;
       pending_api_.erase(it);
-      EmitApi(a.correlation_id(), span, flow);
+      EmitApi(span, flow);
     }
   }
-  Ann anns[2];
+  Ann anns[1];
   int n = 0;
-  std::string name;
-  Cat cat = kCatKernel;
+  uint32_t name;
   if (a.kind() == wire::ACTIVITY_KERNEL) {
-    name = KernelName(a.name_id());
+    name = CachedIid(kDeviceKey | (a.name_id() & kIdMask), [&] { return KernelName(a.name_id()); });
   } else if (a.kind() == wire::ACTIVITY_MEMCPY) {
-    cat = kCatMemcpy;
-    name = Printf("Memcpy %s", CopyDir(a.copy_kind()));
+    const bool pageable = a.flags() & wire::FLAG_PAGEABLE;
+    name = CachedIid(kDeviceKey | kCopyKey | (a.copy_kind() << 1) | pageable,
+                     [&] { return CopyName("Memcpy", a.copy_kind(), pageable); });
     anns[n++] = {kKeyBytes, Ann::kUint, a.bytes(), 0};
-    anns[n++] = {kKeyPageable, Ann::kBool, (a.flags() & wire::FLAG_PAGEABLE) ? 1u : 0u, 0};
   } else {
-    cat = kCatMemset;
-    name = "Memset";
+    name = names_.Iid("Memset");
     anns[n++] = {kKeyBytes, Ann::kUint, a.bytes(), 0};
   }
   const size_t si = StreamIndex(a.device(), a.stream());
-  const auto [dev, stream] = stream_ids_[si];
-  const std::string track = dev == a.device() && stream == a.stream()
-                                ? Printf("GPU %d · stream %u", dev, stream)
-                                : std::string("GPU · other streams");
   const uint32_t base = kStreamBase + static_cast<uint32_t>(si * kMaxLanes);
-  if (!Slice(base, stream_lanes_[si], track, static_cast<int32_t>(base), start, end, name, cat,
-             anns, n, 0, flow) &&
+  if (!Slice(base, stream_lanes_[si], static_cast<int32_t>(base), start, end, name, anns, n, 0,
+             flow, [&] {
+               const auto [dev, stream] = stream_ids_[si];
+               return dev == a.device() && stream == a.stream()
+                          ? Printf("GPU %d · stream %u", dev, stream)
+                          : std::string("GPU · other streams");
+             }) &&
       flow) {
     // The flow started on the API slice: end it there so no arrow dangles.
     TracePacket& p = NewPacket(start);
@@ -344,7 +342,7 @@ void RankTrace::OnDeviceWork(const wire::Activity& a) {
     te->set_type(TrackEvent::TYPE_INSTANT);
     te->set_track_uuid(Uuid(kProcessLocal));
     te->set_name("device work dropped from the trace (lanes full)");
-    te->add_terminating_flow_ids(flow);
+    te->add_terminating_flow_ids_old(flow);
     Write();
   }
 }
@@ -374,61 +372,52 @@ void RankTrace::ExpireApis(bool all) {
     if (gone) continue;
     const ApiSpan span = it->second;
     pending_api_.erase(it);
-    if (file_->level() == TraceLevel::kFull) EmitApi(corr, span, 0);
+    if (file_->level() == TraceLevel::kFull) EmitApi(span, 0);
   }
 }
 
-void RankTrace::EmitApi(uint32_t corr, const ApiSpan& span, uint64_t flow_out) {
-  Ann ann{kKeyCorr, Ann::kUint, corr, 0};
-  if (!Slice(kApiBase, api_lanes_, "CUDA API (CUPTI)", static_cast<int32_t>(kApiBase), span.start,
-             span.end, "CUDA API", kCatApi, &ann, 1, flow_out, 0) &&
+void RankTrace::EmitApi(const ApiSpan& span, uint64_t flow_out) {
+  if (!Slice(kApiBase, api_lanes_, static_cast<int32_t>(kApiBase), span.start, span.end,
+             names_.Iid("CUDA API"), nullptr, 0, flow_out, 0,
+             [] { return std::string("CUDA API (CUPTI)"); }) &&
       flow_out) {
     TracePacket& p = NewPacket(span.start);  // start the flow somewhere so it still ends
     auto* te = p.mutable_track_event();
     te->set_type(TrackEvent::TYPE_INSTANT);
     te->set_track_uuid(Uuid(kProcessLocal));
     te->set_name("CUDA API record dropped from the trace (lanes full)");
-    te->add_flow_ids(flow_out);
+    te->add_flow_ids_old(flow_out);
     Write();
   }
 }
 
 void RankTrace::EmitCounters(uint64_t ts, uint64_t busy_ns, uint64_t h2d_bytes) {
   if (file_->level() == TraceLevel::kOff) return;
-  if (!counters_described_) {
-    counters_described_ = true;
+  if (counters_.empty()) {
     DescribeCounter(kBusyLocal, "GPU busy % (10 ms)", "%");
     DescribeCounter(kH2dLocal, "H2D MB/s (10 ms)", "MB/s");
+    counters_.emplace_back(ids_->next_sequence++, Uuid(kBusyLocal));
+    counters_.emplace_back(ids_->next_sequence++, Uuid(kH2dLocal));
   }
   const int64_t pct = static_cast<int64_t>(
       std::min<uint64_t>(100, (busy_ns * 100 + CounterWindows::kWindowNs / 2) /
                                   CounterWindows::kWindowNs));
   // bytes per 10 ms window -> MB/s: bytes * 100 / 1e6.
   const int64_t mbps = static_cast<int64_t>((h2d_bytes + 5000) / 10000);
-  for (auto [local, value, last] : {std::tuple{kBusyLocal, pct, &last_busy_pct_},
-                                    std::tuple{kH2dLocal, mbps, &last_h2d_mbps_}}) {
-    if (value == *last) continue;  // a counter holds its value until the next sample
-    *last = value;
-    TracePacket& p = NewPacket(ts);
-    auto* te = p.mutable_track_event();
-    te->set_type(TrackEvent::TYPE_COUNTER);
-    te->set_track_uuid(Uuid(local));
-    te->set_counter_value(value);
-    Write();
+  const int64_t values[2] = {pct, mbps};
+  int64_t* last[2] = {&last_busy_pct_, &last_h2d_mbps_};
+  for (int i = 0; i < 2; ++i) {
+    if (values[i] == *last[i]) continue;  // a counter holds its value until the next sample
+    *last[i] = values[i];
+    counters_[i].WriteCounter(*file_, values[i], ts, scratch_);
   }
 }
 
 void RankTrace::OnHang(const Hang& h) {
-  if (file_->level() == TraceLevel::kOff) return;
-  TracePacket& p = NewPacket(h.since_ns);
-  auto* te = p.mutable_track_event();
-  te->set_type(TrackEvent::TYPE_INSTANT);
-  te->set_track_uuid(Uuid(kProcessLocal));
   std::string name = Printf("hang: thread %u inside %s", h.tid, h.api.c_str());
   if (h.collective) name += Printf(" seq %llu", static_cast<unsigned long long>(h.seq));
   name += Printf(" (%.0f s when found)", h.inside_s);
-  te->set_name(name);
-  Write();
+  Instant(h.since_ns, name);
   file_->Flush();
 }
 

@@ -1,12 +1,15 @@
-// One rank's part of the trace: one Perfetto packet sequence, one process track, and the
-// conversion of its batches into TrackEvents (docs/TRACE.md says what is where).
+// One rank's part of the trace: a process track, and a packet sequence per track below it
+// (track_sequence.h says why), fed with the rank's batches (docs/TRACE.md says what is where).
 //
-// Tracks (uuid = sequence id << 14 | local id, so uuids never collide across ranks):
-//   process "rank R · host · pid P"
+// Tracks (uuid = rank's base sequence id << 14 | local id, so uuids never collide across
+// ranks):
+//   process "rank R · host · pid P"            descriptors and instants (hangs, long stalls,
+//   │                                          findings), absolute timestamps
 //   ├─ "thread T" (+ "thread T · overlap N")   host calls from the hooks (Batch.events)
 //   ├─ "CUDA API (CUPTI)" (+ lanes)            API records; flows start here
 //   ├─ "GPU D · stream S" (+ lanes)            kernels, memcpy, memset; flows end here
-//   └─ counters "GPU busy %", "H2D MB/s"       10 ms windows
+//   ├─ counters "GPU busy %", "H2D MB/s"       10 ms windows
+//   └─ "steps"                                 the steps the analysis found (at job end)
 // Slices on one track always nest: a slice goes to the first lane of its track whose last
 // slice ended at or before its start; at most kMaxLanes lanes, beyond that it is dropped and
 // counted. Memory is bounded: threads, streams, names, communicators and pending API
@@ -24,6 +27,7 @@
 #include "gpuwatch.pb.h"
 #include "perfetto_trace.pb.h"
 #include "trace/trace_file.h"
+#include "trace/track_sequence.h"
 #include "trace/windows.h"
 
 namespace gpuwatch::collector {
@@ -42,13 +46,18 @@ class RankTrace {
 
   // `trace_pid`: the pid written into the ProcessDescriptor (the real one unless another
   // rank of the job already uses it).
-  RankTrace(TraceFile* file, uint32_t sequence_id, int32_t trace_pid, const wire::Hello& hello,
+  // `ids`: the trace's sequence and flow ids, shared by its ranks.
+  RankTrace(TraceFile* file, TraceIds* ids, int32_t trace_pid, const wire::Hello& hello,
             Limits limits);
-  RankTrace(TraceFile* file, uint32_t sequence_id, int32_t trace_pid, const wire::Hello& hello)
-      : RankTrace(file, sequence_id, trace_pid, hello, Limits{}) {}
+  RankTrace(TraceFile* file, TraceIds* ids, int32_t trace_pid, const wire::Hello& hello)
+      : RankTrace(file, ids, trace_pid, hello, Limits{}) {}
 
   void OnBatch(const wire::Batch& batch);
   void OnHang(const Hang& hang);
+  // An instant on the process track (findings at job end).
+  void Instant(uint64_t ts, const std::string& name);
+  // The steps track, written once at job end: one slice per step, "step N".
+  void WriteSteps(const std::vector<std::pair<uint64_t, uint64_t>>& steps, uint64_t first_index);
   // The rank's connection closed: API records still waiting and the counter windows are
   // written out.
   void Finish();
@@ -57,21 +66,19 @@ class RankTrace {
   // Slices not written because every lane of their track was busy, or their thread/stream
   // table was full (they go to a shared track then, so this stays 0 unless lanes run out).
   uint64_t dropped_slices() const { return dropped_slices_; }
+  // Host-blocking calls written as "long stall" instants (at most kMaxStallInstants).
+  uint64_t long_stalls() const { return long_stalls_; }
+  // A call that blocked the host at least this long gets an instant on the process track.
+  static constexpr uint64_t kLongStallNs = 100'000'000;
+  static constexpr uint64_t kMaxStallInstants = 1000;
 
  private:
-  enum Cat : uint8_t { kCatCuda, kCatCopy, kCatNccl, kCatLaunch, kCatKernel, kCatMemcpy,
-                       kCatMemset, kCatApi, kCats };
-  enum Key : uint8_t { kKeyBytes, kKeyPageable, kKeyBlocking, kKeySeq, kKeyBusbw, kKeyPeer,
-                       kKeyCorr, kKeys };
-  struct Ann {
-    Key key;
-    enum { kUint, kBool, kDouble } type;
-    uint64_t u;
-    double d;
-  };
+  // Annotation keys: their iids in keys_ (filled in this order by the constructor).
+  enum Key : uint32_t { kKeyBytes = 1, kKeyBlocking, kKeySeq, kKeyBusbw, kKeyPeer };
   struct Lanes {
     uint64_t last_end[kMaxLanes] = {};
     uint8_t used = 0;
+    std::vector<TrackSequence> seqs;  // one per lane in use
   };
   struct ApiSpan {
     uint64_t start, end;
@@ -83,19 +90,23 @@ class RankTrace {
   void DescribeTrack(uint32_t local, const std::string& name, int32_t order);
   void DescribeCounter(uint32_t local, const std::string& name, const char* unit);
   uint64_t Uuid(uint32_t local) const;
-  uint64_t NameIid(std::string_view name, perfetto::protos::TracePacket& p);
-  uint64_t CatIid(Cat c, perfetto::protos::TracePacket& p);
-  uint64_t KeyIid(Key k, perfetto::protos::TracePacket& p);
-  // Writes one slice; false if no lane was free.
-  bool Slice(uint32_t base_local, Lanes& lanes, const std::string& track_name, int32_t order,
-             uint64_t start, uint64_t end, std::string_view name, Cat cat, const Ann* anns,
-             int n_anns, uint64_t flow_out, uint64_t flow_in);
+  // Writes one slice on the first free lane of `lanes`, describing the lane's track (named
+  // by track_name(), called only then) when it is new; false if no lane was free.
+  template <class TrackName>
+  bool Slice(uint32_t base_local, Lanes& lanes, int32_t order, uint64_t start, uint64_t end,
+             uint32_t name, const Ann* anns, int n_anns, uint64_t flow_out, uint64_t flow_in,
+             const TrackName& track_name);
+  // The iid of a name that is the same for every event with `key` (made by make() once):
+  // most events then cost no string work at all.
+  template <class MakeName>
+  uint32_t CachedIid(uint32_t key, const MakeName& make);
+  void LongStall(const wire::Event& e);
 
   void OnEvent(const wire::Event& e);
   void OnDeviceWork(const wire::Activity& a);
   void AddApi(const wire::Activity& a);
   void ExpireApis(bool all);
-  void EmitApi(uint32_t corr, const ApiSpan& span, uint64_t flow_out);
+  void EmitApi(const ApiSpan& span, uint64_t flow_out);
   void EmitCounters(uint64_t ts, uint64_t busy_ns, uint64_t h2d_bytes);
   void CheckLevel();
   const std::string& KernelName(uint32_t id);
@@ -103,29 +114,24 @@ class RankTrace {
   size_t StreamIndex(int32_t device, uint32_t stream);
 
   TraceFile* file_;
-  uint32_t seq_;
+  TraceIds* ids_;
+  uint32_t seq_;  // the process track's sequence (descriptors, instants)
   int32_t pid_;
   wire::Hello hello_;
   Limits lim_;
   bool first_packet_ = true;
   TraceLevel last_level_ = TraceLevel::kFull;
-  // The packet being built lives on an arena: clearing a TracePacket frees its TrackEvent
-  // (a oneof member) and the next packet allocates one again, a malloc per packet that
-  // showed in the collector's profile. The arena is reset every kArenaPackets packets.
+  // Rare packets (descriptors, instants) are built with the generated classes, on an arena
+  // so that clearing one does not free (and the next allocate) its submessage.
   static constexpr int kArenaPackets = 4096;
   google::protobuf::Arena arena_;
   perfetto::protos::TracePacket* packet_ = nullptr;
   int arena_packets_ = 0;
 
-  // Interning (per sequence, bounded by max_names; fixed tables for categories and keys).
-  struct NameHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
-  // Looked up by string_view: no std::string (and no malloc) per event.
-  std::unordered_map<std::string, uint64_t, NameHash, std::equal_to<>> name_iids_;
-  bool cat_interned_[kCats] = {};
-  bool key_interned_[kKeys] = {};
+  NameTable names_, keys_;
+  // Name iids by what they name (key tags in rank_trace.cpp).
+  std::unordered_map<uint32_t, uint32_t> iid_cache_;
+  PacketScratch scratch_;
 
   // Tracks.
   std::unordered_map<uint32_t, size_t> threads_;  // tid -> index
@@ -135,7 +141,8 @@ class RankTrace {
   std::vector<std::pair<int32_t, uint32_t>> stream_ids_;
   std::vector<Lanes> stream_lanes_;
   Lanes api_lanes_;
-  bool counters_described_ = false;
+  std::vector<TrackSequence> counters_;  // busy, h2d (once described)
+  Lanes step_lanes_;
   int64_t last_busy_pct_ = -1, last_h2d_mbps_ = -1;
   CounterWindows windows_;
 
@@ -147,9 +154,8 @@ class RankTrace {
   std::unordered_map<uint32_t, ApiSpan> pending_api_;
   std::deque<std::pair<uint32_t, uint64_t>> api_fifo_;  // (corr, end) in arrival order
   uint64_t newest_device_ns_ = 0;
-  uint64_t next_flow_ = 0;
 
-  uint64_t dropped_slices_ = 0;
+  uint64_t dropped_slices_ = 0, long_stalls_ = 0;
 };
 
 }  // namespace gpuwatch::collector

@@ -98,14 +98,22 @@ void TraceFile::Append(const perfetto::protos::TracePacket& packet, size_t reser
   }
   scratch_.clear();
   packet.AppendToString(&scratch_);
-  if (bytes() + scratch_.size() + 6 + reserve_after > hard_max()) {  // the hard stop is never passed
+  AppendEncoded(scratch_, reserve_after);
+}
+
+void TraceFile::AppendEncoded(std::string_view packet, size_t reserve_after) {
+  if (level() == TraceLevel::kOff) {
+    ++dropped_;
+    return;
+  }
+  if (bytes() + packet.size() + 6 + reserve_after > hard_max()) {  // the hard stop is never passed
     ++dropped_;
     stopped_ = true;
     return;
   }
   buf_.push_back(0x0A);  // Trace.packet, length-delimited
-  PutVarint(scratch_.size(), &buf_);
-  buf_ += scratch_;
+  PutVarint(packet.size(), &buf_);
+  buf_.append(packet);
   ++packets_;
   if (buf_.size() >= kFlushAt) Flush();
 }

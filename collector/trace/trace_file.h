@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace perfetto::protos {
 class TracePacket;
@@ -52,6 +53,8 @@ class TraceFile {
   // `reserve_after`: room that must remain for packets that complete this one (a slice's
   // END, a flow's other end), so a slice or flow is never left open by the cap.
   void Append(const perfetto::protos::TracePacket& packet, size_t reserve_after = 0);
+  // The same for a packet already encoded (trace/packet_encoder.h): its TracePacket bytes.
+  void AppendEncoded(std::string_view packet, size_t reserve_after = 0);
   // Writes the buffered packets (whole packets only). A write error stops the trace.
   void Flush();
 

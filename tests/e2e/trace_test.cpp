@@ -29,7 +29,7 @@ uint64_t Count(const json& j, std::initializer_list<const char*> path) {
   return p->is_number() ? p->get<uint64_t>() : 0;
 }
 
-void CheckTrace(const std::string& scenario) {
+json CheckTrace(const std::string& scenario) {
   const std::string file = std::string(GPUWATCH_SCENARIOS_DIR) + "/" + scenario + ".json";
   const std::string work = FreshDir("trace-" + scenario), out = work + "/out";
   auto res = Run({GPUWATCH_BIN_DIR "/gpuwatch-scenario", "--sim", file},
@@ -64,6 +64,20 @@ void CheckTrace(const std::string& scenario) {
       if (c.collectives.count(op)) CHECK(c.collectives.at(op) == v["count"].get<uint64_t>());
     }
     CHECK(c.counters > 0);
+    // Step markers: every step the analysis kept, on the rank's "steps" track.
+    CHECK(c.steps == std::min<uint64_t>(Count(r, {"steps", "count"}), 100000));
+  }
+  // Each job finding is an instant on the ranks it names.
+  for (const json& f : summary["job"]["findings"]) {
+    for (const json& rank : f["ranks"]) {
+      bool found = false;
+      for (const auto& [pname, counts] : rep.processes)
+        if (pname.rfind("rank " + std::to_string(rank.get<int>()) + " ", 0) == 0)
+          for (const auto& n : counts.instant_names)
+            found |= n.rfind("finding: " + f["title"].get<std::string>(), 0) == 0;
+      INFO("finding " << f["id"] << " on rank " << rank);
+      CHECK(found);
+    }
   }
   const uint64_t events = rep.slices + rep.counter_events + rep.instants;
   std::cout << "trace " << scenario << ": " << data.size() << " bytes, " << rep.slices
@@ -71,6 +85,7 @@ void CheckTrace(const std::string& scenario) {
             << " flows, " << rep.track_events << " track events; "
             << static_cast<double>(data.size()) / events << " bytes per event, "
             << static_cast<double>(data.size()) / rep.track_events << " per track event\n";
+  return summary;
 }
 
 }  // namespace
@@ -78,3 +93,9 @@ void CheckTrace(const std::string& scenario) {
 TEST_CASE("trace: healthy run validates, counts equal the summary's") { CheckTrace("healthy"); }
 TEST_CASE("trace: launch_bound run validates, counts equal the summary's") { CheckTrace("launch_bound"); }
 TEST_CASE("trace: comm_bound run validates, counts equal the summary's") { CheckTrace("comm_bound"); }
+TEST_CASE("trace: straggler run marks steps and the straggler finding") {
+  const json summary = CheckTrace("straggler");
+  bool straggler = false;  // the instant check above is not vacuous
+  for (const json& f : summary["job"]["findings"]) straggler |= f["id"] == "straggler";
+  CHECK(straggler);
+}

@@ -264,3 +264,63 @@ TEST_CASE("collector: many overlapping kernels on one stream stay nested, lanes 
   CHECK(rep.processes.begin()->second.kernels == col::RankTrace::kMaxLanes);
   CHECK(jobs.Find("job")->trace()->Describe().find("24 slices dropped") != std::string::npos);
 }
+
+TEST_CASE("collector: long stalls, steps and findings are marked on the rank's tracks") {
+  const std::string path = TempDir("marks") + "/trace.perfetto-trace";
+  col::JobTable jobs = TracedJobs(path);
+  FakeRank r(jobs, Hello("job", 0, 1));
+  wire::Batch b;
+  Add(&b, wire::CUDA_STREAM_SYNCHRONIZE, kT0, 150 * kMs)->set_tid(5);       // long: marked
+  Add(&b, wire::CUDA_DEVICE_SYNCHRONIZE, kT0 + 200 * kMs, 99 * kMs)->set_tid(5);  // not
+  Copy(&b, wire::CUDA_MEMCPY, wire::COPY_D2H, 1 << 26, kT0 + 400 * kMs, 120 * kMs,
+       wire::FLAG_BLOCKED_HOST)->set_tid(5);                                   // long: marked
+  r.SendBatch(b);
+  col::JobTrace* t = jobs.Find("job")->trace();
+  const std::string host = Hello("job", 0, 1).hello().host();
+  std::vector<std::pair<uint64_t, uint64_t>> steps;
+  for (int i = 0; i < 5; ++i) steps.emplace_back(kT0 + i * 100 * kMs, kT0 + (i + 1) * 100 * kMs);
+  t->Steps(0, host, steps, 7);
+  t->Instant(0, host, "sync_stall", kT0, "finding: host-device syncs");
+  // The job ends again after more data: only the new steps and findings are added.
+  steps.emplace_back(kT0 + 500 * kMs, kT0 + 600 * kMs);
+  t->Steps(0, host, steps, 7);
+  t->Instant(0, host, "sync_stall", kT0, "finding: host-device syncs (again)");
+  t->Steps(9, host, steps, 0);  // no such rank: nothing
+  r.Goodbye();
+  r.Close();
+  t->Flush();
+  const auto rep = gwtrace::ValidateTrace(Slurp(path), false);
+  INFO(rep.First());
+  REQUIRE(rep.errors.empty());
+  REQUIRE(rep.processes.size() == 1);
+  const gwtrace::RankCounts& c = rep.processes.begin()->second;
+  CHECK(c.steps == 6);
+  REQUIRE(c.instant_names.size() == 3);
+  CHECK(c.instant_names[0].rfind("long stall: cudaStreamSynchronize blocked the host 150", 0) == 0);
+  CHECK(c.instant_names[1].rfind("long stall: cudaMemcpy blocked the host 120", 0) == 0);
+  CHECK(c.instant_names[2] == "finding: host-device syncs");
+}
+
+TEST_CASE("collector: trace timestamps are deltas per track sequence, on the same time line") {
+  // Two ranks' slices at known absolute times: the validator sums each sequence's deltas
+  // from its clock snapshot (as the trace processor does) and must get them back.
+  const std::string path = TempDir("deltas") + "/trace.perfetto-trace";
+  col::JobTable jobs = TracedJobs(path);
+  FakeRank r(jobs, Hello("job", 0, 1));
+  wire::Batch b;
+  for (int i = 0; i < 500; ++i)
+    Act(&b, wire::ACTIVITY_KERNEL, kT0 + i * kMs, kT0 + i * kMs + 700'000, 0);
+  r.SendBatch(b);
+  r.Goodbye();
+  r.Close();
+  jobs.Find("job")->trace()->Flush();
+  const std::string data = Slurp(path);
+  const auto rep = gwtrace::ValidateTrace(data, false);
+  INFO(rep.First());
+  REQUIRE(rep.errors.empty());
+  CHECK(rep.first_slice_ns == kT0);
+  CHECK(rep.last_slice_end_ns == kT0 + 499 * kMs + 700'000);
+  // Per recorded thing (slice, counter sample), descriptors included: two packets of a few
+  // bytes per slice.
+  CHECK(static_cast<double>(data.size()) / (rep.slices + rep.counter_events) < 30);
+}

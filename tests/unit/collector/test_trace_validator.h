@@ -4,15 +4,22 @@
 //   - the file is a sequence of Trace.packet records (a cut-off last one is allowed when
 //     `truncated`);
 //   - every TrackEvent packet has a trusted_packet_sequence_id and a timestamp;
-//   - the first packet of a sequence clears incremental state (flags 1|2); interned ids are
-//     defined (same or earlier packet of that sequence) before they are used, by packets
-//     flagged SEQ_NEEDS_INCREMENTAL_STATE;
+//   - the first packet of a sequence clears incremental state (flag 1); interned ids are
+//     defined (same or earlier packet of that sequence, since its last clear) before use;
+//   - timestamps: absolute, or on a sequence clock (64-127) that a ClockSnapshot of the same
+//     sequence defined; an incremental clock's deltas are summed in file order as the trace
+//     processor does (ClockSynchronizer::ClockDomain::ToNs), so nesting is checked on the
+//     absolute times the viewer will show;
+//   - the track of an event is its own or its sequence's default (TracePacketDefaults);
 //   - every track an event names, and every parent, was described before;
 //   - slices on each track nest (each END closes the latest BEGIN of its track in file
 //     order; the resulting intervals are disjoint or contained);
-//   - every flow that starts also ends (and every end has a start);
+//   - every flow that starts also ends (and every end has a start), in either encoding
+//     (flow_ids fixed64, or the varint flow_ids_old);
 //   - every process is a rank ("rank R · host · pid P").
-// It also counts what the trace holds per process, to compare with summary.json.
+// It also counts what the trace holds per process, to compare with summary.json: slices are
+// classified by their track ("GPU ..." device work, "thread ..." host calls, "CUDA API",
+// "steps") and name ("Memcpy H2D ...", "launch ...", "ncclAllReduce", ...).
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -29,6 +36,8 @@ namespace gwtrace {
 struct RankCounts {
   uint64_t kernels = 0, gpu_h2d = 0, gpu_d2h = 0, memsets = 0, launches = 0;
   uint64_t host_h2d = 0, host_d2h = 0, syncs = 0, api = 0, counters = 0, instants = 0;
+  uint64_t steps = 0, nvtx = 0;
+  std::vector<std::string> instant_names;
   std::map<std::string, uint64_t> collectives;  // "allreduce" -> count
 };
 
@@ -36,6 +45,7 @@ struct TraceReport {
   std::vector<std::string> errors;
   uint64_t bytes = 0, packets = 0, track_events = 0, slices = 0, flows = 0;
   uint64_t counter_events = 0, instants = 0, descriptors = 0;
+  uint64_t first_slice_ns = UINT64_MAX, last_slice_end_ns = 0;  // absolute, after deltas
   std::map<std::string, RankCounts> processes;  // process name -> counts
   std::string First() const { return errors.empty() ? "" : errors.front(); }
 };
@@ -53,13 +63,24 @@ inline bool ReadVarint(std::string_view s, size_t* pos, uint64_t* v) {
   return false;
 }
 
+struct Clock {
+  uint64_t last = 0;        // on this clock
+  int64_t to_boottime = 0;  // BOOTTIME - this clock, from the snapshot
+  bool incremental = false;
+};
+
 struct Seq {
   bool cleared = false;
   std::map<uint64_t, std::string> names, cats, keys;
+  uint32_t default_clock = 0;
+  uint64_t default_track = 0;
+  bool has_default_track = false;
+  std::map<uint32_t, Clock> clocks;  // sequence-scoped clocks (64-127)
 };
 
 struct Track {
   uint64_t parent = 0;
+  std::string name;
   std::string process;  // name of the process it belongs to
   std::vector<std::pair<uint64_t, uint64_t>> intervals;
   std::vector<uint64_t> open;  // begin timestamps, in file order
@@ -112,6 +133,25 @@ inline TraceReport ValidateTrace(std::string_view data, bool truncated,
         seq.cleared = true;
       }
     }
+    if (p.has_trace_packet_defaults()) {
+      const auto& d = p.trace_packet_defaults();
+      seq.default_clock = d.timestamp_clock_id();
+      seq.has_default_track = d.track_event_defaults().has_track_uuid();
+      seq.default_track = d.track_event_defaults().track_uuid();
+    }
+    if (p.has_clock_snapshot()) {
+      const auto& clocks = p.clock_snapshot().clocks();
+      auto boot = std::find_if(clocks.begin(), clocks.end(),
+                               [](const auto& c) { return c.clock_id() == 6; });
+      for (const auto& c : clocks) {
+        if (c.clock_id() < 64) continue;
+        if (c.clock_id() >= 128) error("clock id " + std::to_string(c.clock_id()) + " is reserved");
+        if (!p.has_trusted_packet_sequence_id()) error("sequence clock without a sequence id");
+        if (boot == clocks.end()) error("sequence clock not related to BOOTTIME (the trace clock)");
+        const int64_t off = boot == clocks.end() ? 0 : static_cast<int64_t>(boot->timestamp() - c.timestamp());
+        seq.clocks[c.clock_id()] = {c.timestamp(), off, c.is_incremental()};
+      }
+    }
     for (const auto& n : p.interned_data().event_names()) seq.names[n.iid()] = n.name();
     for (const auto& n : p.interned_data().event_categories()) seq.cats[n.iid()] = n.name();
     for (const auto& n : p.interned_data().debug_annotation_names()) seq.keys[n.iid()] = n.name();
@@ -121,6 +161,7 @@ inline TraceReport ValidateTrace(std::string_view data, bool truncated,
       const auto& d = p.track_descriptor();
       if (!d.has_uuid()) error("track descriptor without uuid");
       detail::Track t;
+      t.name = d.name();
       if (d.has_parent_uuid()) {
         auto pt = tracks.find(d.parent_uuid());
         if (pt == tracks.end()) error("track " + std::to_string(d.uuid()) + ": parent not described");
@@ -142,13 +183,21 @@ inline TraceReport ValidateTrace(std::string_view data, bool truncated,
     const TrackEvent& te = p.track_event();
     if (!p.has_trusted_packet_sequence_id()) error("track event without a sequence id");
     if (!p.has_timestamp()) error("track event without a timestamp");
-    const bool uses_interned = te.has_name_iid() || te.category_iids_size() > 0 ||
-                               std::any_of(te.debug_annotations().begin(),
-                                           te.debug_annotations().end(),
-                                           [](const auto& a) { return a.has_name_iid(); });
-    if (uses_interned && !(p.sequence_flags() & TracePacket::SEQ_NEEDS_INCREMENTAL_STATE))
-      error("uses interned ids without SEQ_NEEDS_INCREMENTAL_STATE");
-    std::string name = te.name(), cat;
+    uint64_t ts = p.timestamp();
+    const uint32_t clock = p.has_timestamp_clock_id() ? p.timestamp_clock_id() : seq.default_clock;
+    if (clock >= 64) {
+      auto c = seq.clocks.find(clock);
+      if (c == seq.clocks.end()) {
+        error("timestamp on clock " + std::to_string(clock) + " that its sequence did not define");
+      } else {
+        if (c->second.incremental) {
+          if (ts >= (uint64_t{1} << 62)) error("incremental timestamp goes backwards");
+          ts = c->second.last += ts;
+        }
+        ts = static_cast<uint64_t>(static_cast<int64_t>(ts) + c->second.to_boottime);
+      }
+    }
+    std::string name = te.name();
     if (te.has_name_iid()) {
       auto it = seq.names.find(te.name_iid());
       if (it == seq.names.end()) error("event name iid " + std::to_string(te.name_iid()) + " not defined");
@@ -157,55 +206,80 @@ inline TraceReport ValidateTrace(std::string_view data, bool truncated,
     for (uint64_t c : te.category_iids()) {
       auto it = seq.cats.find(c);
       if (it == seq.cats.end()) error("category iid " + std::to_string(c) + " not defined");
-      else cat = it->second;
     }
     for (const auto& a : te.debug_annotations())
       if (a.has_name_iid() && !seq.keys.count(a.name_iid()))
         error("annotation name iid " + std::to_string(a.name_iid()) + " not defined");
-    for (uint64_t f : te.flow_ids())
+    std::vector<uint64_t> starts(te.flow_ids().begin(), te.flow_ids().end());
+    starts.insert(starts.end(), te.flow_ids_old().begin(), te.flow_ids_old().end());
+    std::vector<uint64_t> ends(te.terminating_flow_ids().begin(), te.terminating_flow_ids().end());
+    ends.insert(ends.end(), te.terminating_flow_ids_old().begin(), te.terminating_flow_ids_old().end());
+    for (uint64_t f : starts)
       if (!flows_started.insert(f).second) error("flow " + std::to_string(f) + " started twice");
-    for (uint64_t f : te.terminating_flow_ids())
+    for (uint64_t f : ends)
       if (!flows_ended.insert(f).second) error("flow " + std::to_string(f) + " ended twice");
 
-    auto tit = tracks.find(te.track_uuid());
-    if (!te.has_track_uuid() || tit == tracks.end()) {
-      error("event on track " + std::to_string(te.track_uuid()) + " that was not described");
+    const bool has_track = te.has_track_uuid() || seq.has_default_track;
+    const uint64_t track_uuid = te.has_track_uuid() ? te.track_uuid() : seq.default_track;
+    auto tit = tracks.find(track_uuid);
+    if (!has_track || tit == tracks.end()) {
+      error("event on track " + std::to_string(track_uuid) + " that was not described");
       continue;
     }
     detail::Track& track = tit->second;
     RankCounts& rc = r.processes[track.process];
     switch (te.type()) {
       case TrackEvent::TYPE_SLICE_BEGIN: {
-        track.open.push_back(p.timestamp());
+        track.open.push_back(ts);
         ++r.slices;
-        const bool h2d = name.size() >= 3 && name.compare(name.size() - 3, 3, "H2D") == 0;
-        const bool d2h = name.size() >= 3 && name.compare(name.size() - 3, 3, "D2H") == 0;
-        if (cat == "kernel") ++rc.kernels;
-        else if (cat == "memcpy") rc.gpu_h2d += h2d, rc.gpu_d2h += d2h;
-        else if (cat == "memset") ++rc.memsets;
-        else if (cat == "launch") ++rc.launches;
-        else if (cat == "copy") rc.host_h2d += h2d, rc.host_d2h += d2h;
-        else if (cat == "cuda") ++rc.syncs;
-        else if (cat == "cuda_api") ++rc.api;
-        else if (cat == "nccl") {
-          std::string op = name.rfind("nccl", 0) == 0 ? name.substr(4) : name;
-          std::transform(op.begin(), op.end(), op.begin(), ::tolower);
-          ++rc.collectives[op];
+        r.first_slice_ns = std::min(r.first_slice_ns, ts);
+        const bool h2d = name.find(" H2D") != std::string::npos;
+        const bool d2h = name.find(" D2H") != std::string::npos;
+        const std::string& tn = track.name;
+        if (tn.rfind("GPU ", 0) == 0) {
+          if (name.rfind("Memcpy ", 0) == 0) rc.gpu_h2d += h2d, rc.gpu_d2h += d2h;
+          else if (name == "Memset") ++rc.memsets;
+          else ++rc.kernels;
+        } else if (tn.rfind("thread ", 0) == 0 || tn.rfind("other threads", 0) == 0) {
+          if (name.rfind("launch ", 0) == 0) {
+            ++rc.launches;
+          } else if (name.rfind("cudaMemcpy", 0) == 0) {
+            rc.host_h2d += h2d, rc.host_d2h += d2h;
+          } else if (name.rfind("nccl", 0) == 0) {
+            std::string op = name.substr(4);
+            std::transform(op.begin(), op.end(), op.begin(), ::tolower);
+            ++rc.collectives[op];
+          } else if (name.rfind("cuda", 0) == 0) {
+            ++rc.syncs;
+          } else if (name.rfind("NVTX ", 0) == 0) {
+            ++rc.nvtx;
+          } else {
+            error("host slice '" + name + "' of an unknown kind");
+          }
+        } else if (tn.rfind("CUDA API", 0) == 0) {
+          ++rc.api;
+        } else if (tn == "steps") {
+          ++rc.steps;
         } else {
-          error("slice '" + name + "' without a known category");
+          error("slice '" + name + "' on track '" + tn + "' of an unknown kind");
         }
         break;
       }
       case TrackEvent::TYPE_SLICE_END:
         if (track.open.empty()) {
-          error("slice end on track " + std::to_string(te.track_uuid()) + " with no open slice");
+          error("slice end on track " + std::to_string(track_uuid) + " with no open slice");
         } else {
-          if (p.timestamp() < track.open.back()) error("slice ends before it begins");
-          track.intervals.emplace_back(track.open.back(), p.timestamp());
+          if (ts < track.open.back()) error("slice ends before it begins");
+          track.intervals.emplace_back(track.open.back(), ts);
+          r.last_slice_end_ns = std::max(r.last_slice_end_ns, ts);
           track.open.pop_back();
         }
         break;
-      case TrackEvent::TYPE_INSTANT: ++r.instants; ++rc.instants; break;
+      case TrackEvent::TYPE_INSTANT:
+        ++r.instants;
+        ++rc.instants;
+        rc.instant_names.push_back(name);
+        break;
       case TrackEvent::TYPE_COUNTER:
         ++r.counter_events;
         ++rc.counters;
