@@ -282,7 +282,7 @@ void StepsCollector::Process(const HostEvent& e) {
   }
 }
 
-RankDiag StepsCollector::Result() const {
+const RankDiag& StepsCollector::Result() const {
   // A summary asks several times for the same state (JSON, text, the job's merge): the
   // copy below is of everything still held, so it is made once per state.
   if (cached_ && cached_batches_ == batches_) return *cached_;

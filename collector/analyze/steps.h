@@ -115,7 +115,8 @@ class StepsCollector {
   void OnBatch(const wire::Batch& b);
   // The rank's figures as if it ended now (flushes a copy of the timeline; infers steps
   // from the pattern of collectives or syncs when there were no NVTX steps).
-  RankDiag Result() const;
+  // Valid until the next OnBatch (computed once per state).
+  const RankDiag& Result() const;
 
  private:
   struct Anchor {

@@ -24,7 +24,7 @@ class StepsAnalysis final : public RankAnalysis {
 
   void WriteJson(nlohmann::json& obj) const override {
     if (!job_) {
-      const diag::RankDiag d = c_.Result();
+      const diag::RankDiag& d = c_.Result();
       obj["steps"] = diag::StepsJson(d);
       obj["findings"] = diag::FindingsJson(diag::RankFindings(d));
       obj["environment"] = diag::EnvJson(d.env);
@@ -72,7 +72,7 @@ class StepsAnalysis final : public RankAnalysis {
       out += diag::FindingsText(ranks_, diag::JobFindings(ranks_));
       return;
     }
-    const diag::RankDiag d = c_.Result();
+    const diag::RankDiag& d = c_.Result();
     const auto dur = diag::StepDurations(d);
     if (d.steps_total)
       out += Printf("  steps %llu (%s): median %s, p90 %s\n",

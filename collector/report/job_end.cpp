@@ -19,11 +19,12 @@ TraceFactory MakeTraceFactory(std::string out_override, TraceOptions options) {
 }
 
 std::string FinishJob(Job& job, const std::string& out_override, bool* written) {
-  const RenderedSummary rendered = RenderSummary(job);
+  const Analyses totals = job.Totals();
+  const RenderedSummary rendered = RenderSummary(job, totals);
   // The trace is complete (steps, findings) before summary.json appears: whoever waits for
   // the summary may read the trace.
   if (JobTrace* t = job.trace()) {
-    for (const auto& a : job.Totals()) a->MarkTrace(*t);
+    for (const auto& a : totals) a->MarkTrace(*t);
     t->Flush();
     spdlog::info("job {}: trace {}", job.id(), t->Describe());
   }

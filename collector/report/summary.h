@@ -14,8 +14,13 @@ namespace gpuwatch::collector {
 inline constexpr const char* kSummarySchema = "gpuwatch.summary.v1";
 
 // `generated_at`: an ISO 8601 UTC time; passed in so tests get a fixed document.
+// `totals`: job.Totals(), when the caller has them already (merging every rank's analyses
+// is the costly part of a summary of a long run).
+nlohmann::json BuildSummaryJson(const Job& job, const std::string& generated_at,
+                                const Analyses& totals);
 nlohmann::json BuildSummaryJson(const Job& job, const std::string& generated_at);
 // Deterministic: the same job always gives the same text.
+std::string BuildSummaryText(const Job& job, const Analyses& totals);
 std::string BuildSummaryText(const Job& job);
 
 // The documents as they go to disk (JSON generated now): summary.json, summary.txt and
@@ -25,6 +30,7 @@ struct RenderedSummary {
   std::string text;
   std::string html;
 };
+RenderedSummary RenderSummary(const Job& job, const Analyses& totals);
 RenderedSummary RenderSummary(const Job& job);
 
 // Now, as "2024-05-01T12:34:56Z".

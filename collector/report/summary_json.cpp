@@ -66,6 +66,11 @@ std::string UtcNow() {
 }
 
 nlohmann::json BuildSummaryJson(const Job& job, const std::string& generated_at) {
+  return BuildSummaryJson(job, generated_at, job.Totals());
+}
+
+nlohmann::json BuildSummaryJson(const Job& job, const std::string& generated_at,
+                                const Analyses& job_totals) {
   nlohmann::json ranks = nlohmann::json::array();
   nlohmann::json abnormal = nlohmann::json::array();
   for (const auto& [key, rank] : job.ranks()) {
@@ -92,7 +97,7 @@ nlohmann::json BuildSummaryJson(const Job& job, const std::string& generated_at)
                            {"hosts", job.distinct_hosts()},
                            {"abnormal_ranks", abnormal},
                            {"wall_s", job.wall_s()}};
-  for (const auto& a : job.Totals()) a->WriteJson(totals);
+  for (const auto& a : job_totals) a->WriteJson(totals);
 
   return {{"schema", kSummarySchema},
           {"job_id", job.id()},
@@ -106,11 +111,13 @@ nlohmann::json BuildSummaryJson(const Job& job, const std::string& generated_at)
 
 namespace gpuwatch::collector {
 
-RenderedSummary RenderSummary(const Job& job) {
-  const nlohmann::json doc = BuildSummaryJson(job, UtcNow());
+RenderedSummary RenderSummary(const Job& job) { return RenderSummary(job, job.Totals()); }
+
+RenderedSummary RenderSummary(const Job& job, const Analyses& totals) {
+  const nlohmann::json doc = BuildSummaryJson(job, UtcNow(), totals);
   RenderedSummary r;
   r.json = doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-  r.text = BuildSummaryText(job);
+  r.text = BuildSummaryText(job, totals);
   // The page is a convenience: whatever goes wrong drawing it must not cost the summary.
   try {
     r.html = BuildHtmlReport(doc);

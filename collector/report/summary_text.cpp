@@ -26,12 +26,13 @@ void AppendWrapped(std::string& out, const std::string& first, const std::vector
 
 }  // namespace
 
-std::string BuildSummaryText(const Job& job) {
+std::string BuildSummaryText(const Job& job) { return BuildSummaryText(job, job.Totals()); }
+
+std::string BuildSummaryText(const Job& job, const Analyses& totals) {
   const std::string rule_heavy(kTextWidth, '=');
   std::string out;
   out += Clip("gpuwatch summary: job " + job.id(), kTextWidth) + "\n";
   // The diagnosis first (issue 6): the verdict, then the findings ranked by time lost.
-  const Analyses totals = job.Totals();
   for (const auto& a : totals)
     if (std::string(a->name()) == "steps") a->WriteText(out);
   out += Printf("%zu rank%s of %d, %d host%s, wall %s\n", job.ranks().size(),

@@ -32,7 +32,7 @@ constexpr uint32_t kDeviceKey = uint32_t{1} << 31, kCopyKey = uint32_t{1} << 30,
                    kNvtxKey = uint32_t{1} << 29;
 
 // In Key order (rank_trace.h).
-const char* const kKeyNames[] = {"bytes", "blocking", "seq", "busbw_gbps", "peer"};
+const char* const kKeyNames[] = {"bytes", "blocking", "seq", "busbw_gbps", "peer", "step"};
 
 bool IsCollectiveApi(wire::Api a) { return a >= wire::NCCL_ALL_REDUCE && a <= wire::NCCL_RECV; }
 
@@ -178,10 +178,11 @@ void RankTrace::WriteSteps(const std::vector<std::pair<uint64_t, uint64_t>>& ste
                            uint64_t first_index) {
   if (file_->level() == TraceLevel::kOff) return;
   uint64_t index = first_index;
+  const uint32_t name = names_.Iid("step");  // one name, the number as an argument
   for (const auto& [start, end] : steps) {
-    Slice(kStepsLocal, step_lanes_, static_cast<int32_t>(kStepsLocal), start, end,
-          names_.Iid(Printf("step %llu", static_cast<unsigned long long>(index++))), nullptr, 0,
-          0, 0, [] { return std::string("steps"); });
+    const Ann ann{kKeyStep, Ann::kUint, index++, 0};
+    Slice(kStepsLocal, step_lanes_, static_cast<int32_t>(kStepsLocal), start, end, name, &ann,
+          1, 0, 0, [] { return std::string("steps"); });
   }
   file_->Flush();
 }

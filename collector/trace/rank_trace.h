@@ -56,7 +56,8 @@ class RankTrace {
   void OnHang(const Hang& hang);
   // An instant on the process track (findings at job end).
   void Instant(uint64_t ts, const std::string& name);
-  // The steps track, written once at job end: one slice per step, "step N".
+  // The steps track, written at job end: one slice "step" per step, its number (from
+  // `first_index`) as the argument `step`.
   void WriteSteps(const std::vector<std::pair<uint64_t, uint64_t>>& steps, uint64_t first_index);
   // The rank's connection closed: API records still waiting and the counter windows are
   // written out.
@@ -74,7 +75,7 @@ class RankTrace {
 
  private:
   // Annotation keys: their iids in keys_ (filled in this order by the constructor).
-  enum Key : uint32_t { kKeyBytes = 1, kKeyBlocking, kKeySeq, kKeyBusbw, kKeyPeer };
+  enum Key : uint32_t { kKeyBytes = 1, kKeyBlocking, kKeySeq, kKeyBusbw, kKeyPeer, kKeyStep };
   struct Lanes {
     uint64_t last_end[kMaxLanes] = {};
     uint8_t used = 0;
