@@ -30,6 +30,9 @@ struct RankCounts {
   uint64_t kernels = 0, gpu_h2d = 0, gpu_d2h = 0, memsets = 0, launches = 0;
   uint64_t host_h2d = 0, host_d2h = 0, syncs = 0, api = 0, counters = 0, instants = 0;
   std::map<std::string, uint64_t> collectives;  // "allreduce" -> count
+  // Earliest and latest timestamp of the process's track events (one timeline for every
+  // rank, multi-host included).
+  uint64_t first_ns = UINT64_MAX, last_ns = 0;
 };
 
 struct TraceReport {
@@ -174,6 +177,8 @@ inline TraceReport ValidateTrace(std::string_view data, bool truncated,
     }
     detail::Track& track = tit->second;
     RankCounts& rc = r.processes[track.process];
+    rc.first_ns = std::min<uint64_t>(rc.first_ns, p.timestamp());
+    rc.last_ns = std::max<uint64_t>(rc.last_ns, p.timestamp());
     switch (te.type()) {
       case TrackEvent::TYPE_SLICE_BEGIN: {
         track.open.push_back(p.timestamp());
