@@ -92,7 +92,7 @@ int CollectorMain(int argc, char** argv) {
   app.add_option("--listen", listen_path,
                  "Unix socket path (default: $GPUWATCH_COLLECTOR, else "
                  "$GPUWATCH_SOCKET_DIR or /tmp/gpuwatch-<uid>, + /collector.sock)");
-  app.add_option("--out", out_dir,
+  app.add_option("-o,--out", out_dir,
                  "Output directory for every job (default: the first rank's out_dir, "
                  "else ./gpuwatch-out)");
   app.add_flag("--autostart", autostart,
