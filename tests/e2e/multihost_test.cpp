@@ -192,6 +192,23 @@ TEST_CASE("multihost: the root undoes each host's clock offset and sees what the
     CHECK(x == y);
   }
 
+  // The root's journal keeps the frames as they came, with the offsets in their Hellos:
+  // `gpuwatch report` rebuilds the same aligned summary from it.
+  const auto rebuilt_run = e2e::Run({GPUWATCH_BIN_DIR "/gpuwatch", "report", work + "/root-out", "-o",
+                                     work + "/rebuilt"},
+                                    {}, 60);
+  INFO(rebuilt_run.err);
+  REQUIRE(rebuilt_run.exit_code == 0);
+  const json rebuilt = Summary(work + "/rebuilt");
+  CHECK(rebuilt["job"]["host_clocks"] == top["job"]["host_clocks"]);
+  for (int r = 0; r < 4; ++r) {
+    json x = *RankOf(top, r), y = *RankOf(rebuilt, r);
+    x.erase("storage");
+    y.erase("storage");
+    INFO("rank " << r << ", live -> rebuilt: " << json::diff(x, y).dump());
+    CHECK(x == y);
+  }
+
   // One timeline: every rank's trace starts within the same second (the skews put 10 s
   // between the hosts), each at the time its host collector's trace has for it.
   const auto rep = gwtrace::ValidateTrace(e2e::ReadFile(work + "/root-out/trace.perfetto-trace"), false);
