@@ -1,5 +1,6 @@
 // gpuwatch-collector: receives the streams of libgpuwatch.so ranks over a Unix socket (and
-// TCP when asked, --listen-tcp) and writes one summary per job. The pipeline, one folder
+// TCP when asked, --listen-tcp) and writes one summary per job; with --upstream it also
+// forwards them to a root collector that writes the job-wide one (multi-host). The pipeline, one folder
 // per stage:
 //   ingest/    socket, epoll loop, per-connection framing and handshake
 //   aggregate/ jobs and ranks, and when a job has ended
@@ -43,6 +44,38 @@ void SetUpLogging() {
   spdlog::set_default_logger(logger);
 }
 
+// --upstream tcp://HOST:PORT, with the token it must present and this host's name.
+std::optional<UpstreamOptions> ParseUpstream(const std::string& arg, const std::string& token,
+                                             std::string* error) {
+  const auto scheme = gpuwatch::wire::kTcpScheme;
+  if (arg.compare(0, scheme.size(), scheme) != 0) {
+    *error = "\"" + arg + "\" is not tcp://HOST:PORT";
+    return std::nullopt;
+  }
+  UpstreamOptions up;
+  if (!gpuwatch::wire::ParseHostPort(std::string_view(arg).substr(scheme.size()), &up.root, error))
+    return std::nullopt;
+  if (up.root.port == 0) {
+    *error = "the root collector's port cannot be 0";
+    return std::nullopt;
+  }
+  if (token.empty()) {
+    *error = "the root needs the job token: pass --token or set GPUWATCH_TOKEN";
+    return std::nullopt;
+  }
+  up.token = token;
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  up.via = host;
+  // Tests only: one machine has one clock, so a host collector pretends its is off.
+  if (const char* skew = std::getenv("GPUWATCH_TEST_CLOCK_SKEW_NS"); skew && *skew) {
+    up.test_skew_ns = std::strtoll(skew, nullptr, 10);
+    spdlog::warn("GPUWATCH_TEST_CLOCK_SKEW_NS: acting as if this host's clock were {} ns ahead",
+                 up.test_skew_ns);
+  }
+  return up;
+}
+
 }  // namespace
 
 int CollectorMain(int argc, char** argv) {
@@ -59,7 +92,7 @@ int CollectorMain(int argc, char** argv) {
   app.add_option("--listen", listen_path,
                  "Unix socket path (default: $GPUWATCH_COLLECTOR, else "
                  "$GPUWATCH_SOCKET_DIR or /tmp/gpuwatch-<uid>, + /collector.sock)");
-  app.add_option("--out", out_dir,
+  app.add_option("-o,--out", out_dir,
                  "Output directory for every job (default: the first rank's out_dir, "
                  "else ./gpuwatch-out)");
   app.add_flag("--autostart", autostart,
@@ -106,6 +139,11 @@ int CollectorMain(int argc, char** argv) {
   app.add_option("--token", token,
                  "The job token TCP peers must present (default: $GPUWATCH_TOKEN; prefer the "
                  "variable: a command line is visible to every user in ps)");
+  std::string upstream;
+  app.add_option("--upstream", upstream,
+                 "Also forward every rank to a root collector (multi-host): tcp://HOST:PORT "
+                 "of a collector started with --listen-tcp and the same job token. This "
+                 "collector still writes its own summary; the root writes the job-wide one");
   TraceOptions trace;
   std::string trace_env_error;
   TraceOptionsFromEnv(&trace, &trace_env_error);
@@ -153,6 +191,15 @@ int CollectorMain(int argc, char** argv) {
     tcp = hp;
   }
   if (const char* env = std::getenv("GPUWATCH_TOKEN"); token.empty() && env) token = env;
+  std::optional<UpstreamOptions> up;
+  if (!upstream.empty()) {
+    std::string error;
+    up = ParseUpstream(upstream, token, &error);
+    if (!up) {
+      spdlog::error("--upstream: {}", error);
+      return kExitStartFailed;
+    }
+  }
 
   JobTable jobs(JobTiming{std::chrono::milliseconds(linger_ms),
                           std::chrono::milliseconds(wait_ranks_ms), hang_s});
@@ -180,6 +227,7 @@ int CollectorMain(int argc, char** argv) {
   options.journal.max_bytes = journal_max_bytes;
   options.listen_tcp = tcp;
   options.token = token;
+  options.upstream = up;
 
   // Live metrics: the server thread publishes snapshots, the HTTP thread serves them.
   LiveFeed feed;
@@ -204,6 +252,9 @@ int CollectorMain(int argc, char** argv) {
   if (tcp)
     spdlog::info("listening on TCP {} (every peer must present the job token)",
                  server.tcp_address());
+  if (up)
+    spdlog::info("forwarding to the root collector at tcp://{}",
+                 gpuwatch::wire::FormatHostPort(up->root));
   server.Run();
   return any_unwritten ? kExitSummaryUnwritten : kExitOk;
 }

@@ -42,6 +42,9 @@ Identity IdentityFromEnvironment() {
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   id.host = host;
+  // Containers often share one meaningless host name; GPUWATCH_HOST names the machine
+  // (and lets tests play ranks of several hosts on one).
+  if (const char* h = Env("GPUWATCH_HOST")) id.host = h;
   for (const Source& s : kSources) {
     if (EnvInt(s.rank) < 0) continue;
     id.rank = EnvInt(s.rank);

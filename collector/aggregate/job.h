@@ -42,8 +42,9 @@ class Job {
   int distinct_ranks() const;
   int distinct_hosts() const;
   int open_connections() const { return open_; }
-  // Largest rank wall time: ranks on different hosts have unrelated monotonic clocks, so
-  // spans are not combined across ranks.
+  // Largest rank wall time: ranks on different hosts have unrelated monotonic clocks (or,
+  // forwarded with --upstream, aligned only to within the estimate's error), so spans are
+  // not combined across ranks.
   double wall_s() const;
   // Job totals: each analysis merged over all ranks.
   Analyses Totals() const;

@@ -1,5 +1,7 @@
 #include "ingest/connection.h"
 
+#include "clock/clock_estimate.h"
+#include "clock/clock_shift.h"
 #include "ingest/tcp_listener.h"
 #include "report/writer.h"
 
@@ -18,6 +20,9 @@ void SanitizeHello(wire::Hello& h) {
 
 std::string Connection::Describe() const {
   const bool tcp = token_ != nullptr;
+  if (clock_peer_)
+    return "clock probes of the collector on " + clock_peer_host_ +
+           (tcp ? " (TCP " + tcp_address_ + ")" : "");
   if (!rank_) return tcp ? "TCP peer " + tcp_address_ : "client pid " + std::to_string(peer_pid_);
   return "rank " + std::to_string(rank_no_) + " of job " + job_id_ + " (pid " +
          std::to_string(peer_pid_) + (tcp ? ", TCP " + tcp_address_ : "") + ")";
@@ -74,11 +79,18 @@ std::vector<std::string> Connection::TakeNotices() {
   return n;
 }
 
-bool Connection::OnFrame(const wire::Frame& frame, std::string_view raw, Clock::time_point now) {
+bool Connection::OnFrame(wire::Frame& frame, std::string_view raw, Clock::time_point now) {
+  if (clock_peer_) {
+    if (frame.body_case() != wire::Frame::kClockProbe)
+      return Fail("a clock-probe connection sent something else than a ClockProbe");
+    return OnClockProbe(frame.clock_probe());
+  }
   if (!rank_) {
+    if (frame.body_case() == wire::Frame::kClockProbe) return OnClockProbe(frame.clock_probe());
     if (frame.body_case() != wire::Frame::kHello)
       return Fail("first frame is not a Hello (the stream is not from libgpuwatch)");
     if (!OnHello(frame.hello())) return false;
+    if (sink_) sink_->OnFrame(frame, raw);
     if (JournalWriter* j = rank_->journal(); j && !frame.hello().token().empty()) {
       // The token is a secret: the journal gets the Hello without it.
       wire::Frame bare = frame;
@@ -89,6 +101,11 @@ bool Connection::OnFrame(const wire::Frame& frame, std::string_view raw, Clock::
       return true;
     }
   } else {
+    if (frame.body_case() == wire::Frame::kHello) return Fail("second Hello on one connection");
+    // Upstream first, as it arrived: a forwarded rank keeps its own clock on the wire (the
+    // root shifts it with the offset in the Hello, which the journal keeps for replay too).
+    if (sink_) sink_->OnFrame(frame, raw);
+    ShiftFrame(frame, clock_shift_);
     switch (frame.body_case()) {
       case wire::Frame::kBatch: rank_->OnBatch(frame.batch()); break;
       case wire::Frame::kGoodbye:
@@ -96,7 +113,6 @@ bool Connection::OnFrame(const wire::Frame& frame, std::string_view raw, Clock::
         said_goodbye_ = true;
         break;
       case wire::Frame::kHeartbeat: rank_->OnHeartbeat(frame.heartbeat(), now); break;
-      case wire::Frame::kHello: return Fail("second Hello on one connection");
       default: break;  // a body this collector does not know: skip, stay compatible
     }
   }
@@ -105,20 +121,47 @@ bool Connection::OnFrame(const wire::Frame& frame, std::string_view raw, Clock::
   return true;
 }
 
+bool Connection::CheckToken(const std::string& token, const char* where) {
+  if (!token_) return true;
+  if (token.empty())
+    return Fail(std::string("no job token in its ") + where + " (a TCP peer must set GPUWATCH_TOKEN)");
+  if (!TokenEquals(token, *token_)) return Fail("wrong job token (GPUWATCH_TOKEN)");
+  return true;
+}
+
+bool Connection::OnClockProbe(const wire::ClockProbe& probe) {
+  // Read the clock first: the time between reading the probe and answering it is in
+  // neither leg the prober measures, so it only widens the round trip it sees.
+  const uint64_t root_ns = MonotonicNs();
+  if (!clock_peer_) {
+    // The first probe authenticates the connection as a Hello would.
+    if (!CheckToken(probe.token(), "first clock probe")) return false;
+    if (probe.protocol_version() != wire::PROTOCOL_VERSION)
+      return Fail("clock probes of protocol " + std::to_string(probe.protocol_version()) +
+                  ", this collector speaks " + std::to_string(wire::PROTOCOL_VERSION));
+    clock_peer_ = true;
+    clock_peer_host_ = probe.host().substr(0, 256);
+  }
+  wire::Frame answer;
+  answer.mutable_clock_probe()->set_sent_ns(probe.sent_ns());
+  answer.mutable_clock_probe()->set_root_ns(root_ns);
+  wire::AppendFrame(answer, replies_);
+  return true;
+}
+
 bool Connection::OnHello(wire::Hello hello) {
   // Before anything else, so a peer without the token learns nothing and attaches nothing.
-  if (token_) {
-    if (hello.token().empty())
-      return Fail("no job token in its Hello (a TCP peer must set GPUWATCH_TOKEN)");
-    if (!TokenEquals(hello.token(), *token_)) return Fail("wrong job token (GPUWATCH_TOKEN)");
-    peer_pid_ = hello.pid();  // TCP has no kernel-verified pid: the rank's word for it
-  }
+  if (!CheckToken(hello.token(), "Hello")) return false;
+  if (token_) peer_pid_ = hello.pid();  // TCP has no kernel-verified pid: the rank's word for it
   hello.clear_token();  // never kept: not in the summary, the trace or the log
   SanitizeHello(hello);
   if (hello.protocol_version() != wire::PROTOCOL_VERSION)
     return Fail("rank " + std::to_string(hello.rank()) + " (pid " + std::to_string(peer_pid_) +
                 ") speaks protocol " + std::to_string(hello.protocol_version()) +
                 ", this collector speaks " + std::to_string(wire::PROTOCOL_VERSION));
+  // A rank forwarded by a host collector: onto this collector's clock from here on.
+  clock_shift_ = hello.clock_offset_ns();
+  ShiftHello(hello, clock_shift_);
   std::string error;
   RankAggregate* rank = jobs_.Attach(hello, &error);
   if (!rank) return Fail(error);
@@ -133,6 +176,7 @@ void Connection::Close(Clock::time_point now) {
   if (closed_) return;
   closed_ = true;
   FlushJournal();
+  if (sink_) sink_->OnClose();
   if (rank_) jobs_.Detach(job_id_, rank_, said_goodbye_, now);
 }
 

@@ -1,7 +1,11 @@
 // One client connection's protocol state, independent of sockets: bytes in, frames out to
 // the JobTable. Enforces the handshake (first frame is a Hello of our protocol version)
 // and turns any framing or decoding error into a single reason to drop the client.
+// A connection may instead open with a ClockProbe: a host collector measuring this
+// collector's clock (--upstream); it is answered and never feeds a job.
 #pragma once
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -10,6 +14,17 @@
 #include "store/journal_store.h"
 
 namespace gpuwatch::collector {
+
+// Where a connection's accepted frames also go (a host collector's --upstream link).
+class FrameSink {
+ public:
+  virtual ~FrameSink() = default;
+  // A frame this collector accepted, as the rank sent it (on the rank's clock): decoded,
+  // and its bytes. The first one is the Hello.
+  virtual void OnFrame(const wire::Frame& frame, std::string_view raw) = 0;
+  // The connection closed; nothing more comes.
+  virtual void OnClose() = 0;
+};
 
 class Connection {
  public:
@@ -28,6 +43,9 @@ class Connection {
     tcp_address_ = std::move(address);
   }
 
+  // Every frame accepted from now on also goes to `sink` (--upstream).
+  void ForwardTo(std::unique_ptr<FrameSink> sink) { sink_ = std::move(sink); }
+
   // Bytes that arrived. Returns false when the client must be dropped; error() says why.
   // `scratch` is a Frame reused across connections so each one does not keep its own.
   // Frames accepted before an error are kept (aggregated and journaled).
@@ -36,6 +54,14 @@ class Connection {
   void Close(Clock::time_point now);
 
   bool has_hello() const { return rank_ != nullptr; }
+  // Said who it is: a Hello, or the first (authenticated) ClockProbe.
+  bool identified() const { return rank_ != nullptr || clock_peer_; }
+  // Bytes to send back (answers to clock probes); the caller writes them or drops them.
+  std::string TakeReplies() {
+    std::string r;
+    r.swap(replies_);
+    return r;
+  }
   bool said_goodbye() const { return said_goodbye_; }
   Clock::time_point connected_at() const { return connected_at_; }
   size_t buffered() const { return reader_.buffered(); }
@@ -49,8 +75,11 @@ class Connection {
   std::string Describe() const;
 
  private:
-  bool OnFrame(const wire::Frame& frame, std::string_view raw, Clock::time_point now);
+  bool OnFrame(wire::Frame& frame, std::string_view raw, Clock::time_point now);
   bool OnHello(wire::Hello hello);
+  bool OnClockProbe(const wire::ClockProbe& probe);
+  // A TCP peer's first frame (`where`) must carry the job token.
+  bool CheckToken(const std::string& token, const char* where);
   void OpenJournal();
   void FlushJournal();
   bool Fail(std::string why);
@@ -69,6 +98,12 @@ class Connection {
   std::vector<std::string> notices_;
   const std::string* token_ = nullptr;  // set: a TCP peer
   std::string tcp_address_;
+  // Hello.clock_offset_ns: added to every time of this rank's frames (clock/clock_shift.h).
+  int64_t clock_shift_ = 0;
+  std::unique_ptr<FrameSink> sink_;
+  bool clock_peer_ = false;  // opened with a ClockProbe
+  std::string clock_peer_host_;
+  std::string replies_;
 };
 
 // Clips the strings of a Hello to sane lengths (they end up in logs, JSON and terminals).

@@ -43,6 +43,7 @@ Server::Server(ServerOptions options, JobTable& jobs, JobEnd on_job_end)
 Server::~Server() {
   const auto now = Clock::now();
   while (!clients_.empty()) CloseClient(clients_.begin()->first, now);
+  upstream_.reset();  // after the clients: their sinks point into it
   if (listen_fd_ >= 0) {
     close(listen_fd_);
     unlink(opt_.listen_path.c_str());
@@ -101,6 +102,14 @@ bool Server::Start(std::string* error) {
       return false;
     }
   }
+  if (opt_.upstream) {
+    upstream_ = std::make_unique<Upstream>(*opt_.upstream, epoll_fd_);
+    if (!upstream_->Start(error)) {
+      // Forwarding is extra: this host's own summary does not depend on it.
+      spdlog::warn("{}: not forwarding, carrying on locally", *error);
+      upstream_.reset();
+    }
+  }
   started_ = last_activity_ = next_tick_ = Clock::now();
   return true;
 }
@@ -136,8 +145,11 @@ void Server::Run() {
         stop_ = true;
       } else if (clients_.count(fd)) {
         Read(fd, kChunksPerWakeup, now);
+      } else if (upstream_ && upstream_->Owns(fd)) {
+        upstream_->OnEvent(fd, events[i].events);
       }
     }
+    if (upstream_) upstream_->Tick();
     DropSilentClients(now);
     // At once in the log; the job's summary lists them too, even if the job is then killed.
     for (const std::string& line : jobs_.CheckHangs(now)) spdlog::error("{}", line);
@@ -169,6 +181,9 @@ void Server::Run() {
     jobs_.MarkWritten(job);
   }
   if (opt_.on_tick) opt_.on_tick(jobs_, Clock::now());  // live views end on final figures
+  // What the ranks sent last is still queued for the root: a bounded wait, the summaries
+  // are already written.
+  if (upstream_) upstream_->Drain(std::chrono::milliseconds(2000));
 }
 
 void Server::Accept(int listen_fd, Clock::time_point now) {
@@ -188,6 +203,7 @@ void Server::Accept(int listen_fd, Clock::time_point now) {
       setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
       auto conn = std::make_unique<Connection>(0, jobs_, now, &opt_.journal);
       conn->RequireToken(&opt_.token, TcpPeerAddress(fd));
+      if (upstream_) conn->ForwardTo(upstream_->NewStream());
       AddClient(fd, std::move(conn), now);
       continue;
     }
@@ -204,7 +220,9 @@ void Server::Accept(int listen_fd, Clock::time_point now) {
       close(fd);
       continue;
     }
-    AddClient(fd, std::make_unique<Connection>(peer.pid, jobs_, now, &opt_.journal), now);
+    auto conn = std::make_unique<Connection>(peer.pid, jobs_, now, &opt_.journal);
+    if (upstream_) conn->ForwardTo(upstream_->NewStream());
+    AddClient(fd, std::move(conn), now);
   }
 }
 
@@ -249,6 +267,7 @@ void Server::Read(int fd, int max_chunks, Clock::time_point now) {
     }
     const bool ok = c.conn->OnBytes(std::string_view(buf, static_cast<size_t>(n)), scratch_, now);
     LogNotices(*c.conn);
+    SendReplies(fd, *c.conn);
     if (!ok) {
       Drop(fd, c.conn->error(), now);
       return;
@@ -290,10 +309,19 @@ void Server::LogNotices(Connection& conn) {
   for (const std::string& n : conn.TakeNotices()) spdlog::warn("{}", n);
 }
 
+void Server::SendReplies(int fd, Connection& conn) {
+  // Answers to clock probes: a few dozen bytes, one at a time per prober. If the socket
+  // cannot take them now the answer is lost, and the prober times that probe out.
+  const std::string r = conn.TakeReplies();
+  if (!r.empty() && send(fd, r.data(), r.size(), MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+    // Nothing to do: see above.
+  }
+}
+
 void Server::DropSilentClients(Clock::time_point now) {
   std::vector<int> silent;
   for (const auto& [fd, c] : clients_)
-    if (!c.conn->has_hello() && now - c.conn->connected_at() >= opt_.hello_timeout)
+    if (!c.conn->identified() && now - c.conn->connected_at() >= opt_.hello_timeout)
       silent.push_back(fd);
   for (int fd : silent)
     Drop(fd,
@@ -319,7 +347,8 @@ int Server::TimeoutMs(Clock::time_point now) const {
   Clock::time_point next = now + std::chrono::seconds(1);
   if (auto d = jobs_.NextDeadline()) next = std::min(next, *d);
   for (const auto& [fd, c] : clients_)
-    if (!c.conn->has_hello()) next = std::min(next, c.conn->connected_at() + opt_.hello_timeout);
+    if (!c.conn->identified()) next = std::min(next, c.conn->connected_at() + opt_.hello_timeout);
+  if (upstream_) next = std::min(next, upstream_->NextWake());
   if (opt_.on_tick) next = std::min(next, next_tick_);
   if (opt_.autostart && clients_.empty())
     next = std::min(next, (served_any_ ? last_activity_ + opt_.linger : started_ + opt_.idle_exit));

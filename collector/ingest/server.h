@@ -15,6 +15,7 @@
 #include "aggregate/job.h"
 #include "endpoint.h"
 #include "ingest/connection.h"
+#include "ingest/upstream.h"
 
 namespace gpuwatch::collector {
 
@@ -43,6 +44,8 @@ struct ServerOptions {
   // carry `token`; Start() refuses TCP without one.
   std::optional<wire::HostPort> listen_tcp;
   std::string token;
+  // --upstream: also forward every rank to this root collector (ingest/upstream.h).
+  std::optional<UpstreamOptions> upstream;
 };
 
 class Server {
@@ -81,6 +84,7 @@ class Server {
   bool ShouldExit(Clock::time_point now) const;
   int TimeoutMs(Clock::time_point now) const;
   void LogNotices(Connection& conn);
+  void SendReplies(int fd, Connection& conn);
 
   ServerOptions opt_;
   JobTable& jobs_;
@@ -88,6 +92,7 @@ class Server {
   int listen_fd_ = -1;
   int tcp_fd_ = -1;
   std::string tcp_address_;
+  std::unique_ptr<Upstream> upstream_;
   int epoll_fd_ = -1;
   int signal_fd_ = -1;
   int wake_fd_ = -1;  // eventfd: RequestStop()

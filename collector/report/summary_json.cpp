@@ -4,6 +4,7 @@
 #include <ctime>
 
 #include "report/format.h"
+#include "report/host_clocks.h"
 #include "report/html_report.h"
 #include "report/summary.h"
 #include "report/svg_chart.h"
@@ -54,6 +55,18 @@ nlohmann::json HangsJson(const Job& job) {
   return out;
 }
 
+nlohmann::json HostsJson(const Job& job) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const HostClock& h : HostClocks(job))
+    out.push_back({{"host", h.host},
+                   {"ranks", h.ranks},
+                   {"clock_offset_ns", h.offset_ns},
+                   {"clock_uncertainty_ns", h.uncertainty_ns},
+                   {"via_collector", h.via_collector.empty() ? nlohmann::json(nullptr)
+                                                             : nlohmann::json(h.via_collector)}});
+  return out;
+}
+
 }  // namespace
 
 std::string UtcNow() {
@@ -95,6 +108,7 @@ nlohmann::json BuildSummaryJson(const Job& job, const std::string& generated_at,
   nlohmann::json totals = {{"ranks", job.ranks().size()},
                            {"world_size", job.world_size()},
                            {"hosts", job.distinct_hosts()},
+                           {"host_clocks", HostsJson(job)},
                            {"abnormal_ranks", abnormal},
                            {"wall_s", job.wall_s()}};
   for (const auto& a : job_totals) a->WriteJson(totals);

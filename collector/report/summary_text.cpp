@@ -2,6 +2,7 @@
 // table), then a job line made of each analysis' headline. Everything fits 80 columns;
 // strings from ranks are clipped and stripped of control characters.
 #include "report/format.h"
+#include "report/host_clocks.h"
 #include "report/summary.h"
 
 namespace gpuwatch::collector {
@@ -38,6 +39,20 @@ std::string BuildSummaryText(const Job& job, const Analyses& totals) {
   out += Printf("%zu rank%s of %d, %d host%s, wall %s\n", job.ranks().size(),
                 job.ranks().size() == 1 ? "" : "s", job.world_size(), job.distinct_hosts(),
                 job.distinct_hosts() == 1 ? "" : "s", FmtDuration(job.wall_s()).c_str());
+  // Multi-host through --upstream: how each host's times were put on this clock.
+  if (const auto hosts = HostClocks(job); AnyForwarded(hosts)) {
+    for (const HostClock& h : hosts) {
+      const std::string host = Clip(h.host, 24);
+      if (h.via_collector.empty())
+        out += Printf("host %s: clock +0 (its ranks connected directly)\n", host.c_str());
+      else
+        out += Clip(Printf("host %s: clock %+.3f ms +/- %s via collector on %s", host.c_str(),
+                           h.offset_ns / 1e6, FmtDuration(h.uncertainty_ns * 1e-9).c_str(),
+                           Clip(h.via_collector, 24).c_str()),
+                    kTextWidth) +
+               "\n";
+    }
+  }
 
   int abnormal = 0;
   for (const auto& [key, rank] : job.ranks()) {

@@ -32,6 +32,24 @@ std::string FreshDir(const std::string& name) {
   return d.string();
 }
 
+std::vector<std::string> WaitForLog(const std::string& path, const std::regex& pattern,
+                                    double timeout_s) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  for (;;) {
+    std::smatch m;
+    const std::string log = ReadFile(path);
+    if (std::regex_search(log, m, pattern)) return {m.begin(), m.end()};
+    if (std::chrono::steady_clock::now() >= deadline) return {};
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+int LoggedTcpPort(const std::string& log_path) {
+  static const std::regex re(R"(listening on TCP 127\.0\.0\.1:(\d+) )");
+  const auto m = WaitForLog(log_path, re, 10);
+  return m.empty() ? 0 : std::stoi(m[1]);
+}
+
 bool WaitForFile(const std::string& path, double timeout_s) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   while (!fs::exists(path)) {

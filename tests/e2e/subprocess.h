@@ -2,6 +2,7 @@
 // output captured to files, a deadline.
 #pragma once
 #include <map>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -32,5 +33,13 @@ std::string FreshDir(const std::string& name);
 bool WaitForFile(const std::string& path, double timeout_s);
 
 std::string ReadFile(const std::string& path);
+
+// Polls `path` (a log) for `pattern` for up to `timeout_s`: the first match and its
+// groups, or nothing when it never appeared.
+std::vector<std::string> WaitForLog(const std::string& path, const std::regex& pattern,
+                                    double timeout_s);
+
+// The port a collector logged ("listening on TCP 127.0.0.1:PORT"), 0 if it never did.
+int LoggedTcpPort(const std::string& log_path);
 
 }  // namespace gpuwatch::e2e

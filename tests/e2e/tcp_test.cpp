@@ -37,18 +37,6 @@ std::map<std::string, std::string> TcpEnv(const std::string& work, const std::st
           {"GPUWATCH_TOKEN", kToken}};
 }
 
-// The port the collector logged ("listening on TCP 127.0.0.1:PORT"), 0 if it never did.
-int LoggedPort(const std::string& log_path) {
-  static const std::regex re(R"(listening on TCP 127\.0\.0\.1:(\d+) )");
-  for (int i = 0; i < 500; ++i) {
-    std::smatch m;
-    const std::string log = e2e::ReadFile(log_path);
-    if (std::regex_search(log, m, re)) return std::stoi(m[1].str());
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return 0;
-}
-
 // A loopback TCP socket bound to a free port; `listen_backlog` < 0: bound, not listening
 // (connections are refused). Returns the fd; `port` gets the port.
 int BoundSocket(int listen_backlog, int* port) {
@@ -93,7 +81,7 @@ TEST_CASE("tcp: a simulated job's ranks send over tcp:// with the token, the sum
   const int collector = e2e::Spawn({GPUWATCH_BIN_DIR "/gpuwatch-collector", "--listen", work + "/collector.sock",
                                     "--listen-tcp", ":0", "--out", work + "/out"},
                                    {{"GPUWATCH_TOKEN", kToken}}, work + "/collector.log");
-  const int port = LoggedPort(work + "/collector.log");
+  const int port = e2e::LoggedTcpPort(work + "/collector.log");
   REQUIRE(port > 0);
   const int job = e2e::Spawn({GPUWATCH_BIN_DIR "/gpuwatch-scenario", "--sim", "--truth", work + "/truth", file},
                              TcpEnv(work, "127.0.0.1:" + std::to_string(port)), work + "/job.log");

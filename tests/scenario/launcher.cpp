@@ -43,6 +43,12 @@ std::vector<std::string> rank_environment(const Scenario& sc, const LaunchOption
     if (!sc.gpu.empty()) set.emplace_back("SIMGPU_CONFIG", simgpu_config(sc));
     if (!opt.truth_dir.empty()) set.emplace_back("SIMGPU_TRUTH", opt.truth_dir);
   }
+  if (auto it = opt.rank_env.find(rank); it != opt.rank_env.end()) {
+    for (const auto& kv : it->second) {
+      std::erase_if(set, [&](const auto& old) { return old.first == kv.first; });
+      set.push_back(kv);
+    }
+  }
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) {
     bool replaced = false;

@@ -4,7 +4,10 @@
 // rank executable and waits. A preloaded profiler therefore sees an idle parent.
 #pragma once
 
+#include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "scenario_model.h"
 
@@ -18,6 +21,9 @@ struct LaunchOptions {
   std::string truth_dir;      // absolute, existing; "" = none
   double timeout_s = 0;       // 0 = wait forever
   double grace_s = 2;         // after a failure, how long the others may finish alone
+  // --rank-env: variables for one rank only (rank -> NAME=VALUE pairs), set last, so they
+  // replace the launcher's own (LOCAL_RANK) too: ranks of several "hosts" on one machine.
+  std::map<int, std::vector<std::pair<std::string, std::string>>> rank_env;
 };
 
 // Returns 0 when every rank exited 0, 1 otherwise (after one line per failed rank on

@@ -39,6 +39,10 @@ int main(int argc, char** argv) {
   app.add_option("--truth", truth_dir, "Write truth-rank-R.json (and, with --sim, device-rank-R.json) into DIR");
   app.add_option("--timeout", timeout_s, "Stop the ranks and fail after this many seconds (0 = no limit)")
       ->check(CLI::NonNegativeNumber);
+  std::vector<std::string> rank_env;
+  app.add_option("--rank-env", rank_env,
+                 "R:NAME=VALUE: set NAME for rank R only (repeatable), e.g. to play the ranks "
+                 "of several hosts on one machine (GPUWATCH_HOST, GPUWATCH_COLLECTOR, LOCAL_RANK)");
   app.add_option("scenario", scenario_path, "Scenario file (JSON)")->required();
   try {
     app.parse(argc, argv);
@@ -55,6 +59,20 @@ int main(int argc, char** argv) {
   }
 
   LaunchOptions opt;
+  for (const std::string& e : rank_env) {
+    const size_t colon = e.find(':'), eq = e.find('=');
+    int r = -1;
+    try {
+      if (colon != std::string::npos) r = std::stoi(e.substr(0, colon));
+    } catch (const std::exception&) {
+    }
+    if (r < 0 || r >= sc.ranks || eq == std::string::npos || eq < colon + 2) {
+      std::fprintf(stderr, "gpuwatch-scenario: --rank-env %s: want R:NAME=VALUE with 0 <= R < %d\n",
+                   e.c_str(), sc.ranks);
+      return 2;
+    }
+    opt.rank_env[r].emplace_back(e.substr(colon + 1, eq - colon - 1), e.substr(eq + 1));
+  }
   opt.rank_exe = (own_dir() / "gpuwatch-scenario-rank").string();
   if (access(opt.rank_exe.c_str(), X_OK) != 0) {
     std::fprintf(stderr, "gpuwatch-scenario: rank executable %s not found (build target gpuwatch-scenario-rank)\n",

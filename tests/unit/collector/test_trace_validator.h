@@ -39,6 +39,9 @@ struct RankCounts {
   uint64_t steps = 0, nvtx = 0;
   std::vector<std::string> instant_names;
   std::map<std::string, uint64_t> collectives;  // "allreduce" -> count
+  // Earliest and latest timestamp of the process's track events (one timeline for every
+  // rank, multi-host included).
+  uint64_t first_ns = UINT64_MAX, last_ns = 0;
 };
 
 struct TraceReport {
@@ -228,6 +231,8 @@ inline TraceReport ValidateTrace(std::string_view data, bool truncated,
     }
     detail::Track& track = tit->second;
     RankCounts& rc = r.processes[track.process];
+    rc.first_ns = std::min<uint64_t>(rc.first_ns, p.timestamp());
+    rc.last_ns = std::max<uint64_t>(rc.last_ns, p.timestamp());
     switch (te.type()) {
       case TrackEvent::TYPE_SLICE_BEGIN: {
         track.open.push_back(ts);

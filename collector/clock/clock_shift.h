@@ -1,0 +1,26 @@
+// Moving a rank's frames from its host's clock onto another one (multi-host, --upstream).
+// Every time a rank sends is CLOCK_MONOTONIC of its host; a root collector adds the
+// forwarding collector's estimate of (root clock - host clock) to all of them at ingest,
+// so ranks of every host share one timeline in the aggregates and the trace. This is the
+// only place that knows which fields are times: a field added to gpuwatch.proto that
+// holds a time must be added here (the unit test lists them too).
+#pragma once
+#include <cstdint>
+
+#include "gpuwatch.pb.h"
+
+namespace gpuwatch::collector {
+
+// t + delta, clamped to [1, UINT64_MAX]; 0 stays 0 (proto3's "not set").
+uint64_t ShiftNs(uint64_t t, int64_t delta);
+
+// Hello.start_ns.
+void ShiftHello(wire::Hello& hello, int64_t delta);
+
+// Shifts every timestamp of `frame` by `delta` ns: Hello.start_ns; Batch events' t_ns,
+// activities' start/end, proc samples' t_ns; Goodbye.end_ns; Heartbeat.now_ns and its
+// in-flight calls' since_ns. Durations are left alone. ClockProbes are not rank times and
+// are left alone too.
+void ShiftFrame(wire::Frame& frame, int64_t delta);
+
+}  // namespace gpuwatch::collector
