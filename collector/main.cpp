@@ -101,9 +101,11 @@ int CollectorMain(int argc, char** argv) {
   app.add_option("--linger-ms", linger_ms,
                  "How long a job must have no connection before it counts as ended")
       ->check(CLI::Range(0, 3600000));
-  app.add_option("--wait-ranks-ms", wait_ranks_ms,
-                 "Extra wait for ranks that have not connected yet (fewer than world_size)")
-      ->check(CLI::Range(0, 3600000));
+  CLI::Option* wait_ranks_opt =
+      app.add_option("--wait-ranks-ms", wait_ranks_ms,
+                     "Extra wait for ranks that have not connected yet (fewer than world_size; "
+                     "0 by default with --upstream: the other hosts' ranks never come here)")
+          ->check(CLI::Range(0, 3600000));
   app.add_option("--hello-timeout-ms", hello_timeout_ms,
                  "Drop a client that sends no Hello within this time")
       ->check(CLI::Range(1, 3600000));
@@ -158,7 +160,16 @@ int CollectorMain(int argc, char** argv) {
                  "collectives, counters and findings, up to 1/8 more (default: "
                  "$GPUWATCH_TRACE_MAX_MIB, else 512)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 30));
+  std::string trace_window;
+  app.add_option("--trace-window", trace_window,
+                 "FROM:TO seconds after each rank's start: full trace detail only then, the "
+                 "summary level before and after (default: $GPUWATCH_TRACE_WINDOW, else all)")
+      ->check([](const std::string& s) {
+        TraceOptions o;
+        return ParseTraceWindow(s, &o) ? std::string() : "expected FROM:TO in seconds";
+      });
   CLI11_PARSE(app, argc, argv);
+  if (!trace_window.empty()) ParseTraceWindow(trace_window, &trace);
   if (!metrics_addr.empty()) {  // before the socket is claimed: a typo costs nothing
     std::string host, why;
     int port = 0;
@@ -199,6 +210,9 @@ int CollectorMain(int argc, char** argv) {
       spdlog::error("--upstream: {}", error);
       return kExitStartFailed;
     }
+    // A host collector sees only its host's ranks: waiting for world_size would only delay
+    // its own summary (the root waits for everyone).
+    if (wait_ranks_opt->count() == 0) wait_ranks_ms = 0;
   }
 
   JobTable jobs(JobTiming{std::chrono::milliseconds(linger_ms),

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${GPUWATCH_BUILD:-$PWD/build}
-cmake --build "$B" -j"$(nproc)" --target hook_bench ingest_bench maxrss gpuwatch gpuwatch-collector gpuwatch-scenario >/dev/null
+cmake --build "$B" -j"$(nproc)" --target hook_bench ingest_bench maxrss gpuwatch gpuwatch-collector gpuwatch-scenario e2e_tests >/dev/null
 LIB=$B/lib/libgpuwatch.so
 W=$(mktemp -d /tmp/gpuwatch-bench.XXXXXX)
 trap 'rm -rf "$W"' EXIT
@@ -74,6 +74,13 @@ mkdir -p "$W/m1" "$W/m10"
 m1=$("$B/bin/ingest_bench" "$B/bin/gpuwatch-collector" "$W/m1" 2 50 1000 2>/dev/null | grep -o '"collector_max_rss_kib": [0-9]*' | grep -o '[0-9]*$')
 m10=$("$B/bin/ingest_bench" "$B/bin/gpuwatch-collector" "$W/m10" 2 500 1000 2>/dev/null | grep -o '"collector_max_rss_kib": [0-9]*' | grep -o '[0-9]*$')
 row "collector RSS, 10x longer run (ratio)" "$(awk -v a="$m1" -v b="$m10" 'BEGIN{printf "%.2fx", b/a}')" "< 1.2x ($m1 -> $m10 KiB)"
+
+# 5. Trace size: bundled scenarios' traces read back by the test suite's validator (bytes of
+# the file over slices + counter samples + instants).
+for scn in healthy launch_bound; do
+  per=$("$B/bin/e2e_tests" "trace: $scn run*" -s 2>/dev/null | grep -o '[0-9.]* bytes per event' | head -1 | cut -d' ' -f1)
+  row "trace size, $scn (bytes per event)" "$per" "<= 30"
+done
 
 # 6. Scale: 64 sender processes into one collector.
 mkdir -p "$W/s64"

@@ -60,6 +60,10 @@ RankTrace::RankTrace(TraceFile* file, TraceIds* ids, int32_t trace_pid, const wi
     : file_(file), ids_(ids), seq_(ids->next_sequence++), pid_(trace_pid), hello_(hello),
       lim_(limits), names_(limits.max_names), keys_(std::size(kKeyNames)) {
   lim_.max_threads = std::min<size_t>(lim_.max_threads, 512);
+  if (const TraceOptions& o = file_->options(); o.has_window()) {
+    detail_from_ = hello.start_ns() + static_cast<uint64_t>(o.window_from_s * 1e9);
+    detail_to_ = hello.start_ns() + static_cast<uint64_t>(o.window_to_s * 1e9);
+  }
   lim_.max_streams = std::min<size_t>(lim_.max_streams, 512);
   for (const char* k : kKeyNames) keys_.Iid(k);
   last_level_ = file_->level();
@@ -187,6 +191,10 @@ void RankTrace::WriteSteps(const std::vector<std::pair<uint64_t, uint64_t>>& ste
   file_->Flush();
 }
 
+bool RankTrace::Detail(uint64_t t) const {
+  return file_->level() == TraceLevel::kFull && t >= detail_from_ && t < detail_to_;
+}
+
 void RankTrace::CheckLevel() {
   const TraceLevel now = file_->level();
   if (now == last_level_) return;
@@ -218,10 +226,8 @@ void RankTrace::OnBatch(const wire::Batch& batch) {
   });
   for (int i : order) OnEvent(batch.events(i));
 
-  const bool detail = file_->level() == TraceLevel::kFull;
-  if (detail)
-    for (const auto& a : batch.activities())
-      if (a.kind() == wire::ACTIVITY_API) AddApi(a);
+  for (const auto& a : batch.activities())
+    if (a.kind() == wire::ACTIVITY_API && Detail(a.start_ns())) AddApi(a);
   order.resize(batch.activities_size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
@@ -244,7 +250,7 @@ void RankTrace::OnEvent(const wire::Event& e) {
   const bool blocks = (e.api() >= wire::CUDA_STREAM_SYNCHRONIZE && e.api() <= wire::CUDA_EVENT_SYNCHRONIZE) ||
                       (e.flags() & wire::FLAG_BLOCKED_HOST);
   if (blocks && e.dur_ns() >= kLongStallNs) LongStall(e);
-  if (launch && file_->level() != TraceLevel::kFull) return;
+  if (launch && !Detail(e.t_ns())) return;
   const size_t ti = ThreadIndex(e.tid());
   Ann anns[4];
   int n = 0;
@@ -301,7 +307,7 @@ void RankTrace::OnDeviceWork(const wire::Activity& a) {
   windows_.Add(start, end, h2d, [this](uint64_t ts, uint64_t busy, uint64_t bytes) {
     EmitCounters(ts, busy, bytes);
   });
-  if (file_->level() != TraceLevel::kFull) return;
+  if (!Detail(start)) return;
 
   uint64_t flow = 0;
   if (a.correlation_id() != 0) {

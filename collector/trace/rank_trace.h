@@ -110,6 +110,9 @@ class RankTrace {
   void EmitApi(const ApiSpan& span, uint64_t flow_out);
   void EmitCounters(uint64_t ts, uint64_t busy_ns, uint64_t h2d_bytes);
   void CheckLevel();
+  // Full detail (launches, CUPTI API, device work, flows) for something at `t`: the file's
+  // level, and the window of --trace-window.
+  bool Detail(uint64_t t) const;
   const std::string& KernelName(uint32_t id);
   size_t ThreadIndex(uint32_t tid);
   size_t StreamIndex(int32_t device, uint32_t stream);
@@ -122,6 +125,7 @@ class RankTrace {
   Limits lim_;
   bool first_packet_ = true;
   TraceLevel last_level_ = TraceLevel::kFull;
+  uint64_t detail_from_ = 0, detail_to_ = UINT64_MAX;
   // Rare packets (descriptors, instants) are built with the generated classes, on an arena
   // so that clearing one does not free (and the next allocate) its submessage.
   static constexpr int kArenaPackets = 4096;

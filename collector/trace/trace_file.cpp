@@ -43,8 +43,28 @@ const char* TraceLevelName(TraceLevel level) {
   return "?";
 }
 
+bool ParseTraceWindow(const std::string& s, TraceOptions* options) {
+  const size_t colon = s.find(':');
+  if (colon == std::string::npos) return false;
+  char* end = nullptr;
+  const std::string a = s.substr(0, colon), b = s.substr(colon + 1);
+  const double from = std::strtod(a.c_str(), &end);
+  if (a.empty() || *end != '\0') return false;
+  const double to = std::strtod(b.c_str(), &end);
+  if (b.empty() || *end != '\0' || !(from >= 0) || !(to > from) || to > 1e9) return false;
+  options->window_from_s = from;
+  options->window_to_s = to;
+  return true;
+}
+
 bool TraceOptionsFromEnv(TraceOptions* options, std::string* error) {
   bool ok = true;
+  if (const char* v = std::getenv("GPUWATCH_TRACE_WINDOW"); v && *v) {
+    if (!ParseTraceWindow(v, options)) {
+      *error = std::string("GPUWATCH_TRACE_WINDOW=") + v + ": expected FROM:TO in seconds";
+      ok = false;
+    }
+  }
   if (const char* v = std::getenv("GPUWATCH_TRACE"); v && *v) {
     if (!ParseTraceLevel(v, &options->level)) {
       *error = std::string("GPUWATCH_TRACE=") + v + ": expected off, summary or full";

@@ -28,10 +28,17 @@ constexpr const char* kTraceFileName = "trace.perfetto-trace";
 struct TraceOptions {
   TraceLevel level = TraceLevel::kFull;
   uint64_t max_bytes = kDefaultTraceMaxMib << 20;
+  // GPUWATCH_TRACE_WINDOW=FROM:TO / --trace-window: full detail only for what happened
+  // between FROM and TO seconds after each rank started (its Hello); before and after,
+  // the `summary` level. Default: the whole run.
+  double window_from_s = 0, window_to_s = 0;  // to <= from: no window
+  bool has_window() const { return window_to_s > window_from_s; }
 };
 
 // "off", "summary", "full" (also "0"/"1"); false for anything else.
 bool ParseTraceLevel(const std::string& s, TraceLevel* level);
+// "FROM:TO" in seconds, 0 <= FROM < TO ("60:120"; "0:300" keeps the first 5 minutes).
+bool ParseTraceWindow(const std::string& s, TraceOptions* options);
 const char* TraceLevelName(TraceLevel level);
 // Applies GPUWATCH_TRACE and GPUWATCH_TRACE_MAX_MIB when set; false with `error` when one
 // is malformed (the options are then left as they were for that variable).
@@ -49,6 +56,7 @@ class TraceFile {
   // What may be written now: the configured level, lowered by the size caps.
   TraceLevel level() const;
   bool detail_capped() const { return bytes() >= opt_.max_bytes; }
+  const TraceOptions& options() const { return opt_; }
   // Buffers one packet. At the hard stop it is dropped and so is everything after it;
   // `reserve_after`: room that must remain for packets that complete this one (a slice's
   // END, a flow's other end), so a slice or flow is never left open by the cap.

@@ -324,3 +324,40 @@ TEST_CASE("collector: trace timestamps are deltas per track sequence, on the sam
   // bytes per slice.
   CHECK(static_cast<double>(data.size()) / (rep.slices + rep.counter_events) < 30);
 }
+
+TEST_CASE("collector: a trace window keeps full detail only between FROM and TO") {
+  col::TraceOptions opt;
+  REQUIRE(col::ParseTraceWindow("2:4", &opt));
+  for (const char* bad : {"4:2", "x:3", "1", ":3", "-1:2", "1:1"}) {
+    col::TraceOptions o;
+    INFO(bad);
+    CHECK_FALSE(col::ParseTraceWindow(bad, &o));
+  }
+  const std::string path = TempDir("window") + "/trace.perfetto-trace";
+  col::JobTable jobs = TracedJobs(path, opt);
+  wire::Frame hello = Hello("job", 0, 1);
+  hello.mutable_hello()->set_start_ns(kT0);
+  FakeRank r(jobs, hello);
+  wire::Batch b;
+  for (int s = 0; s < 6; ++s) {  // one launch, kernel and sync per second; 2 s and 3 s are in
+    const uint64_t t = kT0 + static_cast<uint64_t>(s) * 1000 * kMs;
+    Add(&b, wire::CUDA_LAUNCH_KERNEL, t, 5000)->set_tid(1);
+    Add(&b, wire::CUDA_STREAM_SYNCHRONIZE, t + kMs, kMs)->set_tid(1);
+    Act(&b, wire::ACTIVITY_API, t, t + 5000, 10 + s);
+    Act(&b, wire::ACTIVITY_KERNEL, t + 100'000, t + 900'000, 10 + s);
+  }
+  r.SendBatch(b);
+  r.Goodbye();
+  r.Close();
+  jobs.Find("job")->trace()->Flush();
+  const auto rep = gwtrace::ValidateTrace(Slurp(path), false);
+  INFO(rep.First());
+  REQUIRE(rep.errors.empty());
+  const gwtrace::RankCounts& c = rep.processes.begin()->second;
+  CHECK(c.syncs == 6);     // the summary level, all along
+  CHECK(c.launches == 2);  // detail, in the window only
+  CHECK(c.kernels == 2);
+  CHECK(c.api == 2);
+  CHECK(rep.flows == 2);
+  CHECK(c.counters > 0);
+}
