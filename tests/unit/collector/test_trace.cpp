@@ -120,6 +120,20 @@ col::JobTable TracedJobs(const std::string& path, col::TraceOptions opt = {}) {
   return jobs;
 }
 
+// Sends `b` as the rank's last batch, ends it, and reads the trace back through the
+// validator (which must find no error).
+gwtrace::TraceReport SendLast(FakeRank& r, const wire::Batch& b, col::JobTable& jobs,
+                              const std::string& path) {
+  r.SendBatch(b);
+  r.Goodbye();
+  r.Close();
+  jobs.Find("job")->trace()->Flush();
+  gwtrace::TraceReport rep = gwtrace::ValidateTrace(Slurp(path), false);
+  INFO(rep.First());
+  REQUIRE(rep.errors.empty());
+  return rep;
+}
+
 }  // namespace
 
 TEST_CASE("collector: trace of synthetic batches validates and counts match what was fed") {
@@ -254,13 +268,7 @@ TEST_CASE("collector: many overlapping kernels on one stream stay nested, lanes 
   wire::Batch b;
   for (int i = 0; i < 40; ++i)  // 40 kernels all overlapping: 16 lanes, 24 dropped
     Act(&b, wire::ACTIVITY_KERNEL, kT0 + i, kT0 + 1000 * kMs, 0);
-  r.SendBatch(b);
-  r.Goodbye();
-  r.Close();
-  jobs.Find("job")->trace()->Flush();
-  const auto rep = gwtrace::ValidateTrace(Slurp(path), false);
-  INFO(rep.First());
-  REQUIRE(rep.errors.empty());
+  const auto rep = SendLast(r, b, jobs, path);
   CHECK(rep.processes.begin()->second.kernels == col::RankTrace::kMaxLanes);
   CHECK(jobs.Find("job")->trace()->Describe().find("24 slices dropped") != std::string::npos);
 }
@@ -302,7 +310,7 @@ TEST_CASE("collector: long stalls, steps and findings are marked on the rank's t
 }
 
 TEST_CASE("collector: trace timestamps are deltas per track sequence, on the same time line") {
-  // Two ranks' slices at known absolute times: the validator sums each sequence's deltas
+  // Slices at known absolute times: the validator sums each sequence's deltas
   // from its clock snapshot (as the trace processor does) and must get them back.
   const std::string path = TempDir("deltas") + "/trace.perfetto-trace";
   col::JobTable jobs = TracedJobs(path);
@@ -310,19 +318,12 @@ TEST_CASE("collector: trace timestamps are deltas per track sequence, on the sam
   wire::Batch b;
   for (int i = 0; i < 500; ++i)
     Act(&b, wire::ACTIVITY_KERNEL, kT0 + i * kMs, kT0 + i * kMs + 700'000, 0);
-  r.SendBatch(b);
-  r.Goodbye();
-  r.Close();
-  jobs.Find("job")->trace()->Flush();
-  const std::string data = Slurp(path);
-  const auto rep = gwtrace::ValidateTrace(data, false);
-  INFO(rep.First());
-  REQUIRE(rep.errors.empty());
+  const auto rep = SendLast(r, b, jobs, path);
   CHECK(rep.first_slice_ns == kT0);
   CHECK(rep.last_slice_end_ns == kT0 + 499 * kMs + 700'000);
   // Per recorded thing (slice, counter sample), descriptors included: two packets of a few
   // bytes per slice.
-  CHECK(static_cast<double>(data.size()) / (rep.slices + rep.counter_events) < 30);
+  CHECK(static_cast<double>(rep.bytes) / (rep.slices + rep.counter_events) < 30);
 }
 
 TEST_CASE("collector: a trace window keeps full detail only between FROM and TO") {
@@ -346,13 +347,7 @@ TEST_CASE("collector: a trace window keeps full detail only between FROM and TO"
     Act(&b, wire::ACTIVITY_API, t, t + 5000, 10 + s);
     Act(&b, wire::ACTIVITY_KERNEL, t + 100'000, t + 900'000, 10 + s);
   }
-  r.SendBatch(b);
-  r.Goodbye();
-  r.Close();
-  jobs.Find("job")->trace()->Flush();
-  const auto rep = gwtrace::ValidateTrace(Slurp(path), false);
-  INFO(rep.First());
-  REQUIRE(rep.errors.empty());
+  const auto rep = SendLast(r, b, jobs, path);
   const gwtrace::RankCounts& c = rep.processes.begin()->second;
   CHECK(c.syncs == 6);     // the summary level, all along
   CHECK(c.launches == 2);  // detail, in the window only
