@@ -6,11 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-60}; shift || true
-build=${GPUWATCH_FUZZ_BUILD:-build-fuzz}
-san="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUWATCH_FUZZ=ON \
-  -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
-  -DCMAKE_CXX_FLAGS="$san" -DGPUWATCH_SKIP_TEST_DIRS="sim;scenario;e2e" >/dev/null
+# shellcheck source=scripts/clang_sanitizer_tree.sh
+. scripts/clang_sanitizer_tree.sh
 cmake --build "$build" --target fuzz_stream fuzz_make_seeds -j"${GPUWATCH_JOBS:-2}"
 corpus="$build/corpus"; findings="$build/findings"
 mkdir -p "$corpus" "$findings"

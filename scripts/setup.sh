@@ -7,8 +7,11 @@ pkgs=(cmake g++ make protobuf-compiler libprotobuf-dev libspdlog-dev nlohmann-js
       chromium   # headless, for the report.html test (tests/e2e/report_html_test.cpp)
       prometheus curl   # the Prometheus tests: promtool, a real server, a client
       python3)          # a CPython job in the call-site test (tests/e2e/python_item.py)
-# scripts/fuzz.sh (run by test.sh when GPUWATCH_FUZZ_SECONDS > 0) needs clang and libFuzzer.
-if [ "${GPUWATCH_FUZZ_SECONDS:-0}" -gt 0 ]; then pkgs+=(clang-14 libclang-rt-14-dev); fi
+# scripts/fuzz.sh and scripts/sanitize_unit.sh (run by test.sh when GPUWATCH_FUZZ_SECONDS > 0
+# or GPUWATCH_SANITIZE_UNIT=1) need clang, libFuzzer and the sanitizer runtimes.
+if [ "${GPUWATCH_FUZZ_SECONDS:-0}" -gt 0 ] || [ "${GPUWATCH_SANITIZE_UNIT:-0}" = 1 ]; then
+  pkgs+=(clang-14 libclang-rt-14-dev)
+fi
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

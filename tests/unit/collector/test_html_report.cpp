@@ -40,7 +40,7 @@ json Rank(int rank, const std::string& host) {
            {{"source", "cupti"},
             {"utilization", 0.5},
             {"utilization_series",
-             {{"start_ns", 1'000'000'000 + rank * 20'000'000},
+             {{"start_ns", 1'000'000'000 + int64_t{rank} * 20'000'000},
               {"window_s", 0.01},
               {"busy", {0.2, 0.9, 0.5}}}}}},
           {"steps",

@@ -19,6 +19,18 @@ uint64_t FramesIn(const std::string& path) {
   return info.frames;
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kAddressSanitizer = true;
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+
 // kB from a /proc/PID/status line such as "VmHWM:   12345 kB".
 long StatusKb(pid_t pid, const std::string& key) {
   std::istringstream in(Slurp("/proc/" + std::to_string(pid) + "/status"));
@@ -194,7 +206,9 @@ TEST_CASE("collector: a thousand connections at once, a good client intact, memo
   const long hwm_kb = StatusKb(col.pid(), "VmHWM");
   INFO("collector VmHWM " << hwm_kb << " kB");
   CHECK(hwm_kb > 0);
-  CHECK(hwm_kb < 128 * 1024);  // budget 32 MiB (+ string growth and the binary itself)
+  // Budget 32 MiB (+ string growth and the binary itself); an AddressSanitizer build's
+  // collector carries shadow memory and a quarantine of freed blocks (278 MiB measured).
+  CHECK(hwm_kb < (kAddressSanitizer ? 384 : 128) * 1024);
   for (int fd : silent) close(fd);
   for (int fd : pushers)
     if (fd >= 0) close(fd);
