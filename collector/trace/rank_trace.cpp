@@ -140,13 +140,13 @@ bool RankTrace::Slice(uint32_t base_local, Lanes& lanes, int32_t order, uint64_t
   end = std::max(end, start);
   const int cap = base_local < kApiBase ? kHostLanes : kMaxLanes;
   int lane = 0;
-  while (lane < lanes.used && start < lanes.last_end[lane]) ++lane;
-  if (lane == lanes.used) {
+  const int used = static_cast<int>(lanes.seqs.size());
+  while (lane < used && start < lanes.last_end[lane]) ++lane;
+  if (lane == used) {
     if (lane >= cap) {
       ++dropped_slices_;
       return false;
     }
-    ++lanes.used;
     const std::string track = track_name();
     DescribeTrack(base_local + lane,
                   lane == 0 ? track : Printf("%s · overlap %d", track.c_str(), lane),

@@ -78,8 +78,7 @@ class RankTrace {
   enum Key : uint32_t { kKeyBytes = 1, kKeyBlocking, kKeySeq, kKeyBusbw, kKeyPeer, kKeyStep };
   struct Lanes {
     uint64_t last_end[kMaxLanes] = {};
-    uint8_t used = 0;
-    std::vector<TrackSequence> seqs;  // one per lane in use
+    std::vector<TrackSequence> seqs;  // one per lane in use (their number: lanes used)
   };
   struct ApiSpan {
     uint64_t start, end;

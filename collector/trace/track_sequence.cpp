@@ -1,5 +1,7 @@
 #include "trace/track_sequence.h"
 
+#include <algorithm>
+
 #include "trace/packet_encoder.h"
 
 namespace gpuwatch::collector {
@@ -56,10 +58,7 @@ void TrackSequence::Head(TraceFile& file, uint64_t ts, PacketScratch& x) {
     Nested(p, kClockSnapshot, x.interned);
     file.AppendEncoded(p);
   }
-  if (ts < last_ts_) {
-    ++backwards_;
-    ts = last_ts_;
-  }
+  ts = std::max(ts, last_ts_);
   x.packet.clear();
   Field(x.packet, kTimestamp, ts - last_ts_);
   Field(x.packet, kSequenceId, seq_);

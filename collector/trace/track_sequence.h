@@ -9,8 +9,8 @@
 //     the first time that sequence uses it.
 // Deltas are unsigned, so a sequence's timestamps must not go backwards: a lane of slices
 // (rank_trace.h) only takes a slice that starts at or after its last end, and counter
-// windows are emitted in order. A timestamp that would go back is written as 0 delta and
-// counted (never expected; the tests check it stays 0).
+// windows are emitted in order. A timestamp that would go back is written as a 0 delta
+// (never expected: the validator's nesting check, on absolute times, would see it).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -82,7 +82,6 @@ class TrackSequence {
   void WriteCounter(TraceFile& file, int64_t value, uint64_t ts, PacketScratch& x);
 
   uint32_t sequence_id() const { return seq_; }
-  uint64_t backwards() const { return backwards_; }
 
  private:
   // Starts the packet: the sequence's first packet is written before it if needed, then the
@@ -94,7 +93,6 @@ class TrackSequence {
   uint64_t uuid_;
   bool started_ = false;
   uint64_t last_ts_ = 0;
-  uint64_t backwards_ = 0;
   std::vector<bool> names_defined_, keys_defined_;  // by iid
 };
 

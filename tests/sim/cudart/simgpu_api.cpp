@@ -1,5 +1,6 @@
 // The internal C API (simgpu.h) over the device model.
 #include <cstdio>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_set>
@@ -42,8 +43,13 @@ void report_api(const ApiObserver* obs, uint32_t domain, uint32_t cbid, uint64_t
 }  // namespace simgpu
 
 SIMGPU_EXPORT void simgpu_set_api_observer(simgpu_api_observer cb, void* user) {
-  // Published once and never freed: a call in flight may still read the previous observer.
-  g_api_observer.store(cb ? new ApiObserver{cb, user} : nullptr, std::memory_order_release);
+  // Never freed: a call in flight may still read the previous observer. Replaced ones are
+  // kept in a list so they stay reachable (LeakSanitizer reported them as leaks).
+  static std::vector<std::unique_ptr<ApiObserver>> all;
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  if (cb) all.push_back(std::make_unique<ApiObserver>(ApiObserver{cb, user}));
+  g_api_observer.store(cb ? all.back().get() : nullptr, std::memory_order_release);
 }
 
 SIMGPU_EXPORT uint32_t simgpu_last_correlation_id(void) { return Model::last_correlation_id(); }
