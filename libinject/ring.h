@@ -13,8 +13,12 @@ namespace gpuwatch::inject {
 
 class Ring {
  public:
+  // The slots are zeroed here, which faults every page in now: left to the producer, every
+  // 64th Push would take a page fault on the application's thread, and a fault is a point
+  // where the kernel may preempt it (measured: 70-200 us stalls inside hooks on a busy
+  // host). Rings are made at load (the first thread's) or on a thread's first record.
   explicit Ring(size_t capacity_pow2)
-      : mask_(capacity_pow2 - 1), slots_(new Record[capacity_pow2]) {}
+      : mask_(capacity_pow2 - 1), slots_(new Record[capacity_pow2]()) {}
 
   // Producer side. Returns false (and counts) when full.
   bool Push(const Record& r) {
