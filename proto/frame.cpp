@@ -54,4 +54,22 @@ FrameReader::Status FrameReader::Next(Frame& frame) {
   return Status::kFrame;
 }
 
+namespace {
+google::protobuf::ArenaOptions KeptBlock(char* block, size_t size) {
+  google::protobuf::ArenaOptions o;
+  o.initial_block = block;
+  o.initial_block_size = size;
+  return o;
+}
+}  // namespace
+
+FrameScratch::FrameScratch()
+    : block_(new char[kKeptBlock]), arena_(KeptBlock(block_.get(), kKeptBlock)) {}
+
+Frame& FrameScratch::Fresh() {
+  if (frame_) arena_.Reset();
+  frame_ = google::protobuf::Arena::CreateMessage<Frame>(&arena_);
+  return *frame_;
+}
+
 }  // namespace gpuwatch::wire

@@ -1,8 +1,11 @@
 // Framing shared by the library (writer) and the collector (reader): each frame on the
 // wire is a varint length followed by a serialized gpuwatch.wire.Frame.
 #pragma once
+#include <google/protobuf/arena.h>
+
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -41,6 +44,23 @@ class FrameReader {
   size_t pos_ = 0;
   size_t raw_at_ = 0;  // start of the last frame returned
   std::string error_;
+};
+
+// Where a reader parses frames: on an arena reset before each frame, whose first block is
+// kept. A reused plain Frame still allocated every Event of every batch anew (clearing a
+// frame frees its oneof payload, the Batch); on the arena a batch's events are bump
+// allocations in memory already touched.
+class FrameScratch {
+ public:
+  FrameScratch();
+  // An empty frame; the one handed out before is gone.
+  Frame& Fresh();
+
+ private:
+  static constexpr size_t kKeptBlock = 1u << 20;  // a batch of ~8k events fits
+  std::unique_ptr<char[]> block_;
+  google::protobuf::Arena arena_;
+  Frame* frame_ = nullptr;
 };
 
 }  // namespace gpuwatch::wire

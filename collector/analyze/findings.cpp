@@ -277,7 +277,7 @@ struct Straggle {
   std::vector<double> wait_s;  // per rank index
 };
 
-Straggle FindStraggler(const std::vector<RankDiag>& ranks) {
+Straggle FindStraggler(const RankList& ranks) {
   Straggle st;
   st.wait_s.assign(ranks.size(), 0.0);
   size_t with = 0;
@@ -323,7 +323,7 @@ Straggle FindStraggler(const std::vector<RankDiag>& ranks) {
 
 }  // namespace
 
-std::vector<Finding> JobFindings(const std::vector<RankDiag>& ranks) {
+std::vector<Finding> JobFindings(const RankList& ranks) {
   const size_t R = ranks.size();
   std::vector<Finding> out;
   if (!R) return out;
@@ -476,7 +476,7 @@ void Wrap(std::string& out, const std::string& text, const std::string& indent,
   out += line + "\n";
 }
 
-double JobSteps(const std::vector<RankDiag>& ranks) {
+double JobSteps(const RankList& ranks) {
   std::vector<double> s;
   for (const auto& r : ranks) s.push_back(static_cast<double>(r.steps_total));
   return MedianD(s);
@@ -484,7 +484,7 @@ double JobSteps(const std::vector<RankDiag>& ranks) {
 
 }  // namespace
 
-std::string Verdict(const std::vector<RankDiag>& ranks, const std::vector<Finding>& f) {
+std::string Verdict(const RankList& ranks, const std::vector<Finding>& f) {
   uint64_t busy = 0;
   double active = 0;
   bool cupti = false;
@@ -525,7 +525,7 @@ std::string Verdict(const std::vector<RankDiag>& ranks, const std::vector<Findin
   return v + tail;
 }
 
-std::string FindingsText(const std::vector<RankDiag>& ranks, const std::vector<Finding>& f) {
+std::string FindingsText(const RankList& ranks, const std::vector<Finding>& f) {
   std::string out;
   Wrap(out, Verdict(ranks, f), "  ", "");
   if (f.empty()) return out;

@@ -34,7 +34,7 @@ struct Finding {
 // at least kReportShare of the rank's time.
 std::vector<Finding> RankFindings(const RankDiag& d);
 // Findings of the job (every rank's merged, plus straggler), ranked.
-std::vector<Finding> JobFindings(const std::vector<RankDiag>& ranks);
+std::vector<Finding> JobFindings(const RankList& ranks);
 
 // findings_host.cpp (issue 6). input_io: whether the host side of `data_loading` was
 // CPU-bound or waiting on reads (same time lost: it explains that loss); none without
@@ -47,8 +47,8 @@ std::optional<Finding> EnvironmentFinding(const RankDiag& d, const std::vector<F
 nlohmann::json StepsJson(const RankDiag& d);
 nlohmann::json FindingsJson(const std::vector<Finding>& f);
 // "GPU busy 41% of the time. Biggest loss: data loading, 6.1 ms per step (47%) ..."
-std::string Verdict(const std::vector<RankDiag>& ranks, const std::vector<Finding>& f);
+std::string Verdict(const RankList& ranks, const std::vector<Finding>& f);
 // The verdict and the ranked findings with their fixes, 80 columns, for summary.txt.
-std::string FindingsText(const std::vector<RankDiag>& ranks, const std::vector<Finding>& f);
+std::string FindingsText(const RankList& ranks, const std::vector<Finding>& f);
 
 }  // namespace gpuwatch::collector::diag

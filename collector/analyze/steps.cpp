@@ -100,10 +100,10 @@ StepsCollector::StepsCollector(const StepsCollector& o)
       comms_(o.comms_),
       coll_anchors_(o.coll_anchors_),
       sync_anchors_(o.sync_anchors_),
-      sites_(o.sites_),
       in_order_(o.in_order_),
       late_(o.late_),
-      newest_host_(o.newest_host_) {
+      newest_host_(o.newest_host_),
+      sites_(o.sites_) {
   tl_->Rebind(&d_.steps);
   tl_->SetGapSink(&io_);
   for (int k = 0; k < kSyncKinds; ++k) {
@@ -302,15 +302,28 @@ RankDiag StepsCollector::Compute() const {
   return r;
 }
 
+void StepsCollector::OnGoodbye() {
+  ++batches_;  // a new state for Result()
+  Release(true);
+}
+
 RankDiag StepsCollector::ComputeSteps() const {
+  if (in_order_.empty() && late_.empty()) return ComputeReleased();
+  // Still running (a live summary) or gone without a goodbye: what is held is processed
+  // on a copy, so the live analysis keeps waiting for what may still go before it.
   StepsCollector c(*this);
   c.Release(true);
-  const StepsCollector& self = c;
-  RankDiag r = c.d_;
-  StepTimeline t = *c.tl_;
+  return c.ComputeReleased();
+}
+
+RankDiag StepsCollector::ComputeReleased() const {
+  RankDiag r = d_;
+  StepTimeline t = *tl_;
+  InputIo io = io_;
   t.Rebind(&r.steps);
-  t.Flush();  // its last host-wait gap goes to c.io_
-  r.io = c.io_.figures();
+  t.SetGapSink(&io);
+  t.Flush();  // its last host-wait gap goes to io
+  r.io = io.figures();
   r.dev = t.total();
   r.dev_first = t.first_ns();
   r.dev_last = t.last_ns();
@@ -320,7 +333,7 @@ RankDiag StepsCollector::ComputeSteps() const {
   if (t.work() > 0) r.cupti = true;
   if (!r.steps.empty()) return r;
   // No NVTX step: the repeating pattern of collectives, else of host syncs.
-  for (const auto* anchors : {&self.coll_anchors_, &self.sync_anchors_}) {
+  for (const auto* anchors : {&coll_anchors_, &sync_anchors_}) {
     std::vector<uint64_t> sig;
     for (const auto& a : *anchors) sig.push_back(a.sig);
     const uint64_t p = FindPeriod(sig);
@@ -332,7 +345,7 @@ RankDiag StepsCollector::ComputeSteps() const {
       r.steps.push_back(s);
     }
     r.steps_total = r.steps.size();
-    r.step_source = anchors == &self.coll_anchors_ ? "inferred:collectives" : "inferred:syncs";
+    r.step_source = anchors == &coll_anchors_ ? "inferred:collectives" : "inferred:syncs";
     r.per_step_device = false;
     break;
   }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "analyze/environment.h"
+#include "analyze/fifo.h"
 #include "analyze/input_io.h"
 #include "analyze/steps_timeline.h"
 #include "gpuwatch.pb.h"
@@ -70,6 +71,32 @@ struct RankDiag {
   uint64_t SyncMidNs() const;
 };
 
+// The ranks of a job, by reference: the job's merge points at each rank's own result
+// instead of copying its per-step records (up to kMaxSteps each).
+class RankList {
+ public:
+  RankList() = default;
+  RankList(const std::vector<RankDiag>& v) {  // NOLINT: implicit, for callers with values
+    for (const auto& d : v) p_.push_back(&d);
+  }
+  void push_back(const RankDiag* d) { p_.push_back(d); }
+  size_t size() const { return p_.size(); }
+  bool empty() const { return p_.empty(); }
+  const RankDiag& operator[](size_t i) const { return *p_[i]; }
+  struct Iter {
+    const RankDiag* const* p;
+    const RankDiag& operator*() const { return **p; }
+    const RankDiag* operator->() const { return *p; }
+    Iter& operator++() { return ++p, *this; }
+    bool operator!=(const Iter& o) const { return p != o.p; }
+  };
+  Iter begin() const { return {p_.data()}; }
+  Iter end() const { return {p_.data() + p_.size()}; }
+
+ private:
+  std::vector<const RankDiag*> p_;
+};
+
 // Step durations (ns) of a RankDiag, and nearest-rank percentiles of them.
 std::vector<uint64_t> StepDurations(const RankDiag& d);
 uint64_t Percentile(std::vector<uint64_t> v, double p);
@@ -79,9 +106,10 @@ uint64_t Percentile(std::vector<uint64_t> v, double p);
 // copies were most of the collector's ingest time in a profile of ingest_bench).
 class HostEvent {
  public:
+  HostEvent() = default;
   explicit HostEvent(const wire::Event& e)
       : t_(e.t_ns()), dur_(e.dur_ns()), bytes_(e.bytes()), comm_(e.comm_id()), gpu_(e.gpu_ns()), seq_(e.seq()),
-        name_(e.name_id()), flags_(e.flags()), api_(e.api()), copy_(e.copy_kind()) {}
+        count_(1), name_(e.name_id()), flags_(e.flags()), api_(e.api()), copy_(e.copy_kind()) {}
   wire::Api api() const { return static_cast<wire::Api>(api_); }
   wire::CopyKind copy_kind() const { return static_cast<wire::CopyKind>(copy_); }
   uint64_t t_ns() const { return t_; }
@@ -100,8 +128,9 @@ class HostEvent {
   }
 
  private:
+  // No default member initializers: the held queue's slots stay untouched memory until used.
   uint64_t t_, dur_, bytes_, comm_, gpu_, seq_;
-  uint64_t count_ = 1;
+  uint64_t count_;
   uint32_t name_, flags_;
   int32_t api_, copy_;
 };
@@ -113,6 +142,9 @@ class StepsCollector {
   StepsCollector& operator=(const StepsCollector&) = delete;
   void OnHello(const wire::Hello& h);
   void OnBatch(const wire::Batch& b);
+  // The process said goodbye: nothing more is coming that could go before what is held,
+  // so that is processed now, in place (and Result() has no held events to copy).
+  void OnGoodbye();
   // The rank's figures as if it ended now (flushes a copy of the timeline; infers steps
   // from the pattern of collectives or syncs when there were no NVTX steps).
   // Valid until the next OnBatch (computed once per state).
@@ -130,6 +162,7 @@ class StepsCollector {
   bool IsStepName(const std::string& n) const;
   RankDiag Compute() const;
   RankDiag ComputeSteps() const;
+  RankDiag ComputeReleased() const;  // ComputeSteps once nothing is held
   void OnRange(const HostEvent& e);
   void Process(const HostEvent& e);
   void Release(bool all);
@@ -149,7 +182,7 @@ class StepsCollector {
   // only once its GPU time is known, after the syncs that followed it. Nearly everything
   // arrives in order, so it waits in a FIFO (O(1)); only what arrives late goes to a heap.
   void Hold(Held h);
-  std::deque<Held> in_order_;  // keys never decrease
+  Fifo<Held> in_order_;  // keys never decrease
   std::priority_queue<Held, std::vector<Held>, std::greater<Held>> late_;
   uint64_t newest_host_ = 0;
   std::unordered_map<uint32_t, SiteStat> sites_;  // by call site id, bounded

@@ -3,6 +3,7 @@
 // The job instance's WriteText is the verdict and the ranked findings, which
 // report/summary_text.cpp prints first.
 #include <algorithm>
+#include <optional>
 
 #include "analyze/analysis.h"
 #include "analyze/findings.h"
@@ -17,9 +18,13 @@ class StepsAnalysis final : public RankAnalysis {
   const char* name() const override { return "steps"; }
   void OnHello(const wire::Hello& h) override { c_.OnHello(h); }
   void OnBatch(const wire::Batch& b) override { c_.OnBatch(b); }
+  void OnGoodbye(const wire::Goodbye&) override { c_.OnGoodbye(); }
+  // The job's totals live while the job's ranks take no batch (a summary being written),
+  // so the job points at each rank's cached result rather than copying it.
   void Merge(const RankAnalysis& other) override {
     job_ = true;
-    ranks_.push_back(static_cast<const StepsAnalysis&>(other).c_.Result());
+    ranks_.push_back(&static_cast<const StepsAnalysis&>(other).c_.Result());
+    findings_.reset();
   }
 
   void WriteJson(nlohmann::json& obj) const override {
@@ -30,7 +35,7 @@ class StepsAnalysis final : public RankAnalysis {
       obj["environment"] = diag::EnvJson(d.env);
       return;
     }
-    const auto f = diag::JobFindings(ranks_);
+    const auto& f = JobFindings();
     std::vector<uint64_t> counts;
     std::vector<double> med;
     std::string source = ranks_.empty() ? "none" : ranks_[0].step_source;
@@ -51,7 +56,7 @@ class StepsAnalysis final : public RankAnalysis {
   // names, where their steps begin (the findings are totals over the run, not events).
   void MarkTrace(TraceMarks& marks) const override {
     if (!job_) return;
-    const auto findings = diag::JobFindings(ranks_);
+    const auto& findings = JobFindings();
     for (const auto& r : ranks_) {
       std::vector<std::pair<uint64_t, uint64_t>> steps;
       steps.reserve(r.steps.size());
@@ -69,7 +74,7 @@ class StepsAnalysis final : public RankAnalysis {
 
   void WriteText(std::string& out) const override {
     if (job_) {
-      out += diag::FindingsText(ranks_, diag::JobFindings(ranks_));
+      out += diag::FindingsText(ranks_, JobFindings());
       return;
     }
     const diag::RankDiag& d = c_.Result();
@@ -89,9 +94,16 @@ class StepsAnalysis final : public RankAnalysis {
   }
 
  private:
+  // The job's findings, computed once for the JSON, the text and the trace.
+  const std::vector<diag::Finding>& JobFindings() const {
+    if (!findings_) findings_ = diag::JobFindings(ranks_);
+    return *findings_;
+  }
+
   diag::StepsCollector c_;
   bool job_ = false;
-  std::vector<diag::RankDiag> ranks_;
+  diag::RankList ranks_;
+  mutable std::optional<std::vector<diag::Finding>> findings_;
 };
 
 }  // namespace

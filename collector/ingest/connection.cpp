@@ -33,15 +33,16 @@ bool Connection::Fail(std::string why) {
   return false;
 }
 
-bool Connection::OnBytes(std::string_view bytes, wire::Frame& scratch, Clock::time_point now) {
+bool Connection::OnBytes(std::string_view bytes, wire::FrameScratch& scratch, Clock::time_point now) {
   if (closed_) return false;
   reader_.Feed(bytes);
   bool ok = true;
   for (bool more = true; more && ok;) {
-    switch (reader_.Next(scratch)) {
+    wire::Frame& frame = scratch.Fresh();
+    switch (reader_.Next(frame)) {
       case wire::FrameReader::Status::kNeedMore: more = false; break;
       case wire::FrameReader::Status::kError: ok = Fail(reader_.error()); break;
-      case wire::FrameReader::Status::kFrame: ok = OnFrame(scratch, reader_.last_raw(), now); break;
+      case wire::FrameReader::Status::kFrame: ok = OnFrame(frame, reader_.last_raw(), now); break;
     }
   }
   // One write per read: what this read completed is in the kernel before the next read.

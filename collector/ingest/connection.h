@@ -47,9 +47,9 @@ class Connection {
   void ForwardTo(std::unique_ptr<FrameSink> sink) { sink_ = std::move(sink); }
 
   // Bytes that arrived. Returns false when the client must be dropped; error() says why.
-  // `scratch` is a Frame reused across connections so each one does not keep its own.
+  // `scratch` is shared by every connection, so each one does not keep its own.
   // Frames accepted before an error are kept (aggregated and journaled).
-  bool OnBytes(std::string_view bytes, wire::Frame& scratch, Clock::time_point now);
+  bool OnBytes(std::string_view bytes, wire::FrameScratch& scratch, Clock::time_point now);
   // The socket closed (EOF, error, or we dropped it). Idempotent.
   void Close(Clock::time_point now);
 

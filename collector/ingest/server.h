@@ -104,7 +104,7 @@ class Server {
   Clock::time_point last_activity_{};  // last connect or close
   std::unordered_map<int, Client> clients_;
   size_t buffered_ = 0;  // sum of Client::held
-  wire::Frame scratch_;
+  wire::FrameScratch scratch_;
 };
 
 }  // namespace gpuwatch::collector

@@ -80,7 +80,7 @@ bool ReplayDir(const std::string& dir, JobTable& jobs, ReplayResult* result, std
       return std::tie(a.spool, a.part) < std::tie(b.spool, b.part);
     });
     std::unique_ptr<Connection> conn;
-    wire::Frame scratch;
+    wire::FrameScratch scratch;
     const int pid = key.second;
     // The library re-spools the batches it sent last before its collector died (the socket
     // may have swallowed them): a batch already replayed from the journal has a seq no

@@ -2,7 +2,12 @@
 // of E events each into one `gpuwatch-collector --autostart`, as fast as the socket takes
 // them. Prints the collector's CPU seconds, records per CPU-second, max RSS and drops.
 //
-//   ingest_bench COLLECTOR_BIN WORK_DIR SENDERS BATCHES EVENTS_PER_BATCH
+//   ingest_bench COLLECTOR_BIN WORK_DIR SENDERS BATCHES EVENTS_PER_BATCH [MIX]
+//
+// MIX "every16" (the default): a copy, a sync and a collective in every 16 events, so a
+// "step" found from them is 48 us: the most work per record the step analysis can get.
+// MIX "steps": training steps of 1024 events (an input copy, 8 all-reduces, a sync at the
+// end, launches between), 3 ms each: how memory behaves as a run gets longer.
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -47,35 +52,54 @@ bool WriteAll(int fd, const std::string& s) {
   return true;
 }
 
-// A realistic mix: mostly launches, some copies, syncs and collectives.
-std::string MakeBatch(int events, uint64_t& t, uint64_t& seq) {
+enum class Mix { kEvery16, kSteps };
+
+// What the n-th event of a sender is.
+enum class Kind { kCopy, kSync, kCollective, kLaunch };
+Kind KindOf(Mix mix, uint64_t n) {
+  if (mix == Mix::kEvery16) {
+    switch (n % 16) {
+      case 0: return Kind::kCopy;
+      case 1: return Kind::kSync;
+      case 2: return Kind::kCollective;
+      default: return Kind::kLaunch;
+    }
+  }
+  const uint64_t k = n % 1024;
+  if (k == 0) return Kind::kCopy;
+  if (k == 1023) return Kind::kSync;
+  if (k % 128 == 100) return Kind::kCollective;
+  return Kind::kLaunch;
+}
+
+std::string MakeBatch(Mix mix, int events, uint64_t& n, uint64_t& t, uint64_t& seq) {
   w::Frame f;
   auto* b = f.mutable_batch();
-  for (int i = 0; i < events; ++i) {
+  for (int i = 0; i < events; ++i, ++n) {
     auto* e = b->add_events();
     t += 3000;
     e->set_t_ns(t);
     e->set_dur_ns(2000);
     e->set_tid(1);
-    switch (i % 16) {
-      case 0:
+    switch (KindOf(mix, n)) {
+      case Kind::kCopy:
         e->set_api(w::CUDA_MEMCPY_ASYNC);
         e->set_copy_kind(w::COPY_H2D);
         e->set_bytes(1 << 20);
         break;
-      case 1:
+      case Kind::kSync:
         e->set_api(w::CUDA_STREAM_SYNCHRONIZE);
         break;
-      case 2:
+      case Kind::kCollective:
         e->set_api(w::NCCL_ALL_REDUCE);
         e->set_comm_id(1);
         e->set_seq(seq++);
         e->set_bytes(1 << 22);
         e->set_gpu_ns(500000);
         break;
-      default:
+      case Kind::kLaunch:
         e->set_api(w::CUDA_LAUNCH_KERNEL);
-        e->set_name_id(1 + i % 8);
+        e->set_name_id(1 + n % 8);
         e->set_stream(7);
     }
   }
@@ -84,7 +108,7 @@ std::string MakeBatch(int events, uint64_t& t, uint64_t& seq) {
   return out;
 }
 
-void Sender(const std::string& path, int rank, int world, int batches, int events) {
+void Sender(const std::string& path, Mix mix, int rank, int world, int batches, int events) {
   const int fd = Connect(path);
   if (fd < 0) _exit(3);
   std::string head;
@@ -109,9 +133,9 @@ void Sender(const std::string& path, int rank, int world, int batches, int event
   c->set_rank(rank);
   w::AppendFrame(meta, head);
   if (!WriteAll(fd, head)) _exit(4);
-  uint64_t t = 1'000'000'000, seq = 0;
+  uint64_t t = 1'000'000'000, seq = 0, n = 0;
   for (int i = 0; i < batches; ++i) {
-    if (!WriteAll(fd, MakeBatch(events, t, seq))) _exit(4);
+    if (!WriteAll(fd, MakeBatch(mix, events, n, t, seq))) _exit(4);
   }
   w::Frame bye;
   bye.mutable_goodbye()->set_events_sent(static_cast<uint64_t>(batches) * events);
@@ -125,10 +149,16 @@ void Sender(const std::string& path, int rank, int world, int batches, int event
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 6) {
-    std::fprintf(stderr, "usage: ingest_bench COLLECTOR_BIN WORK_DIR SENDERS BATCHES EVENTS_PER_BATCH\n");
+  if (argc != 6 && argc != 7) {
+    std::fprintf(stderr, "usage: ingest_bench COLLECTOR_BIN WORK_DIR SENDERS BATCHES EVENTS_PER_BATCH [every16|steps]\n");
     return 2;
   }
+  const std::string mix_name = argc == 7 ? argv[6] : "every16";
+  if (mix_name != "every16" && mix_name != "steps") {
+    std::fprintf(stderr, "ingest_bench: unknown mix '%s' (every16, steps)\n", mix_name.c_str());
+    return 2;
+  }
+  const Mix mix = mix_name == "steps" ? Mix::kSteps : Mix::kEvery16;
   const std::string bin = argv[1], work = argv[2];
   const int senders = std::atoi(argv[3]), batches = std::atoi(argv[4]), events = std::atoi(argv[5]);
   const std::string sock = work + "/collector.sock";
@@ -141,7 +171,7 @@ int main(int argc, char** argv) {
     _exit(127);
   }
   for (int r = 0; r < senders; ++r) {
-    if (fork() == 0) Sender(sock, r, senders, batches, events);
+    if (fork() == 0) Sender(sock, mix, r, senders, batches, events);
   }
   int failed = 0;
   for (int r = 0; r < senders; ++r) {

@@ -44,7 +44,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const size_t chunk = 1 + data[0] * 37;
   std::string_view rest(reinterpret_cast<const char*>(data + 1), size - 1);
   JobTable jobs(JobTiming{std::chrono::milliseconds(0), std::chrono::milliseconds(0), 1.0});
-  gpuwatch::wire::Frame scratch;
+  static gpuwatch::wire::FrameScratch scratch;  // as in the server: one for every connection
   {
     Connection conn(4242, jobs, Clock::now(), &Journal());
     while (!rest.empty()) {

@@ -95,7 +95,7 @@ struct FakeRank {
   }
   void Close() { conn->Close(col::Clock::now()); }
 
-  wire::Frame scratch;
+  wire::FrameScratch scratch;
   std::unique_ptr<col::Connection> conn;
 };
 

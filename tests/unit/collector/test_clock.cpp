@@ -152,7 +152,7 @@ TEST_CASE("collector: ShiftFrame moves every time of every frame body, and no du
 TEST_CASE("collector: a forwarded rank's times are put on this collector's clock at ingest") {
   col::JobTable jobs(col::JobTiming{});
   col::Connection conn(77, jobs, col::Clock::now());
-  wire::Frame scratch;
+  wire::FrameScratch scratch;
   wire::Frame hello = Hello("j", 2, 4);
   hello.mutable_hello()->set_start_ns(kT);
   hello.mutable_hello()->set_clock_offset_ns(-1'000'000'000);
@@ -176,7 +176,7 @@ TEST_CASE("collector: clock probes are answered at once, over TCP only with the 
   probe.mutable_clock_probe()->set_sent_ns(42);
   probe.mutable_clock_probe()->set_protocol_version(wire::PROTOCOL_VERSION);
   probe.mutable_clock_probe()->set_host("h1");
-  wire::Frame scratch;
+  wire::FrameScratch scratch;
   {
     col::Connection conn(0, jobs, col::Clock::now());
     conn.RequireToken(&token, "127.0.0.1:5");

@@ -70,7 +70,7 @@ TEST_CASE("collector: input_io says CPU-bound, waiting on reads, or neither") {
       CHECK(f[1].evidence["processes"] == 3);
       // Every host-wait gap (19 x 40 ms: the first step has no work before it) is sampled.
       CHECK(f[1].evidence["gaps_sampled_s"].get<double>() == Approx(d.dev.idle[dg::kIdleHost] * 1e-9).epsilon(0.01));
-      const std::string v = dg::Verdict({d}, f);
+      const std::string v = dg::Verdict(std::vector<dg::RankDiag>{d}, f);
       INFO(v);
       CHECK(v.find("data loading (" + f[1].title + ")") != std::string::npos);
       CHECK(v.find(f[1].fix) != std::string::npos);
@@ -164,11 +164,11 @@ TEST_CASE("collector: environment names settings that disable fast paths, after 
   f = dg::RankFindings(d);
   CHECK(f.back().id == "environment");
   CHECK(f.back().severity == "medium");
-  const std::string verdict = dg::Verdict({d}, f);
+  const std::string verdict = dg::Verdict(std::vector<dg::RankDiag>{d}, f);
   INFO(verdict);
   CHECK(verdict.find("Biggest loss: data loading") != std::string::npos);
   CHECK(verdict.find("Also: NCCL_P2P_DISABLE=1") != std::string::npos);
-  const auto job = dg::JobFindings({d, d});
+  const auto job = dg::JobFindings(std::vector<dg::RankDiag>{d, d});
   CHECK(job.back().id == "environment");
   CHECK(job.back().severity == "medium");
   CHECK(job.back().title == "environment settings");

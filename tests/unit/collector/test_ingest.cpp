@@ -19,7 +19,7 @@ namespace {
 struct Raw {
   explicit Raw(col::JobTable& jobs) : conn(77, jobs, col::Clock::now()) {}
   bool Send(const std::string& s) { return conn.OnBytes(s, scratch, col::Clock::now()); }
-  wire::Frame scratch;
+  wire::FrameScratch scratch;
   col::Connection conn;
 };
 

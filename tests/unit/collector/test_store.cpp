@@ -44,7 +44,7 @@ TEST_CASE("collector: the journal holds every accepted frame exactly as received
   TempDir tmp;
   const auto opt = JournalInto(tmp.path);
   col::JobTable jobs(col::JobTiming{});
-  wire::Frame scratch;
+  wire::FrameScratch scratch;
   col::Connection conn(1003, jobs, col::Clock::now(), &opt);
   const std::string hello = Bytes(Hello("job-j", 3, 4)), batch = Bytes(BatchFrame(Syncs(5)));
   // Split mid-frame: the journal gets whole frames only.
@@ -77,7 +77,7 @@ TEST_CASE("collector: journal names come from integers, never from rank strings"
   auto hello = Hello("../../escape", 2, 4);
   hello.mutable_hello()->set_host("../../../etc/x");
   hello.mutable_hello()->set_out_dir("/definitely/not/here");
-  wire::Frame scratch;
+  wire::FrameScratch scratch;
   col::Connection conn(1002, jobs, col::Clock::now(), &opt);
   REQUIRE(conn.OnBytes(Bytes(hello), scratch, col::Clock::now()));
   std::vector<std::string> found;
@@ -91,7 +91,7 @@ TEST_CASE("collector: the journal stops at its cap, marks the file and the summa
   TempDir tmp;
   const auto opt = JournalInto(tmp.path, 400);
   col::JobTable jobs(col::JobTiming{});
-  wire::Frame scratch;
+  wire::FrameScratch scratch;
   col::Connection conn(1000, jobs, col::Clock::now(), &opt);
   REQUIRE(conn.OnBytes(Bytes(Hello("job-cap", 0, 1)), scratch, col::Clock::now()));
   for (int i = 0; i < 20; ++i)
@@ -176,7 +176,7 @@ TEST_CASE("collector: a summary rebuilt from the journal equals the live one") {
   const auto opt = JournalInto(tmp.path);
   col::JobTable live(col::JobTiming{});
   {
-    wire::Frame scratch;
+    wire::FrameScratch scratch;
     col::Connection r0(1000, live, col::Clock::now(), &opt), r1(1001, live, col::Clock::now(), &opt);
     auto send = [&](col::Connection& c, const wire::Frame& f) {
       REQUIRE(c.OnBytes(Bytes(f), scratch, col::Clock::now()));
