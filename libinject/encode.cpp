@@ -67,6 +67,7 @@ std::string EncodeHello(const HelloInfo& h) {
 }
 
 void AppendBatchSeq(std::string& batch, uint64_t seq) { UInt(batch, 8, seq); }
+void AppendBatchSettled(std::string& batch, uint64_t settled_ns) { UInt(batch, 12, settled_ns); }
 
 void AppendEvent(std::string& batch, const Record& r, uint32_t tid, uint64_t gpu_ns) {
   // Encoded into a small local buffer first: its length prefixes it in the batch.

@@ -28,6 +28,7 @@ std::string EncodeHello(const HelloInfo& h);
 
 // Batch body pieces, appended in any order.
 void AppendBatchSeq(std::string& batch, uint64_t seq);
+void AppendBatchSettled(std::string& batch, uint64_t settled_ns);
 void AppendEvent(std::string& batch, const Record& r, uint32_t tid, uint64_t gpu_ns);
 void AppendKernelName(std::string& batch, uint32_t id, std::string_view name);
 void AppendCommunicator(std::string& batch, uint64_t comm_id, int nranks, int rank, uint64_t unique_hash);

@@ -47,11 +47,12 @@ cudaError_t Copy(gi::Api api, void* dst, const void* src, size_t n, cudaMemcpyKi
   if (!gi::Recording()) return call();
   gi::Record r{};
   r.t_ns = gi::Stamp();
+  r.stream = StreamId(s);
+  gi::EnterCall(api, r.t_ns, r.stream);  // a blocking copy can take seconds
   const cudaError_t rc = call();
   r.dur_ns = gi::Stamp() - r.t_ns;
   r.api = api;
   r.bytes = n;
-  r.stream = StreamId(s);
   ClassifyCopy(r, dst, src, kind);
   const bool host_side = r.copy_kind == gi::kCopyH2D || r.copy_kind == gi::kCopyD2H;
   // cudaMemcpy returns when the copy is done; an async copy from/to pageable memory is
@@ -60,6 +61,7 @@ cudaError_t Copy(gi::Api api, void* dst, const void* src, size_t n, cudaMemcpyKi
   if ((r.flags & gi::kFlagBlockedHost) && r.dur_ns >= gi::g_call_site_min_ticks.load(std::memory_order_relaxed))
     r.name_id = gi::CaptureCallSite();  // a blocking copy that waited long: where from
   gi::Emit(r);
+  gi::LeaveCall();  // after Emit: the sender's settled time counts on it (sender.cpp)
   return rc;
 }
 
@@ -71,7 +73,6 @@ cudaError_t Timed(gi::Api api, uint64_t stream, uint32_t name_id, F&& call) {
   const bool may_hang = api != gi::kApiLaunchKernel;  // a sync waits on the GPU
   if (may_hang) gi::EnterCall(api, r.t_ns, stream);
   const cudaError_t rc = call();
-  if (may_hang) gi::LeaveCall();
   r.dur_ns = gi::Stamp() - r.t_ns;
   r.api = api;
   r.stream = stream;
@@ -79,6 +80,7 @@ cudaError_t Timed(gi::Api api, uint64_t stream, uint32_t name_id, F&& call) {
   if (may_hang && r.dur_ns >= gi::g_call_site_min_ticks.load(std::memory_order_relaxed))
     r.name_id = gi::CaptureCallSite();  // a sync that waited long: where from
   gi::Emit(r);
+  if (may_hang) gi::LeaveCall();  // after Emit: the sender's settled time counts on it
   return rc;
 }
 

@@ -81,13 +81,13 @@ ncclResult_t Collective(gi::Api api, size_t count, ncclDataType_t type, int peer
   r.t_ns = gi::Stamp();
   gi::EnterCall(api, r.t_ns, r.stream, r.comm_id, r.seq);
   const ncclResult_t rc = call();
-  gi::LeaveCall();
   r.dur_ns = gi::Stamp() - r.t_ns;
   if (gi::CommInfo* c = gi::Communicators().Find(comm)) c->MarkReturned(r.seq);
   if (tl_group_depth == 0) gi::Timer().End(slot, stream);
   if (slot == 0) r.flags |= gi::kFlagNoGpuTime;
   r.event_slot = slot;
   gi::Emit(r);
+  gi::LeaveCall();  // after Emit: the sender's settled time counts on it (sender.cpp)
   return rc;
 }
 

@@ -105,6 +105,7 @@ class Sender {
     batch_activities_ = 0;
     AppendBatchSeq(batch_, ++batch_seq_);
     seq_only_size_ = batch_.size();
+    uint64_t settled = InFlightFloor();  // before the drain: see SettledFloor
     ForEachRing([&](Ring& ring) {
       const uint32_t tid = ring.tid.load(std::memory_order_relaxed);
       ring.Drain([&](const Record& r) { Take(r, tid); });
@@ -116,6 +117,8 @@ class Sender {
       ++batch_activities_;
     });
     Harvest(final);
+    settled = std::min(settled, HeldCollectivesFloor());
+    if (batch_events_ > 0) AppendBatchSettled(batch_, settled);
     const bool had_data = batch_events_ + batch_activities_ > 0;
     AddMetadata();
     if (recording_.load(std::memory_order_acquire)) {  // after the app's first CUDA call (issue 6)
@@ -182,6 +185,31 @@ class Sender {
       UseName(r.name_id);
     AppendEvent(batch_, r, tid, 0);
     ++batch_events_;
+  }
+
+  // Batch.settled_ns: no event this process sends later has an order key before it.
+  // Three kinds of event go out later with an earlier start: a call still inside its hook
+  // (syncs, collectives and copies mark themselves in their ring until after their record
+  // is in it), a collective held here for its GPU time, and a launch or NVTX pop that
+  // straddles the drain (they are short: kUntrackedCallNs covers them). Read before the
+  // drain, so a call that returns during it is either in flight or already in its ring.
+  static constexpr uint64_t kUntrackedCallNs = 20'000'000;
+  uint64_t InFlightFloor() {
+    const uint64_t now = NowNs();
+    uint64_t floor = now > kUntrackedCallNs ? now - kUntrackedCallNs : 0;
+    ForEachRing([&](Ring& ring) {
+      const uint64_t since = ring.inflight.since_ns.load(std::memory_order_acquire);
+      if (since != 0) floor = std::min(floor, clock_.ToNs(since));
+    });
+    return floor;
+  }
+  uint64_t HeldCollectivesFloor() const {
+    uint64_t floor = UINT64_MAX;
+    for (const auto& [slot, p] : pending_)
+      for (const auto& [r, tid] : p.records) floor = std::min(floor, r.t_ns);
+    for (const Pending& p : timed_)
+      for (const auto& [r, tid] : p.records) floor = std::min(floor, r.t_ns);
+    return floor;
   }
 
   static bool IsSiteRecord(const Record& r) {

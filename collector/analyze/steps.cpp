@@ -103,6 +103,7 @@ StepsCollector::StepsCollector(const StepsCollector& o)
       in_order_(o.in_order_),
       late_(o.late_),
       newest_host_(o.newest_host_),
+      settled_(o.settled_),
       sites_(o.sites_) {
   tl_->Rebind(&d_.steps);
   tl_->SetGapSink(&io_);
@@ -126,7 +127,9 @@ void StepsCollector::Hold(Held h) {
 }
 
 void StepsCollector::Release(bool all) {
-  const uint64_t mark = newest_host_ > kHostHorizonNs ? newest_host_ - kHostHorizonNs : 0;
+  // What may still arrive goes after `mark`: the library says so (settled_ns), or else it
+  // is assumed of everything kHostHorizonNs older than the newest event.
+  const uint64_t mark = std::max(settled_, newest_host_ > kHostHorizonNs ? newest_host_ - kHostHorizonNs : 0);
   for (;;) {
     const bool from_late = !late_.empty() && (in_order_.empty() || late_.top().key < in_order_.front().key);
     if (!from_late && in_order_.empty()) break;
@@ -212,6 +215,7 @@ void StepsCollector::OnBatch(const wire::Batch& b) {
     Hold(Held{at_end ? end : e.t_ns(), e});
     newest_host_ = std::max(newest_host_, end);
   }
+  settled_ = std::max(settled_, b.settled_ns());
   Release(false);
   tl_->OnBatch(b);
 }

@@ -149,6 +149,8 @@ class StepsCollector {
   // from the pattern of collectives or syncs when there were no NVTX steps).
   // Valid until the next OnBatch (computed once per state).
   const RankDiag& Result() const;
+  // Host events waiting to be put in time order.
+  size_t held() const { return in_order_.size() + late_.size(); }
 
  private:
   struct Anchor {
@@ -185,6 +187,7 @@ class StepsCollector {
   Fifo<Held> in_order_;  // keys never decrease
   std::priority_queue<Held, std::vector<Held>, std::greater<Held>> late_;
   uint64_t newest_host_ = 0;
+  uint64_t settled_ = 0;  // the newest Batch.settled_ns
   std::unordered_map<uint32_t, SiteStat> sites_;  // by call site id, bounded
   uint64_t batches_ = 0;
   mutable std::optional<RankDiag> cached_;  // Result() of the state after batches_ batches

@@ -23,8 +23,9 @@ inline constexpr uint64_t kMaxPeriod = 64;
 // earlier. Inferred.
 inline constexpr double kPeriodMatch = 0.9;
 
-// Host events are processed in time order after waiting this long behind the newest one
-// (the library holds a collective back until its CUDA events complete), at most kMaxHeld.
+// Host events are processed in time order once the library says nothing earlier is to
+// come (Batch.settled_ns), or else after waiting this long behind the newest one (the
+// library holds a collective back until its CUDA events complete), at most kMaxHeld.
 inline constexpr uint64_t kHostHorizonNs = 500'000'000;
 inline constexpr uint64_t kMaxHeld = 1 << 18;
 

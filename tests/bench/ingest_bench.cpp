@@ -103,6 +103,7 @@ std::string MakeBatch(Mix mix, int events, uint64_t& n, uint64_t& t, uint64_t& s
         e->set_stream(7);
     }
   }
+  b->set_settled_ns(t + 1);  // as the library says: every event up to here is sent
   std::string out;
   w::AppendFrame(f, out);
   return out;

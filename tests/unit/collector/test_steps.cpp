@@ -128,3 +128,30 @@ TEST_CASE("collector: a balanced job has no straggler and no high finding") {
   }
   for (const auto& x : dg::JobFindings(ranks)) CHECK(x.id != "straggler");
 }
+
+TEST_CASE("collector: host events wait for the horizon, or only until the library's settled time") {
+  // 20 syncs and launches 1 ms apart: all within the 500 ms horizon of the newest.
+  auto batch = [](uint64_t settled_ns) {
+    wire::Batch b;
+    for (int i = 0; i < 20; ++i)
+      Ev(b, i % 2 ? wire::CUDA_STREAM_SYNCHRONIZE : wire::CUDA_LAUNCH_KERNEL, 1000 * kMs + i * kMs, 10 * kUs);
+    b.set_settled_ns(settled_ns);
+    return b;
+  };
+  dg::StepsCollector waits;
+  waits.OnBatch(batch(0));  // an older library says nothing
+  CHECK(waits.held() == 20);
+  dg::StepsCollector settled;
+  settled.OnBatch(batch(1010 * kMs));  // events before 1010 ms are final: 10 go now
+  CHECK(settled.held() == 10);
+  settled.OnBatch(batch(2000 * kMs));
+  CHECK(settled.held() == 0);
+  // Both end with the same figures.
+  settled.OnGoodbye();
+  waits.OnBatch(batch(0));
+  waits.OnGoodbye();
+  CHECK(settled.held() == 0);
+  CHECK(waits.held() == 0);
+  CHECK(settled.Result().sync_count == waits.Result().sync_count);
+  CHECK(settled.Result().launches == waits.Result().launches);
+}

@@ -240,7 +240,7 @@ TEST_CASE("a heartbeat encodes the calls in flight and the communicators' progre
   CHECK_FALSE(h.comms(1).any_returned());
 }
 
-TEST_CASE("environment and process samples encode as Batch fields 9 and 10") {
+TEST_CASE("environment, process samples and the settled time encode as Batch fields 9, 10 and 12") {
   gi::EnvironmentInfo env;
   env.cuda_runtime = 13000;
   env.cuda_driver = 13010;
@@ -255,6 +255,7 @@ TEST_CASE("environment and process samples encode as Batch fields 9 and 10") {
   s.run_wait_ns = 12345;
   std::string batch;
   gi::AppendBatchSeq(batch, 3);
+  gi::AppendBatchSettled(batch, 6'900'000'000ull);
   gi::AppendEnvironment(batch, env);
   gi::AppendProcSample(batch, s);
   s.t_ns += 100'000'000;
@@ -279,6 +280,7 @@ TEST_CASE("environment and process samples encode as Batch fields 9 and 10") {
   CHECK(b.proc_samples(0).run_wait_ns() == 12345);
   CHECK(b.proc_samples(1).t_ns() == 7'100'000'000ull);
   CHECK(b.seq() == 3);
+  CHECK(b.settled_ns() == 6'900'000'000ull);
 }
 
 TEST_CASE("a sync's call site is Event.site_id and a CallSite in Batch field 11") {
