@@ -59,21 +59,29 @@ row "  with the simulated CUPTI on" "$(awk -v p="$p" -v h="$c" 'BEGIN{printf "%+
 launches=$(awk '{print $0}' tests/bench/launch_heavy.json | grep -o '"count": [0-9]*' | head -1 | grep -o '[0-9]*')
 row "  launch rate per rank (plain run)" "$(awk -v p="$p" -v n="$launches" 'BEGIN{printf "%.0f/s", n*60/p}')" ">= 50000/s"
 
-# 3. Collector ingest: 4 concurrent senders.
-mkdir -p "$W/ingest"
-j=$("$B/bin/ingest_bench" "$B/bin/gpuwatch-collector" "$W/ingest" 4 250 1000 2>/dev/null | tail -1)
-rate=$(echo "$j" | grep -o '"records_per_cpu_s": [0-9]*' | grep -o '[0-9]*$')
-row "collector ingest (records per CPU-second)" "$rate" ">= 3000000 (decode + aggregate + journal + trace)"
+# 3. Collector ingest: 4 concurrent senders, two mixes (tests/bench/ingest_bench.cpp):
+# "every16" has a copy, a sync and a collective in every 16 records (a 48 us "step": the
+# most analysis work per record); "steps" has 1024-record training steps.
+ingest() {  # $1: senders batches events [mix]; prints the JSON line
+  rm -rf "$W/ingest"; mkdir -p "$W/ingest"
+  "$B/bin/ingest_bench" "$B/bin/gpuwatch-collector" "$W/ingest" "$@" 2>/dev/null | tail -1
+}
+field() { grep -o "\"$1\": [0-9.]*" | grep -o '[0-9.]*$'; }
+for mix in every16 steps; do
+  rate=$(ingest 4 250 1000 $mix | field records_per_cpu_s)
+  row "collector ingest, $mix (records per CPU-second)" "$rate" ">= 3000000 (decode + aggregate + journal + trace)"
+done
 
 # 4. Memory: the library's added resident memory; the collector over a 10x longer run.
 rss() { "$@" 2>&1 >/dev/null | grep -o 'maxrss_kib=[0-9]*' | tail -1 | cut -d= -f2; }
 r0=$(LD_LIBRARY_PATH=$B/sim SIMGPU_CONFIG=$ZERO rss "$B/bin/maxrss" "$B/bin/hook_bench" --benchmark_min_time=0.05)
 r1=$(GPUWATCH_CUPTI=off GPUWATCH_AUTOSTART=0 LD_PRELOAD=$LIB LD_LIBRARY_PATH=$B/sim SIMGPU_CONFIG=$ZERO rss "$B/bin/maxrss" "$B/bin/hook_bench" --benchmark_min_time=0.05)
 row "library added RSS per process" "$(( (r1 - r0) / 1024 )) MiB" "<= 16 MiB ($r0 -> $r1 KiB)"
-mkdir -p "$W/m1" "$W/m10"
-m1=$("$B/bin/ingest_bench" "$B/bin/gpuwatch-collector" "$W/m1" 2 50 1000 2>/dev/null | grep -o '"collector_max_rss_kib": [0-9]*' | grep -o '[0-9]*$')
-m10=$("$B/bin/ingest_bench" "$B/bin/gpuwatch-collector" "$W/m10" 2 500 1000 2>/dev/null | grep -o '"collector_max_rss_kib": [0-9]*' | grep -o '[0-9]*$')
-row "collector RSS, 10x longer run (ratio)" "$(awk -v a="$m1" -v b="$m10" 'BEGIN{printf "%.2fx", b/a}')" "< 1.2x ($m1 -> $m10 KiB)"
+for mix in every16 steps; do
+  m1=$(ingest 2 500 1000 $mix | field collector_max_rss_kib)
+  m10=$(ingest 2 5000 1000 $mix | field collector_max_rss_kib)
+  row "collector RSS, 10x longer run, $mix (ratio)" "$(awk -v a="$m1" -v b="$m10" 'BEGIN{printf "%.2fx", b/a}')" "< 1.2x ($m1 -> $m10 KiB; 1M -> 10M records, 2 ranks)"
+done
 
 # 5. Trace size: bundled scenarios' traces read back by the test suite's validator (bytes of
 # the file over slices + counter samples + instants).

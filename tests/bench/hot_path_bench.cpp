@@ -1,6 +1,6 @@
 // The pieces of a hook, one by one (Google Benchmark): the timestamp gpuwatch uses and its
 // two candidates, the kernel-name lookup with a framework's worth of registered kernels,
-// and the pinned-range lookup. It explains hook_bench's totals on a machine where they
+// the pinned-range lookup, the ring store, and the in-flight marks of calls that can block. It explains hook_bench's totals on a machine where they
 // differ from the development VM's (a real GPU machine, a different hypervisor).
 #include <benchmark/benchmark.h>
 
@@ -12,6 +12,7 @@
 #include <x86intrin.h>
 
 #include "pinned_ranges.h"
+#include "recorder.h"
 #include "registry.h"
 #include "stamp_clock.h"
 
@@ -51,8 +52,36 @@ void BM_PinnedContains(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(gi::Pinned().Contains(buf.data() + 4096));
 }
 
+// A record into the thread's ring (the sender's drain, here every 4096 records, included).
+void BM_RingPush(benchmark::State& state) {
+  static gi::Ring ring(16384);
+  gi::Record r{};
+  r.api = 1;
+  uint64_t n = 0;
+  for (auto _ : state) {
+    r.t_ns = n;
+    ring.Push(r);
+    if ((++n & 4095) == 0) ring.Drain([](const gi::Record& x) { benchmark::DoNotOptimize(x.t_ns); });
+  }
+}
+
+// EnterCall + LeaveCall: what a sync, a collective or a copy adds to mark itself in flight.
+void BM_EnterLeaveCall(benchmark::State& state) {
+  static gi::Ring ring(64);
+  gi::tl_ring = &ring;
+  uint64_t t = 1;
+  for (auto _ : state) {
+    gi::EnterCall(3, ++t, 7);
+    benchmark::ClobberMemory();
+    gi::LeaveCall();
+  }
+  gi::tl_ring = nullptr;
+}
+
 }  // namespace
 
+BENCHMARK(BM_RingPush);
+BENCHMARK(BM_EnterLeaveCall);
 BENCHMARK(BM_Stamp);
 BENCHMARK(BM_Rdtsc);
 BENCHMARK(BM_ClockGettimeMonotonic);
