@@ -84,8 +84,7 @@ void Rank(std::vector<Finding>& v) {
 
 // The rank's base time: the sum of its steps, else its active span.
 double BaseS(const RankDiag& d) {
-  double t = 0;
-  for (const auto& s : d.steps) t += S(s.end - s.start);
+  const double t = d.StepsTotalS();
   return t > 0 ? t : d.ActiveS();
 }
 
@@ -413,12 +412,12 @@ std::vector<Finding> JobFindings(const RankList& ranks) {
 }
 
 nlohmann::json StepsJson(const RankDiag& d) {
-  const std::vector<uint64_t> dur = StepDurations(d);
   nlohmann::json j = {{"count", d.steps_total},
                       {"source", d.step_source},
-                      {"median_ms", Ms(S(Percentile(dur, 0.5)))},
-                      {"p90_ms", Ms(S(Percentile(dur, 0.9)))},
-                      {"max_ms", Ms(S(dur.empty() ? 0 : *std::max_element(dur.begin(), dur.end())))}};
+                      {"median_ms", Ms(S(d.StepPercentileNs(0.5)))},
+                      {"p90_ms", Ms(S(d.StepPercentileNs(0.9)))},
+                      {"max_ms", Ms(S(d.StepMaxNs()))}};
+  if (d.steps_total > d.steps.size()) j["per_step_records"] = d.steps.size();  // the first ones
   const double n = d.steps_total ? static_cast<double>(d.steps_total) : 0.0;
   if (n > 0) {
     DeviceSlice t = d.per_step_device ? DeviceSlice{} : d.dev;

@@ -45,7 +45,26 @@ uint64_t Percentile(std::vector<uint64_t> v, double p) {
   return v[rank - 1];
 }
 
-double RankDiag::StepMedianS() const { return Percentile(StepDurations(*this), 0.5) * 1e-9; }
+static bool StepsAllKept(const RankDiag& d) { return d.steps_total <= d.steps.size() || d.step_stats.count() == 0; }
+
+uint64_t RankDiag::StepPercentileNs(double p) const {
+  return StepsAllKept(*this) ? Percentile(StepDurations(*this), p) : step_stats.Percentile(p);
+}
+
+uint64_t RankDiag::StepMaxNs() const {
+  if (!StepsAllKept(*this)) return step_stats.max_ns();
+  const auto dur = StepDurations(*this);
+  return dur.empty() ? 0 : *std::max_element(dur.begin(), dur.end());
+}
+
+double RankDiag::StepsTotalS() const {
+  if (!StepsAllKept(*this)) return step_stats.sum_ns() * 1e-9;
+  double t = 0;
+  for (const auto& s : steps) t += (s.end > s.start ? s.end - s.start : 0) * 1e-9;
+  return t;
+}
+
+double RankDiag::StepMedianS() const { return StepPercentileNs(0.5) * 1e-9; }
 
 namespace {
 
@@ -71,18 +90,6 @@ int SyncKindOf(const HostEvent& e) {
   }
 }
 
-// Smallest period p such that anchor i has the signature of anchor i - p for at least
-// kPeriodMatch of the anchors; 0 when none.
-uint64_t FindPeriod(const std::vector<uint64_t>& sig) {
-  const uint64_t n = sig.size();
-  for (uint64_t p = 1; p <= kMaxPeriod && 2 * p <= n; ++p) {
-    uint64_t same = 0;
-    for (uint64_t i = p; i < n; ++i) same += sig[i] == sig[i - p];
-    if (same >= kPeriodMatch * (n - p)) return p;
-  }
-  return 0;
-}
-
 }  // namespace
 
 StepsCollector::StepsCollector() : tl_(std::make_unique<StepTimeline>(&d_.steps)) { tl_->SetGapSink(&io_); }
@@ -98,8 +105,8 @@ StepsCollector::StepsCollector(const StepsCollector& o)
       cur_mid_(o.cur_mid_),
       cur_mid_n_(o.cur_mid_n_),
       comms_(o.comms_),
-      coll_anchors_(o.coll_anchors_),
-      sync_anchors_(o.sync_anchors_),
+      coll_pattern_(o.coll_pattern_),
+      sync_pattern_(o.sync_pattern_),
       in_order_(o.in_order_),
       late_(o.late_),
       newest_host_(o.newest_host_),
@@ -170,11 +177,17 @@ void StepsCollector::OnRange(const HostEvent& e) {
     step_depth_ = depth;
     d_.steps.clear();
     d_.steps_total = 0;
+    d_.step_stats = StepStats{};
     tl_->ResetCursor();
     d_.step_source = "nvtx:" + it->second;
   }
   ++d_.steps_total;
-  if (d_.steps.size() >= kMaxSteps) return;
+  d_.step_stats.Add(e.dur_ns());
+  if (d_.steps.size() >= kMaxSteps) {
+    // The per-step records end here; device work after the last one is not its.
+    if (d_.steps_total == kMaxSteps + 1) tl_->StopAt(d_.steps.back().end);
+    return;
+  }
   StepRec s;
   s.start = e.t_ns();
   s.end = e.t_ns() + e.dur_ns();
@@ -240,7 +253,7 @@ void StepsCollector::Process(const HostEvent& e) {
       d_.sync_ns += e.dur_ns();
       pending_[sk] += e.dur_ns();
       ++pending_n_[sk];
-      if (sync_anchors_.size() < kMaxAnchors) sync_anchors_.push_back({static_cast<uint64_t>(e.api()) * 31 + sk, end});
+      sync_pattern_.Add(static_cast<uint64_t>(e.api()) * 31 + sk, end);
       return;
     }
     // Work follows: the syncs before it were inside the step.
@@ -280,8 +293,7 @@ void StepsCollector::Process(const HostEvent& e) {
         d_.coll_bus_bytes += s * BusFactor(e.api(), n);
       }
       if (d_.colls.size() < kMaxCollCalls) d_.colls.push_back({hash, e.seq(), e.t_ns(), timed ? e.gpu_ns() : 0});
-      if (coll_anchors_.size() < kMaxAnchors)
-        coll_anchors_.push_back({static_cast<uint64_t>(e.api()) * 1000003 + e.bytes(), e.t_ns()});
+      coll_pattern_.Add(static_cast<uint64_t>(e.api()) * 1000003 + e.bytes(), e.t_ns());
     }
   }
 }
@@ -337,19 +349,9 @@ RankDiag StepsCollector::ComputeReleased() const {
   if (t.work() > 0) r.cupti = true;
   if (!r.steps.empty()) return r;
   // No NVTX step: the repeating pattern of collectives, else of host syncs.
-  for (const auto* anchors : {&coll_anchors_, &sync_anchors_}) {
-    std::vector<uint64_t> sig;
-    for (const auto& a : *anchors) sig.push_back(a.sig);
-    const uint64_t p = FindPeriod(sig);
-    if (p == 0 || anchors->size() < 2 * p + 1) continue;
-    for (size_t i = 0; i + p < anchors->size() && r.steps.size() < kMaxSteps; i += p) {
-      StepRec s;
-      s.start = (*anchors)[i].t_ns;
-      s.end = (*anchors)[i + p].t_ns;
-      r.steps.push_back(s);
-    }
-    r.steps_total = r.steps.size();
-    r.step_source = anchors == &coll_anchors_ ? "inferred:collectives" : "inferred:syncs";
+  for (const StepPattern* pattern : {&coll_pattern_, &sync_pattern_}) {
+    if (!pattern->Result(&r.steps, &r.steps_total, &r.step_stats)) continue;
+    r.step_source = pattern == &coll_pattern_ ? "inferred:collectives" : "inferred:syncs";
     r.per_step_device = false;
     break;
   }

@@ -15,6 +15,8 @@
 #include "analyze/environment.h"
 #include "analyze/fifo.h"
 #include "analyze/input_io.h"
+#include "analyze/step_pattern.h"
+#include "analyze/step_stats.h"
 #include "analyze/steps_timeline.h"
 #include "gpuwatch.pb.h"
 
@@ -43,8 +45,9 @@ struct RankDiag {
   std::string host;
   // Steps.
   std::string step_source = "none";  // "nvtx:<name>", "inferred:collectives", "inferred:syncs", "none"
-  std::deque<StepRec> steps;         // at most kMaxSteps, in time order
+  std::deque<StepRec> steps;         // the first kMaxSteps, in time order
   uint64_t steps_total = 0;
+  StepStats step_stats;              // every step's duration, kept in `steps` or not
   bool per_step_device = false;      // steps carry device figures (NVTX steps)
   // Device (CUPTI) over the whole run.
   bool cupti = false;
@@ -68,6 +71,10 @@ struct RankDiag {
 
   double ActiveS() const;       // device active span, else host span
   double StepMedianS() const;   // 0 without steps
+  // Over every step: exact while `steps` holds them all, else from step_stats.
+  uint64_t StepPercentileNs(double p) const;
+  uint64_t StepMaxNs() const;
+  double StepsTotalS() const;
   uint64_t SyncMidNs() const;
 };
 
@@ -153,9 +160,6 @@ class StepsCollector {
   size_t held() const { return in_order_.size() + late_.size(); }
 
  private:
-  struct Anchor {
-    uint64_t sig, t_ns;
-  };
   struct Held {
     uint64_t key;
     HostEvent e;
@@ -179,7 +183,7 @@ class StepsCollector {
   uint64_t pending_[kSyncKinds] = {}, pending_n_[kSyncKinds] = {};
   uint64_t cur_mid_ = 0, cur_mid_n_ = 0;
   std::unordered_map<uint64_t, std::pair<int, uint64_t>> comms_;  // comm_id -> (nranks, hash)
-  std::vector<Anchor> coll_anchors_, sync_anchors_;
+  StepPattern coll_pattern_, sync_pattern_;  // steps without NVTX
   // Host events wait here to be processed in time order: the library sends a collective
   // only once its GPU time is known, after the syncs that followed it. Nearly everything
   // arrives in order, so it waits in a FIFO (O(1)); only what arrives late goes to a heap.

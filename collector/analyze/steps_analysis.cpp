@@ -78,12 +78,11 @@ class StepsAnalysis final : public RankAnalysis {
       return;
     }
     const diag::RankDiag& d = c_.Result();
-    const auto dur = diag::StepDurations(d);
     if (d.steps_total)
       out += Printf("  steps %llu (%s): median %s, p90 %s\n",
                     static_cast<unsigned long long>(d.steps_total), Clip(d.step_source, 30).c_str(),
-                    FmtDuration(diag::Percentile(dur, 0.5) * 1e-9).c_str(),
-                    FmtDuration(diag::Percentile(dur, 0.9) * 1e-9).c_str());
+                    FmtDuration(d.StepPercentileNs(0.5) * 1e-9).c_str(),
+                    FmtDuration(d.StepPercentileNs(0.9) * 1e-9).c_str());
     else
       out += "  steps: none found (no NVTX step range, no repeating pattern)\n";
     const auto f = diag::RankFindings(d);

@@ -41,8 +41,11 @@ void StepTimeline::OnBatch(const wire::Batch& batch) {
   for (const auto& k : batch.kernel_names())
     if (comm_names_.size() < (1u << 20) || comm_names_.count(k.id()))
       comm_names_[k.id()] = IsCommKernelName(k.name());
+  if (batch.gpu_source() != wire::GPU_SOURCE_UNSPECIFIED) source_ = batch.gpu_source();
   for (const auto& e : batch.events()) {
     if (!HostBlocked(e) || e.dur_ns() == 0) continue;
+    // Only gaps use them; with no device timeline coming (as gpu_timeline.cpp) there are none.
+    if (source_ == wire::GPU_SOURCE_EVENTS && !all_.on && pending_.empty()) continue;
     syncs_.emplace(e.t_ns(), e.t_ns() + e.dur_ns());
     while (syncs_.size() > kMaxSyncs) syncs_.erase(syncs_.begin());
   }
@@ -123,7 +126,7 @@ void StepTimeline::Flush() {
 // The step holding time t: the last step that started at or before t. Steps before the
 // sweep's cursor are not looked at again (the sweep moves forward in time).
 DeviceSlice* StepTimeline::At(uint64_t t) {
-  if (!steps_ || steps_->empty() || t < (*steps_)[0].start) return nullptr;
+  if (!steps_ || steps_->empty() || t < (*steps_)[0].start || t >= stop_) return nullptr;
   if (cursor_ >= steps_->size()) cursor_ = steps_->size() - 1;
   while (cursor_ > 0 && (*steps_)[cursor_].start > t) --cursor_;
   while (cursor_ + 1 < steps_->size() && (*steps_)[cursor_ + 1].start <= t) ++cursor_;
@@ -190,7 +193,7 @@ void StepTimeline::Split(uint64_t a, uint64_t b, Add add) {
   if (a < (*steps_)[0].start) k = 0;
   for (; k < steps_->size(); ++k) {
     const uint64_t s0 = (*steps_)[k].start;
-    const uint64_t s1 = k + 1 < steps_->size() ? (*steps_)[k + 1].start : UINT64_MAX;
+    const uint64_t s1 = k + 1 < steps_->size() ? (*steps_)[k + 1].start : stop_;
     const uint64_t lo = std::max(a, s0), hi = std::min(b, s1);
     if (hi > lo) add((*steps_)[k].dev, hi - lo);
     if (s1 >= b) break;

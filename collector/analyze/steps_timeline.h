@@ -53,7 +53,12 @@ class StepTimeline {
   // A copy charges its own copy of the steps.
   void Rebind(std::deque<StepRec>* steps) { steps_ = steps; }
   // The steps were replaced (another range turned out to be the step): start over.
-  void ResetCursor() { cursor_ = 0; }
+  void ResetCursor() {
+    cursor_ = 0;
+    stop_ = UINT64_MAX;
+  }
+  // No more steps are kept (kMaxSteps): device time after `end_ns` is charged to none.
+  void StopAt(uint64_t end_ns) { stop_ = end_ns; }
   // Receives every host-wait gap, in time order, and how far the sweep has settled.
   void SetGapSink(InputIo* sink) { gap_sink_ = sink; }
   const DeviceSlice& total() const { return total_; }
@@ -95,6 +100,7 @@ class StepTimeline {
   std::deque<StepRec>* steps_;
   InputIo* gap_sink_ = nullptr;
   size_t cursor_ = 0;  // steps before it end before the sweep
+  uint64_t stop_ = UINT64_MAX;  // the last kept step ends here (StopAt)
   DeviceSlice total_;
   std::priority_queue<Work, std::vector<Work>, std::greater<Work>> pending_;
   uint64_t newest_ = 0, swept_ = 0, first_ = UINT64_MAX, last_ = 0;
@@ -102,6 +108,7 @@ class StepTimeline {
   std::unordered_map<uint32_t, Span> apis_;
   std::deque<std::pair<uint32_t, uint64_t>> api_fifo_;
   std::multimap<uint64_t, uint64_t> syncs_;
+  int source_ = wire::GPU_SOURCE_UNSPECIFIED;  // the batches' gpu_source
   std::unordered_map<uint32_t, bool> comm_names_;  // name id -> is NCCL (bounded by the library's ids)
   uint64_t kernels_ = 0, with_api_ = 0, short_ = 0, work_ = 0;
 };

@@ -12,12 +12,15 @@ namespace gpuwatch::collector::diag {
 // "step". (Issue 6; PyTorch Lightning / HF Trainer / the scenario driver use these names.)
 inline constexpr const char* kDefaultStepRanges[] = {"train_step", "step", "training_step",
                                                      "optimizer_step", "iteration"};
-// Step records kept per rank (16 numbers each, ~200 B): the memory bound of the analysis.
-// Beyond it, steps still count in `count` but get no per-step breakdown.
-inline constexpr uint64_t kMaxSteps = 100000;
-// Inferring steps without NVTX: anchors (collectives, else host syncs) kept for finding the
-// period, and the longest period tried. Inferred.
-inline constexpr uint64_t kMaxAnchors = 200000;
+// Step records kept per rank (13 numbers each, 104 B): the first kMaxSteps steps have a
+// per-step breakdown (periodic stalls, per-step categories, the trace's steps track).
+// Every step still counts, and its duration goes into the run's median, p90 and total
+// (step_stats.h), so memory does not grow with the run.
+inline constexpr uint64_t kMaxSteps = 8192;
+// Inferring steps without NVTX: the period is looked for in the first kAnchorWindow
+// anchors (collectives, else host syncs), up to kMaxPeriod anchors per step; after that
+// anchors only count (step_pattern.h). Inferred.
+inline constexpr uint64_t kAnchorWindow = 4096;
 inline constexpr uint64_t kMaxPeriod = 64;
 // A period is accepted when this share of the anchors repeats the signature one period
 // earlier. Inferred.
@@ -67,8 +70,8 @@ inline constexpr double kStragglerLastShare = 0.5;
 // the median gap between collectives without steps). NVIDIA's straggler detector flags a
 // rank at a relative score below ~0.7 (field-facts); 5% is a gentler, inferred bound.
 inline constexpr double kStragglerMinWaitShare = 0.05;
-// Collective calls kept per rank for matching across ranks.
-inline constexpr uint64_t kMaxCollCalls = 1 << 16;
+// Collective calls kept per rank for matching across ranks: the first ones (32 B each).
+inline constexpr uint64_t kMaxCollCalls = 1 << 13;
 
 // --- Findings ----------------------------------------------------------------------------
 // Severity from the share of the rank's stepped time (or active time) a finding costs.

@@ -128,6 +128,8 @@ void Sender(const std::string& path, Mix mix, int rank, int world, int batches, 
     n->set_id(k);
     n->set_name("_Z6kernelILi" + std::to_string(k) + "EEvv");
   }
+  // No device records come (as from a library with CUPTI off): say so, as the library does.
+  meta.mutable_batch()->set_gpu_source(w::GPU_SOURCE_EVENTS);
   auto* c = meta.mutable_batch()->add_communicators();
   c->set_comm_id(1);
   c->set_nranks(world);
