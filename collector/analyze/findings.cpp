@@ -272,8 +272,9 @@ struct Straggle {
   int rank = -1;
   double last_share = 0;
   uint64_t compared = 0;
+  uint64_t stride = 1;  // every stride-th collective was compared (RankDiag::coll_stride)
   std::string method;
-  std::vector<double> wait_s;  // per rank index
+  std::vector<double> wait_s;  // per rank index, over the compared collectives
 };
 
 Straggle FindStraggler(const RankList& ranks) {
@@ -284,6 +285,7 @@ Straggle FindStraggler(const RankList& ranks) {
   for (const auto& r : ranks) {
     with += !r.colls.empty();
     one_host = one_host && r.host == ranks[0].host;
+    st.stride = std::max(st.stride, r.coll_stride);  // the calls every rank kept
   }
   if (with < 2) return st;
   st.method = one_host ? "last to call (host clock), wait from collective GPU time" : "shortest collective GPU time";
@@ -344,10 +346,12 @@ std::vector<Finding> JobFindings(const RankList& ranks) {
     for (size_t i = 0; i < R; ++i)
       if (static_cast<int>(i) != st.rank) others.push_back(st.wait_s[i]);
     const double mean_wait = MedianD(others) / st.compared;
+    // The compared collectives are every stride-th: the waits over all of them.
+    for (double& w : st.wait_s) w *= static_cast<double>(st.stride);
     std::vector<double> meds;
     for (const auto& r : ranks) meds.push_back(r.StepMedianS());
     double ref = MedianD(meds);
-    if (ref <= 0) ref = base / st.compared;
+    if (ref <= 0) ref = base / (st.compared * st.stride);
     if (mean_wait >= kStragglerMinWaitShare * ref) {
       Finding f = Make("straggler", MedianD(st.wait_s), base);
       const int srank = ranks[st.rank].rank;
@@ -355,7 +359,8 @@ std::vector<Finding> JobFindings(const RankList& ranks) {
       nlohmann::json waits = nlohmann::json::object();
       for (size_t i = 0; i < R; ++i) waits[std::to_string(ranks[i].rank)] = st.wait_s[i];
       f.evidence = {{"rank", srank}, {"last_share", st.last_share},
-                    {"collectives_compared", st.compared}, {"method", st.method},
+                    {"collectives_compared", st.compared}, {"compared_every", st.stride},
+                    {"method", st.method},
                     {"wait_s_by_rank", waits},
                     {"mean_wait_per_collective_ms", Ms(mean_wait)}};
       f.summary = Printf("rank %d reaches %.0f%% of collectives last; the others wait %s for "

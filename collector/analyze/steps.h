@@ -64,7 +64,11 @@ struct RankDiag {
   // Collectives.
   uint64_t coll_count = 0, coll_bytes = 0, coll_timed = 0, coll_gpu_ns = 0;
   double coll_bus_bytes = 0;  // sum of S x bus factor over timed calls
-  std::vector<CollCall> colls;  // at most kMaxCollCalls
+  // A sample of the calls for matching across ranks: those whose sequence number is a
+  // multiple of coll_stride. The stride doubles whenever kMaxCollCalls are kept, so the
+  // sample covers the whole run and every rank keeps the same calls of a communicator.
+  std::vector<CollCall> colls;
+  uint64_t coll_stride = 1;
   // Environment and the process tree during host-wait gaps (issue 6).
   EnvFacts env;
   InputIoFigures io;

@@ -93,3 +93,46 @@ TEST_CASE("collector: NVTX steps past kMaxSteps count, give the median, and take
   CHECK(d.steps.back().dev.compute <= 2 * kMs);
   CHECK(dg::StepsJson(d)["per_step_records"] == dg::kMaxSteps);
 }
+
+TEST_CASE("collector: collective calls are sampled by sequence number over the whole run") {
+  // 3 ranks, 20000 all-reduces 3 ms apart; rank 2 calls each 1 ms after the others, whose
+  // GPU time is 1 ms longer (they wait inside the collective for it).
+  const uint64_t kCalls = 20000;
+  std::vector<dg::StepsCollector> cs(3);
+  for (int r = 0; r < 3; ++r) {
+    wire::Hello h;
+    h.set_rank(r);
+    h.set_host("node1");
+    cs[r].OnHello(h);
+    wire::Batch b;
+    auto* comm = b.add_communicators();
+    comm->set_comm_id(9);
+    comm->set_nranks(3);
+    comm->set_unique_hash(77);
+    for (uint64_t s = 0; s < kCalls; ++s) {
+      auto* e = Ev(b, wire::NCCL_ALL_REDUCE, 1000 * kMs + s * 3 * kMs + (r == 2 ? kMs : 0), 20 * kUs);
+      e->set_comm_id(9);
+      e->set_seq(s);
+      e->set_bytes(4096);
+      e->set_gpu_ns((r == 2 ? 1 : 2) * kMs);
+    }
+    cs[r].OnBatch(b);
+    cs[r].OnGoodbye();
+  }
+  dg::RankList ranks;
+  for (const auto& c : cs) ranks.push_back(&c.Result());
+  for (const auto& d : ranks) {
+    CHECK(d.colls.size() <= dg::kMaxCollCalls);
+    CHECK(d.coll_stride == 4);  // 20000 calls: thinned twice past 8192
+    CHECK(d.colls.back().seq == kCalls - 4);  // the sample reaches the end of the run
+  }
+  const auto f = dg::JobFindings(ranks);
+  const auto it = std::find_if(f.begin(), f.end(), [](const dg::Finding& x) { return x.id == "straggler"; });
+  REQUIRE(it != f.end());
+  CHECK(it->ranks == std::vector<int>{2});
+  CHECK(it->evidence["collectives_compared"] == kCalls / 4);
+  CHECK(it->evidence["compared_every"] == 4);
+  // Each of the others waited 1 ms in each of the 20000 calls, not only in the sampled ones.
+  CHECK(it->evidence["wait_s_by_rank"]["0"].get<double>() == Approx(20.0).epsilon(0.001));
+  CHECK(it->evidence["mean_wait_per_collective_ms"].get<double>() == Approx(1.0).epsilon(0.001));
+}
