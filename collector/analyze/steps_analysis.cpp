@@ -61,7 +61,7 @@ class StepsAnalysis final : public RankAnalysis {
       std::vector<std::pair<uint64_t, uint64_t>> steps;
       steps.reserve(r.steps.size());
       for (const auto& s : r.steps) steps.emplace_back(s.start, s.end);
-      marks.Steps(r.rank, r.host, steps, r.steps_total - r.steps.size());
+      marks.Steps(r.rank, r.host, steps, 0);  // the kept steps are the first ones
       const uint64_t at = !r.steps.empty() ? r.steps.front().start : r.host_first;
       for (const auto& f : findings)
         if (std::find(f.ranks.begin(), f.ranks.end(), r.rank) != f.ranks.end())
