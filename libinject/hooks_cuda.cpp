@@ -45,6 +45,7 @@ void ClassifyCopy(gi::Record& r, void* dst, const void* src, cudaMemcpyKind kind
 template <typename F>
 cudaError_t Copy(gi::Api api, void* dst, const void* src, size_t n, cudaMemcpyKind kind, cudaStream_t s, F&& call) {
   if (!gi::Recording()) return call();
+  gi::EnsureRing();
   gi::Record r{};
   r.t_ns = gi::Stamp();
   r.stream = StreamId(s);
@@ -68,9 +69,10 @@ cudaError_t Copy(gi::Api api, void* dst, const void* src, size_t n, cudaMemcpyKi
 template <typename F>
 cudaError_t Timed(gi::Api api, uint64_t stream, uint32_t name_id, F&& call) {
   if (!gi::Recording()) return call();
+  const bool may_hang = api != gi::kApiLaunchKernel;  // a sync waits on the GPU
+  if (may_hang) gi::EnsureRing();
   gi::Record r{};
   r.t_ns = gi::Stamp();
-  const bool may_hang = api != gi::kApiLaunchKernel;  // a sync waits on the GPU
   if (may_hang) gi::EnterCall(api, r.t_ns, stream);
   const cudaError_t rc = call();
   r.dur_ns = gi::Stamp() - r.t_ns;

@@ -78,6 +78,7 @@ ncclResult_t Collective(gi::Api api, size_t count, ncclDataType_t type, int peer
   } else {
     slot = gi::Timer().Begin(stream, &why);
   }
+  gi::EnsureRing();
   r.t_ns = gi::Stamp();
   gi::EnterCall(api, r.t_ns, r.stream, r.comm_id, r.seq);
   const ncclResult_t rc = call();

@@ -87,23 +87,28 @@ __attribute__((constructor)) void AtLoad() {
 
 }  // namespace
 
-void EmitSlow(const Record& r) {
+Ring* ThreadRingSlow() {
   if (g_state.load(std::memory_order_acquire) == static_cast<int>(State::kIdle)) {
     if (GetConfig().disabled || !StartSender()) {
       TurnOff();
-      return;
+      return nullptr;
     }
   }
-  if (g_state.load(std::memory_order_acquire) != static_cast<int>(State::kRunning)) return;
+  if (g_state.load(std::memory_order_acquire) != static_cast<int>(State::kRunning)) return nullptr;
   OnFirstRecord();
   Ring* ring = AcquireRing();
-  if (!ring) {
-    g_too_many_threads.fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
+  if (!ring) return nullptr;
   tl_ring = ring;
   tl_releaser.ring = ring;
-  ring->Push(r);
+  return ring;
+}
+
+void EmitSlow(const Record& r) {
+  if (Ring* ring = ThreadRingSlow()) {
+    ring->Push(r);
+  } else if (g_state.load(std::memory_order_relaxed) == static_cast<int>(State::kRunning)) {
+    g_too_many_threads.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 Ring* RingAt(int i) { return g_rings[i].load(std::memory_order_acquire); }

@@ -30,6 +30,16 @@ inline bool Recording() {
 
 void EmitSlow(const Record& r);
 extern thread_local Ring* tl_ring;
+// The calling thread's ring, taken now: the slow path of its first record (and the
+// process's: it starts the sender). Null when recording is off or rings ran out.
+Ring* ThreadRingSlow();
+
+// A call that marks itself in flight (EnterCall) needs its ring before it stamps its
+// start, or its thread's first call would go unmarked (the sender's settled time counts on
+// the mark) and the ring's taking (tens of us) would be timed as the call.
+inline void EnsureRing() {
+  if (tl_ring == nullptr) ThreadRingSlow();
+}
 
 inline void Emit(const Record& r) {
   if (tl_ring != nullptr) {
