@@ -98,6 +98,12 @@ std::vector<Finding> RankFindings(const RankDiag& d) {
   const uint64_t med = Percentile(dur, 0.5);
   const double steps_div = n ? static_cast<double>(d.steps_total ? d.steps_total : n) : 0.0;
   auto per_step_ms = [&](double s) { return steps_div > 0 ? Ms(s / steps_div) : 0.0; };
+  // Per-step records are kept for the first kMaxSteps steps: what they show is scaled to
+  // every step, as the base (the sum of all steps' durations) covers every step.
+  const double to_all_steps = n && d.steps_total > n ? static_cast<double>(d.steps_total) / n : 1.0;
+  // Run totals (copies, and everything when the steps carry no device figures) are over the
+  // whole run, which can be longer than its steps: their share is of the longer of the two.
+  const double run_base = std::max(base, d.ActiveS());
   // "6.1 ms per step", or "1.2 s in all" when there are no steps.
   auto per = [&](double s) {
     return steps_div > 0 ? FmtDuration(s / steps_div) + " per step" : FmtDuration(s) + " in all";
@@ -139,6 +145,7 @@ std::vector<Finding> RankFindings(const RankDiag& d) {
       lost += S(dur[k] - med);
       ex.push_back(dur[k] - med);
     }
+    lost *= to_all_steps;
     Finding f = Make("periodic_stall", lost, base);
     f.evidence = {{"stalls", stalls.size()},
                   {"period_steps", period},
@@ -163,14 +170,15 @@ std::vector<Finding> RankFindings(const RankDiag& d) {
       dev.Add(d.steps[k].dev);
       sync_mid += S(d.steps[k].sync_mid);
     }
-    scale = normal ? static_cast<double>(n) / normal : 1.0;
+    scale = normal ? static_cast<double>(n) / normal * to_all_steps : 1.0;
   } else {
     dev = d.dev;
     sync_mid = S(d.SyncMidNs());
   }
+  const double fig_base = d.per_step_device && n > 0 ? base : run_base;
   if (d.cupti) {
     const double host = S(dev.idle[kIdleHost]) * scale;
-    Finding f = Make("data_loading", host, base);
+    Finding f = Make("data_loading", host, fig_base);
     f.evidence = {{"gpu_idle_waiting_for_host_s", host},
                   {"per_step_ms", per_step_ms(host)},
                   {"gpu_utilization", d.ActiveS() > 0 ? S(d.dev.busy) / d.ActiveS() : 0.0}};
@@ -184,7 +192,7 @@ std::vector<Finding> RankFindings(const RankDiag& d) {
         d.kernels_with_api ? static_cast<double>(d.kernels_short) / d.kernels_with_api : 0.0;
     if (short_share >= kShortKernelShare) {
       const double launch = S(dev.idle[kIdleLaunch]) * scale;
-      Finding l = Make("launch_bound", launch, base);
+      Finding l = Make("launch_bound", launch, fig_base);
       l.evidence = {{"gpu_idle_waiting_for_launches_s", launch},
                     {"per_step_ms", per_step_ms(launch)},
                     {"kernels", d.kernels},
@@ -197,7 +205,7 @@ std::vector<Finding> RankFindings(const RankDiag& d) {
       out.push_back(l);
     }
     const double comm = S(dev.ExposedComm()) * scale;
-    Finding c = Make("communication", comm, base);
+    Finding c = Make("communication", comm, fig_base);
     c.evidence = {{"exposed_comm_s", comm},
                   {"per_step_ms", per_step_ms(comm)},
                   {"comm_kernels_s", S(d.dev.comm)},
@@ -211,7 +219,7 @@ std::vector<Finding> RankFindings(const RankDiag& d) {
   }
   {
     const double v = sync_mid * scale;
-    Finding f = Make("sync_stall", v, base);
+    Finding f = Make("sync_stall", v, fig_base);
     int top = 0;
     for (int k = 1; k < kSyncKinds; ++k)
       if (d.sync_mid_ns[k] > d.sync_mid_ns[top]) top = k;
@@ -242,7 +250,7 @@ std::vector<Finding> RankFindings(const RankDiag& d) {
     out.push_back(f);
   }
   if (d.pageable_count) {
-    Finding f = Make("pageable_copy", S(d.pageable_ns), base);
+    Finding f = Make("pageable_copy", S(d.pageable_ns), run_base);
     f.evidence = {{"count", d.pageable_count}, {"bytes", d.pageable_bytes},
                   {"host_s", S(d.pageable_ns)}, {"per_step_ms", per_step_ms(S(d.pageable_ns))},
                   {"gbps", d.pageable_ns ? static_cast<double>(d.pageable_bytes) / d.pageable_ns : 0.0}};
@@ -252,7 +260,7 @@ std::vector<Finding> RankFindings(const RankDiag& d) {
     out.push_back(f);
   }
   if (d.blocking_count) {
-    Finding f = Make("blocking_copy", S(d.blocking_ns), base);
+    Finding f = Make("blocking_copy", S(d.blocking_ns), run_base);
     f.evidence = {{"count", d.blocking_count}, {"bytes", d.blocking_bytes},
                   {"host_s", S(d.blocking_ns)}};
     f.summary = Printf("%llu blocking copies, %s, held the host %s",

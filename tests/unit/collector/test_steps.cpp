@@ -155,3 +155,27 @@ TEST_CASE("collector: host events wait for the horizon, or only until the librar
   CHECK(settled.Result().sync_count == waits.Result().sync_count);
   CHECK(settled.Result().launches == waits.Result().launches);
 }
+
+TEST_CASE("collector: a run total's share is of the run, not of steps that cover part of it") {
+  // 5 NVTX steps of 10 ms at the end of a 10 s run whose setup spent 2 s in pageable copies.
+  dg::RankDiag d;
+  d.rank = 0;
+  d.per_step_device = true;
+  d.host_first = 1000 * kMs;
+  d.host_last = 11000 * kMs;
+  for (int s = 0; s < 5; ++s) {
+    dg::StepRec r;
+    r.start = 10900 * kMs + s * 10 * kMs;
+    r.end = r.start + 10 * kMs;
+    d.steps.push_back(r);
+  }
+  d.steps_total = 5;
+  d.pageable_count = 100;
+  d.pageable_bytes = 100ull << 20;
+  d.pageable_ns = 2000 * kMs;
+  const auto f = dg::RankFindings(d);
+  const auto it = std::find_if(f.begin(), f.end(), [](const dg::Finding& x) { return x.id == "pageable_copy"; });
+  REQUIRE(it != f.end());
+  CHECK(it->share == Approx(0.2));  // 2 s of 10 s; over the 50 ms of steps it read 4000%
+  CHECK(it->share <= 1.0);
+}
