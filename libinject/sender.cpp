@@ -105,7 +105,7 @@ class Sender {
     batch_activities_ = 0;
     AppendBatchSeq(batch_, ++batch_seq_);
     seq_only_size_ = batch_.size();
-    uint64_t settled = InFlightFloor();  // before the drain: see SettledFloor
+    uint64_t settled = InFlightFloor();  // before the drain: see InFlightFloor
     ForEachRing([&](Ring& ring) {
       const uint32_t tid = ring.tid.load(std::memory_order_relaxed);
       ring.Drain([&](const Record& r) { Take(r, tid); });

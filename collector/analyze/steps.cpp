@@ -293,11 +293,9 @@ void StepsCollector::Process(const HostEvent& e) {
         d_.coll_bus_bytes += s * BusFactor(e.api(), n);
       }
       if (e.seq() % d_.coll_stride == 0) {
-        if (d_.colls.size() >= kMaxCollCalls) {  // thin the sample: every other one goes
-          d_.coll_stride *= 2;
-          std::erase_if(d_.colls, [&](const CollCall& k) { return k.seq % d_.coll_stride != 0; });
-        }
-        if (e.seq() % d_.coll_stride == 0) d_.colls.push_back({hash, e.seq(), e.t_ns(), timed ? e.gpu_ns() : 0});
+        if (d_.colls.size() >= kMaxCollCalls) ThinCollSample();
+        if (e.seq() % d_.coll_stride == 0 && d_.colls.size() < kMaxCollCalls)
+          d_.colls.push_back({hash, e.seq(), e.t_ns(), timed ? e.gpu_ns() : 0});
       }
       coll_pattern_.Add(static_cast<uint64_t>(e.api()) * 1000003 + e.bytes(), e.t_ns());
     }
@@ -322,6 +320,17 @@ RankDiag StepsCollector::Compute() const {
   RankDiag r = ComputeSteps();
   r.sites = std::move(sited.sites);
   return r;
+}
+
+// Every other call of the sample goes: the stride doubles. Not when that would free
+// nothing (calls of an unknown communicator all have sequence number 0): the sample then
+// stays full, and the stride, which scales the waits, stays what it is.
+void StepsCollector::ThinCollSample() {
+  const uint64_t wider = d_.coll_stride * 2;
+  auto& c = d_.colls;
+  if (std::none_of(c.begin(), c.end(), [&](const CollCall& k) { return k.seq % wider != 0; })) return;
+  d_.coll_stride = wider;
+  std::erase_if(c, [&](const CollCall& k) { return k.seq % wider != 0; });
 }
 
 void StepsCollector::OnGoodbye() {

@@ -175,6 +175,7 @@ class StepsCollector {
   RankDiag ComputeReleased() const;  // ComputeSteps once nothing is held
   void OnRange(const HostEvent& e);
   void Process(const HostEvent& e);
+  void ThinCollSample();
   void Release(bool all);
 
   RankDiag d_;

@@ -136,3 +136,17 @@ TEST_CASE("collector: collective calls are sampled by sequence number over the w
   CHECK(it->evidence["wait_s_by_rank"]["0"].get<double>() == Approx(20.0).epsilon(0.001));
   CHECK(it->evidence["mean_wait_per_collective_ms"].get<double>() == Approx(1.0).epsilon(0.001));
 }
+
+TEST_CASE("collector: collectives of an unknown communicator do not grow the sample or its stride") {
+  dg::StepsCollector c;
+  wire::Batch b;
+  for (uint64_t s = 0; s < 3 * dg::kMaxCollCalls; ++s) {  // no Communicator: every seq is 0
+    auto* e = Ev(b, wire::NCCL_ALL_REDUCE, 1000 * kMs + s * kMs, 20 * kUs);
+    e->set_comm_id(5);
+    e->set_bytes(4096);
+  }
+  c.OnBatch(b);
+  c.OnGoodbye();
+  CHECK(c.Result().colls.size() == dg::kMaxCollCalls);
+  CHECK(c.Result().coll_stride == 1);
+}
