@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Performance figures of gpuwatch (docs/PERFORMANCE.md explains each). Every figure is an
 # A/B measured side by side in this run. Needs the build from scripts/test.sh.
-#   bash scripts/bench.sh            # about 4 minutes on 2 cores, after the build
+#   bash scripts/bench.sh            # about a minute on 2 cores, after the build
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${GPUWATCH_BUILD:-$PWD/build}

@@ -15,14 +15,14 @@ class Fifo {
  public:
   bool empty() const { return size_ == 0; }
   size_t size() const { return size_; }
-  T& front() { return buf_[head_]; }
-  const T& front() const { return buf_[head_]; }
-  T& back() { return buf_[(head_ + size_ - 1) & (cap_ - 1)]; }
-  const T& back() const { return buf_[(head_ + size_ - 1) & (cap_ - 1)]; }
+  T& front() { return At(0); }
+  const T& front() const { return At(0); }
+  T& back() { return At(size_ - 1); }
+  const T& back() const { return At(size_ - 1); }
 
   void push_back(T v) {
     if (size_ == cap_) Grow();
-    buf_[(head_ + size_) & (cap_ - 1)] = std::move(v);
+    At(size_) = std::move(v);
     ++size_;
   }
   void pop_front() {
@@ -32,17 +32,19 @@ class Fifo {
 
   Fifo() = default;
   Fifo(const Fifo& o) : buf_(o.cap_ ? new T[o.cap_] : nullptr), cap_(o.cap_), head_(0), size_(o.size_) {
-    for (size_t i = 0; i < size_; ++i) buf_[i] = o.buf_[(o.head_ + i) & (cap_ - 1)];
+    for (size_t i = 0; i < size_; ++i) buf_[i] = o.At(i);
   }
   Fifo& operator=(const Fifo&) = delete;
 
  private:
+  T& At(size_t i) { return buf_[(head_ + i) & (cap_ - 1)]; }  // i-th from the front
+  const T& At(size_t i) const { return buf_[(head_ + i) & (cap_ - 1)]; }
   // new T[] default-initializes: for a T without default member initializers the pages stay
   // untouched until a slot is written, as with the deque.
   void Grow() {
     const size_t cap = cap_ ? 2 * cap_ : 64;  // a power of two
     std::unique_ptr<T[]> bigger(new T[cap]);
-    for (size_t i = 0; i < size_; ++i) bigger[i] = std::move(buf_[(head_ + i) & (cap_ - 1)]);
+    for (size_t i = 0; i < size_; ++i) bigger[i] = std::move(At(i));
     buf_ = std::move(bigger);
     cap_ = cap;
     head_ = 0;

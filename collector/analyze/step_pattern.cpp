@@ -14,20 +14,22 @@ uint64_t FindPeriod(const std::vector<uint64_t>& sig) {
   return 0;
 }
 
-namespace {
-std::vector<uint64_t> Signatures(const auto& anchors) {
-  std::vector<uint64_t> sig;
-  sig.reserve(anchors.size());
-  for (const auto& a : anchors) sig.push_back(a.sig);
-  return sig;
-}
-}  // namespace
-
 void StepPattern::Boundary(uint64_t t_ns) {
   if (boundary_count_ > 0) stats_.Add(t_ns > last_boundary_ ? t_ns - last_boundary_ : 0);
   last_boundary_ = t_ns;
   ++boundary_count_;
   if (boundaries_.size() <= kMaxSteps) boundaries_.push_back(t_ns);
+}
+
+void StepPattern::Search() {
+  std::vector<uint64_t> sig;
+  sig.reserve(window_.size());
+  for (const Anchor& a : window_) sig.push_back(a.sig);
+  searched_ = true;
+  period_ = FindPeriod(sig);
+  if (period_)
+    for (size_t i = 0; i < window_.size(); i += period_) Boundary(window_[i].t_ns);
+  std::vector<Anchor>().swap(window_);
 }
 
 void StepPattern::Add(uint64_t sig, uint64_t t_ns) {
@@ -37,34 +39,22 @@ void StepPattern::Add(uint64_t sig, uint64_t t_ns) {
     return;
   }
   window_.push_back({sig, t_ns});
-  if (window_.size() < kAnchorWindow) return;
-  searched_ = true;
-  period_ = FindPeriod(Signatures(window_));
-  if (period_)
-    for (size_t i = 0; i < window_.size(); i += period_) Boundary(window_[i].t_ns);
-  std::vector<Anchor>().swap(window_);
+  if (window_.size() == kAnchorWindow) Search();
 }
 
 bool StepPattern::Result(std::deque<StepRec>* steps, uint64_t* total, StepStats* stats) const {
-  std::vector<uint64_t> bounds;
-  const std::vector<uint64_t>* b = &boundaries_;
-  if (!searched_) {
-    const uint64_t p = FindPeriod(Signatures(window_));
-    if (p == 0 || window_.size() < 2 * p + 1) return false;
-    for (size_t i = 0; i < window_.size(); i += p) bounds.push_back(window_[i].t_ns);
-    b = &bounds;
-    *stats = StepStats{};
-    for (size_t i = 1; i < bounds.size(); ++i) stats->Add(bounds[i] > bounds[i - 1] ? bounds[i] - bounds[i - 1] : 0);
-    *total = bounds.size() - 1;
-  } else {
-    if (period_ == 0 || boundary_count_ < 2) return false;
-    *stats = stats_;
-    *total = boundary_count_ - 1;
+  if (!searched_) {  // fewer anchors than the window: searched whole, now
+    StepPattern whole = *this;
+    whole.Search();
+    return whole.Result(steps, total, stats);
   }
-  for (size_t i = 0; i + 1 < b->size() && steps->size() < kMaxSteps; ++i) {
+  if (period_ == 0 || boundary_count_ < 3) return false;  // at least two steps
+  *stats = stats_;
+  *total = boundary_count_ - 1;
+  for (size_t i = 0; i + 1 < boundaries_.size() && steps->size() < kMaxSteps; ++i) {
     StepRec s;
-    s.start = (*b)[i];
-    s.end = (*b)[i + 1];
+    s.start = boundaries_[i];
+    s.end = boundaries_[i + 1];
     steps->push_back(s);
   }
   return true;

@@ -29,6 +29,7 @@ class StepPattern {
     uint64_t sig, t_ns;
   };
   void Boundary(uint64_t t_ns);
+  void Search();  // finds the period in the window, then drops the window
 
   std::vector<Anchor> window_;  // until the period is searched for
   bool searched_ = false;

@@ -292,11 +292,9 @@ void StepsCollector::Process(const HostEvent& e) {
         d_.coll_gpu_ns += e.gpu_ns();
         d_.coll_bus_bytes += s * BusFactor(e.api(), n);
       }
-      if (e.seq() % d_.coll_stride == 0) {
-        if (d_.colls.size() >= kMaxCollCalls) ThinCollSample();
-        if (e.seq() % d_.coll_stride == 0 && d_.colls.size() < kMaxCollCalls)
-          d_.colls.push_back({hash, e.seq(), e.t_ns(), timed ? e.gpu_ns() : 0});
-      }
+      if (e.seq() % d_.coll_stride == 0 && d_.colls.size() >= kMaxCollCalls) ThinCollSample();
+      if (e.seq() % d_.coll_stride == 0 && d_.colls.size() < kMaxCollCalls)
+        d_.colls.push_back({hash, e.seq(), e.t_ns(), timed ? e.gpu_ns() : 0});
       coll_pattern_.Add(static_cast<uint64_t>(e.api()) * 1000003 + e.bytes(), e.t_ns());
     }
   }
