@@ -6,10 +6,11 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
-#include "aggregate/job.h"
+#include "ingest/replay.h"
+#include "jobs/job_end.h"
+#include "jobs/job_table.h"
 #include "report/summary.h"
 #include "report/writer.h"
-#include "store/replay.h"
 #include "trace/job_trace.h"
 
 namespace gpuwatch::cli {
@@ -60,7 +61,7 @@ int RunReport(const ReportArgs& args) {
       if (!t) spdlog::warn("no trace: {}", e);
       return t;
     });
-  if (!ReplayDir(args.dir, jobs, &result, &error)) {
+  if (!ReplayDir(args.dir, jobs, &result, &error, [&] { return jobs.CheckHangs(Clock::now()); })) {
     spdlog::error("{}", error);
     return 1;
   }
@@ -86,7 +87,7 @@ int RunReport(const ReportArgs& args) {
   } else {
     job = all.front();
   }
-  const RenderedSummary rendered = RenderSummary(*job);
+  const RenderedSummary rendered = SummarizeJob(*job);
   const std::string& text = rendered.text;
   const std::string dir = args.out.empty() ? args.dir : args.out;
   int code = 0;

@@ -16,12 +16,12 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
-#include "aggregate/job.h"
-#include "ingest/server.h"
+#include "jobs/job_end.h"
+#include "jobs/job_table.h"
+#include "jobs/live_snapshot.h"
 #include "live/http_server.h"
-#include "live/snapshot.h"
-#include "report/job_end.h"
 #include "report/writer.h"
+#include "service/server.h"
 #include "run_child.h"
 #include "status_line.h"
 #include "trace/job_trace.h"

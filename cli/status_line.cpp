@@ -8,7 +8,7 @@
 
 #include <spdlog/sinks/base_sink.h>
 
-#include "report/format.h"
+#include "common/format.h"
 
 namespace gpuwatch::cli {
 

@@ -1,13 +1,8 @@
 // gpuwatch-collector: receives the streams of libgpuwatch.so ranks over a Unix socket (and
 // TCP when asked, --listen-tcp) and writes one summary per job; with --upstream it also
-// forwards them to a root collector that writes the job-wide one (multi-host). The pipeline, one folder
-// per stage:
-//   ingest/    socket, epoll loop, per-connection framing and handshake
-//   aggregate/ jobs and ranks, and when a job has ended
-//   analyze/   one file per summary section (sync, memcpy, collectives, kernels, dropped)
-//   report/    summary.json, summary.txt, writing them to disk
-//   store/     per-rank journals of what was received (gpuwatch report rebuilds from them)
-//   live/      snapshots for live views: Prometheus /metrics (--metrics), gpuwatch run's status
+// forwards them to a root collector that writes the job-wide one (multi-host). The
+// stages, one folder each (docs/ARCHITECTURE.md): ingest/ -> interpret/ -> analyze/ ->
+// report/, trace/, live/; jobs/ holds the jobs and their ranks, service/ the event loop.
 #include <unistd.h>
 
 #include <cstdio>
@@ -19,13 +14,13 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include "aggregate/job.h"
 #include "collector_main.h"
 #include "endpoint.h"
-#include "ingest/server.h"
+#include "jobs/job_end.h"
+#include "jobs/job_table.h"
+#include "jobs/live_snapshot.h"
 #include "live/http_server.h"
-#include "live/snapshot.h"
-#include "report/job_end.h"
+#include "service/server.h"
 #include "trace/job_trace.h"
 
 using namespace gpuwatch::collector;

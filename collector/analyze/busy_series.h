@@ -1,5 +1,5 @@
 // GPU utilization over time for report.html: the busy intervals the device-timeline sweep
-// (gpu_timeline.cpp) closes, summed into windows. Windows start 10 ms wide, like the
+// (interpret/device_sweep.cpp) closes, summed into windows. Windows start 10 ms wide, like the
 // trace's counter track (trace/windows.h); when the run outgrows kMaxWindows the width
 // doubles and neighbouring windows are folded together, so memory stays fixed however long
 // the run. Intervals arrive in start order from the sweep; one that starts before the

@@ -7,9 +7,9 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "analyze/thresholds.h"
+#include "common/thresholds.h"
 
-namespace gpuwatch::collector::diag {
+namespace gpuwatch::collector {
 namespace {
 
 std::string Upper(std::string s) {
@@ -21,16 +21,6 @@ std::string Upper(std::string s) {
 bool Truthy(const std::string& v) { return !v.empty() && v != "0"; }
 
 }  // namespace
-
-void EnvFacts::Merge(const wire::Environment& e) {
-  known = true;
-  if (e.cuda_runtime_version()) cuda_runtime = e.cuda_runtime_version();
-  if (e.cuda_driver_version()) cuda_driver = e.cuda_driver_version();
-  if (e.nccl_version()) nccl = e.nccl_version();
-  settings.clear();
-  for (const auto& s : e.settings())
-    if (settings.size() < 64) settings.emplace_back(s.name().substr(0, 64), s.value().substr(0, 128));
-}
 
 std::string CudaVersionText(int v) {
   if (v <= 0) return "";
@@ -101,18 +91,4 @@ std::vector<EnvIssue> EnvIssues(const EnvFacts& e) {
   return out;
 }
 
-nlohmann::json EnvJson(const EnvFacts& e) {
-  if (!e.known) return nullptr;
-  nlohmann::json s = nlohmann::json::object();
-  for (const auto& [k, v] : e.settings) s[k] = v;
-  auto ver = [](int v, const std::string& t) { return v > 0 ? nlohmann::json(t) : nlohmann::json(nullptr); };
-  return {{"cuda_runtime", ver(e.cuda_runtime, CudaVersionText(e.cuda_runtime))},
-          {"cuda_driver", ver(e.cuda_driver, CudaVersionText(e.cuda_driver))},
-          {"nccl", ver(e.nccl, NcclVersionText(e.nccl))},
-          {"cuda_runtime_version", e.cuda_runtime},
-          {"cuda_driver_version", e.cuda_driver},
-          {"nccl_version", e.nccl},
-          {"settings", s}};
-}
-
-}  // namespace gpuwatch::collector::diag
+}  // namespace gpuwatch::collector

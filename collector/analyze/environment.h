@@ -1,24 +1,13 @@
-// The `environment` facts of one rank (issue 6): CUDA runtime and driver versions, NCCL's
-// version, and the watched settings of its environment (wire Environment, sent by
-// libinject/environment_probe.cpp), and the rules that say which of them cost speed.
+// The rules that say which of a rank's environment facts (interpret/rank_facts.h: CUDA
+// runtime and driver versions, NCCL's version, the watched settings) cost speed.
 #pragma once
 #include <string>
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "interpret/rank_facts.h"
 
-#include "gpuwatch.pb.h"
-
-namespace gpuwatch::collector::diag {
-
-struct EnvFacts {
-  bool known = false;
-  int cuda_runtime = 0, cuda_driver = 0, nccl = 0;  // the APIs' encodings; 0 = unknown
-  std::vector<std::pair<std::string, std::string>> settings;
-  // The latest message wins field by field (a later one adds NCCL's version).
-  void Merge(const wire::Environment& e);
-};
+namespace gpuwatch::collector {
 
 // A setting or version that disables a fast path, forces a slow one, or is old.
 struct EnvIssue {
@@ -33,7 +22,4 @@ std::vector<EnvIssue> EnvIssues(const EnvFacts& e);
 // "13.0" from 13000; "2.28.0" from 22800 (and 2708 -> "2.7.8", NCCL's pre-2.9 encoding).
 std::string CudaVersionText(int v);
 std::string NcclVersionText(int v);
-// The rank's `environment` object of summary.json (null when the library sent none).
-nlohmann::json EnvJson(const EnvFacts& e);
-
-}  // namespace gpuwatch::collector::diag
+}  // namespace gpuwatch::collector

@@ -1,5 +1,6 @@
-// Diagnosis, part 2 (issue 6): findings computed from RankDiags (steps.h), ranked by the
-// time they cost, each with its evidence and its fix; and a one-line verdict.
+// Findings: what cost a rank (and the job) its GPU time, ranked by the time lost, each with
+// its evidence and its fix; and a one-line verdict. Each finding id has one rule (the
+// tables in findings.cpp and findings_host.cpp); a rule reads the rank's RankResult only.
 //
 // Time lost is estimated per rank in seconds over the run. Per-step categories are summed
 // over the steps that are not periodic stalls, scaled to all steps (a stall's excess goes
@@ -14,41 +15,57 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analyze/steps.h"
+#include "analyze/finding.h"
+#include "analyze/rank_result.h"
 
-namespace gpuwatch::collector::diag {
+namespace gpuwatch::collector {
 
-struct Finding {
-  std::string id;        // data_loading, launch_bound, sync_stall, ...
-  std::string title;     // "data loading"
-  std::string severity;  // high, medium, low
-  std::vector<int> ranks;
-  double time_lost_s = 0;
-  double share = 0;      // of the stepped (or active) time
-  nlohmann::json evidence = nlohmann::json::object();
-  std::string summary;   // one line: what was measured
-  std::string fix;
+// What the rules of one rank share, worked out once: the base times, the steps that are
+// periodic stalls, the device and sync figures of the normal steps.
+struct RankContext {
+  explicit RankContext(const RankResult& r);
+  const RankResult& r;
+  double base = 0;      // the sum of the steps, else the active span
+  double run_base = 0;  // for run totals: the longer of the steps and the active span
+  double fig_base = 0;  // for the device and sync figures below
+  size_t n = 0;         // step records kept
+  uint64_t median_step_ns = 0;
+  double steps_div = 0;     // steps to divide a run figure by (0: no steps)
+  double to_all_steps = 1;  // kept records -> every step
+  std::vector<bool> stall;  // per kept step: a periodic stall
+  std::vector<size_t> stalls;
+  size_t period = 0;
+  DeviceSlice dev;          // device figures of the normal steps (or the run)
+  double sync_mid_s = 0;    // syncs followed by work, normal steps (or the run)
+  double scale = 1;         // normal steps -> every step
+  // "6.1 ms per step", or "1.2 s in all" when there are no steps; the per-step value in ms.
+  std::string Per(double s) const;
+  double PerStepMs(double s) const;
 };
 
+// A rank's base time: the sum of its steps, else its active span.
+double BaseS(const RankResult& r);
+
+// A finding with its catalog title and fix, its share of `base` and the severity that
+// share gives.
+Finding MakeFinding(const std::string& id, double lost, double base);
+
 // Findings of one rank, ranked (largest time lost first, ties by id); only those costing
-// at least kReportShare of the rank's time.
-std::vector<Finding> RankFindings(const RankDiag& d);
-// Findings of the job (every rank's merged, plus straggler), ranked.
+// at least kReportShare of the rank's time. (RankModel keeps them in RankResult::findings.)
+std::vector<Finding> RankFindings(const RankResult& r);
+// Findings of the job (every rank's findings merged, plus straggler), ranked.
 std::vector<Finding> JobFindings(const RankList& ranks);
 
-// findings_host.cpp (issue 6). input_io: whether the host side of `data_loading` was
-// CPU-bound or waiting on reads (same time lost: it explains that loss); none without
-// enough process samples. environment: settings/versions that cost speed (time lost 0,
-// ranked after every measured loss); none when there are none.
-std::optional<Finding> InputIoFinding(const RankDiag& d, const Finding& data_loading);
-std::optional<Finding> EnvironmentFinding(const RankDiag& d, const std::vector<Finding>& found);
+// findings_host.cpp. input_io: whether the host side of `data_loading` was CPU-bound or
+// waiting on reads (same time lost: it explains that loss); none without enough process
+// samples. environment: settings/versions that cost speed (time lost 0, ranked after every
+// measured loss); none when there are none.
+std::optional<Finding> InputIoFinding(const RankContext& c, const std::vector<Finding>& found);
+std::optional<Finding> EnvironmentFinding(const RankContext& c, const std::vector<Finding>& found);
 
-// The `steps` object of summary.json for one rank.
-nlohmann::json StepsJson(const RankDiag& d);
-nlohmann::json FindingsJson(const std::vector<Finding>& f);
 // "GPU busy 41% of the time. Biggest loss: data loading, 6.1 ms per step (47%) ..."
 std::string Verdict(const RankList& ranks, const std::vector<Finding>& f);
-// The verdict and the ranked findings with their fixes, 80 columns, for summary.txt.
-std::string FindingsText(const RankList& ranks, const std::vector<Finding>& f);
+// Median over ranks of their step counts (the job's steps).
+double JobSteps(const RankList& ranks);
 
-}  // namespace gpuwatch::collector::diag
+}  // namespace gpuwatch::collector

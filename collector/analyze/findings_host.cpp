@@ -4,11 +4,12 @@
 // a fast path or are old (environment.h). Thresholds: thresholds.h.
 #include <algorithm>
 
+#include "analyze/environment.h"
 #include "analyze/findings.h"
-#include "analyze/thresholds.h"
-#include "report/format.h"
+#include "common/format.h"
+#include "common/thresholds.h"
 
-namespace gpuwatch::collector::diag {
+namespace gpuwatch::collector {
 namespace {
 
 int SeverityRank(const std::string& s) { return s == "high" ? 2 : s == "medium" ? 1 : 0; }
@@ -16,10 +17,13 @@ const char* SeverityName(int r) { return r >= 2 ? "high" : r == 1 ? "medium" : "
 
 }  // namespace
 
-std::optional<Finding> InputIoFinding(const RankDiag& d, const Finding& data_loading) {
-  const InputIoFigures& io = d.io;
+std::optional<Finding> InputIoFinding(const RankContext& c, const std::vector<Finding>& found) {
+  const auto dl = std::find_if(found.begin(), found.end(), [](const Finding& f) { return f.id == "data_loading"; });
+  if (dl == found.end() || dl->share < kReportShare) return std::nullopt;
+  const Finding& data_loading = *dl;
+  const InputIoFigures& io = c.r.io;
   // The samples see every host-wait gap of the run (stall steps included).
-  const double host_idle_s = d.dev.idle[kIdleHost] * 1e-9;
+  const double host_idle_s = io.host_wait_s;
   if (data_loading.time_lost_s <= 0 || host_idle_s <= 0 || io.gap_s < kInputMinCoverage * host_idle_s)
     return std::nullopt;
   const double cores = io.cpu_s / io.gap_s, waiting = io.run_wait_s / io.gap_s;
@@ -54,7 +58,6 @@ std::optional<Finding> InputIoFinding(const RankDiag& d, const Finding& data_loa
   f.time_lost_s = data_loading.time_lost_s;
   f.share = data_loading.share;
   f.severity = data_loading.severity;
-  f.ranks = {d.rank};
   f.evidence = {{"verdict", verdict},
                 {"cpu_cores_busy_in_gaps", cores},
                 {"cpu_cores_waiting_in_gaps", waiting},
@@ -74,7 +77,8 @@ std::optional<Finding> InputIoFinding(const RankDiag& d, const Finding& data_loa
   return f;
 }
 
-std::optional<Finding> EnvironmentFinding(const RankDiag& d, const std::vector<Finding>& found) {
+std::optional<Finding> EnvironmentFinding(const RankContext& c, const std::vector<Finding>& found) {
+  const RankResult& d = c.r;
   const std::vector<EnvIssue> issues = EnvIssues(d.env);
   if (issues.empty()) return std::nullopt;
   // Impact: settings that act through NCCL matter as much as the rank's communication does.
@@ -87,7 +91,7 @@ std::optional<Finding> EnvironmentFinding(const RankDiag& d, const std::vector<F
   for (const auto& i : issues) {
     int s = SeverityRank(i.severity);
     if (i.transport) {
-      if (d.coll_count == 0) s = 0;  // NCCL unused: no effect on this run
+      if (d.collectives.Total().count == 0) s = 0;  // NCCL unused: no effect on this run
       else if (s == 1 && comm_share >= kHighShare) s = 2;
     }
     sev = std::max(sev, s);
@@ -99,7 +103,6 @@ std::optional<Finding> EnvironmentFinding(const RankDiag& d, const std::vector<F
   f.id = "environment";
   f.title = "environment settings";
   f.severity = SeverityName(sev);
-  f.ranks = {d.rank};
   f.time_lost_s = 0;  // not measured: listed after every measured loss
   f.evidence = {{"issues", list},
                 {"cuda_runtime", CudaVersionText(d.env.cuda_runtime)},
@@ -110,4 +113,4 @@ std::optional<Finding> EnvironmentFinding(const RankDiag& d, const std::vector<F
   return f;
 }
 
-}  // namespace gpuwatch::collector::diag
+}  // namespace gpuwatch::collector

@@ -1,208 +1,128 @@
-// gpu: the device timeline of a rank (CUPTI activity records): busy time, idle gaps and why
-// the GPU was idle, launch delays, kernels by GPU time, communication kernels, copies as
-// the device saw them. Without CUPTI (source "events") only collectives' CUDA-event times
-// exist: the timeline keys are null and the summary says so. The sweep is in
-// gpu_timeline.cpp.
-#include <algorithm>
-#include <cmath>
-#include <vector>
+// See gpu.h.
+#include "analyze/gpu.h"
 
-#include "analyze/analysis.h"
-#include "analyze/gpu_timeline.h"
-#include "report/format.h"
+#include <algorithm>
+
+#include "analyze/launches.h"
 
 namespace gpuwatch::collector {
-namespace {
 
-constexpr size_t kTopN = 10;
+void GpuFigures::CopyStat::Add(const CopyStat& o) {
+  count += o.count;
+  bytes += o.bytes;
+  ns += o.ns;
+  pageable += o.pageable;
+}
 
-struct TopKernel {
-  std::string name;  // demangled
-  uint64_t count, ns;
-};
+void GpuFigures::Merge(const GpuFigures& o) {
+  cupti_ranks += o.cupti_ranks;
+  events_ranks += o.events_ranks;
+  work += o.work;
+  active_ns += o.active_ns;
+  run.Add(o.run);
+  gap_count += o.gap_count;
+  gaps.Merge(o.gaps);
+  launch_delay.Merge(o.launch_delay);
+  kernel_count += o.kernel_count;
+  kernel_with_api += o.kernel_with_api;
+  kernel_short += o.kernel_short;
+  kernel_dur.Merge(o.kernel_dur);
+  for (const auto& [name, st] : o.by_name) {
+    auto it = by_name.find(name);
+    if (it != by_name.end())
+      it->second.Add(st);
+    else if (by_name.size() < kMaxNames)
+      by_name.emplace(name, st);
+    else
+      other_kernels.Add(st);
+  }
+  other_kernels.Add(o.other_kernels);
+  comm_kernels += o.comm_kernels;
+  coll_events.Add(o.coll_events);
+  for (int i = 0; i < kCopyDirections; ++i) copies[i].Add(o.copies[i]);
+  late += o.late;
+  overflow += o.overflow;
+  unmatched += o.unmatched;
+}
 
-std::vector<TopKernel> Top(const GpuStats& s) {
-  std::vector<std::pair<std::string, GpuStats::KernelStat>> v(s.by_name.begin(), s.by_name.end());
-  const size_t n = std::min(kTopN, v.size());
+std::vector<std::pair<std::string, GpuFigures::KernelStat>> GpuFigures::TopByTime(size_t n) const {
+  std::vector<std::pair<std::string, KernelStat>> v(by_name.begin(), by_name.end());
+  n = std::min(n, v.size());
   std::partial_sort(v.begin(), v.begin() + n, v.end(), [](const auto& a, const auto& b) {
     return a.second.ns != b.second.ns ? a.second.ns > b.second.ns : a.first < b.first;
   });
-  std::vector<TopKernel> out;
-  for (size_t i = 0; i < n; ++i)
-    out.push_back({DemangleName(v[i].first), v[i].second.count, v[i].second.ns});
-  return out;
+  v.resize(n);
+  return v;
 }
 
-double Us(double ns) { return ns * 1e-3; }
-
-const char* SourceName(const GpuStats& s) {
-  if (s.cupti_ranks > 0 && s.events_ranks > 0) return "mixed";
-  return s.cupti_ranks > 0 ? "cupti" : "events";
+void GpuCounter::OnHostCall(const HostCall& c) {
+  if (!IsCollective(c.api) || !c.timed) return;
+  ++f_.coll_events.count;
+  f_.coll_events.ns += c.gpu_ns;
 }
 
-// Busy share per window, rounded to 0.1% to keep summary.json small (512 windows at most).
-nlohmann::json SeriesJson(const BusySeries& b) {
-  if (b.empty()) return nullptr;
-  nlohmann::json busy = nlohmann::json::array();
-  for (size_t i = 0; i < b.size(); ++i) busy.push_back(std::round(b.Fraction(i) * 1000) / 1000);
-  return {{"start_ns", b.origin_ns()},
-          {"window_s", static_cast<double>(b.window_ns()) / 1e9},  // 0.01 exactly, not 1e7 * 1e-9
-          {"busy", busy}};
+void GpuCounter::OnDeviceWork(const DeviceWork& w) {
+  ++f_.work;
+  first_ = std::min(first_, w.start_ns);
+  f_.last_ns = std::max(f_.last_ns, w.end_ns);
+  f_.late += w.late;
+  if (w.correlation_id && !w.api) ++f_.unmatched;
+  if (w.api) f_.launch_delay.Add(w.start_ns > w.api->end_ns ? w.start_ns - w.api->end_ns : 0);
+  const uint64_t dur = w.dur_ns();
+  f_.run.AddWork(w, dur);
+  if (w.kind == wire::ACTIVITY_KERNEL) {
+    if (w.comm) {
+      ++f_.comm_kernels;
+      return;
+    }
+    ++f_.kernel_count;
+    f_.kernel_dur.Add(dur);
+    if (w.api) {
+      ++f_.kernel_with_api;
+      if (dur < w.api->end_ns - w.api->start_ns) ++f_.kernel_short;
+    }
+    auto it = by_id_.find(w.name_id);
+    if (it == by_id_.end() && by_id_.size() < GpuFigures::kMaxNames)
+      it = by_id_.emplace(w.name_id, GpuFigures::KernelStat{}).first;
+    GpuFigures::KernelStat& k = it != by_id_.end() ? it->second : f_.other_kernels;
+    ++k.count;
+    k.ns += dur;
+  } else if (w.kind == wire::ACTIVITY_MEMCPY) {
+    const int d = CopyDirection(w.copy_kind);
+    if (d < 0) return;
+    GpuFigures::CopyStat& c = f_.copies[d];
+    ++c.count;
+    c.bytes += w.bytes;
+    c.ns += dur;
+    c.pageable += w.pageable;
+  }
 }
 
-// Timeline keys are only meaningful when some rank had CUPTI.
-void WriteGpuJson(const GpuStats& s, nlohmann::json& obj) {
-  nlohmann::json g;
-  g["source"] = SourceName(s);
-  g["source_detail"] = s.source_detail;
-  const GpuStats::KernelStat comm{s.comm.count + s.coll_events.count,
-                                  s.comm.ns + s.coll_events.ns};
-  g["comm_kernels"] = {{"count", comm.count}, {"total_s", Seconds(comm.ns)}};
-  if (!s.cupti()) {
-    for (const char* k : {"busy_s", "active_s", "utilization", "gaps", "idle_breakdown_s",
-                          "launch_delay", "kernels", "memcpy", "utilization_series"})
-      g[k] = nullptr;
-    obj["gpu"] = g;
-    return;
-  }
-  g["busy_s"] = Seconds(s.busy_ns);
-  g["active_s"] = Seconds(s.active_ns);
-  g["utilization"] = s.active_ns ? static_cast<double>(s.busy_ns) / s.active_ns : 0.0;
-  g["gaps"] = {{"count", s.gap_count},
-               {"total_s", Seconds(s.gap_ns)},
-               {"p50_us", Us(s.gaps.Quantile(0.50))},
-               {"p90_us", Us(s.gaps.Quantile(0.90))},
-               {"p99_us", Us(s.gaps.Quantile(0.99))},
-               {"max_us", Us(static_cast<double>(s.gaps.max()))}};
-  g["idle_breakdown_s"] = {{"host_wait", Seconds(s.idle_ns[GpuStats::kHostWait])},
-                           {"sync_wait", Seconds(s.idle_ns[GpuStats::kSyncWait])},
-                           {"kernel_wait", Seconds(s.idle_ns[GpuStats::kKernelWait])},
-                           {"other", Seconds(s.idle_ns[GpuStats::kOther])}};
-  g["launch_delay"] = {{"count", s.launch_delay.count()},
-                       {"p50_us", Us(s.launch_delay.Quantile(0.50))},
-                       {"p99_us", Us(s.launch_delay.Quantile(0.99))}};
-  nlohmann::json top = nlohmann::json::array();
-  for (const auto& k : Top(s))
-    top.push_back({{"name", k.name}, {"count", k.count}, {"total_s", Seconds(k.ns)}});
-  g["kernels"] = {
-      {"count", s.kernel_count},
-      {"total_s", Seconds(s.kernel_ns)},
-      {"median_us", Us(s.kernel_dur.Quantile(0.50))},
-      {"short_fraction", s.kernel_with_api
-                             ? static_cast<double>(s.kernel_short) / s.kernel_with_api
-                             : 0.0},
-      {"top", top}};
-  nlohmann::json mc;
-  const char* dirs[2] = {"h2d", "d2h"};
-  for (int i = 0; i < 2; ++i) {
-    const auto& c = s.copies[i];
-    mc[dirs[i]] = {{"count", c.count},
-                   {"bytes", c.bytes},
-                   {"device_s", Seconds(c.ns)},
-                   {"pageable_count", c.pageable}};
-  }
-  g["memcpy"] = mc;
-  g["utilization_series"] = SeriesJson(s.series);
-  g["late_records"] = s.late;
-  g["window_overflows"] = s.overflow;
-  g["unmatched_correlations"] = s.unmatched;
-  obj["gpu"] = g;
+void GpuCounter::OnBusy(const BusySpan& b) {
+  f_.run.AddBusy(b.noncomm, b.end_ns - b.start_ns);
+  if (!b.noncomm) f_.series.Add(b.start_ns, b.end_ns);
 }
 
-std::string Dur(uint64_t ns) { return FmtDuration(Seconds(ns)); }
-std::string DurD(double ns) { return FmtDuration(ns * 1e-9); }
-
-void WriteGpuText(const GpuStats& s, std::string& out) {
-  const GpuStats::KernelStat comm{s.comm.count + s.coll_events.count,
-                                  s.comm.ns + s.coll_events.ns};
-  if (!s.cupti()) {
-    std::string why = s.source_detail.empty() ? "CUPTI not in use" : s.source_detail;
-    out += "  gpu (events): " + Clip("no device timeline: " + why, kTextWidth - 16) + "\n";
-    if (comm.count)
-      out += Printf("    collectives timed with CUDA events: %llu, %s\n",
-                    static_cast<unsigned long long>(comm.count), Dur(comm.ns).c_str());
-    return;
-  }
-  const double util = s.active_ns ? 100.0 * s.busy_ns / s.active_ns : 0.0;
-  out += Printf("  gpu (%s): busy %s of %s active, utilization %.1f%%\n", SourceName(s),
-                Dur(s.busy_ns).c_str(), Dur(s.active_ns).c_str(), util);
-  out += Printf("    %-4s %9s %11s %11s %11s %11s %11s\n", "gaps", "count", "total", "p50",
-                "p90", "p99", "max");
-  out += Printf("    %-4s %9llu %11s %11s %11s %11s %11s\n", "",
-                static_cast<unsigned long long>(s.gap_count), Dur(s.gap_ns).c_str(),
-                DurD(s.gaps.Quantile(0.5)).c_str(), DurD(s.gaps.Quantile(0.9)).c_str(),
-                DurD(s.gaps.Quantile(0.99)).c_str(), Dur(s.gaps.max()).c_str());
-  out += Printf("    %-18s %11s %11s %11s %11s\n", "idle", "host_wait", "sync_wait",
-                "kernel_wait", "other");
-  out += Printf("    %-18s %11s %11s %11s %11s\n", "",
-                Dur(s.idle_ns[GpuStats::kHostWait]).c_str(),
-                Dur(s.idle_ns[GpuStats::kSyncWait]).c_str(),
-                Dur(s.idle_ns[GpuStats::kKernelWait]).c_str(),
-                Dur(s.idle_ns[GpuStats::kOther]).c_str());
-  out += Printf("    launch delay p50 %s, p99 %s\n", DurD(s.launch_delay.Quantile(0.5)).c_str(),
-                DurD(s.launch_delay.Quantile(0.99)).c_str());
-  const double short_pct =
-      s.kernel_with_api ? 100.0 * s.kernel_short / s.kernel_with_api : 0.0;
-  out += Printf("    kernels %llu, %s, median %s, %.1f%% short\n",
-                static_cast<unsigned long long>(s.kernel_count), Dur(s.kernel_ns).c_str(),
-                DurD(s.kernel_dur.Quantile(0.5)).c_str(), short_pct);
-  for (const auto& k : Top(s))
-    out += Printf("      %9llu %11s  %s\n", static_cast<unsigned long long>(k.count),
-                  Dur(k.ns).c_str(), Clip(k.name, kTextWidth - 29).c_str());
-  out += Printf("    comm kernels %llu, %s\n", static_cast<unsigned long long>(comm.count),
-                Dur(comm.ns).c_str());
-  const char* dirs[2] = {"H2D", "D2H"};
-  for (int i = 0; i < 2; ++i) {
-    const auto& c = s.copies[i];
-    if (!c.count) continue;
-    out += Printf("    %s %llu copies, %s, %s on device, %llu pageable\n", dirs[i],
-                  static_cast<unsigned long long>(c.count), FmtBytes(c.bytes).c_str(),
-                  Dur(c.ns).c_str(), static_cast<unsigned long long>(c.pageable));
-  }
-  if (s.late || s.overflow)
-    out += Printf("    (%llu records out of order, %llu released early: window full)\n",
-                  static_cast<unsigned long long>(s.late),
-                  static_cast<unsigned long long>(s.overflow));
+void GpuCounter::OnIdle(const IdleGap& g) {
+  if (g.trailing) return;  // outside the device's active span: a step's, not the timeline's
+  const uint64_t len = g.end_ns - g.start_ns;
+  ++f_.gap_count;
+  f_.gaps.Add(len);
+  f_.run.idle[g.kind] += len;
 }
 
-class GpuAnalysis final : public RankAnalysis {
- public:
-  const char* name() const override { return "gpu"; }
-
-  void OnBatch(const wire::Batch& batch) override { timeline_.OnBatch(batch); }
-
-  void Merge(const RankAnalysis& other) override {
-    const auto& o = static_cast<const GpuAnalysis&>(other);
-    job_ = true;
-    totals_.Merge(o.Stats());
-    totals_.source_detail =
-        Printf("%llu rank(s) cupti, %llu rank(s) events",
-               static_cast<unsigned long long>(totals_.cupti_ranks),
-               static_cast<unsigned long long>(totals_.events_ranks));
-  }
-
-  void WriteJson(nlohmann::json& obj) const override { WriteGpuJson(Stats(), obj); }
-  void WriteText(std::string& out) const override { WriteGpuText(Stats(), out); }
-
-  std::string Headline() const override {
-    const GpuStats s = Stats();
-    if (!s.cupti() || !s.active_ns) return {};
-    return Printf("gpu busy %.1f%%", 100.0 * s.busy_ns / s.active_ns);
-  }
-
- private:
-  GpuStats Stats() const {
-    if (!job_) return timeline_.Result();
-    return totals_;
-  }
-
-  GpuTimeline timeline_;  // a rank's
-  bool job_ = false;      // this instance holds job totals
-  GpuStats totals_;
-};
-
-}  // namespace
-
-std::unique_ptr<RankAnalysis> MakeGpuAnalysis() { return std::make_unique<GpuAnalysis>(); }
+GpuFigures GpuCounter::Result(const RankFacts& facts, const DeviceSweep& sweep) const {
+  GpuFigures r = f_;
+  r.first_ns = f_.work ? first_ : 0;
+  r.active_ns = r.last_ns > r.first_ns ? r.last_ns - r.first_ns : 0;
+  r.overflow = sweep.overflow();
+  r.source_detail = facts.gpu_source_detail();
+  const bool cupti = facts.gpu_source() == wire::GPU_SOURCE_CUPTI || r.work > 0;
+  r.cupti_ranks = cupti ? 1 : 0;
+  r.events_ranks = cupti ? 0 : 1;
+  if (cupti) r.coll_events = {};  // CUPTI's communication kernels stand for them
+  for (const auto& [id, st] : by_id_) r.by_name[KernelLabel(facts, id)].Add(st);
+  return r;
+}
 
 }  // namespace gpuwatch::collector

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-namespace gpuwatch::collector::diag {
+namespace gpuwatch::collector {
 namespace {
 
 // A counter that went down (a process left the tree unreaped) counts as no increase.
@@ -22,7 +22,7 @@ void InputIo::Pair(const Interval& s, const Gap& g) {
   f_.read_bytes += s.rbytes * share;
 }
 
-void InputIo::OnSample(const wire::ProcSample& s) {
+void InputIo::OnProcSample(const wire::ProcSample& s) {
   f_.max_processes = std::max(f_.max_processes, s.processes());
   if (have_prev_ && s.t_ns() <= prev_.t_ns()) return;  // out of order or repeated: ignore
   if (!have_prev_) {
@@ -46,6 +46,7 @@ void InputIo::OnSample(const wire::ProcSample& s) {
 
 void InputIo::OnGap(uint64_t a, uint64_t b) {
   if (b <= a) return;
+  f_.host_wait_s += (b - a) * 1e-9;
   const Gap g{a, b};
   for (const Interval& s : samples_) Pair(s, g);
   // Kept while a later sample may still cover part of it.
@@ -55,8 +56,8 @@ void InputIo::OnGap(uint64_t a, uint64_t b) {
   }
 }
 
-void InputIo::Settle(uint64_t mark) {
+void InputIo::OnDeviceSettled(uint64_t mark) {
   while (!samples_.empty() && samples_.front().t1 <= mark) samples_.pop_front();
 }
 
-}  // namespace gpuwatch::collector::diag
+}  // namespace gpuwatch::collector

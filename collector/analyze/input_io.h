@@ -1,8 +1,8 @@
 // The `input_io` evidence (issue 6): what the rank's process tree (the process and its
 // descendants, e.g. DataLoader workers) did while the GPU sat idle waiting for the host.
 // The library samples the tree's cumulative CPU time, run-queue wait and read counters
-// about every 100 ms (wire ProcSample); the device timeline reports each host-wait gap
-// (steps_timeline.h). Each sample interval's increase is shared among the gaps it overlaps
+// about every 100 ms (wire ProcSample); the device sweep reports each host-wait gap
+// (interpret/device_sweep.h). Each sample interval's increase is shared among the gaps it overlaps
 // in proportion to the overlap, i.e. the rate is taken as even within an interval.
 //
 // Streaming, bounded: both arrive in time order but at different lags (samples within
@@ -14,12 +14,14 @@
 #include <deque>
 
 #include "gpuwatch.pb.h"
+#include "interpret/event_sink.h"
 
-namespace gpuwatch::collector::diag {
+namespace gpuwatch::collector {
 
 struct InputIoFigures {
   uint64_t intervals = 0;   // sample intervals received
   uint32_t max_processes = 0;
+  double host_wait_s = 0;   // every host-wait gap, covered by samples or not
   // Over the host-wait gaps covered by samples:
   double gap_s = 0;         // gap time covered
   double cpu_s = 0;         // CPU time of the tree
@@ -30,15 +32,18 @@ struct InputIoFigures {
   double all_s = 0, all_cpu_s = 0, all_read_chars = 0;
 };
 
-class InputIo {
+class InputIo final : public EventSink {
  public:
   static constexpr size_t kMaxKept = 4096;
 
-  void OnSample(const wire::ProcSample& s);
-  // A host-wait gap [a, b), in time order.
-  void OnGap(uint64_t a, uint64_t b);
+  void OnProcSample(const wire::ProcSample& s) override;
+  // Host-wait gaps, in time order.
+  void OnIdle(const IdleGap& g) override {
+    if (g.kind == kIdleHost) OnGap(g.start_ns, g.end_ns);
+  }
   // No gap reported from now on starts before `mark`.
-  void Settle(uint64_t mark);
+  void OnDeviceSettled(uint64_t mark) override;
+  void OnGap(uint64_t a, uint64_t b);
   const InputIoFigures& figures() const { return f_; }
 
  private:
@@ -58,4 +63,4 @@ class InputIo {
   std::deque<Gap> gaps_;
 };
 
-}  // namespace gpuwatch::collector::diag
+}  // namespace gpuwatch::collector

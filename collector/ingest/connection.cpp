@@ -1,9 +1,9 @@
 #include "ingest/connection.h"
 
-#include "clock/clock_estimate.h"
-#include "clock/clock_shift.h"
+#include "ingest/clock_estimate.h"
+#include "ingest/clock_shift.h"
 #include "ingest/tcp_listener.h"
-#include "report/writer.h"
+#include "common/out_dir.h"
 
 namespace gpuwatch::collector {
 
@@ -53,8 +53,7 @@ bool Connection::OnBytes(std::string_view bytes, wire::FrameScratch& scratch, Cl
 void Connection::OpenJournal() {
   if (!journal_opt_ || !journal_opt_->enabled || rank_->journal()) return;
   if (!rank_->storage().journal.error.empty()) return;  // failed before: said once already
-  const Job* job = jobs_.Find(job_id_);
-  const std::string dir = ChooseOutDir(journal_opt_->out_override, job ? job->first_out_dir() : "");
+  const std::string dir = ChooseOutDir(journal_opt_->out_override, jobs_.FirstOutDir(job_id_));
   std::string error;
   auto j = JournalWriter::Open(dir, rank_->hello().rank(), rank_->hello().pid(),
                                journal_opt_->max_bytes, &error);
@@ -164,7 +163,7 @@ bool Connection::OnHello(wire::Hello hello) {
   clock_shift_ = hello.clock_offset_ns();
   ShiftHello(hello, clock_shift_);
   std::string error;
-  RankAggregate* rank = jobs_.Attach(hello, &error);
+  RankSink* rank = jobs_.Attach(hello, &error);
   if (!rank) return Fail(error);
   rank_ = rank;
   job_id_ = hello.job_id();

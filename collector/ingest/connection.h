@@ -1,5 +1,5 @@
 // One client connection's protocol state, independent of sockets: bytes in, frames out to
-// the JobTable. Enforces the handshake (first frame is a Hello of our protocol version)
+// the rank it attached to (rank_sink.h). Enforces the handshake (first frame is a Hello of our protocol version)
 // and turns any framing or decoding error into a single reason to drop the client.
 // A connection may instead open with a ClockProbe: a host collector measuring this
 // collector's clock (--upstream); it is answered and never feeds a job.
@@ -9,9 +9,9 @@
 #include <string>
 #include <string_view>
 
-#include "aggregate/job.h"
 #include "frame.h"
-#include "store/journal_store.h"
+#include "ingest/journal_store.h"
+#include "ingest/rank_sink.h"
 
 namespace gpuwatch::collector {
 
@@ -29,7 +29,7 @@ class FrameSink {
 class Connection {
  public:
   // With `journal` enabled, every frame accepted is appended to its rank's journal.
-  Connection(int peer_pid, JobTable& jobs, Clock::time_point now,
+  Connection(int peer_pid, RankDirectory& jobs, Clock::time_point now,
              const JournalOptions* journal = nullptr)
       : peer_pid_(peer_pid), jobs_(jobs), connected_at_(now), journal_opt_(journal) {}
   ~Connection() { Close(Clock::now()); }
@@ -67,7 +67,7 @@ class Connection {
   size_t buffered() const { return reader_.buffered(); }
   const std::string& error() const { return error_; }
   // The rank this connection feeds, null before the Hello.
-  RankAggregate* rank() const { return rank_; }
+  RankSink* rank() const { return rank_; }
   // Journal troubles since the last call (one line each, for the log).
   std::vector<std::string> TakeNotices();
   // "rank 3 of job abc (pid 1234)" once the Hello arrived, "client pid 1234" before;
@@ -85,12 +85,12 @@ class Connection {
   bool Fail(std::string why);
 
   int peer_pid_;
-  JobTable& jobs_;
+  RankDirectory& jobs_;
   Clock::time_point connected_at_;
   wire::FrameReader reader_;
   std::string job_id_;
   int rank_no_ = -1;
-  RankAggregate* rank_ = nullptr;
+  RankSink* rank_ = nullptr;
   bool said_goodbye_ = false;
   bool closed_ = false;
   std::string error_;

@@ -9,9 +9,9 @@
 
 #include <spdlog/spdlog.h>
 
-#include "clock/clock_shift.h"
+#include "ingest/clock_shift.h"
 #include "frame.h"
-#include "report/format.h"
+#include "common/format.h"
 
 namespace gpuwatch::collector {
 

@@ -25,7 +25,7 @@
 #include <optional>
 #include <string>
 
-#include "clock/clock_estimate.h"
+#include "ingest/clock_estimate.h"
 #include "endpoint.h"
 #include "frame.h"
 #include "ingest/connection.h"

@@ -101,6 +101,12 @@ std::string FormatPrometheus(const LiveSnapshot& snap) {
   Write(out, {"gpuwatch_gpu_active_seconds_total", "counter",
               "First to last device work of the rank; rate(busy)/rate(active) is busy now"},
         snap, labels, gpu([](const RankSample& r) { return r.gpu_active_s; }));
+  Write(out, {"gpuwatch_gpu_idle_seconds_total", "counter",
+              "GPU idle time between busy spans, by why (host_wait, launch_wait, sync_wait, other)"},
+        snap, labels, [](const RankSample& r, const Emit& emit) {
+          if (!r.has_gpu) return;
+          for (int k = 0; k < kIdleKinds; ++k) emit(std::string("kind=\"") + IdleKindKey(k) + "\"", r.gpu_idle_s[k]);
+        });
   Write(out, {"gpuwatch_sync_stall_seconds_total", "counter",
               "Host time blocked in CUDA synchronizing calls"},
         snap, labels, one([](const RankSample& r) { return r.sync_s; }));
@@ -122,6 +128,22 @@ std::string FormatPrometheus(const LiveSnapshot& snap) {
         snap, labels, per_op([](const OpSample& o) { return o.busbw_bps; }));
   Write(out, {"gpuwatch_steps_total", "counter", "Training steps recognized so far"}, snap,
         labels, one([](const RankSample& r) { return double(r.steps); }));
+  Write(out, {"gpuwatch_step_part_seconds", "gauge",
+              "Mean per step so far, by part (as summary.json steps.per_step_ms, in seconds)"},
+        snap, labels, [](const RankSample& r, const Emit& emit) {
+          const PerStepMean& m = r.per_step;
+          if (!m.known) return;
+          const std::pair<const char*, double> parts[] = {
+              {"gpu_compute", m.compute_ms},
+              {"comm_not_overlapped", m.comm_not_overlapped_ms},
+              {"gpu_idle_waiting_for_host", m.idle_ms[kIdleHost]},
+              {"gpu_idle_waiting_for_launches", m.idle_ms[kIdleLaunch]},
+              {"gpu_idle_in_syncs", m.idle_ms[kIdleSync]},
+              {"gpu_idle_other", m.idle_ms[kIdleOther]},
+              {"host_blocked_in_syncs", m.host_blocked_in_syncs_ms},
+              {"copies", m.copies_ms}};
+          for (const auto& [part, ms] : parts) emit(std::string("part=\"") + part + "\"", ms * 1e-3);
+        });
   Write(out, {"gpuwatch_dropped_records_total", "counter",
               "Records the library could not send (ring full, buffer cap, ...)"},
         snap, labels, one([](const RankSample& r) { return double(r.dropped); }));

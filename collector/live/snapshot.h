@@ -1,7 +1,7 @@
 // Live views of a running collector (the `gpuwatch run` status line, Prometheus /metrics):
-// a snapshot of every rank's figures, taken on the server's thread (ServerOptions::on_tick,
-// the only thread that may read the JobTable) and handed to other threads by a pointer
-// swap under a mutex. Readers never touch the aggregation; the ingest never waits on them.
+// a snapshot of every rank's figures (its RankResult as it stands), taken on the server's
+// thread (jobs/live_snapshot.h) and handed to other threads by a pointer swap under a
+// mutex. Readers never touch the aggregation; the ingest never waits on them.
 #pragma once
 #include <chrono>
 #include <cstdint>
@@ -11,7 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "aggregate/job.h"
+#include "analyze/rank_result.h"
+#include "ingest/rank_sink.h"
 
 namespace gpuwatch::collector {
 
@@ -30,12 +31,17 @@ struct RankSample {
   uint64_t events = 0;
   bool has_gpu = false;  // a device timeline (CUPTI): the gpu_* figures below mean something
   double gpu_busy_s = 0, gpu_active_s = 0;
+  double gpu_idle_s[kIdleKinds] = {};  // idle gaps by IdleKind
   double sync_s = 0;     // host blocked in sync calls
   uint64_t h2d_bytes = 0, h2d_pageable_bytes = 0;
   std::vector<OpSample> ops;
   uint64_t steps = 0;
+  PerStepMean per_step;
   uint64_t dropped = 0;
 };
+
+// The figures of `r` a live view shows, the same numbers summary.json has.
+RankSample SampleOf(const RankResult& r);
 
 struct LiveSnapshot {
   Clock::time_point at{};
@@ -46,9 +52,6 @@ struct LiveSnapshot {
   double gpu_busy_s = 0, gpu_active_s = 0;
   int jobs = 0;
 };
-
-// Reads every job of `jobs`. Call only on the thread that owns the JobTable.
-LiveSnapshot TakeSnapshot(const JobTable& jobs, Clock::time_point now);
 
 // Latest snapshot, shared between the server thread (Publish) and readers (Latest).
 class LiveFeed {
@@ -68,12 +71,5 @@ class LiveFeed {
   mutable std::mutex mu_;
   std::shared_ptr<const LiveSnapshot> latest_;
 };
-
-// A ServerOptions::on_tick that publishes a snapshot to `feed` (which must outlive it).
-inline std::function<void(const JobTable&, Clock::time_point)> PublishTo(LiveFeed& feed) {
-  return [&feed](const JobTable& jobs, Clock::time_point now) {
-    feed.Publish(TakeSnapshot(jobs, now));
-  };
-}
 
 }  // namespace gpuwatch::collector

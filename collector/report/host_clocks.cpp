@@ -1,13 +1,14 @@
+// See host_clocks.h.
 #include "report/host_clocks.h"
 
 #include <map>
 
 namespace gpuwatch::collector {
 
-std::vector<HostClock> HostClocks(const Job& job) {
+std::vector<HostClock> HostClocks(const JobView& job) {
   std::map<std::string, HostClock> by_host;
-  for (const auto& [key, rank] : job.ranks()) {
-    const wire::Hello& h = rank->hello();
+  for (const RankView& rank : job.ranks) {
+    const wire::Hello& h = *rank.hello;
     HostClock& hc = by_host[h.host()];
     const bool first = hc.ranks.empty();
     hc.host = h.host();

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "aggregate/job.h"
+#include "report/job_view.h"
 
 namespace gpuwatch::collector {
 
@@ -21,7 +21,7 @@ struct HostClock {
 
 // One entry per host, in host order. If a host's ranks were forwarded with different
 // estimates (one taken again between their connects), the tightest one is shown.
-std::vector<HostClock> HostClocks(const Job& job);
+std::vector<HostClock> HostClocks(const JobView& job);
 
 // Whether any rank of the job came through another collector (the text then lists hosts).
 bool AnyForwarded(const std::vector<HostClock>& hosts);

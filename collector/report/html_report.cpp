@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <map>
 
-#include "report/format.h"
+#include "common/format.h"
 #include "report/summary.h"
 #include "report/svg_chart.h"
 

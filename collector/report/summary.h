@@ -1,27 +1,22 @@
 // The job summary in its forms: summary.json (schema gpuwatch.summary.v1, a public
 // interface documented in docs/summary-schema.md), summary.txt (80 columns, also printed
-// to stdout) and report.html (drawn from the JSON). All come from the same Job; none
+// to stdout) and report.html (drawn from the JSON). All come from the same JobView; none
 // touches the disk.
 #pragma once
 #include <string>
 
 #include <nlohmann/json.hpp>
 
-#include "aggregate/job.h"
+#include "report/job_view.h"
 
 namespace gpuwatch::collector {
 
 inline constexpr const char* kSummarySchema = "gpuwatch.summary.v1";
 
 // `generated_at`: an ISO 8601 UTC time; passed in so tests get a fixed document.
-// `totals`: job.Totals(), when the caller has them already (merging every rank's analyses
-// is the costly part of a summary of a long run).
-nlohmann::json BuildSummaryJson(const Job& job, const std::string& generated_at,
-                                const Analyses& totals);
-nlohmann::json BuildSummaryJson(const Job& job, const std::string& generated_at);
+nlohmann::json BuildSummaryJson(const JobView& job, const std::string& generated_at);
 // Deterministic: the same job always gives the same text.
-std::string BuildSummaryText(const Job& job, const Analyses& totals);
-std::string BuildSummaryText(const Job& job);
+std::string BuildSummaryText(const JobView& job);
 
 // The documents as they go to disk (JSON generated now): summary.json, summary.txt and
 // report.html (report/html_report.h, drawn from the same JSON document).
@@ -30,8 +25,7 @@ struct RenderedSummary {
   std::string text;
   std::string html;
 };
-RenderedSummary RenderSummary(const Job& job, const Analyses& totals);
-RenderedSummary RenderSummary(const Job& job);
+RenderedSummary RenderSummary(const JobView& job);
 
 // Now, as "2024-05-01T12:34:56Z".
 std::string UtcNow();

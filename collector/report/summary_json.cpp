@@ -1,9 +1,10 @@
-// summary.json. Per-rank identity and end state come from the RankAggregate; every other
-// section is written by its analysis, so adding an analysis adds its keys here without
-// changes to this file. The `job` object carries the same sections merged over ranks.
+// summary.json. Per-rank identity, end state and storage come from the RankView; every
+// figure section from its RankResult (report/figures_json.h). The `job` object carries the
+// same sections merged over ranks (JobResult).
 #include <ctime>
 
-#include "report/format.h"
+#include "common/format.h"
+#include "report/figures_json.h"
 #include "report/host_clocks.h"
 #include "report/html_report.h"
 #include "report/summary.h"
@@ -27,9 +28,9 @@ nlohmann::json StorageJson(const RankStorage& s) {
   return j;
 }
 
-nlohmann::json HangsJson(const Job& job) {
+nlohmann::json HangsJson(const JobView& job) {
   nlohmann::json out = nlohmann::json::array();
-  for (const Hang& h : job.hangs()) {
+  for (const Hang& h : *job.hangs) {
     nlohmann::json ranks = nlohmann::json::array();
     for (const auto& s : h.ranks) {
       nlohmann::json r = {{"rank", s.rank}, {"pid", s.pid}, {"host", s.host},
@@ -55,7 +56,7 @@ nlohmann::json HangsJson(const Job& job) {
   return out;
 }
 
-nlohmann::json HostsJson(const Job& job) {
+nlohmann::json HostsJson(const JobView& job) {
   nlohmann::json out = nlohmann::json::array();
   for (const HostClock& h : HostClocks(job))
     out.push_back({{"host", h.host},
@@ -78,16 +79,11 @@ std::string UtcNow() {
   return buf;
 }
 
-nlohmann::json BuildSummaryJson(const Job& job, const std::string& generated_at) {
-  return BuildSummaryJson(job, generated_at, job.Totals());
-}
-
-nlohmann::json BuildSummaryJson(const Job& job, const std::string& generated_at,
-                                const Analyses& job_totals) {
+nlohmann::json BuildSummaryJson(const JobView& job, const std::string& generated_at) {
   nlohmann::json ranks = nlohmann::json::array();
   nlohmann::json abnormal = nlohmann::json::array();
-  for (const auto& [key, rank] : job.ranks()) {
-    const wire::Hello& h = rank->hello();
+  for (const RankView& rank : job.ranks) {
+    const wire::Hello& h = *rank.hello;
     nlohmann::json r = {{"rank", h.rank()},
                         {"world_size", h.world_size()},
                         {"local_rank", h.local_rank()},
@@ -96,25 +92,25 @@ nlohmann::json BuildSummaryJson(const Job& job, const std::string& generated_at,
                         {"device", h.device()},
                         {"rank_source", h.rank_source()},
                         {"library_version", h.library_version()},
-                        {"ended", rank->ended()},
-                        {"wall_s", rank->wall_s()},
-                        {"events", rank->events()},
-                        {"storage", StorageJson(rank->storage())}};
-    for (const auto& a : rank->analyses()) a->WriteJson(r);
-    if (!rank->ended_normally()) abnormal.push_back(h.rank());
+                        {"ended", rank.ended_normally ? "normal" : "abnormal"},
+                        {"wall_s", rank.result->WallS()},
+                        {"events", rank.result->host_calls},
+                        {"storage", StorageJson(*rank.storage)}};
+    AddRankFigures(*rank.result, r);
+    if (!rank.ended_normally) abnormal.push_back(h.rank());
     ranks.push_back(std::move(r));
   }
 
-  nlohmann::json totals = {{"ranks", job.ranks().size()},
-                           {"world_size", job.world_size()},
+  nlohmann::json totals = {{"ranks", job.ranks.size()},
+                           {"world_size", job.world_size},
                            {"hosts", job.distinct_hosts()},
                            {"host_clocks", HostsJson(job)},
                            {"abnormal_ranks", abnormal},
                            {"wall_s", job.wall_s()}};
-  for (const auto& a : job_totals) a->WriteJson(totals);
+  AddJobFigures(*job.result, totals);
 
   return {{"schema", kSummarySchema},
-          {"job_id", job.id()},
+          {"job_id", job.id},
           {"generated_at", generated_at},
           {"ranks", std::move(ranks)},
           {"job", std::move(totals)},
@@ -125,13 +121,11 @@ nlohmann::json BuildSummaryJson(const Job& job, const std::string& generated_at,
 
 namespace gpuwatch::collector {
 
-RenderedSummary RenderSummary(const Job& job) { return RenderSummary(job, job.Totals()); }
-
-RenderedSummary RenderSummary(const Job& job, const Analyses& totals) {
-  const nlohmann::json doc = BuildSummaryJson(job, UtcNow(), totals);
+RenderedSummary RenderSummary(const JobView& job) {
+  const nlohmann::json doc = BuildSummaryJson(job, UtcNow());
   RenderedSummary r;
   r.json = doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-  r.text = BuildSummaryText(job, totals);
+  r.text = BuildSummaryText(job);
   // The page is a convenience: whatever goes wrong drawing it must not cost the summary.
   try {
     r.html = BuildHtmlReport(doc);

@@ -1,7 +1,8 @@
-// summary.txt: a header for the job, one block per rank (each analysis prints its own
-// table), then a job line made of each analysis' headline. Everything fits 80 columns;
+// summary.txt: the verdict and the findings, a header for the job, one block per rank (the
+// tables of report/figures_text.h), the hangs, then a job line of headlines. Everything fits 80 columns;
 // strings from ranks are clipped and stripped of control characters.
-#include "report/format.h"
+#include "common/format.h"
+#include "report/figures_text.h"
 #include "report/host_clocks.h"
 #include "report/summary.h"
 
@@ -27,17 +28,14 @@ void AppendWrapped(std::string& out, const std::string& first, const std::vector
 
 }  // namespace
 
-std::string BuildSummaryText(const Job& job) { return BuildSummaryText(job, job.Totals()); }
-
-std::string BuildSummaryText(const Job& job, const Analyses& totals) {
+std::string BuildSummaryText(const JobView& job) {
   const std::string rule_heavy(kTextWidth, '=');
   std::string out;
-  out += Clip("gpuwatch summary: job " + job.id(), kTextWidth) + "\n";
-  // The diagnosis first (issue 6): the verdict, then the findings ranked by time lost.
-  for (const auto& a : totals)
-    if (std::string(a->name()) == "steps") a->WriteText(out);
-  out += Printf("%zu rank%s of %d, %d host%s, wall %s\n", job.ranks().size(),
-                job.ranks().size() == 1 ? "" : "s", job.world_size(), job.distinct_hosts(),
+  out += Clip("gpuwatch summary: job " + job.id, kTextWidth) + "\n";
+  // The diagnosis first: the verdict, then the findings ranked by time lost.
+  out += FindingsText(*job.result);
+  out += Printf("%zu rank%s of %d, %d host%s, wall %s\n", job.ranks.size(),
+                job.ranks.size() == 1 ? "" : "s", job.world_size, job.distinct_hosts(),
                 job.distinct_hosts() == 1 ? "" : "s", FmtDuration(job.wall_s()).c_str());
   // Multi-host through --upstream: how each host's times were put on this clock.
   if (const auto hosts = HostClocks(job); AnyForwarded(hosts)) {
@@ -55,19 +53,18 @@ std::string BuildSummaryText(const Job& job, const Analyses& totals) {
   }
 
   int abnormal = 0;
-  for (const auto& [key, rank] : job.ranks()) {
-    const wire::Hello& h = rank->hello();
+  for (const RankView& rank : job.ranks) {
+    const wire::Hello& h = *rank.hello;
     out += rule_heavy + "\n";
     out += Clip(Printf("rank %d of %d  local %d  host %s  pid %d  device %d  (%s)", h.rank(),
                        h.world_size(), h.local_rank(), Clip(h.host(), 24).c_str(), h.pid(),
                        h.device(), Clip(h.rank_source(), 8).c_str()),
                 kTextWidth) +
            "\n";
-    out += Printf("  ended %s, wall %s, %llu events\n",
-                  rank->ended_normally() ? "normally" : "abnormally",
-                  FmtDuration(rank->wall_s()).c_str(),
-                  static_cast<unsigned long long>(rank->events()));
-    const RankStorage& st = rank->storage();
+    out += Printf("  ended %s, wall %s, %llu events\n", rank.ended_normally ? "normally" : "abnormally",
+                  FmtDuration(rank.result->WallS()).c_str(),
+                  static_cast<unsigned long long>(rank.result->host_calls));
+    const RankStorage& st = *rank.storage;
     if (st.journal.capped)
       out += Clip("  journal stopped at its cap of " + FmtBytes(st.journal.bytes) +
                       ": later frames were counted but not kept on disk",
@@ -78,14 +75,14 @@ std::string BuildSummaryText(const Job& job, const Analyses& totals) {
     if (st.truncated_tail_bytes > 0)
       out += Printf("  rebuilt: an incomplete last frame (%llu bytes) was ignored\n",
                     static_cast<unsigned long long>(st.truncated_tail_bytes));
-    for (const auto& a : rank->analyses()) a->WriteText(out);
-    abnormal += !rank->ended_normally();
+    AppendRankText(*rank.result, out);
+    abnormal += !rank.ended_normally;
   }
   out += rule_heavy + "\n";
-  if (!job.hangs().empty()) {
+  if (!job.hangs->empty()) {
     out += Printf("%zu hang%s (a rank inside a collective or sync too long):\n",
-                  job.hangs().size(), job.hangs().size() == 1 ? "" : "s");
-    for (const Hang& h : job.hangs()) {
+                  job.hangs->size(), job.hangs->size() == 1 ? "" : "s");
+    for (const Hang& h : *job.hangs) {
       std::string line = Printf("  rank %d in %s", h.rank, h.api.c_str());
       if (h.collective) line += Printf(" seq %llu", static_cast<unsigned long long>(h.seq));
       line += Printf(" for %s;", FmtDuration(h.inside_s).c_str());
@@ -106,9 +103,8 @@ std::string BuildSummaryText(const Job& job, const Analyses& totals) {
   }
 
   std::vector<std::string> parts;
-  parts.push_back(Printf("%zu rank%s (%d abnormal)", job.ranks().size(),
-                         job.ranks().size() == 1 ? "" : "s", abnormal));
-  for (const auto& a : totals) parts.push_back(a->Headline());
+  parts.push_back(Printf("%zu rank%s (%d abnormal)", job.ranks.size(), job.ranks.size() == 1 ? "" : "s", abnormal));
+  for (std::string& p : JobHeadlines(*job.result)) parts.push_back(std::move(p));
   AppendWrapped(out, "job: ", parts);
   return out;
 }

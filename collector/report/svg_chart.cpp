@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "report/format.h"
+#include "common/format.h"
 
 namespace gpuwatch::collector::html {
 namespace {

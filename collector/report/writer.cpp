@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/out_dir.h"
 #include "report/summary.h"
 
 namespace gpuwatch::collector {
@@ -17,27 +18,6 @@ std::string Why(const std::string& what, const std::string& path) {
 }
 
 }  // namespace
-
-bool MakeDirs(const std::string& dir, std::string* error, unsigned mode) {
-  std::string partial;
-  size_t pos = 0;
-  while (pos != std::string::npos) {
-    pos = dir.find('/', pos + 1);
-    partial = dir.substr(0, pos);
-    if (partial.empty()) continue;
-    if (mkdir(partial.c_str(), static_cast<mode_t>(mode)) != 0 && errno != EEXIST) {
-      *error = Why("cannot create", partial);
-      return false;
-    }
-  }
-  struct stat st {};
-  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    errno = errno ? errno : ENOTDIR;
-    *error = Why("cannot use output directory", dir);
-    return false;
-  }
-  return true;
-}
 
 namespace {
 
@@ -82,12 +62,6 @@ bool WriteAtomically(const std::string& path, const std::string& data, std::stri
 }
 
 }  // namespace
-
-std::string ChooseOutDir(const std::string& override_dir, const std::string& first_out_dir) {
-  if (!override_dir.empty()) return override_dir;
-  if (!first_out_dir.empty() && first_out_dir[0] == '/') return first_out_dir;
-  return "./gpuwatch-out";
-}
 
 bool WriteSummaryFiles(const std::string& dir, const RenderedSummary& s, std::string* error) {
   errno = 0;

@@ -4,14 +4,9 @@
 #pragma once
 #include <string>
 
+#include "common/out_dir.h"
+
 namespace gpuwatch::collector {
-
-// Where a job's summary goes: `--out` if given, else the first rank's Hello.out_dir if it
-// is absolute, else ./gpuwatch-out.
-std::string ChooseOutDir(const std::string& override_dir, const std::string& first_out_dir);
-
-// mkdir -p; what it creates gets `mode`. False with `error` set (one line) on failure.
-bool MakeDirs(const std::string& dir, std::string* error, unsigned mode = 0755);
 
 struct RenderedSummary;  // report/summary.h
 

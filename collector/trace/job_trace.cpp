@@ -1,8 +1,9 @@
+// See job_trace.h.
 #include "trace/job_trace.h"
 
 #include <climits>
 
-#include "report/format.h"
+#include "common/format.h"
 
 namespace gpuwatch::collector {
 
@@ -47,22 +48,16 @@ static RankTrace* Find(std::map<std::tuple<int, std::string, int>, std::unique_p
   return it->second.get();
 }
 
-void JobTrace::Steps(int rank, const std::string& host,
-                     const std::vector<std::pair<uint64_t, uint64_t>>& steps,
-                     uint64_t first_index) {
+void JobTrace::Steps(int rank, const std::string& host, const RankResult& result) {
   RankTrace* t = Find(ranks_, rank, host);
   if (!t) return;
+  const auto& steps = result.steps.steps;
   uint64_t& until = steps_until_[{rank, host}];
-  std::vector<std::pair<uint64_t, uint64_t>> fresh;
-  uint64_t first = first_index;
-  for (size_t i = 0; i < steps.size(); ++i) {
-    if (steps[i].first < until) continue;
-    if (fresh.empty()) first = first_index + i;
-    fresh.push_back(steps[i]);
-  }
-  if (fresh.empty()) return;
-  until = fresh.back().second;
-  t->WriteSteps(fresh, first);
+  size_t from = 0;
+  while (from < steps.size() && steps[from].start < until) ++from;
+  if (from == steps.size()) return;
+  until = steps.back().end;
+  t->WriteSteps(steps, from, from, result.per_step_device);
 }
 
 void JobTrace::Instant(int rank, const std::string& host, const std::string& key, uint64_t ts,

@@ -1,11 +1,10 @@
 // The trace of one job: one file (OUT/trace.perfetto-trace), one packet sequence and one
-// process track per rank (rank_trace.h). The aggregate stage feeds it: JobTable creates it
-// with the job (set_trace_factory), each RankAggregate passes its batches to its rank's
-// part, and hangs found by JobTable::CheckHangs become instant events.
+// process track per rank (rank_trace.h). The job table creates it with the job
+// (set_trace_factory); each rank's part subscribes to the rank's interpreted events; hangs
+// become instants; steps and findings are marked when the job ends.
 //
-// Clocks: timestamps are the ranks' CLOCK_MONOTONIC nanoseconds, written as they are. All
-// ranks of one host share that clock; ranks on other hosts are not aligned yet (TODO in
-// docs/TRACE.md: estimate each host's offset from Hello/heartbeat arrival times).
+// Clocks: timestamps are the ranks' CLOCK_MONOTONIC nanoseconds, as the collector has them
+// (ranks forwarded from other hosts are already on its clock, docs/TRACE.md).
 #pragma once
 #include <map>
 #include <memory>
@@ -13,15 +12,15 @@
 #include <string>
 #include <tuple>
 
-#include "aggregate/hang.h"
-#include "analyze/analysis.h"
+#include "analyze/hang.h"
+#include "analyze/rank_result.h"
 #include "gpuwatch.pb.h"
 #include "trace/rank_trace.h"
 #include "trace/trace_file.h"
 
 namespace gpuwatch::collector {
 
-class JobTrace final : public TraceMarks {
+class JobTrace {
  public:
   // Creates the trace file at `path`; null with `error` when the level is off or the file
   // cannot be created.
@@ -33,13 +32,12 @@ class JobTrace final : public TraceMarks {
   void OnHang(const Hang& hang);
   void Flush() { file_->Flush(); }
 
-  // At job end (TraceMarks, from the job-level analyses). A job that ends again after more
-  // data came adds only steps after those already written, and findings not yet written.
-  void Steps(int rank, const std::string& host,
-             const std::vector<std::pair<uint64_t, uint64_t>>& steps,
-             uint64_t first_index) override;
-  void Instant(int rank, const std::string& host, const std::string& key, uint64_t ts,
-               const std::string& name) override;
+  // At job end. A job that ends again after more data came adds only steps after those
+  // already written, and findings not yet written. The kept steps are the first ones:
+  // numbered from 0, with their figures when they have them.
+  void Steps(int rank, const std::string& host, const RankResult& result);
+  // An instant on the rank's process track, written once per `key`.
+  void Instant(int rank, const std::string& host, const std::string& key, uint64_t ts, const std::string& name);
 
   const TraceFile& file() const { return *file_; }
   // One line for the log: where, how big, what was left out.

@@ -1,12 +1,12 @@
+// See rank_trace.h.
 #include "trace/rank_trace.h"
 
 #include <algorithm>
-#include <numeric>
 
-#include "analyze/api_names.h"
-#include "analyze/bus_factor.h"
-#include "analyze/gpu_timeline.h"  // DemangleName
-#include "report/format.h"
+#include "common/api_names.h"
+#include "common/bus_factor.h"
+#include "common/format.h"
+#include "common/kernel_names.h"
 
 namespace gpuwatch::collector {
 namespace {
@@ -21,7 +21,7 @@ constexpr uint32_t kProcessLocal = 0;
 constexpr int kHostLanes = 8;
 constexpr uint32_t kThreadBase = 1;         // + thread index * kHostLanes + lane (512 threads)
 constexpr uint32_t kApiBase = 0x1001;       // + lane
-constexpr uint32_t kBusyLocal = 0x1011, kH2dLocal = 0x1012, kStepsLocal = 0x1013;
+constexpr uint32_t kBusyLocal = 0x1011, kH2dLocal = 0x1012, kStepsLocal = 0x1013, kIdleLocal = 0x1014;
 constexpr uint32_t kStreamBase = 0x1100;    // + stream index * kMaxLanes + lane (512 streams)
 constexpr size_t kMaxNameChars = 200;
 
@@ -31,10 +31,12 @@ constexpr uint32_t kIdMask = (uint32_t{1} << 29) - 1;
 constexpr uint32_t kDeviceKey = uint32_t{1} << 31, kCopyKey = uint32_t{1} << 30,
                    kNvtxKey = uint32_t{1} << 29;
 
-// In Key order (rank_trace.h).
-const char* const kKeyNames[] = {"bytes", "blocking", "seq", "busbw_gbps", "peer", "step"};
-
-bool IsCollectiveApi(wire::Api a) { return a >= wire::NCCL_ALL_REDUCE && a <= wire::NCCL_RECV; }
+// In Key order (rank_trace.h). A step's figures are those of summary.json's per_step_ms.
+const char* const kKeyNames[] = {"bytes",          "blocking",           "seq",
+                                 "busbw_gbps",     "peer",               "step",
+                                 "gpu_compute_ms", "comm_not_overlapped_ms", "idle_host_wait_ms",
+                                 "idle_launch_wait_ms", "idle_sync_wait_ms", "idle_other_ms",
+                                 "host_blocked_in_syncs_ms", "copies_ms"};
 
 const char* CopyDir(int kind) {
   switch (kind) {
@@ -48,6 +50,12 @@ const char* CopyDir(int kind) {
 
 // "cudaMemcpyAsync H2D · pageable": pinned or pageable is part of the (interned) name, which
 // costs nothing per event, where an annotation would cost ~6 bytes.
+// Counter values: busy ns in a window -> percent; H2D bytes in a 10 ms window -> MB/s.
+int64_t BusyPct(double busy_ns) {
+  return std::min<int64_t>(100, static_cast<int64_t>(busy_ns * 100 / CounterWindows::kWindowNs + 0.5));
+}
+int64_t H2dMBps(double bytes) { return static_cast<int64_t>((bytes + 5000) / 10000); }
+
 std::string CopyName(const char* what, int kind, bool pageable) {
   if (kind != wire::COPY_H2D && kind != wire::COPY_D2H) return Printf("%s %s", what, CopyDir(kind));
   return Printf("%s %s · %s", what, CopyDir(kind), pageable ? "pageable" : "pinned");
@@ -178,15 +186,25 @@ void RankTrace::Instant(uint64_t ts, const std::string& name) {
   Write();
 }
 
-void RankTrace::WriteSteps(const std::vector<std::pair<uint64_t, uint64_t>>& steps,
-                           uint64_t first_index) {
+void RankTrace::WriteSteps(const std::deque<StepRec>& steps, size_t from, uint64_t first_index, bool figures) {
   if (file_->level() == TraceLevel::kOff) return;
   uint64_t index = first_index;
   const uint32_t name = names_.Iid("step");  // one name, the number as an argument
-  for (const auto& [start, end] : steps) {
-    const Ann ann{kKeyStep, Ann::kUint, index++, 0};
-    Slice(kStepsLocal, step_lanes_, static_cast<int32_t>(kStepsLocal), start, end, name, &ann,
-          1, 0, 0, [] { return std::string("steps"); });
+  for (size_t k = from; k < steps.size(); ++k) {
+    const StepRec& s = steps[k];
+    Ann anns[4 + kIdleKinds];
+    int n = 0;
+    anns[n++] = {kKeyStep, Ann::kUint, index++, 0};
+    if (figures) {
+      auto ms = [&](uint32_t key, uint64_t ns) { anns[n++] = {key, Ann::kDouble, 0, static_cast<double>(ns) * 1e-6}; };
+      ms(kKeyCompute, s.dev.compute);
+      ms(kKeyCommExposed, s.dev.ExposedComm());
+      for (int i = 0; i < kIdleKinds; ++i) ms(kKeyIdle0 + i, s.dev.idle[i]);
+      ms(kKeySyncMid, s.sync_mid);
+      ms(kKeyCopies, s.dev.copy);
+    }
+    Slice(kStepsLocal, step_lanes_, static_cast<int32_t>(kStepsLocal), s.start, s.end, name, anns, n, 0, 0,
+          [] { return std::string("steps"); });
   }
   file_->Flush();
 }
@@ -205,146 +223,92 @@ void RankTrace::CheckLevel() {
           "trace size cap reached: from here only syncs, copies, collectives, counters");
 }
 
-void RankTrace::OnBatch(const wire::Batch& batch) {
+void RankTrace::AfterBatch() {
   CheckLevel();
-  if (file_->level() == TraceLevel::kOff) return;
-  for (const auto& c : batch.communicators())
-    if (comm_nranks_.size() < lim_.max_comms || comm_nranks_.count(c.comm_id()))
-      comm_nranks_[c.comm_id()] = c.nranks();
-  for (const auto& k : batch.kernel_names()) {
-    if (kernel_names_.size() >= lim_.max_names && !kernel_names_.count(k.id())) continue;
-    kernel_names_[k.id()] = Clip(DemangleName(k.name().substr(0, 4096)), kMaxNameChars);
-    // A name that arrives after its first use replaces the "kernel#N" stand-in from here on.
-    const uint32_t id = k.id() & kIdMask;
-    for (uint32_t key : {id, id | kDeviceKey, id | kNvtxKey}) iid_cache_.erase(key);
-  }
-  // In time order within the batch: fewer lanes.
-  std::vector<int> order(batch.events_size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    return batch.events(a).t_ns() < batch.events(b).t_ns();
-  });
-  for (int i : order) OnEvent(batch.events(i));
-
-  for (const auto& a : batch.activities())
-    if (a.kind() == wire::ACTIVITY_API && Detail(a.start_ns())) AddApi(a);
-  order.resize(batch.activities_size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    return batch.activities(a).start_ns() < batch.activities(b).start_ns();
-  });
-  for (int i : order) {
-    const auto& a = batch.activities(i);
-    if (a.kind() == wire::ACTIVITY_KERNEL || a.kind() == wire::ACTIVITY_MEMCPY ||
-        a.kind() == wire::ACTIVITY_MEMSET)
-      OnDeviceWork(a);
-  }
-  ExpireApis(false);
   file_->Flush();
 }
 
-void RankTrace::OnEvent(const wire::Event& e) {
-  const bool collective = IsCollectiveApi(e.api());
-  const bool copy = e.api() == wire::CUDA_MEMCPY || e.api() == wire::CUDA_MEMCPY_ASYNC;
-  const bool launch = e.api() == wire::CUDA_LAUNCH_KERNEL;
-  const bool blocks = (e.api() >= wire::CUDA_STREAM_SYNCHRONIZE && e.api() <= wire::CUDA_EVENT_SYNCHRONIZE) ||
-                      (e.flags() & wire::FLAG_BLOCKED_HOST);
-  if (blocks && e.dur_ns() >= kLongStallNs) LongStall(e);
-  if (launch && !Detail(e.t_ns())) return;
-  const size_t ti = ThreadIndex(e.tid());
+void RankTrace::OnHostCall(const HostCall& c) {
+  if (file_->level() == TraceLevel::kOff) return;
+  const bool launch = c.api == wire::CUDA_LAUNCH_KERNEL;
+  if (c.blocks_host && c.dur_ns >= kLongStallNs) LongStall(c);
+  if (launch && !Detail(c.t_ns)) return;
+  const size_t ti = ThreadIndex(c.tid);
   Ann anns[4];
   int n = 0;
   uint32_t name;
-  if (copy) {
-    const bool pageable = e.flags() & wire::FLAG_PAGEABLE;
-    name = CachedIid(kCopyKey | (e.api() << 8) | (e.copy_kind() << 1) | pageable,
-                     [&] { return CopyName(ApiName(e.api()), e.copy_kind(), pageable); });
-    anns[n++] = {kKeyBytes, Ann::kUint, e.bytes(), 0};
-    if (e.flags() & wire::FLAG_BLOCKED_HOST) anns[n++] = {kKeyBlocking, Ann::kBool, 1, 0};
-  } else if (collective) {
-    name = names_.Iid(ApiName(e.api()));
-    auto it = comm_nranks_.find(e.comm_id());
-    const int nranks = it != comm_nranks_.end() ? it->second : hello_.world_size();
-    uint64_t s_bytes = e.bytes();
-    if (e.api() == wire::NCCL_ALL_GATHER || e.api() == wire::NCCL_REDUCE_SCATTER)
-      s_bytes *= static_cast<uint64_t>(std::max(nranks, 1));
-    anns[n++] = {kKeyBytes, Ann::kUint, s_bytes, 0};
-    anns[n++] = {kKeySeq, Ann::kUint, e.seq(), 0};
-    if (e.gpu_ns() > 0 && !(e.flags() & wire::FLAG_NO_GPU_TIME))
+  if (IsCopy(c.api)) {
+    const bool pageable = HasFlag(c.flags, wire::FLAG_PAGEABLE);
+    name = CachedIid(kCopyKey | (c.api << 8) | (c.copy_kind << 1) | pageable,
+                     [&] { return CopyName(ApiName(c.api), c.copy_kind, pageable); });
+    anns[n++] = {kKeyBytes, Ann::kUint, c.bytes, 0};
+    if (HasFlag(c.flags, wire::FLAG_BLOCKED_HOST)) anns[n++] = {kKeyBlocking, Ann::kBool, 1, 0};
+  } else if (IsCollective(c.api)) {
+    name = names_.Iid(ApiName(c.api));
+    anns[n++] = {kKeyBytes, Ann::kUint, c.coll_bytes, 0};
+    anns[n++] = {kKeySeq, Ann::kUint, c.seq, 0};
+    if (c.timed)
       anns[n++] = {kKeyBusbw, Ann::kDouble, 0,
-                   static_cast<double>(s_bytes) * BusFactor(e.api(), nranks) /
-                       static_cast<double>(e.gpu_ns())};
-    if (e.api() >= wire::NCCL_BROADCAST) anns[n++] = {kKeyPeer, Ann::kUint,
-                                                      static_cast<uint64_t>(e.peer()), 0};
+                   static_cast<double>(c.coll_bytes) * BusFactor(c.api, c.comm_nranks) / static_cast<double>(c.gpu_ns)};
+    if (c.api >= wire::NCCL_BROADCAST) anns[n++] = {kKeyPeer, Ann::kUint, static_cast<uint64_t>(c.peer), 0};
   } else if (launch) {
-    name = CachedIid(e.name_id() & kIdMask, [&] { return "launch " + KernelName(e.name_id()); });
-  } else if (e.api() == wire::NVTX_RANGE) {
-    name = CachedIid(kNvtxKey | (e.name_id() & kIdMask),
-                     [&] { return "NVTX " + KernelName(e.name_id()); });
+    name = CachedIid(c.name_id & kIdMask, [&] { return "launch " + KernelName(c.name_id); });
+  } else if (c.api == wire::NVTX_RANGE) {
+    name = CachedIid(kNvtxKey | (c.name_id & kIdMask), [&] { return "NVTX " + KernelName(c.name_id); });
   } else {
-    name = names_.Iid(ApiName(e.api()));
+    name = names_.Iid(ApiName(c.api));
   }
   const uint32_t base = kThreadBase + static_cast<uint32_t>(ti * kHostLanes);
-  Slice(base, thread_lanes_[ti], static_cast<int32_t>(base), e.t_ns(), e.t_ns() + e.dur_ns(),
-        name, anns, n, 0, 0, [&] {
-          return ti + 1 == lim_.max_threads && thread_tids_[ti] != e.tid()
-                     ? std::string("other threads")
-                     : Printf("thread %u", e.tid());
-        });
-}
-
-void RankTrace::LongStall(const wire::Event& e) {
-  if (long_stalls_++ >= kMaxStallInstants || file_->level() == TraceLevel::kOff) return;
-  Instant(e.t_ns(), Printf("long stall: %s blocked the host %s (thread %u)", ApiName(e.api()),
-                           FmtDuration(static_cast<double>(e.dur_ns()) / 1e9).c_str(), e.tid()));
-}
-
-void RankTrace::OnDeviceWork(const wire::Activity& a) {
-  const uint64_t start = a.start_ns(), end = std::max(a.end_ns(), a.start_ns());
-  newest_device_ns_ = std::max(newest_device_ns_, end);
-  const uint64_t h2d = a.kind() == wire::ACTIVITY_MEMCPY && a.copy_kind() == wire::COPY_H2D
-                           ? a.bytes() : 0;
-  windows_.Add(start, end, h2d, [this](uint64_t ts, uint64_t busy, uint64_t bytes) {
-    EmitCounters(ts, busy, bytes);
+  Slice(base, thread_lanes_[ti], static_cast<int32_t>(base), c.t_ns, c.end_ns(), name, anns, n, 0, 0, [&] {
+    return ti + 1 == lim_.max_threads && thread_tids_[ti] != c.tid ? std::string("other threads")
+                                                                    : Printf("thread %u", c.tid);
   });
-  if (!Detail(start)) return;
+}
 
+void RankTrace::LongStall(const HostCall& c) {
+  if (long_stalls_++ >= kMaxStallInstants) return;
+  Instant(c.t_ns, Printf("long stall: %s blocked the host %s (thread %u)", ApiName(c.api),
+                         FmtDuration(static_cast<double>(c.dur_ns) / 1e9).c_str(), c.tid));
+}
+
+void RankTrace::OnDeviceWork(const DeviceWork& w) {
+  if (file_->level() == TraceLevel::kOff) return;
+  newest_device_ns_ = std::max(newest_device_ns_, w.end_ns);
+  if (w.kind == wire::ACTIVITY_MEMCPY && w.copy_kind == wire::COPY_H2D)
+    windows_[kH2d].Add(w.start_ns, w.end_ns, static_cast<double>(w.bytes),
+                       [this](uint64_t ts, double bytes) { EmitCounter(kH2d, ts, H2dMBps(bytes)); });
+  if (!Detail(w.start_ns)) return;
+
+  // The launching call, drawn with its first work, and a flow from it to the work.
   uint64_t flow = 0;
-  if (a.correlation_id() != 0) {
-    auto it = pending_api_.find(a.correlation_id());
-    if (it != pending_api_.end()) {
-      flow = ids_->next_flow++;
-      const ApiSpan span = it->second;
-      pending_api_.erase(it);
-      EmitApi(span, flow);
-    }
+  if (w.api && w.first_of_api) {
+    flow = ids_->next_flow++;
+    EmitApi(*w.api, flow);
   }
   Ann anns[1];
   int n = 0;
   uint32_t name;
-  if (a.kind() == wire::ACTIVITY_KERNEL) {
-    name = CachedIid(kDeviceKey | (a.name_id() & kIdMask), [&] { return KernelName(a.name_id()); });
-  } else if (a.kind() == wire::ACTIVITY_MEMCPY) {
-    const bool pageable = a.flags() & wire::FLAG_PAGEABLE;
-    name = CachedIid(kDeviceKey | kCopyKey | (a.copy_kind() << 1) | pageable,
-                     [&] { return CopyName("Memcpy", a.copy_kind(), pageable); });
-    anns[n++] = {kKeyBytes, Ann::kUint, a.bytes(), 0};
+  if (w.kind == wire::ACTIVITY_KERNEL) {
+    name = CachedIid(kDeviceKey | (w.name_id & kIdMask), [&] { return KernelName(w.name_id); });
+  } else if (w.kind == wire::ACTIVITY_MEMCPY) {
+    name = CachedIid(kDeviceKey | kCopyKey | (w.copy_kind << 1) | w.pageable,
+                     [&] { return CopyName("Memcpy", w.copy_kind, w.pageable); });
+    anns[n++] = {kKeyBytes, Ann::kUint, w.bytes, 0};
   } else {
     name = names_.Iid("Memset");
-    anns[n++] = {kKeyBytes, Ann::kUint, a.bytes(), 0};
+    anns[n++] = {kKeyBytes, Ann::kUint, w.bytes, 0};
   }
-  const size_t si = StreamIndex(a.device(), a.stream());
+  const size_t si = StreamIndex(w.device, w.stream);
   const uint32_t base = kStreamBase + static_cast<uint32_t>(si * kMaxLanes);
-  if (!Slice(base, stream_lanes_[si], static_cast<int32_t>(base), start, end, name, anns, n, 0,
-             flow, [&] {
+  if (!Slice(base, stream_lanes_[si], static_cast<int32_t>(base), w.start_ns, w.end_ns, name, anns, n, 0, flow,
+             [&] {
                const auto [dev, stream] = stream_ids_[si];
-               return dev == a.device() && stream == a.stream()
-                          ? Printf("GPU %d · stream %u", dev, stream)
-                          : std::string("GPU · other streams");
+               return dev == w.device && stream == w.stream ? Printf("GPU %d · stream %u", dev, stream)
+                                                            : std::string("GPU · other streams");
              }) &&
       flow) {
     // The flow started on the API slice: end it there so no arrow dangles.
-    TracePacket& p = NewPacket(start);
+    TracePacket& p = NewPacket(w.start_ns);
     auto* te = p.mutable_track_event();
     te->set_type(TrackEvent::TYPE_INSTANT);
     te->set_track_uuid(Uuid(kProcessLocal));
@@ -354,41 +318,27 @@ void RankTrace::OnDeviceWork(const wire::Activity& a) {
   }
 }
 
-void RankTrace::AddApi(const wire::Activity& a) {
-  if (a.correlation_id() == 0) return;
-  const ApiSpan span{a.start_ns(), std::max(a.end_ns(), a.start_ns())};
-  auto [it, inserted] = pending_api_.try_emplace(a.correlation_id(), span);
-  if (!inserted) {  // runtime and driver record of one launch: keep the outer span
-    it->second.start = std::min(it->second.start, span.start);
-    it->second.end = std::max(it->second.end, span.end);
-    return;
-  }
-  api_fifo_.emplace_back(a.correlation_id(), span.end);
-  ExpireApis(false);
+void RankTrace::OnBusy(const BusySpan& b) {
+  if (b.noncomm || file_->level() == TraceLevel::kOff) return;
+  windows_[kBusy].Add(b.start_ns, b.end_ns, static_cast<double>(b.end_ns - b.start_ns),
+                      [this](uint64_t ts, double busy_ns) { EmitCounter(kBusy, ts, BusyPct(busy_ns)); });
 }
 
-void RankTrace::ExpireApis(bool all) {
-  while (!api_fifo_.empty()) {
-    const auto [corr, end] = api_fifo_.front();
-    auto it = pending_api_.find(corr);
-    const bool gone = it == pending_api_.end();
-    if (!gone && !all && pending_api_.size() <= lim_.max_pending_api &&
-        end + lim_.api_keep_ns > newest_device_ns_)
-      break;
-    api_fifo_.pop_front();
-    if (gone) continue;
-    const ApiSpan span = it->second;
-    pending_api_.erase(it);
-    if (file_->level() == TraceLevel::kFull) EmitApi(span, 0);
-  }
+void RankTrace::OnIdle(const IdleGap& g) {
+  // Inside the device's active span only, as gpu.idle_breakdown_s counts them.
+  if (g.trailing || !Detail(g.start_ns)) return;
+  const uint32_t name =
+      CachedIid(kDeviceKey | kNvtxKey | g.kind, [&] { return std::string("idle: ") + IdleKindKey(g.kind); });
+  Slice(kIdleLocal, idle_lanes_, static_cast<int32_t>(kIdleLocal), g.start_ns, g.end_ns, name, nullptr, 0, 0, 0,
+        [] { return std::string("GPU idle"); });
 }
 
 void RankTrace::EmitApi(const ApiSpan& span, uint64_t flow_out) {
-  if (!Slice(kApiBase, api_lanes_, static_cast<int32_t>(kApiBase), span.start, span.end,
+  if (!Slice(kApiBase, api_lanes_, static_cast<int32_t>(kApiBase), span.start_ns, span.end_ns,
              names_.Iid("CUDA API"), nullptr, 0, flow_out, 0,
              [] { return std::string("CUDA API (CUPTI)"); }) &&
       flow_out) {
-    TracePacket& p = NewPacket(span.start);  // start the flow somewhere so it still ends
+    TracePacket& p = NewPacket(span.start_ns);  // start the flow somewhere so it still ends
     auto* te = p.mutable_track_event();
     te->set_type(TrackEvent::TYPE_INSTANT);
     te->set_track_uuid(Uuid(kProcessLocal));
@@ -398,7 +348,7 @@ void RankTrace::EmitApi(const ApiSpan& span, uint64_t flow_out) {
   }
 }
 
-void RankTrace::EmitCounters(uint64_t ts, uint64_t busy_ns, uint64_t h2d_bytes) {
+void RankTrace::EmitCounter(int i, uint64_t ts, int64_t value) {
   if (file_->level() == TraceLevel::kOff) return;
   if (counters_.empty()) {
     DescribeCounter(kBusyLocal, "GPU busy % (10 ms)", "%");
@@ -406,18 +356,9 @@ void RankTrace::EmitCounters(uint64_t ts, uint64_t busy_ns, uint64_t h2d_bytes) 
     counters_.emplace_back(ids_->next_sequence++, Uuid(kBusyLocal));
     counters_.emplace_back(ids_->next_sequence++, Uuid(kH2dLocal));
   }
-  const int64_t pct = static_cast<int64_t>(
-      std::min<uint64_t>(100, (busy_ns * 100 + CounterWindows::kWindowNs / 2) /
-                                  CounterWindows::kWindowNs));
-  // bytes per 10 ms window -> MB/s: bytes * 100 / 1e6.
-  const int64_t mbps = static_cast<int64_t>((h2d_bytes + 5000) / 10000);
-  const int64_t values[2] = {pct, mbps};
-  int64_t* last[2] = {&last_busy_pct_, &last_h2d_mbps_};
-  for (int i = 0; i < 2; ++i) {
-    if (values[i] == *last[i]) continue;  // a counter holds its value until the next sample
-    *last[i] = values[i];
-    counters_[i].WriteCounter(*file_, values[i], ts, scratch_);
-  }
+  if (value == last_value_[i]) return;  // a counter holds its value until the next sample
+  last_value_[i] = value;
+  counters_[i].WriteCounter(*file_, value, ts, scratch_);
 }
 
 void RankTrace::OnHang(const Hang& h) {
@@ -429,19 +370,14 @@ void RankTrace::OnHang(const Hang& h) {
 }
 
 void RankTrace::Finish() {
-  ExpireApis(true);
-  windows_.Drain([this](uint64_t ts, uint64_t busy, uint64_t bytes) {
-    EmitCounters(ts, busy, bytes);
-  });
+  windows_[kBusy].Drain([this](uint64_t ts, double busy_ns) { EmitCounter(kBusy, ts, BusyPct(busy_ns)); });
+  windows_[kH2d].Drain([this](uint64_t ts, double bytes) { EmitCounter(kH2d, ts, H2dMBps(bytes)); });
   file_->Flush();
 }
 
-const std::string& RankTrace::KernelName(uint32_t id) {
-  auto it = kernel_names_.find(id);
-  if (it != kernel_names_.end()) return it->second;
-  static const std::string kUnknown = "kernel (name not sent)";
-  if (kernel_names_.size() >= lim_.max_names) return kUnknown;
-  return kernel_names_.emplace(id, Printf("kernel#%u", id)).first->second;
+std::string RankTrace::KernelName(uint32_t id) const {
+  const std::string* n = facts_ ? facts_->Name(id) : nullptr;
+  return n ? Clip(DemangleName(*n), kMaxNameChars) : Printf("kernel#%u", id);
 }
 
 size_t RankTrace::ThreadIndex(uint32_t tid) {

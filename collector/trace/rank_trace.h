@@ -1,5 +1,7 @@
 // One rank's part of the trace: a process track, and a packet sequence per track below it
-// (track_sequence.h says why), fed with the rank's batches (docs/TRACE.md says what is where).
+// (track_sequence.h says why). It subscribes to the rank's interpreted events (the interpret
+// stage's host calls, device work with its launching call, idle gaps, busy spans); steps
+// and findings are added at job end (docs/TRACE.md says what is where).
 //
 // Tracks (uuid = rank's base sequence id << 14 | local id, so uuids never collide across
 // ranks):
@@ -8,12 +10,12 @@
 //   ├─ "thread T" (+ "thread T · overlap N")   host calls from the hooks (Batch.events)
 //   ├─ "CUDA API (CUPTI)" (+ lanes)            API records; flows start here
 //   ├─ "GPU D · stream S" (+ lanes)            kernels, memcpy, memset; flows end here
+//   ├─ "GPU idle"                              idle gaps, named by why (IdleKind)
 //   ├─ counters "GPU busy %", "H2D MB/s"       10 ms windows
-//   └─ "steps"                                 the steps the analysis found (at job end)
+//   └─ "steps"                                 the steps found, with their figures (job end)
 // Slices on one track always nest: a slice goes to the first lane of its track whose last
 // slice ended at or before its start; at most kMaxLanes lanes, beyond that it is dropped and
-// counted. Memory is bounded: threads, streams, names, communicators and pending API
-// records each have a cap.
+// counted. Memory is bounded: threads, streams and names each have a cap.
 #pragma once
 #include <google/protobuf/arena.h>
 #include <cstdint>
@@ -23,8 +25,11 @@
 #include <unordered_map>
 #include <vector>
 
-#include "aggregate/hang.h"
+#include "analyze/hang.h"
+#include "analyze/step_figures.h"
 #include "gpuwatch.pb.h"
+#include "interpret/event_sink.h"
+#include "interpret/rank_facts.h"
 #include "perfetto_trace.pb.h"
 #include "trace/trace_file.h"
 #include "trace/track_sequence.h"
@@ -32,15 +37,12 @@
 
 namespace gpuwatch::collector {
 
-class RankTrace {
+class RankTrace final : public EventSink {
  public:
   struct Limits {
     size_t max_threads = 1024;
     size_t max_streams = 512;
     size_t max_names = 20000;
-    size_t max_comms = 4096;
-    size_t max_pending_api = 1 << 14;
-    uint64_t api_keep_ns = 5'000'000'000;  // unmatched API records wait this long for work
   };
   static constexpr int kMaxLanes = 16;
 
@@ -52,15 +54,22 @@ class RankTrace {
   RankTrace(TraceFile* file, TraceIds* ids, int32_t trace_pid, const wire::Hello& hello)
       : RankTrace(file, ids, trace_pid, hello, Limits{}) {}
 
-  void OnBatch(const wire::Batch& batch);
+  // The rank's names (kernels, NVTX messages), looked up as events are written.
+  void Bind(const RankFacts* facts) { facts_ = facts; }
+  // EventSink: the rank's interpreted events.
+  void OnHostCall(const HostCall& c) override;
+  void OnDeviceWork(const DeviceWork& w) override;
+  void OnBusy(const BusySpan& b) override;
+  void OnIdle(const IdleGap& g) override;
+  // After each batch: what it produced goes to the file (one write per batch).
+  void AfterBatch();
   void OnHang(const Hang& hang);
   // An instant on the process track (findings at job end).
   void Instant(uint64_t ts, const std::string& name);
   // The steps track, written at job end: one slice "step" per step, its number (from
-  // `first_index`) as the argument `step`.
-  void WriteSteps(const std::vector<std::pair<uint64_t, uint64_t>>& steps, uint64_t first_index);
-  // The rank's connection closed: API records still waiting and the counter windows are
-  // written out.
+  // `first_index`) as the argument `step` and, when `figures`, its device figures (ms).
+  void WriteSteps(const std::deque<StepRec>& steps, size_t from, uint64_t first_index, bool figures);
+  // The rank's last connection closed: the counter windows are written out.
   void Finish();
 
   uint32_t sequence_id() const { return seq_; }
@@ -75,13 +84,13 @@ class RankTrace {
 
  private:
   // Annotation keys: their iids in keys_ (filled in this order by the constructor).
-  enum Key : uint32_t { kKeyBytes = 1, kKeyBlocking, kKeySeq, kKeyBusbw, kKeyPeer, kKeyStep };
+  enum Key : uint32_t {
+    kKeyBytes = 1, kKeyBlocking, kKeySeq, kKeyBusbw, kKeyPeer, kKeyStep,
+    kKeyCompute, kKeyCommExposed, kKeyIdle0, kKeyIdleLast = kKeyIdle0 + kIdleKinds - 1, kKeySyncMid, kKeyCopies
+  };
   struct Lanes {
     uint64_t last_end[kMaxLanes] = {};
     std::vector<TrackSequence> seqs;  // one per lane in use (their number: lanes used)
-  };
-  struct ApiSpan {
-    uint64_t start, end;
   };
 
   perfetto::protos::TracePacket& NewPacket(uint64_t ts);
@@ -100,19 +109,16 @@ class RankTrace {
   // most events then cost no string work at all.
   template <class MakeName>
   uint32_t CachedIid(uint32_t key, const MakeName& make);
-  void LongStall(const wire::Event& e);
-
-  void OnEvent(const wire::Event& e);
-  void OnDeviceWork(const wire::Activity& a);
-  void AddApi(const wire::Activity& a);
-  void ExpireApis(bool all);
+  void LongStall(const HostCall& c);
   void EmitApi(const ApiSpan& span, uint64_t flow_out);
-  void EmitCounters(uint64_t ts, uint64_t busy_ns, uint64_t h2d_bytes);
+  // Counter `i` (kBusy, kH2d) for the window starting at `ts`.
+  void EmitCounter(int i, uint64_t ts, int64_t value);
   void CheckLevel();
   // Full detail (launches, CUPTI API, device work, flows) for something at `t`: the file's
   // level, and the window of --trace-window.
   bool Detail(uint64_t t) const;
-  const std::string& KernelName(uint32_t id);
+  // Demangled and clipped; "kernel#N" for a name the rank never sent.
+  std::string KernelName(uint32_t id) const;
   size_t ThreadIndex(uint32_t tid);
   size_t StreamIndex(int32_t device, uint32_t stream);
 
@@ -145,18 +151,14 @@ class RankTrace {
   std::vector<std::pair<int32_t, uint32_t>> stream_ids_;
   std::vector<Lanes> stream_lanes_;
   Lanes api_lanes_;
+  Lanes idle_lanes_;
+  enum Counter { kBusy = 0, kH2d = 1, kCounters = 2 };
   std::vector<TrackSequence> counters_;  // busy, h2d (once described)
   Lanes step_lanes_;
-  int64_t last_busy_pct_ = -1, last_h2d_mbps_ = -1;
-  CounterWindows windows_;
+  int64_t last_value_[kCounters] = {-1, -1};
+  CounterWindows windows_[kCounters];
 
-  // Names and communicators announced by the rank.
-  std::unordered_map<uint32_t, std::string> kernel_names_;  // id -> demangled, clipped
-  std::unordered_map<uint64_t, int32_t> comm_nranks_;
-
-  // API records waiting for the device work they launched (flow arrows).
-  std::unordered_map<uint32_t, ApiSpan> pending_api_;
-  std::deque<std::pair<uint32_t, uint64_t>> api_fifo_;  // (corr, end) in arrival order
+  const RankFacts* facts_ = nullptr;
   uint64_t newest_device_ns_ = 0;
 
   uint64_t dropped_slices_ = 0, long_stalls_ = 0;

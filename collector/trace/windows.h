@@ -1,12 +1,12 @@
-// Counter windows for the trace: GPU busy time and H2D bytes summed over fixed windows
-// (10 ms) of the rank's clock. Device records arrive out of order (CUPTI buffers lag), so a
-// ring of windows is kept behind the newest record; a window is emitted when it leaves the
-// ring (kRing windows later) or at Drain(). Records older than the ring are counted as late
-// and left out. Fixed memory.
+// Counter windows for the trace: a quantity (GPU busy ns, H2D bytes) summed over fixed
+// 10 ms windows of the rank's clock. It arrives as intervals in start order (the device
+// stream of the interpret stage), each spread evenly over its length, so a window is
+// complete once an interval starts after it; windows ahead are held until then (at most
+// kMaxAhead, past which the rest of a long interval lands in the last one). Fixed memory.
 #pragma once
 #include <algorithm>
-#include <array>
 #include <cstdint>
+#include <deque>
 #include <functional>
 
 namespace gpuwatch::collector {
@@ -14,67 +14,54 @@ namespace gpuwatch::collector {
 class CounterWindows {
  public:
   static constexpr uint64_t kWindowNs = 10'000'000;
-  static constexpr uint64_t kRing = 256;  // 2.56 s of reordering
-  // Called with (window start ns, busy ns in the window, H2D bytes in the window).
-  using Emit = std::function<void(uint64_t, uint64_t, uint64_t)>;
+  static constexpr size_t kMaxAhead = 4096;
+  // Called with (window start ns, sum in the window), windows in order.
+  using Emit = std::function<void(uint64_t, double)>;
 
-  // Device work [start, end) (busy), with `h2d_bytes` spread over it.
-  void Add(uint64_t start, uint64_t end, uint64_t h2d_bytes, const Emit& emit) {
+  // `amount` spread over [start, end).
+  void Add(uint64_t start, uint64_t end, double amount, const Emit& emit) {
     if (end <= start) end = start + 1;
-    const uint64_t w0 = start / kWindowNs, w1 = (end - 1) / kWindowNs;
+    const uint64_t w0 = start / kWindowNs;
     if (!started_) {
       started_ = true;
-      base_ = w0 > kRing / 2 ? w0 - kRing / 2 : 0;
+      base_ = w0;
     }
-    if (w1 >= base_ + kRing) AdvanceTo(w1 - kRing + 1, emit);
-    if (w0 < base_) ++late_;
-    const double per_ns = static_cast<double>(h2d_bytes) / static_cast<double>(end - start);
-    for (uint64_t w = std::max(w0, base_); w <= w1; ++w) {
-      const uint64_t a = std::max(start, w * kWindowNs), b = std::min(end, (w + 1) * kWindowNs);
-      Slot& s = ring_[w % kRing];
-      if (!s.used) {
-        s.used = true;
-        ++used_;
-      }
-      s.busy += b - a;
-      s.bytes += static_cast<uint64_t>(per_ns * static_cast<double>(b - a) + 0.5);
+    CloseBefore(w0, emit);
+    start = std::max(start, base_ * kWindowNs);  // late: what lies before the open windows is left out
+    if (end <= start) return;
+    const double per_ns = amount / static_cast<double>(end - start);
+    for (uint64_t w = start / kWindowNs; start < end; ++w) {
+      const uint64_t e = std::min(end, (w + 1) * kWindowNs);
+      const size_t i = std::min<uint64_t>(w - base_, kMaxAhead - 1);
+      if (open_.size() <= i) open_.resize(i + 1, 0.0);
+      open_[i] += per_ns * static_cast<double>(e - start);
+      start = e;
     }
   }
 
   // Emits every window held (the rank has ended or disconnected) and starts over.
   void Drain(const Emit& emit) {
-    if (!started_) return;
-    AdvanceTo(base_ + kRing, emit);
+    for (double v : open_) emit(base_++ * kWindowNs, v);
+    open_.clear();
     started_ = false;
   }
 
-  uint64_t late() const { return late_; }
-
  private:
-  struct Slot {
-    uint64_t busy = 0, bytes = 0;
-    bool used = false;
-  };
-
-  void AdvanceTo(uint64_t to, const Emit& emit) {
-    while (base_ < to) {
-      if (used_ == 0) {  // nothing held: jump, however far
-        if (base_ < to) emit(base_ * kWindowNs, 0, 0);
-        base_ = to;
-        break;
-      }
-      Slot& s = ring_[base_ % kRing];
-      emit(base_ * kWindowNs, s.busy, s.bytes);
-      if (s.used) --used_;
-      s = Slot{};
-      ++base_;
+  // Windows before `w` are complete; a stretch with nothing in it is one 0 (a counter holds
+  // its value until the next sample).
+  void CloseBefore(uint64_t w, const Emit& emit) {
+    while (base_ < w && !open_.empty()) {
+      emit(base_++ * kWindowNs, open_.front());
+      open_.pop_front();
+    }
+    if (base_ < w) {
+      emit(base_ * kWindowNs, 0.0);
+      base_ = w;
     }
   }
 
-  std::array<Slot, kRing> ring_{};
-  uint64_t base_ = 0;  // window number of the oldest slot
-  uint64_t used_ = 0;
-  uint64_t late_ = 0;
+  std::deque<double> open_;  // windows base_, base_ + 1, ...
+  uint64_t base_ = 0;
   bool started_ = false;
 };
 

@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <string>
 
-#include "store/journal_store.h"
+#include "ingest/journal_store.h"
 #include "subprocess.h"
 
 namespace fs = std::filesystem;

@@ -1,5 +1,5 @@
 // libFuzzer target for the collector's stream decoder: arbitrary bytes go through
-// FrameReader + Connection + aggregation exactly as the server feeds them (split into the
+// FrameReader + Connection + interpretation and analyses exactly as the server feeds them (split into the
 // read sizes the first input byte picks), then through hang detection and both summary
 // renderers, and the connection is closed as the server would. Journaling is on, into a
 // temp directory, so the journal writer sees hostile frames too.
@@ -13,9 +13,9 @@
 #include <string>
 #include <string_view>
 
-#include "aggregate/job.h"
 #include "ingest/connection.h"
-#include "report/summary.h"
+#include "jobs/job_end.h"
+#include "jobs/job_table.h"
 
 using namespace gpuwatch::collector;
 
@@ -56,7 +56,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     conn.Close(Clock::now());
   }
   for (Job* job : jobs.Unwritten()) {
-    RenderedSummary s = RenderSummary(*job);
+    RenderedSummary s = SummarizeJob(*job);
     if (s.text.empty() || s.html.empty()) abort();
     jobs.MarkWritten(job);
   }

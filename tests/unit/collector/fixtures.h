@@ -4,9 +4,11 @@
 #include <memory>
 #include <string>
 
-#include "aggregate/job.h"
 #include "frame.h"
 #include "ingest/connection.h"
+#include "jobs/job_end.h"
+#include "jobs/job_table.h"
+#include "report/summary.h"
 
 namespace gwtest {
 
@@ -67,6 +69,16 @@ inline void Drop(wire::Batch* b, const std::string& reason, uint64_t n) {
   auto* d = b->add_dropped();
   d->set_reason(reason);
   d->set_count(n);
+}
+
+// A job's summary.json and summary.txt, as the collector writes them.
+inline nlohmann::json SummaryJson(const col::Job& job, const std::string& generated_at = "t") {
+  const col::JobResult r = col::MergeRanks(job.Results());
+  return col::BuildSummaryJson(col::ViewOf(job, r), generated_at);
+}
+inline std::string SummaryText(const col::Job& job) {
+  const col::JobResult r = col::MergeRanks(job.Results());
+  return col::BuildSummaryText(col::ViewOf(job, r));
 }
 
 inline std::string Bytes(const wire::Frame& f) {

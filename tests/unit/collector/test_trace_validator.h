@@ -18,8 +18,10 @@
 //     (flow_ids fixed64, or the varint flow_ids_old);
 //   - every process is a rank ("rank R · host · pid P").
 // It also counts what the trace holds per process, to compare with summary.json: slices are
-// classified by their track ("GPU ..." device work, "thread ..." host calls, "CUDA API",
-// "steps") and name ("Memcpy H2D ...", "launch ...", "ncclAllReduce", ...).
+// classified by their track ("GPU ..." device work, "GPU idle" idle gaps, "thread ..." host
+// calls, "CUDA API", "steps") and name ("Memcpy H2D ...", "launch ...", "ncclAllReduce", ...);
+// it also sums idle time by name, the steps' double annotations by key, and keeps each
+// counter track's samples.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -36,7 +38,10 @@ namespace gwtrace {
 struct RankCounts {
   uint64_t kernels = 0, gpu_h2d = 0, gpu_d2h = 0, memsets = 0, launches = 0;
   uint64_t host_h2d = 0, host_d2h = 0, syncs = 0, api = 0, counters = 0, instants = 0;
-  uint64_t steps = 0, nvtx = 0;
+  uint64_t steps = 0, nvtx = 0, idle_slices = 0;
+  std::map<std::string, uint64_t> idle_ns;           // "idle: host_wait" -> ns
+  std::map<std::string, double> step_args;           // annotation key -> sum over steps
+  std::map<std::string, std::vector<std::pair<uint64_t, double>>> counter_samples;  // track -> (ts, value)
   std::vector<std::string> instant_names;
   std::map<std::string, uint64_t> collectives;  // "allreduce" -> count
   // Earliest and latest timestamp of the process's track events (one timeline for every
@@ -87,6 +92,7 @@ struct Track {
   std::string process;  // name of the process it belongs to
   std::vector<std::pair<uint64_t, uint64_t>> intervals;
   std::vector<uint64_t> open;  // begin timestamps, in file order
+  std::vector<std::string> open_names;
 };
 
 }  // namespace detail
@@ -236,12 +242,15 @@ inline TraceReport ValidateTrace(std::string_view data, bool truncated,
     switch (te.type()) {
       case TrackEvent::TYPE_SLICE_BEGIN: {
         track.open.push_back(ts);
+        track.open_names.push_back(name);
         ++r.slices;
         r.first_slice_ns = std::min(r.first_slice_ns, ts);
         const bool h2d = name.find(" H2D") != std::string::npos;
         const bool d2h = name.find(" D2H") != std::string::npos;
         const std::string& tn = track.name;
-        if (tn.rfind("GPU ", 0) == 0) {
+        if (tn == "GPU idle") {
+          ++rc.idle_slices;
+        } else if (tn.rfind("GPU ", 0) == 0) {
           if (name.rfind("Memcpy ", 0) == 0) rc.gpu_h2d += h2d, rc.gpu_d2h += d2h;
           else if (name == "Memset") ++rc.memsets;
           else ++rc.kernels;
@@ -265,6 +274,8 @@ inline TraceReport ValidateTrace(std::string_view data, bool truncated,
           ++rc.api;
         } else if (tn == "steps") {
           ++rc.steps;
+          for (const auto& a : te.debug_annotations())
+            if (a.has_double_value()) rc.step_args[seq.keys[a.name_iid()]] += a.double_value();
         } else {
           error("slice '" + name + "' on track '" + tn + "' of an unknown kind");
         }
@@ -277,7 +288,9 @@ inline TraceReport ValidateTrace(std::string_view data, bool truncated,
           if (ts < track.open.back()) error("slice ends before it begins");
           track.intervals.emplace_back(track.open.back(), ts);
           r.last_slice_end_ns = std::max(r.last_slice_end_ns, ts);
+          if (track.name == "GPU idle") rc.idle_ns[track.open_names.back()] += ts - track.open.back();
           track.open.pop_back();
+          track.open_names.pop_back();
         }
         break;
       case TrackEvent::TYPE_INSTANT:
@@ -289,6 +302,8 @@ inline TraceReport ValidateTrace(std::string_view data, bool truncated,
         ++r.counter_events;
         ++rc.counters;
         if (!te.has_counter_value() && !te.has_double_counter_value()) error("counter without a value");
+        rc.counter_samples[track.name].emplace_back(
+            ts, te.has_counter_value() ? static_cast<double>(te.counter_value()) : te.double_counter_value());
         break;
       default: error("track event without a type");
     }

@@ -1,0 +1,72 @@
+// collectives: NCCL operations per op, with bandwidths as nccl-tests define them
+// (field-facts.md, "Collectives"): S = bytes for AllReduce/Broadcast/Reduce/Send/Recv,
+// S = nranks x bytes for AllGather/ReduceScatter (HostCall::coll_bytes); algbw = S / t;
+// busbw = algbw x factor (common/bus_factor.h). t is the GPU time the library measured.
+//
+// One rank may use communicators of different sizes (tensor- and data-parallel groups), so
+// the factor is applied per call: we sum S x factor ("bus bytes") and divide by the summed
+// time, which for a single n is exactly algbw x factor. Calls without GPU time count in
+// `count` and `bytes` but not in the bandwidths, which would otherwise be inflated.
+//
+// Also a sample of the calls for matching them across ranks (the straggler): those whose
+// sequence number is a multiple of `stride`. The stride doubles whenever kMaxCollCalls are
+// kept, so the sample covers the whole run and every rank keeps the same calls.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "interpret/event_sink.h"
+
+namespace gpuwatch::collector {
+
+struct CollOp {
+  const char* name;
+  wire::Api api;
+};
+inline constexpr std::array<CollOp, 7> kCollOps = {{{"allreduce", wire::NCCL_ALL_REDUCE},
+                                                    {"allgather", wire::NCCL_ALL_GATHER},
+                                                    {"reducescatter", wire::NCCL_REDUCE_SCATTER},
+                                                    {"broadcast", wire::NCCL_BROADCAST},
+                                                    {"reduce", wire::NCCL_REDUCE},
+                                                    {"send", wire::NCCL_SEND},
+                                                    {"recv", wire::NCCL_RECV}}};
+
+// One call of the sample: its communicator (unique hash), sequence number, host start and
+// measured GPU time (0 when not measured).
+struct CollCall {
+  uint64_t hash, seq, t_ns, gpu_ns;
+};
+
+struct CollectiveFigures {
+  struct Op {
+    uint64_t count = 0;
+    uint64_t bytes = 0;        // S, all calls
+    uint64_t timed_bytes = 0;  // S, calls with GPU time
+    double bus_bytes = 0;      // S x factor, calls with GPU time
+    uint64_t gpu_ns = 0;
+    uint64_t no_gpu_time = 0;
+    double algbw() const;      // GB/s
+    double busbw() const;
+    void Add(const Op& o);
+  };
+  std::array<Op, kCollOps.size()> ops{};
+  std::vector<CollCall> sample;
+  uint64_t stride = 1;
+
+  Op Total() const;
+  // Job totals: ops add up; the sample stays with each rank.
+  void Merge(const CollectiveFigures& o);
+};
+
+class CollectiveCounter final : public EventSink {
+ public:
+  void OnHostCall(const HostCall& c) override;
+  const CollectiveFigures& figures() const { return f_; }
+
+ private:
+  void ThinSample();
+  CollectiveFigures f_;
+};
+
+}  // namespace gpuwatch::collector

@@ -1,0 +1,23 @@
+// One finding: a cause of lost GPU time, how much it cost, the evidence and the fix
+// (analyze/findings.h makes them).
+#pragma once
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace gpuwatch::collector {
+
+struct Finding {
+  std::string id;        // data_loading, launch_bound, sync_stall, ...
+  std::string title;     // "data loading"
+  std::string severity;  // high, medium, low
+  std::vector<int> ranks;
+  double time_lost_s = 0;
+  double share = 0;      // of the stepped (or active) time
+  nlohmann::json evidence = nlohmann::json::object();
+  std::string summary;   // one line: what was measured
+  std::string fix;
+};
+
+}  // namespace gpuwatch::collector

@@ -1,0 +1,40 @@
+// See job_result.h.
+#include "analyze/job_result.h"
+
+#include <algorithm>
+
+#include "common/format.h"
+
+namespace gpuwatch::collector {
+
+JobResult MergeRanks(const RankList& ranks) {
+  JobResult j;
+  j.ranks = ranks;
+  std::vector<uint64_t> counts;
+  std::vector<double> medians;
+  j.steps_source = ranks.empty() ? "none" : ranks[0].found.source;
+  for (const RankResult& r : ranks) {
+    j.sync.Merge(r.sync);
+    j.copies.Merge(r.copies);
+    j.collectives.Merge(r.collectives);
+    j.launches.Merge(r.launches);
+    j.gpu.Merge(r.gpu);
+    for (const auto& [reason, n] : r.dropped)
+      if (j.dropped.size() < RankFacts::kMaxReasons || j.dropped.count(reason)) j.dropped[reason] += n;
+    j.dropped_total += r.dropped_total;
+    counts.push_back(r.steps_total());
+    medians.push_back(r.StepMedianS());
+    if (r.found.source != j.steps_source) j.steps_source = "mixed";
+  }
+  j.gpu.source_detail = Printf("%llu rank(s) cupti, %llu rank(s) events",
+                               static_cast<unsigned long long>(j.gpu.cupti_ranks),
+                               static_cast<unsigned long long>(j.gpu.events_ranks));
+  j.steps_count = Percentile(counts, 0.5);
+  std::sort(medians.begin(), medians.end());
+  j.steps_median_s = medians.empty() ? 0.0 : medians[medians.size() / 2];
+  j.findings = JobFindings(ranks);
+  j.verdict = Verdict(ranks, j.findings);
+  return j;
+}
+
+}  // namespace gpuwatch::collector

@@ -1,0 +1,35 @@
+// The job's figures: every rank's RankResult merged (sums over ranks), the job's findings
+// (the straggler among them) and its verdict. Computed once when a summary is made; every
+// view of the job reads it.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "analyze/findings.h"
+#include "analyze/rank_result.h"
+
+namespace gpuwatch::collector {
+
+struct JobResult {
+  RankList ranks;  // points at each rank's own result
+  SyncFigures sync;
+  CopyFigures copies;
+  CollectiveFigures collectives;
+  LaunchFigures launches;
+  GpuFigures gpu;  // sums; no utilization series (ranks' clocks differ)
+  std::map<std::string, uint64_t> dropped;
+  uint64_t dropped_total = 0;
+  std::vector<Finding> findings;
+  std::string verdict;
+  // Steps: the median count over ranks, where they came from ("mixed" when ranks differ),
+  // and the median over ranks of each rank's median step.
+  uint64_t steps_count = 0;
+  std::string steps_source = "none";
+  double steps_median_s = 0;
+};
+
+JobResult MergeRanks(const RankList& ranks);
+
+}  // namespace gpuwatch::collector

@@ -1,0 +1,54 @@
+// See launches.h.
+#include "analyze/launches.h"
+
+#include <algorithm>
+
+namespace gpuwatch::collector {
+
+std::string KernelLabel(const RankFacts& facts, uint32_t id) {
+  const std::string* n = facts.Name(id);
+  return n ? *n : "kernel#" + std::to_string(id);
+}
+
+void LaunchCounter::OnHostCall(const HostCall& c) {
+  if (c.api != wire::CUDA_LAUNCH_KERNEL) return;
+  ++launches_;
+  launch_ns_ += c.dur_ns;
+  auto it = by_id_.find(c.name_id);
+  if (it != by_id_.end())
+    ++it->second;
+  else if (by_id_.size() < LaunchFigures::kMaxKernels)
+    by_id_.emplace(c.name_id, 1);
+}
+
+LaunchFigures LaunchCounter::Result(const RankFacts& facts) const {
+  LaunchFigures f;
+  f.launches = launches_;
+  f.launch_ns = launch_ns_;
+  for (const auto& [id, n] : by_id_) f.by_name[KernelLabel(facts, id)] += n;
+  return f;
+}
+
+void LaunchFigures::Merge(const LaunchFigures& o) {
+  launches += o.launches;
+  launch_ns += o.launch_ns;
+  for (const auto& [name, n] : o.by_name) {
+    auto it = by_name.find(name);
+    if (it != by_name.end())
+      it->second += n;
+    else if (by_name.size() < kMaxKernels)
+      by_name.emplace(name, n);
+  }
+}
+
+std::vector<std::pair<std::string, uint64_t>> LaunchFigures::Top(size_t n) const {
+  std::vector<std::pair<std::string, uint64_t>> v(by_name.begin(), by_name.end());
+  n = std::min(n, v.size());
+  std::partial_sort(v.begin(), v.begin() + n, v.end(), [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  });
+  v.resize(n);
+  return v;
+}
+
+}  // namespace gpuwatch::collector

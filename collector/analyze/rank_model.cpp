@@ -1,0 +1,93 @@
+// See rank_model.h.
+#include "analyze/rank_model.h"
+
+#include "analyze/findings.h"
+
+namespace gpuwatch::collector {
+
+RankModel::RankModel(const RankModel& o)
+    : interp_(o.interp_), sync_(o.sync_), copies_(o.copies_), collectives_(o.collectives_),
+      launches_(o.launches_), gpu_(o.gpu_), steps_(o.steps_), io_(o.io_), sites_(o.sites_), rank_(o.rank_),
+      host_(o.host_), state_(o.state_), flushed_(o.flushed_) {
+  SubscribeAnalyses();
+}
+
+void RankModel::SubscribeAnalyses() {
+  for (EventSink* s : std::initializer_list<EventSink*>{&sync_, &copies_, &collectives_, &launches_, &gpu_,
+                                                         &steps_, &io_, &sites_})
+    interp_.Subscribe(s);
+}
+
+void RankModel::OnHello(const wire::Hello& h) {
+  ++state_;
+  rank_ = h.rank();
+  host_ = h.host();
+  interp_.OnHello(h);
+}
+
+void RankModel::OnBatch(const wire::Batch& b) {
+  ++state_;
+  flushed_ = false;
+  interp_.OnBatch(b);
+}
+
+void RankModel::OnGoodbye(const wire::Goodbye& g) {
+  ++state_;
+  interp_.OnGoodbye(g);
+}
+
+void RankModel::Flush() {
+  ++state_;
+  interp_.Flush();
+  flushed_ = true;
+}
+
+const RankResult& RankModel::Result() const {
+  if (cached_ && cached_state_ == state_) return *cached_;
+  if (flushed_) {
+    cached_ = Compute();
+  } else {
+    RankModel copy(*this);
+    copy.interp_.Flush();
+    cached_ = copy.Compute();
+  }
+  cached_state_ = state_;
+  return *cached_;
+}
+
+RankResult RankModel::Compute() const {
+  RankResult r;
+  r.rank = rank_;
+  r.host = host_;
+  const RankFacts& facts = interp_.facts();
+  r.host_calls = interp_.host_calls();
+  r.host_first_ns = r.host_calls ? interp_.host_first_ns() : 0;
+  r.host_last_ns = interp_.host_last_ns();
+  r.sync = sync_.figures();
+  r.copies = copies_.figures();
+  r.collectives = collectives_.figures();
+  r.launches = launches_.Result(facts);
+  r.gpu = gpu_.Result(facts, interp_.sweep());
+  r.found = interp_.steps();
+  r.steps = steps_.figures();
+  r.per_step_device = r.found.nvtx && !r.steps.steps.empty();
+  if (!r.per_step_device) {  // inferred steps: boundaries only, figures are run averages
+    r.steps.steps.clear();
+    for (const StepMark& m : r.found.inferred) {
+      StepRec s;
+      s.start = m.start_ns;
+      s.end = m.end_ns;
+      r.steps.steps.push_back(s);
+    }
+  }
+  r.io = io_.figures();
+  r.sites = sites_.Result(facts);
+  r.env = facts.env();
+  r.dropped = facts.dropped();
+  r.dropped_total = facts.dropped_total();
+  r.findings = RankFindings(r);
+  r.per_step = MeanPerStep(r);
+  return r;
+}
+
+}  // namespace gpuwatch::collector

@@ -1,0 +1,64 @@
+// One rank's interpretation and analyses, wired together: the interpret stage feeds every
+// analysis (and, through Subscribe, the trace); Result() is the rank's RankResult. A copy
+// carries the state without the extra subscribers, so a running rank's result is finished
+// on a copy and the live rank keeps waiting for what may still go before what it holds.
+#pragma once
+#include <cstdint>
+#include <optional>
+
+#include "analyze/call_sites.h"
+#include "analyze/collectives.h"
+#include "analyze/copies.h"
+#include "analyze/gpu.h"
+#include "analyze/input_io.h"
+#include "analyze/launches.h"
+#include "analyze/rank_result.h"
+#include "analyze/step_figures.h"
+#include "analyze/sync.h"
+#include "interpret/rank_interpreter.h"
+
+namespace gpuwatch::collector {
+
+class RankModel {
+ public:
+  RankModel() { SubscribeAnalyses(); }
+  explicit RankModel(const DeviceSweep::Limits& limits) : interp_(limits) { SubscribeAnalyses(); }
+  RankModel(const RankModel& o);
+  RankModel& operator=(const RankModel&) = delete;
+
+  // Another subscriber of the interpreted events (the trace), after the analyses.
+  void Subscribe(EventSink* sink) { interp_.Subscribe(sink); }
+
+  void OnHello(const wire::Hello& h);
+  void OnBatch(const wire::Batch& b);
+  void OnGoodbye(const wire::Goodbye& g);
+  // Everything held is interpreted now (the rank's last connection closed).
+  void Flush();
+
+  // The figures as if the rank ended now, computed once per state (the summary's views and
+  // the job's merge all ask for the same one). Valid until the next batch.
+  const RankResult& Result() const;
+  const RankInterpreter& interpreter() const { return interp_; }
+
+ private:
+  void SubscribeAnalyses();
+  RankResult Compute() const;  // from a flushed state
+
+  RankInterpreter interp_;
+  SyncCounter sync_;
+  CopyCounter copies_;
+  CollectiveCounter collectives_;
+  LaunchCounter launches_;
+  GpuCounter gpu_;
+  StepCharger steps_;
+  InputIo io_;
+  SiteCounter sites_;
+  int rank_ = -1;
+  std::string host_;
+  uint64_t state_ = 0;          // changes with every input
+  bool flushed_ = false;        // nothing held since the last Flush
+  mutable std::optional<RankResult> cached_;
+  mutable uint64_t cached_state_ = 0;
+};
+
+}  // namespace gpuwatch::collector

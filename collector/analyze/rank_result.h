@@ -1,0 +1,100 @@
+// The one model of a rank's figures: what every analysis measured, plus the facts and
+// steps of the interpret stage. The findings, summary.json, summary.txt, report.html,
+// Prometheus and the trace's marks all read this; none computes a figure again.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "analyze/call_sites.h"
+#include "analyze/collectives.h"
+#include "analyze/copies.h"
+#include "analyze/finding.h"
+#include "analyze/gpu.h"
+#include "analyze/input_io.h"
+#include "analyze/launches.h"
+#include "analyze/step_figures.h"
+#include "analyze/sync.h"
+#include "interpret/rank_facts.h"
+#include "interpret/step_finder.h"
+
+namespace gpuwatch::collector {
+
+// Mean per step: over the kept records of NVTX steps, else run averages over every step.
+// The steps table of summary.json, summary.txt, report.html's bars, Prometheus and the
+// trace's step slices all show these.
+struct PerStepMean {
+  bool known = false;     // there are steps
+  bool per_step = false;  // from per-step records (else run averages)
+  double compute_ms = 0, comm_not_overlapped_ms = 0, idle_ms[kIdleKinds] = {};
+  double host_blocked_in_syncs_ms = 0, copies_ms = 0;
+};
+
+struct RankResult {
+  int rank = -1;
+  std::string host;
+  uint64_t host_calls = 0, host_first_ns = 0, host_last_ns = 0;
+
+  SyncFigures sync;
+  CopyFigures copies;
+  CollectiveFigures collectives;
+  LaunchFigures launches;
+  GpuFigures gpu;
+  // Steps: `found` says which and how many; `steps.steps` holds the kept records (NVTX
+  // steps with their figures, or inferred steps with none: per_step_device false).
+  StepsFound found;
+  StepFigures steps;
+  bool per_step_device = false;
+  InputIoFigures io;
+  std::vector<SiteStat> sites;  // the call sites that blocked longest
+  EnvFacts env;
+  std::map<std::string, uint64_t> dropped;
+  uint64_t dropped_total = 0;
+  std::vector<Finding> findings;  // ranked (analyze/findings.h)
+  PerStepMean per_step;
+
+  bool cupti() const { return gpu.cupti(); }
+  double WallS() const;         // host span: first call to last call end
+  double ActiveS() const;       // device active span, else the host span
+  uint64_t steps_total() const { return found.total; }
+  double StepMedianS() const;   // 0 without steps
+  // Over every step: exact while `steps` holds them all, else from found.stats.
+  uint64_t StepPercentileNs(double p) const;
+  uint64_t StepMaxNs() const;
+  double StepsTotalS() const;
+};
+
+PerStepMean MeanPerStep(const RankResult& r);
+
+// Step durations (ns) of the kept records, and nearest-rank percentiles of values.
+std::vector<uint64_t> StepDurations(const RankResult& r);
+uint64_t Percentile(std::vector<uint64_t> v, double p);
+
+// The ranks of a job, by reference: the job's results point at each rank's own result
+// instead of copying its per-step records (up to kMaxSteps each).
+class RankList {
+ public:
+  RankList() = default;
+  RankList(const std::vector<RankResult>& v) {  // NOLINT: implicit, for callers with values
+    for (const auto& r : v) p_.push_back(&r);
+  }
+  void push_back(const RankResult* r) { p_.push_back(r); }
+  size_t size() const { return p_.size(); }
+  bool empty() const { return p_.empty(); }
+  const RankResult& operator[](size_t i) const { return *p_[i]; }
+  struct Iter {
+    const RankResult* const* p;
+    const RankResult& operator*() const { return **p; }
+    const RankResult* operator->() const { return *p; }
+    Iter& operator++() { return ++p, *this; }
+    bool operator!=(const Iter& o) const { return p != o.p; }
+  };
+  Iter begin() const { return {p_.data()}; }
+  Iter end() const { return {p_.data() + p_.size()}; }
+
+ private:
+  std::vector<const RankResult*> p_;
+};
+
+}  // namespace gpuwatch::collector

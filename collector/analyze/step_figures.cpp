@@ -1,0 +1,96 @@
+// See step_figures.h.
+#include "analyze/step_figures.h"
+
+#include <numeric>
+
+#include "common/thresholds.h"
+
+namespace gpuwatch::collector {
+
+uint64_t StepFigures::SyncMidNs() const { return std::accumulate(sync_mid_ns.begin(), sync_mid_ns.end(), uint64_t{0}); }
+uint64_t StepFigures::SyncMidCount() const {
+  return std::accumulate(sync_mid_count.begin(), sync_mid_count.end(), uint64_t{0});
+}
+
+void StepCharger::OnHostCall(const HostCall& c) {
+  if (c.api == wire::NVTX_RANGE) return;
+  if (c.sync_kind != kNotSync) {
+    pending_[c.sync_kind] += c.dur_ns;
+    ++pending_n_[c.sync_kind];
+    return;
+  }
+  // Work follows: the syncs before it were inside the step.
+  for (int k = 0; k < kSyncKinds; ++k) {
+    f_.sync_mid_ns[k] += pending_[k];
+    f_.sync_mid_count[k] += pending_n_[k];
+    cur_mid_ += pending_[k];
+    cur_mid_n_ += pending_n_[k];
+    pending_[k] = pending_n_[k] = 0;
+  }
+}
+
+void StepCharger::OnStep(const StepMark& m) {
+  // Syncs still pending when the step closes were its trailing syncs (not a stall).
+  pending_.fill(0);
+  pending_n_.fill(0);
+  ++seen_;
+  if (f_.steps.size() < kMaxSteps) {
+    StepRec s;
+    s.start = m.start_ns;
+    s.end = m.end_ns;
+    s.sync_mid = cur_mid_;
+    s.sync_mid_count = cur_mid_n_;
+    f_.steps.push_back(s);
+  } else if (seen_ == kMaxSteps + 1) {
+    stop_ = f_.steps.back().end;  // the per-step records end here
+  }
+  cur_mid_ = cur_mid_n_ = 0;
+}
+
+void StepCharger::OnStepsReset() {
+  f_.steps.clear();
+  seen_ = 0;
+  cursor_ = 0;
+  stop_ = UINT64_MAX;
+}
+
+// The step holding time t: the last step that started at or before t. Steps before the
+// cursor are not looked at again (the device stream moves forward in time).
+DeviceSlice* StepCharger::At(uint64_t t) {
+  auto& steps = f_.steps;
+  if (steps.empty() || t < steps[0].start || t >= stop_) return nullptr;
+  if (cursor_ >= steps.size()) cursor_ = steps.size() - 1;
+  while (cursor_ > 0 && steps[cursor_].start > t) --cursor_;
+  while (cursor_ + 1 < steps.size() && steps[cursor_ + 1].start <= t) ++cursor_;
+  return &steps[cursor_].dev;
+}
+
+// [a, b) split over the steps it overlaps (step k spans [start_k, start_k+1)).
+template <typename Add>
+void StepCharger::Split(uint64_t a, uint64_t b, Add add) {
+  auto& steps = f_.steps;
+  if (b <= a || steps.empty()) return;
+  At(a);  // moves the cursor
+  size_t k = a < steps[0].start ? 0 : cursor_;
+  for (; k < steps.size(); ++k) {
+    const uint64_t s0 = steps[k].start;
+    const uint64_t s1 = k + 1 < steps.size() ? steps[k + 1].start : stop_;
+    const uint64_t lo = std::max(a, s0), hi = std::min(b, s1);
+    if (hi > lo) add(steps[k].dev, hi - lo);
+    if (s1 >= b) break;
+  }
+}
+
+void StepCharger::OnDeviceWork(const DeviceWork& w) {
+  if (DeviceSlice* s = At(w.start_ns)) s->AddWork(w, w.dur_ns());
+}
+
+void StepCharger::OnBusy(const BusySpan& b) {
+  Split(b.start_ns, b.end_ns, [&](DeviceSlice& d, uint64_t n) { d.AddBusy(b.noncomm, n); });
+}
+
+void StepCharger::OnIdle(const IdleGap& g) {
+  Split(g.start_ns, g.end_ns, [&](DeviceSlice& d, uint64_t n) { d.idle[g.kind] += n; });
+}
+
+}  // namespace gpuwatch::collector

@@ -1,0 +1,54 @@
+// Per-step figures (the steps the interpret stage found): each NVTX step's device time,
+// idle time by kind, communication not hidden, and host time blocked in syncs that were
+// followed by more work in the step (a stall, not the step's trailing sync). Device
+// figures are charged to the step whose [start, next start) holds them; the first
+// kMaxSteps steps keep a record, later ones only count (interpret/step_finder.h).
+#pragma once
+#include <array>
+#include <cstdint>
+#include <deque>
+
+#include "analyze/device_slice.h"
+#include "interpret/event_sink.h"
+
+namespace gpuwatch::collector {
+
+struct StepRec {
+  uint64_t start = 0, end = 0;  // host CLOCK_MONOTONIC
+  uint64_t sync_mid = 0;        // host blocked in syncs followed by more work in the step
+  uint64_t sync_mid_count = 0;
+  DeviceSlice dev;
+};
+
+struct StepFigures {
+  std::deque<StepRec> steps;      // the first kMaxSteps NVTX steps, in time order
+  // Syncs followed by more work in their step, over the run, by SyncKind.
+  std::array<uint64_t, kSyncKinds> sync_mid_ns{}, sync_mid_count{};
+  uint64_t SyncMidNs() const;
+  uint64_t SyncMidCount() const;
+};
+
+class StepCharger final : public EventSink {
+ public:
+  void OnHostCall(const HostCall& c) override;
+  void OnStep(const StepMark& m) override;
+  void OnStepsReset() override;
+  void OnDeviceWork(const DeviceWork& w) override;
+  void OnBusy(const BusySpan& b) override;
+  void OnIdle(const IdleGap& g) override;
+  const StepFigures& figures() const { return f_; }
+
+ private:
+  DeviceSlice* At(uint64_t t);
+  template <typename Add>
+  void Split(uint64_t a, uint64_t b, Add add);
+
+  StepFigures f_;
+  uint64_t seen_ = 0;           // steps since the last reset, kept or not
+  size_t cursor_ = 0;           // steps before it end before the device stream
+  uint64_t stop_ = UINT64_MAX;  // no more steps are kept: device time after this is no step's
+  std::array<uint64_t, kSyncKinds> pending_{}, pending_n_{};
+  uint64_t cur_mid_ = 0, cur_mid_n_ = 0;
+};
+
+}  // namespace gpuwatch::collector

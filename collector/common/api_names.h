@@ -1,0 +1,26 @@
+// Public names of the intercepted APIs, as they appear in summary.json keys.
+#pragma once
+#include "gpuwatch.pb.h"
+
+namespace gpuwatch::collector {
+
+inline const char* ApiName(wire::Api api) {
+  switch (api) {
+    case wire::CUDA_MEMCPY: return "cudaMemcpy";
+    case wire::CUDA_MEMCPY_ASYNC: return "cudaMemcpyAsync";
+    case wire::CUDA_STREAM_SYNCHRONIZE: return "cudaStreamSynchronize";
+    case wire::CUDA_DEVICE_SYNCHRONIZE: return "cudaDeviceSynchronize";
+    case wire::CUDA_EVENT_SYNCHRONIZE: return "cudaEventSynchronize";
+    case wire::CUDA_LAUNCH_KERNEL: return "cudaLaunchKernel";
+    case wire::NCCL_ALL_REDUCE: return "ncclAllReduce";
+    case wire::NCCL_ALL_GATHER: return "ncclAllGather";
+    case wire::NCCL_REDUCE_SCATTER: return "ncclReduceScatter";
+    case wire::NCCL_BROADCAST: return "ncclBroadcast";
+    case wire::NCCL_REDUCE: return "ncclReduce";
+    case wire::NCCL_SEND: return "ncclSend";
+    case wire::NCCL_RECV: return "ncclRecv";
+    default: return "unknown";
+  }
+}
+
+}  // namespace gpuwatch::collector

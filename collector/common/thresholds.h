@@ -1,0 +1,114 @@
+// Every threshold the interpretation and the diagnosis use, in one place, with where it
+// comes from. "field-facts" is /work/shared/notes/field-facts.md;
+// "inferred" means chosen here and not yet checked against real jobs: revisit with data.
+#pragma once
+#include <cstdint>
+
+namespace gpuwatch::collector {
+
+// --- Steps -------------------------------------------------------------------------------
+// Default NVTX ranges that mark a training step when GPUWATCH_STEP_RANGE is not set: an
+// exact match on one of these (case-insensitive), else any range whose name contains
+// "step". (Issue 6; PyTorch Lightning / HF Trainer / the scenario driver use these names.)
+inline constexpr const char* kDefaultStepRanges[] = {"train_step", "step", "training_step",
+                                                     "optimizer_step", "iteration"};
+// Step records kept per rank (13 numbers each, 104 B): the first kMaxSteps steps have a
+// per-step breakdown (periodic stalls, per-step categories, the trace's steps track).
+// Every step still counts, and its duration goes into the run's median, p90 and total
+// (step_stats.h), so memory does not grow with the run.
+inline constexpr uint64_t kMaxSteps = 8192;
+// Inferring steps without NVTX: the period is looked for in the first kAnchorWindow
+// anchors (collectives, else host syncs), up to kMaxPeriod anchors per step; after that
+// anchors only count (step_pattern.h). Inferred.
+inline constexpr uint64_t kAnchorWindow = 4096;
+inline constexpr uint64_t kMaxPeriod = 64;
+// A period is accepted when this share of the anchors repeats the signature one period
+// earlier. Inferred.
+inline constexpr double kPeriodMatch = 0.9;
+
+// Host events are processed in time order once the library says nothing earlier is to
+// come (Batch.settled_ns), or else after waiting this long behind the newest one (the
+// library holds a collective back until its CUDA events complete), at most kMaxHeld.
+inline constexpr uint64_t kHostHorizonNs = 500'000'000;
+inline constexpr uint64_t kMaxHeld = 1 << 18;
+
+// --- Device timeline ---------------------------------------------------------------------
+// Reorder window behind the newest device record (the library lags ~1 s) and its cap; API
+// spans kept behind the sweep for the correlation join; host-blocked intervals kept for
+// the gap classification (interpret/device_sweep.h).
+inline constexpr uint64_t kHorizonNs = 2'000'000'000;
+inline constexpr uint64_t kMaxPending = 1 << 18;
+inline constexpr uint64_t kApiKeepNs = 4'000'000'000;
+inline constexpr uint64_t kMaxApis = 1 << 18;
+inline constexpr uint64_t kMaxSyncs = 1 << 16;
+// An idle gap that the launching call started after, and that is at least this long, is
+// host work (data loading, Python) rather than launch overhead. HTA calls gaps under
+// 30 us "kernel_wait" (field-facts); eager PyTorch spends tens of µs of Python dispatch per
+// op, so 100 µs separates per-op launch overhead from per-step host work. Inferred.
+inline constexpr uint64_t kLaunchGapNs = 100'000;
+// Host-blocking copies of at most this many bytes are `.item()`/`.cpu()`-style syncs, not
+// bulk transfers: Nsight Systems' sync-memcpy rule ignores H2D copies of 64 KB or less
+// (field-facts); the same bound is used for D2H here.
+inline constexpr uint64_t kSmallCopyBytes = 64 * 1024;
+
+// --- Periodic stalls ---------------------------------------------------------------------
+// A step is a stall when it lasts more than this times the median step and most of its
+// excess is GPU idle time. Practitioners' "periodic drops in utilization" (issue 6);
+// factor inferred.
+inline constexpr double kStallFactor = 2.0;
+inline constexpr double kStallIdleShare = 0.5;
+// At least this many stalls, the most common distance between them shared by this share
+// of the distances, make a period.
+inline constexpr uint64_t kMinStalls = 2;
+inline constexpr double kPeriodShare = 0.5;
+
+// --- Straggler ---------------------------------------------------------------------------
+// A rank is the straggler when it reaches a collective last in at least this share of the
+// collectives all ranks made (HTA's straggler analysis looks at which ranks start the
+// most-varying communication kernel last; field-facts) ...
+inline constexpr double kStragglerLastShare = 0.5;
+// ... and the others' mean wait for it is at least this share of the median step (or of
+// the median gap between collectives without steps). NVIDIA's straggler detector flags a
+// rank at a relative score below ~0.7 (field-facts); 5% is a gentler, inferred bound.
+inline constexpr double kStragglerMinWaitShare = 0.05;
+// Collective calls kept per rank for matching across ranks: the first ones (32 B each).
+inline constexpr uint64_t kMaxCollCalls = 1 << 13;
+
+// --- Findings ----------------------------------------------------------------------------
+// Severity from the share of the rank's stepped time (or active time) a finding costs.
+// High at 20%: the Nsight Systems utilization rule fires under 50% GPU utilization
+// (field-facts), i.e. half the time lost; a fifth is already worth acting on first.
+// Medium at 5%, and below 1% a finding is not reported. Inferred.
+inline constexpr double kHighShare = 0.20;
+inline constexpr double kMediumShare = 0.05;
+inline constexpr double kReportShare = 0.01;
+// launch_bound needs most kernels to be shorter than their launch call (HTA's "short
+// kernel", field-facts) ...
+inline constexpr double kShortKernelShare = 0.5;
+
+// --- environment -------------------------------------------------------------------------
+// Versions older than these are reported (severity low, no time lost). NCCL 2.18 (2023) is
+// what PyTorch 2.1 shipped; releases since brought NVLS/NVLink SHARP, PXN and profiler
+// plugins (field-facts: plugins from 2.23). CUDA 12.0 is the first runtime for Hopper's
+// full feature set; CUDA 11 builds predate it. Both bounds are inferred, to revisit.
+inline constexpr int kOldNcclVersion = 21800;  // ncclGetVersion encoding: 2.18.0
+inline constexpr int kOldCudaRuntime = 12000;  // cudaRuntimeGetVersion encoding: 12.0
+// NCCL_MAX_NCHANNELS at or below this limits bandwidth (NCCL uses one SM and one ring or
+// tree per channel; modern GPUs run 16-32 channels). Inferred.
+inline constexpr int kFewNcclChannels = 2;
+
+// --- input_io ----------------------------------------------------------------------------
+// The host side of data loading is CPU-bound when the process tree kept at least this many
+// cores busy during the GPU's host-wait gaps -- at least one process, the main one or a
+// DataLoader worker, was mostly running -- or, reading little, busy plus runnable-waiting
+// for a core (an oversubscribed machine). A Python process blocked on a queue or a read
+// uses ~0. Inferred.
+inline constexpr double kInputCpuBoundCores = 0.7;
+// Below that, it waits on reads when the tree read at least this many MB/s (rchar: files,
+// pipes, sockets) during the gaps. Inferred: any sustained reading while the CPUs idle.
+inline constexpr double kInputReadMinMBps = 1.0;
+// input_io is reported only when samples cover at least this share of the host-wait gaps
+// (samples start at the first CUDA call and come every ~100 ms). Inferred.
+inline constexpr double kInputMinCoverage = 0.5;
+
+}  // namespace gpuwatch::collector

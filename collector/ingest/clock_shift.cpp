@@ -1,0 +1,53 @@
+#include "ingest/clock_shift.h"
+
+#include <limits>
+
+namespace gpuwatch::collector {
+
+uint64_t ShiftNs(uint64_t t, int64_t delta) {
+  if (t == 0) return 0;
+  if (delta >= 0) {
+    const uint64_t d = static_cast<uint64_t>(delta);
+    return t > std::numeric_limits<uint64_t>::max() - d ? std::numeric_limits<uint64_t>::max()
+                                                        : t + d;
+  }
+  // -(delta + 1) + 1 avoids negating INT64_MIN.
+  const uint64_t d = static_cast<uint64_t>(-(delta + 1)) + 1;
+  return t > d ? t - d : 1;  // 1, not 0: the time was set, it just predates the new epoch
+}
+
+void ShiftHello(wire::Hello& hello, int64_t delta) {
+  hello.set_start_ns(ShiftNs(hello.start_ns(), delta));
+}
+
+void ShiftFrame(wire::Frame& frame, int64_t delta) {
+  if (delta == 0) return;
+  switch (frame.body_case()) {
+    case wire::Frame::kHello: ShiftHello(*frame.mutable_hello(), delta); break;
+    case wire::Frame::kBatch: {
+      wire::Batch& b = *frame.mutable_batch();
+      for (wire::Event& e : *b.mutable_events()) e.set_t_ns(ShiftNs(e.t_ns(), delta));
+      for (wire::Activity& a : *b.mutable_activities()) {
+        a.set_start_ns(ShiftNs(a.start_ns(), delta));
+        a.set_end_ns(ShiftNs(a.end_ns(), delta));
+      }
+      for (wire::ProcSample& p : *b.mutable_proc_samples()) p.set_t_ns(ShiftNs(p.t_ns(), delta));
+      if (b.settled_ns()) b.set_settled_ns(ShiftNs(b.settled_ns(), delta));
+      break;
+    }
+    case wire::Frame::kGoodbye: {
+      wire::Goodbye& g = *frame.mutable_goodbye();
+      g.set_end_ns(ShiftNs(g.end_ns(), delta));
+      break;
+    }
+    case wire::Frame::kHeartbeat: {
+      wire::Heartbeat& hb = *frame.mutable_heartbeat();
+      hb.set_now_ns(ShiftNs(hb.now_ns(), delta));
+      for (wire::InFlight& f : *hb.mutable_inside()) f.set_since_ns(ShiftNs(f.since_ns(), delta));
+      break;
+    }
+    default: break;
+  }
+}
+
+}  // namespace gpuwatch::collector

@@ -1,0 +1,34 @@
+// Rebuilding jobs from disk: every journal (rank-R-PID.frames, written by the collector)
+// and spool (spool-rank-R-PID.frames, written by the library) in DIR/.gpuwatch is fed,
+// frame by frame, through the same Connection -> RankDirectory path the live collector
+// uses, so a rebuilt summary is computed by exactly the same code.
+//
+// For one rank and pid the journal comes first, then the spool (the spool holds what the
+// collector never got). Each Hello in a file starts a new connection of that process, so a
+// rank that reconnected, or went from the collector to its spool, ends the way its last
+// connection ended: normally if that one said Goodbye.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ingest/rank_sink.h"
+
+namespace gpuwatch::collector {
+
+struct ReplayResult {
+  int files = 0;                   // frame files replayed
+  std::vector<std::string> notes;  // one line each: ignored tails, corrupt files, odd names
+};
+
+// Feeds `dir`/.gpuwatch into `jobs`. `before_close` runs before the last connection of
+// each rank closes (hangs are checked then, as the live collector would have); its lines
+// go to the notes. False with `error` when the directory cannot be read at all.
+bool ReplayDir(const std::string& dir, RankDirectory& jobs, ReplayResult* result, std::string* error,
+               const std::function<std::vector<std::string>()>& before_close = {});
+
+// Parses "rank-R-PID.frames" / "spool-rank-R-PID.frames" (and "rank-R-PID.N.frames", a
+// journal continued under a new name); false for anything else.
+bool ParseFrameFileName(const std::string& name, bool* spool, int* rank, int* pid, int* part);
+
+}  // namespace gpuwatch::collector

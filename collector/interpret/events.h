@@ -1,0 +1,95 @@
+// The typed events the interpret stage emits for one rank, in time order (see
+// docs/ARCHITECTURE.md): host calls, device work with the call that launched it, busy
+// spans and idle gaps of the device, steps. Times are the rank's CLOCK_MONOTONIC ns.
+#pragma once
+#include <cstdint>
+
+#include "common/wire_vocab.h"
+#include "gpuwatch.pb.h"
+
+namespace gpuwatch::collector {
+
+// One intercepted call (wire Event), with what the interpret stage decided about it.
+struct HostCall {
+  uint64_t t_ns, dur_ns;
+  uint64_t bytes;  // as sent: copies' bytes; collectives' count x element size
+  uint64_t stream, comm_id, seq, gpu_ns;
+  int32_t peer;
+  uint32_t tid, flags;
+  uint32_t name_id;  // kernel launches and NVTX ranges: id of a KernelName
+  uint32_t site_id;  // long syncs and blocking copies: id of a CallSite
+  wire::Api api;
+  wire::CopyKind copy_kind;
+  // Decided once (common/wire_vocab.h):
+  SyncKind sync_kind;  // kNotSync unless an explicit sync or a small blocking copy
+  bool blocks_host;
+  // Collectives: the communicator's size (the world size when it was never announced),
+  // its identity across ranks (unique_hash, else comm_id), S as nccl-tests define it
+  // (count x element size, x nranks for AllGather/ReduceScatter), and whether GPU time
+  // was measured.
+  int32_t comm_nranks;
+  uint64_t comm_hash;
+  uint64_t coll_bytes;
+  bool timed;
+
+  uint64_t end_ns() const { return t_ns + dur_ns; }
+};
+
+// The API call(s) that enqueued a piece of device work: the outer span of its runtime and
+// driver records (CUPTI, joined by correlation id).
+struct ApiSpan {
+  uint64_t start_ns, end_ns;
+};
+
+struct DeviceWork {
+  uint64_t start_ns, end_ns;
+  uint64_t bytes;  // copies, memsets
+  uint32_t correlation_id, name_id, stream;
+  int32_t device;
+  wire::ActivityKind kind;
+  wire::CopyKind copy_kind;
+  bool pageable;
+  bool comm;  // a kernel of NCCL's
+  bool late;  // released after the sweep had passed its start (the reorder window missed it)
+  const ApiSpan* api;  // the launching call; null when unknown (valid during the call only)
+  bool first_of_api;   // the first work released for that call (a call can launch several)
+
+  uint64_t dur_ns() const { return end_ns - start_ns; }
+};
+
+// A merged busy interval of the device, closed: all work, or all work but NCCL kernels
+// (busy(all) - busy(non-comm) is communication that compute did not hide).
+struct BusySpan {
+  uint64_t start_ns, end_ns;
+  bool noncomm;
+};
+
+// Why the device was idle between two busy intervals: the one classification every view
+// shows. First rule that applies:
+//   sync_wait    the host was blocked in a sync call for more than half the gap;
+//   host_wait    the call that launched the work ending the gap started after the gap began
+//                and the gap is at least kLaunchGapNs (thresholds.h): host work (data loading, Python);
+//   launch_wait  that call had not returned when the gap began (or began after it, briefly):
+//                launch overhead, the GPU running dry between launches;
+//   other        the work was launched well before the gap (dependencies, stream waits) or
+//                its launch is unknown.
+enum IdleKind : uint8_t { kIdleHost = 0, kIdleLaunch = 1, kIdleSync = 2, kIdleOther = 3, kIdleKinds = 4 };
+inline const char* IdleKindKey(int k) {
+  static const char* const kKeys[kIdleKinds] = {"host_wait", "launch_wait", "sync_wait", "other"};
+  return k >= 0 && k < kIdleKinds ? kKeys[k] : "?";
+}
+
+struct IdleGap {
+  uint64_t start_ns, end_ns;
+  IdleKind kind;
+  // After the device's last work, until the last step ended: inside the steps, outside the
+  // device's active span (emitted once, when the rank is flushed).
+  bool trailing;
+};
+
+// A training step, as the step finder saw it close (NVTX steps, in order).
+struct StepMark {
+  uint64_t start_ns, end_ns;
+};
+
+}  // namespace gpuwatch::collector

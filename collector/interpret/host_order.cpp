@@ -1,0 +1,15 @@
+// See host_order.h.
+#include "interpret/host_order.h"
+
+namespace gpuwatch::collector {
+
+void HostOrder::Hold(const HostCall& c) {
+  const uint64_t key = Key(c);
+  newest_ = std::max(newest_, c.end_ns());
+  if (in_order_.empty() || key >= in_order_.back().key)
+    in_order_.push_back(Held{key, c});
+  else
+    late_.push(Held{key, c});
+}
+
+}  // namespace gpuwatch::collector

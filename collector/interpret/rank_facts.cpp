@@ -1,0 +1,86 @@
+// See rank_facts.h.
+#include "interpret/rank_facts.h"
+
+#include "common/kernel_names.h"
+
+namespace gpuwatch::collector {
+namespace {
+
+constexpr size_t kMaxDetail = 256, kMaxReasonBytes = 64, kMaxFrames = 16, kMaxText = 512;
+constexpr uint32_t kMaxNameId = 1u << 20;  // the library's name table holds 1 << 17
+
+}  // namespace
+
+void EnvFacts::Merge(const wire::Environment& e) {
+  known = true;
+  if (e.cuda_runtime_version()) cuda_runtime = e.cuda_runtime_version();
+  if (e.cuda_driver_version()) cuda_driver = e.cuda_driver_version();
+  if (e.nccl_version()) nccl = e.nccl_version();
+  settings.clear();
+  for (const auto& s : e.settings())
+    if (settings.size() < 64) settings.emplace_back(s.name().substr(0, 64), s.value().substr(0, 128));
+}
+
+void RankFacts::OnBatch(const wire::Batch& b) {
+  for (const auto& k : b.kernel_names()) {
+    if (k.id() < kMaxNameId) {
+      if (k.id() >= comm_kernel_.size()) comm_kernel_.resize(k.id() + 1024, false);
+      comm_kernel_[k.id()] = IsCommKernelName(k.name());
+    }
+    if (names_.size() >= kMaxNames && !names_.count(k.id())) continue;
+    names_[k.id()] = k.name().substr(0, kMaxNameBytes);
+  }
+  for (const auto& c : b.communicators())
+    if (comms_.size() < kMaxComms || comms_.count(c.comm_id()))
+      comms_[c.comm_id()] = CommFacts{c.nranks(), c.rank(), c.unique_hash()};
+  for (const auto& c : b.call_sites()) {
+    if (sites_.size() >= kMaxSites && !sites_.count(c.id())) continue;
+    SiteText& s = sites_[c.id()];
+    s.python = c.python().substr(0, kMaxText);
+    s.frames.clear();
+    for (int i = 0; i < c.frames_size() && i < static_cast<int>(kMaxFrames); ++i)
+      s.frames.push_back(c.frames(i).substr(0, kMaxText));
+  }
+  if (b.gpu_source() != wire::GPU_SOURCE_UNSPECIFIED) gpu_source_ = b.gpu_source();
+  if (!b.gpu_source_detail().empty()) gpu_source_detail_ = b.gpu_source_detail().substr(0, kMaxDetail);
+  if (b.has_environment()) env_.Merge(b.environment());
+  for (const auto& d : b.dropped()) NoteDropped(d);
+}
+
+void RankFacts::OnGoodbye(const wire::Goodbye& g) {
+  for (const auto& d : g.dropped()) NoteDropped(d);
+}
+
+// Totals are cumulative: the largest one seen per reason, so a repeated total counts once.
+void RankFacts::NoteDropped(const wire::DropCount& d) {
+  const std::string reason = d.reason().substr(0, kMaxReasonBytes);
+  auto it = dropped_.find(reason);
+  if (it == dropped_.end()) {
+    if (dropped_.size() >= kMaxReasons) return;
+    it = dropped_.emplace(reason, 0).first;
+  }
+  if (d.count() > it->second) it->second = d.count();
+}
+
+uint64_t RankFacts::dropped_total() const {
+  uint64_t t = 0;
+  for (const auto& [reason, n] : dropped_) t += n;
+  return t;
+}
+
+const std::string* RankFacts::Name(uint32_t id) const {
+  auto it = names_.find(id);
+  return it == names_.end() ? nullptr : &it->second;
+}
+
+const CommFacts* RankFacts::Comm(uint64_t comm_id) const {
+  auto it = comms_.find(comm_id);
+  return it == comms_.end() ? nullptr : &it->second;
+}
+
+const SiteText* RankFacts::Site(uint32_t id) const {
+  auto it = sites_.find(id);
+  return it == sites_.end() ? nullptr : &it->second;
+}
+
+}  // namespace gpuwatch::collector

@@ -1,0 +1,75 @@
+// What a rank told about itself besides its calls, decoded once: kernel and NVTX names,
+// communicators, call sites, its software environment, where its device timeline comes
+// from, and how many records it dropped. Every later stage looks these up here. Each table
+// has a bound (a misbehaving client must not grow the collector).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "gpuwatch.pb.h"
+
+namespace gpuwatch::collector {
+
+struct EnvFacts {
+  bool known = false;
+  int cuda_runtime = 0, cuda_driver = 0, nccl = 0;  // the APIs' encodings; 0 = unknown
+  std::vector<std::pair<std::string, std::string>> settings;
+  // The latest message wins field by field (a later one adds NCCL's version).
+  void Merge(const wire::Environment& e);
+};
+
+struct CommFacts {
+  int32_t nranks = 0, rank = 0;
+  uint64_t unique_hash = 0;
+};
+
+// Where a long sync or blocking copy was called from (libinject's call sites).
+struct SiteText {
+  std::string python;               // "train.py:42 in step", or empty
+  std::vector<std::string> frames;  // native, innermost first
+};
+
+class RankFacts {
+ public:
+  static constexpr size_t kMaxNames = 16384, kMaxNameBytes = 4096;
+  static constexpr size_t kMaxComms = 4096, kMaxSites = 1024, kMaxReasons = 64;
+
+  void OnHello(const wire::Hello& h) { world_size_ = h.world_size(); }
+  // Definitions first: events of the same batch may use them.
+  void OnBatch(const wire::Batch& b);
+  void OnGoodbye(const wire::Goodbye& g);
+
+  // Mangled name of a kernel (or NVTX message); null when never sent or beyond the bound.
+  const std::string* Name(uint32_t id) const;
+  // A kernel of NCCL's (decided from its name when the name arrived).
+  bool IsCommKernel(uint32_t id) const { return id < comm_kernel_.size() && comm_kernel_[id]; }
+  const CommFacts* Comm(uint64_t comm_id) const;
+  const SiteText* Site(uint32_t id) const;
+  int world_size() const { return world_size_; }
+
+  int gpu_source() const { return gpu_source_; }  // wire::GpuSource
+  const std::string& gpu_source_detail() const { return gpu_source_detail_; }
+  const EnvFacts& env() const { return env_; }
+  // Cumulative records the library lost, per reason (the largest total it reported).
+  const std::map<std::string, uint64_t>& dropped() const { return dropped_; }
+  uint64_t dropped_total() const;
+
+ private:
+  void NoteDropped(const wire::DropCount& d);
+
+  int world_size_ = 0;
+  std::unordered_map<uint32_t, std::string> names_;
+  std::vector<bool> comm_kernel_;  // by name id (ids are dense, bounded by the library)
+  std::unordered_map<uint64_t, CommFacts> comms_;
+  std::unordered_map<uint32_t, SiteText> sites_;
+  int gpu_source_ = wire::GPU_SOURCE_UNSPECIFIED;
+  std::string gpu_source_detail_;
+  EnvFacts env_;
+  std::map<std::string, uint64_t> dropped_;  // ordered: deterministic output
+};
+
+}  // namespace gpuwatch::collector

@@ -1,0 +1,76 @@
+// See job_end.h.
+#include "jobs/job_end.h"
+
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+#include "common/format.h"
+#include "report/writer.h"
+
+namespace gpuwatch::collector {
+namespace {
+
+// Each rank's steps on its "steps" track, and each finding as an instant on the ranks it
+// names, where their steps begin (the findings are totals over the run, not events).
+void MarkTrace(JobTrace& trace, const JobResult& j) {
+  for (const RankResult& r : j.ranks) {
+    trace.Steps(r.rank, r.host, r);
+    const uint64_t at = !r.steps.steps.empty() ? r.steps.steps.front().start : r.host_first_ns;
+    for (const Finding& f : j.findings)
+      if (std::find(f.ranks.begin(), f.ranks.end(), r.rank) != f.ranks.end())
+        trace.Instant(r.rank, r.host, f.id, at,
+                      Printf("finding: %s (%s, %s lost): %s", f.title.c_str(), f.severity.c_str(),
+                             FmtDuration(f.time_lost_s).c_str(), f.summary.c_str()));
+  }
+}
+
+}  // namespace
+
+TraceFactory MakeTraceFactory(std::string out_override, TraceOptions options) {
+  return [out_override = std::move(out_override), options](const wire::Hello& first) -> std::unique_ptr<JobTrace> {
+    std::string error;
+    const std::string path = ChooseOutDir(out_override, first.out_dir()) + "/" + kTraceFileName;
+    auto t = JobTrace::Open(path, options, &error);
+    if (!t) spdlog::warn("job {}: no trace: {}", first.job_id(), error);
+    return t;
+  };
+}
+
+JobView ViewOf(const Job& job, const JobResult& result) {
+  JobView v;
+  v.id = job.id();
+  v.world_size = job.world_size();
+  for (const auto& [key, rank] : job.ranks())
+    v.ranks.push_back(RankView{&rank->hello(), rank->ended_normally(), &rank->storage(), &rank->result()});
+  v.hangs = &job.hangs();
+  v.result = &result;
+  return v;
+}
+
+RenderedSummary SummarizeJob(const Job& job) {
+  const JobResult result = MergeRanks(job.Results());
+  // The trace is complete (steps, findings) before summary.json appears: whoever waits for
+  // the summary may read the trace.
+  if (JobTrace* t = job.trace()) {
+    MarkTrace(*t, result);
+    t->Flush();
+  }
+  return RenderSummary(ViewOf(job, result));
+}
+
+std::string FinishJob(Job& job, const std::string& out_override, bool* written) {
+  const RenderedSummary rendered = SummarizeJob(job);
+  if (JobTrace* t = job.trace()) spdlog::info("job {}: trace {}", job.id(), t->Describe());
+  const std::string dir = ChooseOutDir(out_override, job.first_out_dir());
+  std::string error;
+  *written = WriteSummaryFiles(dir, rendered, &error);
+  if (*written) {
+    spdlog::info("job {}: summary of {} rank(s) written to {}", job.id(), job.ranks().size(), dir);
+  } else {
+    spdlog::error("job {}: summary not saved: {} (printed below)", job.id(), error);
+  }
+  return rendered.text;
+}
+
+}  // namespace gpuwatch::collector

@@ -1,0 +1,67 @@
+// See rank_state.h.
+#include "jobs/rank_state.h"
+
+#include "trace/rank_trace.h"
+
+namespace gpuwatch::collector {
+
+RankState::RankState(const wire::Hello& hello) : hello_(hello) {}
+
+void RankState::OnConnect(const wire::Hello& hello) {
+  hello_ = hello;
+  ++open_;
+  model_.OnHello(hello_);
+}
+
+void RankState::set_trace(RankTrace* t) {
+  if (trace_ || !t) return;  // the same part after a reconnect: subscribed once
+  trace_ = t;
+  trace_->Bind(&model_.interpreter().facts());
+  model_.Subscribe(trace_);
+}
+
+void RankState::OnBatch(const wire::Batch& batch) {
+  model_.OnBatch(batch);
+  if (trace_) trace_->AfterBatch();
+}
+
+void RankState::OnGoodbye(const wire::Goodbye& goodbye) { model_.OnGoodbye(goodbye); }
+
+void RankState::OnHeartbeat(const wire::Heartbeat& hb, Clock::time_point now) {
+  heartbeat_ = hb;
+  // The library sends at most this many; more is nonsense and must not cost memory.
+  constexpr int kMaxInside = 64, kMaxComms = 256;
+  if (heartbeat_.inside_size() > kMaxInside)
+    heartbeat_.mutable_inside()->DeleteSubrange(kMaxInside, heartbeat_.inside_size() - kMaxInside);
+  if (heartbeat_.comms_size() > kMaxComms)
+    heartbeat_.mutable_comms()->DeleteSubrange(kMaxComms, heartbeat_.comms_size() - kMaxComms);
+  heartbeat_at_ = now;
+}
+
+void RankState::set_journal(std::unique_ptr<JournalWriter> j) {
+  journal_ = std::move(j);
+  if (journal_) storage_.journal = journal_->status();
+}
+
+void RankState::OnDisconnect(bool said_goodbye) {
+  if (open_ > 0) --open_;
+  abnormal_ = !said_goodbye;
+  if (open_ > 0) return;
+  model_.Flush();
+  if (trace_) trace_->Finish();
+  if (journal_) {
+    // Close the file: descriptors stay bounded by open connections. A reconnect reopens it.
+    journal_->Flush();
+    storage_.journal = journal_->status();
+    journal_.reset();
+  }
+}
+
+void RankState::OnCollectorStop() {
+  if (open_ == 0) return;
+  abnormal_ = true;
+  model_.Flush();
+  if (trace_) trace_->Finish();
+}
+
+}  // namespace gpuwatch::collector

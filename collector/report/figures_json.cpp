@@ -1,0 +1,209 @@
+// See figures_json.h. Keys are a public interface: docs/summary-schema.md.
+#include "report/figures_json.h"
+
+#include <cmath>
+
+#include "common/api_names.h"
+#include "common/format.h"
+#include "common/kernel_names.h"
+#include "analyze/environment.h"
+
+namespace gpuwatch::collector {
+namespace {
+
+constexpr size_t kTopN = 10;
+double Us(double ns) { return ns * 1e-3; }
+double Ms(double s) { return s * 1e3; }
+
+// Busy share per window, rounded to 0.1% to keep summary.json small (512 windows at most).
+nlohmann::json SeriesJson(const BusySeries& b) {
+  if (b.empty()) return nullptr;
+  nlohmann::json busy = nlohmann::json::array();
+  for (size_t i = 0; i < b.size(); ++i) busy.push_back(std::round(b.Fraction(i) * 1000) / 1000);
+  return {{"start_ns", b.origin_ns()},
+          {"window_s", static_cast<double>(b.window_ns()) / 1e9},  // 0.01 exactly, not 1e7 * 1e-9
+          {"busy", busy}};
+}
+
+}  // namespace
+
+nlohmann::json SyncJson(const SyncFigures& s) {
+  nlohmann::json by_api = nlohmann::json::object();
+  for (size_t i = 0; i < SyncFigures::kApis.size(); ++i)
+    if (s.count[i]) by_api[ApiName(SyncFigures::kApis[i])] = {{"count", s.count[i]}, {"total_s", Seconds(s.ns[i])}};
+  return {{"count", s.TotalCount()}, {"total_s", Seconds(s.TotalNs())}, {"by_api", by_api}};
+}
+
+nlohmann::json CopiesJson(const CopyFigures& c, const GpuFigures& gpu) {
+  nlohmann::json out = nlohmann::json::object();
+  for (int i = 0; i < kCopyDirections; ++i) {
+    const CopyFigures::Direction& d = c.dir[i];
+    const GpuFigures::CopyStat& dev = gpu.copies[i];
+    out[kCopyDirectionKeys[i]] = {
+        {"count", d.count},
+        {"bytes", d.bytes},
+        {"total_s", Seconds(d.ns)},
+        {"gbps", Gbps(static_cast<double>(d.bytes), Seconds(d.ns))},
+        // The transfer's own rate: bytes over the device's copy time (CUPTI), else null.
+        {"device_gbps", gpu.cupti() && dev.ns ? nlohmann::json(Gbps(static_cast<double>(dev.bytes), Seconds(dev.ns)))
+                                             : nlohmann::json(nullptr)},
+        {"pageable_count", d.pageable_count},
+        {"pageable_bytes", d.pageable_bytes},
+        {"blocking_count", d.blocking_count}};
+  }
+  return out;
+}
+
+nlohmann::json CollectivesJson(const CollectiveFigures& c) {
+  nlohmann::json out = nlohmann::json::object();
+  for (size_t i = 0; i < c.ops.size(); ++i) {
+    const CollectiveFigures::Op& o = c.ops[i];
+    if (o.count == 0) continue;
+    out[kCollOps[i].name] = {{"count", o.count},          {"bytes", o.bytes},
+                             {"total_s", Seconds(o.gpu_ns)}, {"algbw_gbps", o.algbw()},
+                             {"busbw_gbps", o.busbw()},   {"no_gpu_time_count", o.no_gpu_time}};
+  }
+  return out;
+}
+
+nlohmann::json LaunchesJson(const LaunchFigures& l) {
+  nlohmann::json top = nlohmann::json::array();
+  for (const auto& [name, n] : l.Top(kTopN)) top.push_back({{"name", DemangleName(name)}, {"launches", n}});
+  return {{"launches", l.launches}, {"top_launched", top}};
+}
+
+nlohmann::json GpuJson(const GpuFigures& s) {
+  nlohmann::json g;
+  g["source"] = s.source_name();
+  g["source_detail"] = s.source_detail;
+  g["comm_kernels"] = {{"count", s.comm_kernels + s.coll_events.count},
+                       {"total_s", Seconds(s.run.comm + s.coll_events.ns)}};
+  if (!s.cupti()) {
+    for (const char* k : {"busy_s", "active_s", "utilization", "gaps", "idle_breakdown_s", "launch_delay", "kernels",
+                          "memcpy", "utilization_series"})
+      g[k] = nullptr;
+    return g;
+  }
+  g["busy_s"] = Seconds(s.run.busy);
+  g["active_s"] = Seconds(s.active_ns);
+  g["utilization"] = s.utilization();
+  g["gaps"] = {{"count", s.gap_count},
+               {"total_s", Seconds(s.run.IdleTotal())},
+               {"p50_us", Us(s.gaps.Quantile(0.50))},
+               {"p90_us", Us(s.gaps.Quantile(0.90))},
+               {"p99_us", Us(s.gaps.Quantile(0.99))},
+               {"max_us", Us(static_cast<double>(s.gaps.max()))}};
+  nlohmann::json idle = nlohmann::json::object();
+  for (int k = 0; k < kIdleKinds; ++k) idle[IdleKindKey(k)] = Seconds(s.run.idle[k]);
+  g["idle_breakdown_s"] = idle;
+  g["launch_delay"] = {{"count", s.launch_delay.count()},
+                       {"p50_us", Us(s.launch_delay.Quantile(0.50))},
+                       {"p99_us", Us(s.launch_delay.Quantile(0.99))}};
+  nlohmann::json top = nlohmann::json::array();
+  for (const auto& [name, k] : s.TopByTime(kTopN))
+    top.push_back({{"name", DemangleName(name)}, {"count", k.count}, {"total_s", Seconds(k.ns)}});
+  g["kernels"] = {{"count", s.kernel_count},
+                  {"total_s", Seconds(s.run.compute)},
+                  {"median_us", Us(s.kernel_dur.Quantile(0.50))},
+                  {"short_fraction", s.short_fraction()},
+                  {"top", top}};
+  nlohmann::json mc;
+  for (int i = 0; i < kCopyDirections; ++i) {
+    const auto& c = s.copies[i];
+    mc[kCopyDirectionKeys[i]] = {
+        {"count", c.count}, {"bytes", c.bytes}, {"device_s", Seconds(c.ns)}, {"pageable_count", c.pageable}};
+  }
+  g["memcpy"] = mc;
+  g["utilization_series"] = SeriesJson(s.series);
+  g["late_records"] = s.late;
+  g["window_overflows"] = s.overflow;
+  g["unmatched_correlations"] = s.unmatched;
+  return g;
+}
+
+nlohmann::json DroppedJson(const std::map<std::string, uint64_t>& d) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [reason, n] : d) out[reason] = n;
+  return out;
+}
+
+nlohmann::json PerStepMsJson(const PerStepMean& m) {
+  if (!m.known) return nullptr;
+  return {{"gpu_compute", m.compute_ms},
+          {"comm_not_overlapped", m.comm_not_overlapped_ms},
+          {"gpu_idle_waiting_for_host", m.idle_ms[kIdleHost]},
+          {"gpu_idle_waiting_for_launches", m.idle_ms[kIdleLaunch]},
+          {"gpu_idle_in_syncs", m.idle_ms[kIdleSync]},
+          {"gpu_idle_other", m.idle_ms[kIdleOther]},
+          {"host_blocked_in_syncs", m.host_blocked_in_syncs_ms},
+          {"copies", m.copies_ms}};
+}
+
+nlohmann::json StepsJson(const RankResult& r) {
+  nlohmann::json j = {{"count", r.steps_total()},
+                      {"source", r.found.source},
+                      {"median_ms", Ms(Seconds(r.StepPercentileNs(0.5)))},
+                      {"p90_ms", Ms(Seconds(r.StepPercentileNs(0.9)))},
+                      {"max_ms", Ms(Seconds(r.StepMaxNs()))}};
+  if (r.steps_total() > r.steps.steps.size()) j["per_step_records"] = r.steps.steps.size();  // the first ones
+  j["per_step_ms"] = PerStepMsJson(r.per_step);
+  if (r.per_step.known) j["per_step_source"] = r.per_step.per_step ? "per step" : "run average";
+  return j;
+}
+
+nlohmann::json FindingsJson(const std::vector<Finding>& f) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& x : f)
+    a.push_back({{"id", x.id},
+                 {"title", x.title},
+                 {"severity", x.severity},
+                 {"ranks", x.ranks},
+                 {"time_lost_s", x.time_lost_s},
+                 {"share", x.share},
+                 {"summary", x.summary},
+                 {"evidence", x.evidence},
+                 {"fix", x.fix}});
+  return a;
+}
+
+nlohmann::json EnvJson(const EnvFacts& e) {
+  if (!e.known) return nullptr;
+  nlohmann::json s = nlohmann::json::object();
+  for (const auto& [k, v] : e.settings) s[k] = v;
+  auto ver = [](int v, const std::string& t) { return v > 0 ? nlohmann::json(t) : nlohmann::json(nullptr); };
+  return {{"cuda_runtime", ver(e.cuda_runtime, CudaVersionText(e.cuda_runtime))},
+          {"cuda_driver", ver(e.cuda_driver, CudaVersionText(e.cuda_driver))},
+          {"nccl", ver(e.nccl, NcclVersionText(e.nccl))},
+          {"cuda_runtime_version", e.cuda_runtime},
+          {"cuda_driver_version", e.cuda_driver},
+          {"nccl_version", e.nccl},
+          {"settings", s}};
+}
+
+void AddRankFigures(const RankResult& r, nlohmann::json& obj) {
+  obj["sync"] = SyncJson(r.sync);
+  obj["memcpy"] = CopiesJson(r.copies, r.gpu);
+  obj["collectives"] = CollectivesJson(r.collectives);
+  obj["kernels"] = LaunchesJson(r.launches);
+  obj["gpu"] = GpuJson(r.gpu);
+  obj["dropped"] = DroppedJson(r.dropped);
+  obj["dropped_total"] = r.dropped_total;
+  obj["steps"] = StepsJson(r);
+  obj["findings"] = FindingsJson(r.findings);
+  obj["environment"] = EnvJson(r.env);
+}
+
+void AddJobFigures(const JobResult& j, nlohmann::json& obj) {
+  obj["sync"] = SyncJson(j.sync);
+  obj["memcpy"] = CopiesJson(j.copies, j.gpu);
+  obj["collectives"] = CollectivesJson(j.collectives);
+  obj["kernels"] = LaunchesJson(j.launches);
+  obj["gpu"] = GpuJson(j.gpu);
+  obj["dropped"] = DroppedJson(j.dropped);
+  obj["dropped_total"] = j.dropped_total;
+  obj["steps"] = {{"count", j.steps_count}, {"source", j.steps_source}, {"median_ms", Ms(j.steps_median_s)}};
+  obj["findings"] = FindingsJson(j.findings);
+  obj["verdict"] = j.verdict;
+}
+
+}  // namespace gpuwatch::collector

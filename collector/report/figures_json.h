@@ -1,0 +1,32 @@
+// The sections of summary.json, one per figure struct (docs/summary-schema.md): the same
+// function writes a rank's section and the job's, so both always have the same keys.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analyze/findings.h"
+#include "analyze/job_result.h"
+#include "analyze/rank_result.h"
+
+namespace gpuwatch::collector {
+
+nlohmann::json SyncJson(const SyncFigures& s);
+nlohmann::json CopiesJson(const CopyFigures& c, const GpuFigures& gpu);
+nlohmann::json CollectivesJson(const CollectiveFigures& c);
+nlohmann::json LaunchesJson(const LaunchFigures& l);
+nlohmann::json GpuJson(const GpuFigures& g);
+nlohmann::json DroppedJson(const std::map<std::string, uint64_t>& d);
+nlohmann::json StepsJson(const RankResult& r);
+nlohmann::json FindingsJson(const std::vector<Finding>& f);
+nlohmann::json EnvJson(const EnvFacts& e);
+// The steps table's per_step_ms (null without steps).
+nlohmann::json PerStepMsJson(const PerStepMean& m);
+
+// Every figure section of a rank's object / of the job object.
+void AddRankFigures(const RankResult& r, nlohmann::json& obj);
+void AddJobFigures(const JobResult& j, nlohmann::json& obj);
+
+}  // namespace gpuwatch::collector

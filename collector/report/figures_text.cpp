@@ -1,0 +1,246 @@
+// See figures_text.h.
+#include "report/figures_text.h"
+
+#include "common/api_names.h"
+#include "common/format.h"
+#include "common/kernel_names.h"
+
+namespace gpuwatch::collector {
+
+namespace {
+
+constexpr size_t kTopN = 10;
+std::string Dur(uint64_t ns) { return FmtDuration(Seconds(ns)); }
+std::string DurD(double ns) { return FmtDuration(ns * 1e-9); }
+const char* const kDirNames[kCopyDirections] = {"H2D", "D2H"};
+
+void SyncText(const SyncFigures& s, std::string& out) {
+  if (s.TotalCount() == 0) {
+    out += "  sync: none\n";
+    return;
+  }
+  out += Printf("  %-36s %9s %13s\n", "sync (host blocked on the GPU)", "calls", "time");
+  for (size_t i = 0; i < SyncFigures::kApis.size(); ++i) {
+    if (s.count[i] == 0) continue;
+    std::string label = ApiName(SyncFigures::kApis[i]);
+    if (IsCopy(SyncFigures::kApis[i])) label += " (blocking)";
+    out += Printf("    %-34s %9llu %13s\n", label.c_str(), static_cast<unsigned long long>(s.count[i]),
+                  Dur(s.ns[i]).c_str());
+  }
+  out += Printf("    %-34s %9llu %13s\n", "total", static_cast<unsigned long long>(s.TotalCount()),
+                Dur(s.TotalNs()).c_str());
+}
+
+// GB/s is the transfer's rate on the device (CUPTI's copy time); a copy call's host time
+// says nothing of it for an async copy, so without a device timeline it is not shown.
+void CopiesText(const CopyFigures& c, const GpuFigures& gpu, std::string& out) {
+  if (c.dir[0].count == 0 && c.dir[1].count == 0) {
+    out += "  copies: none\n";
+    return;
+  }
+  out += Printf("  %-7s %8s %11s %12s %9s %9s %9s\n", "copies", "calls", "bytes", "time", "dev GB/s", "pageable",
+                "blocking");
+  for (int i = 0; i < kCopyDirections; ++i) {
+    const CopyFigures::Direction& d = c.dir[i];
+    const GpuFigures::CopyStat& dev = gpu.copies[i];
+    const std::string rate =
+        gpu.cupti() && dev.ns ? FmtRate(Gbps(static_cast<double>(dev.bytes), Seconds(dev.ns))) : "-";
+    out += Printf("    %-5s %8llu %11s %12s %9s %9llu %9llu\n", kDirNames[i], static_cast<unsigned long long>(d.count),
+                  FmtBytes(d.bytes).c_str(), Dur(d.ns).c_str(), rate.c_str(),
+                  static_cast<unsigned long long>(d.pageable_count), static_cast<unsigned long long>(d.blocking_count));
+  }
+}
+
+void CollectivesText(const CollectiveFigures& c, std::string& out) {
+  const CollectiveFigures::Op t = c.Total();
+  if (t.count == 0) {
+    out += "  collectives: none\n";
+    return;
+  }
+  out += Printf("  %-15s %7s %11s %12s %11s %11s\n", "collectives", "calls", "bytes", "GPU time", "algbw GB/s",
+                "busbw GB/s");
+  for (size_t i = 0; i < c.ops.size(); ++i) {
+    const CollectiveFigures::Op& o = c.ops[i];
+    if (o.count == 0) continue;
+    out += Printf("    %-13s %7llu %11s %12s %11s %11s\n", kCollOps[i].name, static_cast<unsigned long long>(o.count),
+                  FmtBytes(o.bytes).c_str(), Dur(o.gpu_ns).c_str(), FmtRate(o.algbw()).c_str(),
+                  FmtRate(o.busbw()).c_str());
+  }
+  if (t.no_gpu_time)
+    out += Printf("    (%llu call%s without GPU time left out of the bandwidths)\n",
+                  static_cast<unsigned long long>(t.no_gpu_time), t.no_gpu_time == 1 ? "" : "s");
+}
+
+void LaunchesText(const LaunchFigures& l, std::string& out) {
+  out += Printf("  kernel launches (host calls seen): %llu\n", static_cast<unsigned long long>(l.launches));
+  for (const auto& [name, n] : l.Top(kTopN))
+    out += Printf("    %9llu  %s\n", static_cast<unsigned long long>(n), Clip(DemangleName(name), kTextWidth - 15).c_str());
+}
+
+void GpuText(const GpuFigures& s, std::string& out) {
+  const uint64_t comm_count = s.comm_kernels + s.coll_events.count, comm_ns = s.run.comm + s.coll_events.ns;
+  if (!s.cupti()) {
+    std::string why = s.source_detail.empty() ? "CUPTI not in use" : s.source_detail;
+    out += "  gpu (events): " + Clip("no device timeline: " + why, kTextWidth - 16) + "\n";
+    if (comm_count)
+      out += Printf("    collectives timed with CUDA events: %llu, %s\n", static_cast<unsigned long long>(comm_count),
+                    Dur(comm_ns).c_str());
+    return;
+  }
+  out += Printf("  gpu (%s): busy %s of %s active, utilization %.1f%%\n", s.source_name(), Dur(s.run.busy).c_str(), Dur(s.active_ns).c_str(),
+                100.0 * s.utilization());
+  out += Printf("    %-4s %9s %11s %11s %11s %11s %11s\n", "gaps", "count", "total", "p50", "p90", "p99", "max");
+  out += Printf("    %-4s %9llu %11s %11s %11s %11s %11s\n", "", static_cast<unsigned long long>(s.gap_count),
+                Dur(s.run.IdleTotal()).c_str(), DurD(s.gaps.Quantile(0.5)).c_str(),
+                DurD(s.gaps.Quantile(0.9)).c_str(), DurD(s.gaps.Quantile(0.99)).c_str(), Dur(s.gaps.max()).c_str());
+  out += Printf("    %-18s %11s %11s %11s %11s\n", "idle", IdleKindKey(kIdleHost), IdleKindKey(kIdleLaunch),
+                IdleKindKey(kIdleSync), IdleKindKey(kIdleOther));
+  out += Printf("    %-18s %11s %11s %11s %11s\n", "", Dur(s.run.idle[kIdleHost]).c_str(),
+                Dur(s.run.idle[kIdleLaunch]).c_str(), Dur(s.run.idle[kIdleSync]).c_str(),
+                Dur(s.run.idle[kIdleOther]).c_str());
+  out += Printf("    launch delay p50 %s, p99 %s\n", DurD(s.launch_delay.Quantile(0.5)).c_str(),
+                DurD(s.launch_delay.Quantile(0.99)).c_str());
+  out += Printf("    kernels %llu, %s, median %s, %.1f%% short\n", static_cast<unsigned long long>(s.kernel_count),
+                Dur(s.run.compute).c_str(), DurD(s.kernel_dur.Quantile(0.5)).c_str(), 100.0 * s.short_fraction());
+  for (const auto& [name, k] : s.TopByTime(kTopN))
+    out += Printf("      %9llu %11s  %s\n", static_cast<unsigned long long>(k.count), Dur(k.ns).c_str(),
+                  Clip(DemangleName(name), kTextWidth - 29).c_str());
+  out += Printf("    comm kernels %llu, %s\n", static_cast<unsigned long long>(comm_count), Dur(comm_ns).c_str());
+  for (int i = 0; i < kCopyDirections; ++i) {
+    const auto& c = s.copies[i];
+    if (!c.count) continue;
+    out += Printf("    %s %llu copies, %s, %s on device, %llu pageable\n", kDirNames[i],
+                  static_cast<unsigned long long>(c.count), FmtBytes(c.bytes).c_str(), Dur(c.ns).c_str(),
+                  static_cast<unsigned long long>(c.pageable));
+  }
+  if (s.late || s.overflow)
+    out += Printf("    (%llu records out of order, %llu released early: window full)\n",
+                  static_cast<unsigned long long>(s.late), static_cast<unsigned long long>(s.overflow));
+}
+
+uint64_t DroppedTotal(const std::map<std::string, uint64_t>& d) {
+  uint64_t t = 0;
+  for (const auto& [r, n] : d) t += n;
+  return t;
+}
+
+void DroppedText(const std::map<std::string, uint64_t>& d, std::string& out) {
+  const uint64_t total = DroppedTotal(d);
+  if (total == 0) {
+    out += "  dropped: none\n";
+    return;
+  }
+  std::string line = Printf("  dropped: %llu (", static_cast<unsigned long long>(total));
+  bool first = true;
+  for (const auto& [reason, n] : d) {
+    if (n == 0) continue;
+    std::string part = Printf("%s%s %llu", first ? "" : ", ", Clip(reason, 32).c_str(), static_cast<unsigned long long>(n));
+    if (line.size() + part.size() + 1 > kTextWidth) {
+      out += line + "\n";
+      line = "    ";
+      part = part.substr(first ? 0 : 2);
+    }
+    line += part;
+    first = false;
+  }
+  out += line + ")\n";
+}
+
+void StepsText(const RankResult& r, std::string& out) {
+  if (r.steps_total())
+    out += Printf("  steps %llu (%s): median %s, p90 %s\n", static_cast<unsigned long long>(r.steps_total()),
+                  Clip(r.found.source, 30).c_str(), FmtDuration(r.StepPercentileNs(0.5) * 1e-9).c_str(),
+                  FmtDuration(r.StepPercentileNs(0.9) * 1e-9).c_str());
+  else
+    out += "  steps: none found (no NVTX step range, no repeating pattern)\n";
+  const PerStepMean& m = r.per_step;
+  if (m.known) {
+    auto ms = [](double v) { return FmtDuration(v * 1e-3); };
+    out += Printf("    per step (%s): compute %s, comm not hidden %s, copies %s\n",
+                  m.per_step ? "each step" : "run average", ms(m.compute_ms).c_str(),
+                  ms(m.comm_not_overlapped_ms).c_str(), ms(m.copies_ms).c_str());
+    out += Printf("      GPU idle: %s %s, %s %s, %s %s, %s %s\n", IdleKindKey(kIdleHost), ms(m.idle_ms[kIdleHost]).c_str(),
+                  IdleKindKey(kIdleLaunch), ms(m.idle_ms[kIdleLaunch]).c_str(), IdleKindKey(kIdleSync),
+                  ms(m.idle_ms[kIdleSync]).c_str(), IdleKindKey(kIdleOther), ms(m.idle_ms[kIdleOther]).c_str());
+    out += Printf("      host blocked in syncs followed by more work: %s\n", ms(m.host_blocked_in_syncs_ms).c_str());
+  }
+  for (size_t i = 0; i < r.findings.size() && i < 3; ++i) {
+    const Finding& f = r.findings[i];
+    out += Clip(Printf("    %s %s: %s (%.0f%%)", f.severity.c_str(), f.id.c_str(), FmtDuration(f.time_lost_s).c_str(),
+                       100 * f.share),
+                kTextWidth) +
+           "\n";
+  }
+}
+
+void Wrap(std::string& out, const std::string& text, const std::string& indent, const std::string& first_indent) {
+  std::string line = first_indent;
+  size_t i = 0;
+  bool empty = true;
+  while (i < text.size()) {
+    size_t j = text.find(' ', i);
+    if (j == std::string::npos) j = text.size();
+    const std::string word = text.substr(i, j - i);
+    if (!empty && line.size() + 1 + word.size() > kTextWidth) {
+      out += line + "\n";
+      line = indent;
+      empty = true;
+    }
+    line += (empty ? "" : " ") + word;
+    empty = false;
+    i = j + 1;
+  }
+  out += line + "\n";
+}
+
+}  // namespace
+
+void AppendRankText(const RankResult& r, std::string& out) {
+  SyncText(r.sync, out);
+  CopiesText(r.copies, r.gpu, out);
+  CollectivesText(r.collectives, out);
+  LaunchesText(r.launches, out);
+  GpuText(r.gpu, out);
+  DroppedText(r.dropped, out);
+  StepsText(r, out);
+}
+
+std::vector<std::string> JobHeadlines(const JobResult& j) {
+  std::vector<std::string> parts;
+  parts.push_back("sync " + FmtDuration(Seconds(j.sync.TotalNs())));
+  parts.push_back("H2D " + FmtBytes(j.copies.dir[0].bytes) + ", D2H " + FmtBytes(j.copies.dir[1].bytes));
+  parts.push_back(Printf("%llu collectives", static_cast<unsigned long long>(j.collectives.Total().count)));
+  parts.push_back(Printf("%llu launches", static_cast<unsigned long long>(j.launches.launches)));
+  if (j.gpu.cupti() && j.gpu.active_ns) parts.push_back(Printf("gpu busy %.1f%%", 100.0 * j.gpu.utilization()));
+  parts.push_back(Printf("%llu dropped", static_cast<unsigned long long>(DroppedTotal(j.dropped))));
+  return parts;
+}
+
+std::string FindingsText(const JobResult& j) {
+  std::string out;
+  Wrap(out, j.verdict, "  ", "");
+  if (j.findings.empty()) return out;
+  out += "findings, by time lost:\n";
+  const double steps = JobSteps(j.ranks);
+  int i = 0;
+  for (const auto& x : j.findings) {
+    std::string rk;
+    for (size_t k = 0; k < x.ranks.size() && k < 8; ++k) rk += (k ? "," : "") + std::to_string(x.ranks[k]);
+    if (x.ranks.size() > 8) rk += ",...";
+    std::string head = Printf("%d. [%s] %s", ++i, x.severity.c_str(), x.title.c_str());
+    if (x.id == "input_io") {
+      head += " (explains the data loading time)";
+    } else if (x.id != "environment") {  // environment: no measured time
+      head += ": " + FmtDuration(x.time_lost_s);
+      if (steps > 0) head += Printf(", %s/step", FmtDuration(x.time_lost_s / steps).c_str());
+      head += Printf(", %.0f%%", 100 * x.share);
+    }
+    head += Printf("; rank%s %s", x.ranks.size() == 1 ? "" : "s", rk.c_str());
+    Wrap(out, head, "     ", "  ");
+    Wrap(out, x.summary, "      ", "    ");
+    Wrap(out, "fix: " + x.fix, "      ", "    ");
+  }
+  return out;
+}
+
+}  // namespace gpuwatch::collector

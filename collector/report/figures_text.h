@@ -1,0 +1,19 @@
+// The blocks of summary.txt, one per figure struct, 80 columns, deterministic (golden
+// tests compare them): a rank's block and the job's use the same functions.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "analyze/job_result.h"
+#include "analyze/rank_result.h"
+
+namespace gpuwatch::collector {
+
+// A rank's tables, in the order they are printed.
+void AppendRankText(const RankResult& r, std::string& out);
+// "sync 1.234 s", "H2D 1.0 GB, D2H 8 B", ... for the job line.
+std::vector<std::string> JobHeadlines(const JobResult& j);
+// The verdict and the ranked findings with their fixes, for the top of summary.txt.
+std::string FindingsText(const JobResult& j);
+
+}  // namespace gpuwatch::collector

@@ -1,0 +1,37 @@
+// What the views of a job's summary read: each rank's identity, end state, storage and
+// RankResult, the job's JobResult and hangs. Built by the job table (jobs/job_end.h); the
+// views never reach into the live aggregation.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "analyze/hang.h"
+#include "analyze/job_result.h"
+#include "analyze/rank_result.h"
+#include "gpuwatch.pb.h"
+#include "ingest/rank_sink.h"
+
+namespace gpuwatch::collector {
+
+struct RankView {
+  const wire::Hello* hello = nullptr;
+  bool ended_normally = false;
+  const RankStorage* storage = nullptr;
+  const RankResult* result = nullptr;
+};
+
+struct JobView {
+  std::string id;
+  int world_size = 0;
+  std::vector<RankView> ranks;  // in (rank, host, pid) order
+  const std::vector<Hang>* hangs = nullptr;
+  const JobResult* result = nullptr;
+
+  int distinct_hosts() const;
+  // Largest rank wall time: ranks on different hosts have unrelated monotonic clocks (or,
+  // forwarded with --upstream, aligned only to within the estimate's error), so spans are
+  // not combined across ranks.
+  double wall_s() const;
+};
+
+}  // namespace gpuwatch::collector

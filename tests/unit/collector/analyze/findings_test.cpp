@@ -1,0 +1,185 @@
+// Diagnosis on synthetic batches (issue 6): steps from NVTX ranges and from the pattern of
+// collectives, per-step device figures, and the findings built on them.
+#include <catch2/catch.hpp>
+
+#include "analyze/findings.h"
+#include "analyze/job_result.h"
+#include "analyze/rank_model.h"
+#include "report/figures_json.h"
+#include "step_loop.h"
+
+namespace wire = gpuwatch::wire;
+namespace dg = gpuwatch::collector;
+
+namespace {
+
+using namespace gpuwatch::collector::test_loop;
+
+}  // namespace
+
+TEST_CASE("collector: steps from NVTX ranges, data loading ranks first") {
+  dg::RankModel c;
+  c.OnBatch(Loop(10, 30, 5));
+  const dg::RankResult d = c.Result();
+  CHECK(d.found.source == "nvtx:train_step");
+  CHECK(d.steps_total() == 10);
+  CHECK(d.per_step_device);
+  CHECK(d.StepMedianS() == Approx(0.03503).epsilon(0.01));
+  const auto f = dg::RankFindings(d);
+  REQUIRE(!f.empty());
+  CHECK(f[0].id == "data_loading");
+  CHECK(f[0].severity == "high");
+  // 9 gaps of 30 ms (the first step's host work precedes any GPU work) plus nothing else.
+  CHECK(f[0].evidence["gpu_idle_waiting_for_host_s"].get<double>() == Approx(0.27).epsilon(0.01));
+  // The trailing sync of each step is not a stall.
+  for (const auto& x : f) CHECK(x.id != "sync_stall");
+  const auto j = dg::StepsJson(d);
+  CHECK(j["count"] == 10);
+  CHECK(j["per_step_ms"]["gpu_compute"].get<double>() == Approx(5.0).epsilon(0.01));
+}
+
+TEST_CASE("collector: GPUWATCH_STEP_RANGE picks the range, other names are not steps") {
+  dg::RankModel c;
+  wire::Hello h;
+  h.set_step_range("iteration_block");
+  c.OnHello(h);
+  c.OnBatch(Loop(5, 1, 1));
+  const dg::RankResult d = c.Result();
+  CHECK(d.found.source.rfind("nvtx:", 0) != 0);  // train_step is not the chosen range
+}
+
+TEST_CASE("collector: steps inferred from the collective pattern without NVTX") {
+  dg::RankModel c;
+  wire::Batch b;
+  uint64_t t = 1000 * kMs;
+  for (int s = 0; s < 12; ++s) {
+    for (int k = 0; k < 2; ++k) {  // two collectives of different sizes per step
+      auto* e = Ev(b, wire::NCCL_ALL_REDUCE, t + k * kMs, 10 * kUs);
+      e->set_bytes(k ? 1024 : 4096);
+      e->set_comm_id(1);
+      e->set_seq(2 * s + k);
+    }
+    t += 20 * kMs;
+  }
+  c.OnBatch(b);
+  const dg::RankResult d = c.Result();
+  CHECK(d.found.source == "inferred:collectives");
+  CHECK(d.steps_total() == 11);
+  CHECK(d.StepMedianS() == Approx(0.020).epsilon(0.001));
+}
+
+TEST_CASE("collector: periodic stalls from long steps whose excess is GPU idle") {
+  dg::RankResult d;
+  d.rank = 0;
+  d.gpu.cupti_ranks = 1;
+  d.per_step_device = true;
+  for (int s = 0; s < 40; ++s) {
+    dg::StepRec r;
+    r.start = s * 1000 * kMs;
+    const bool stall = s % 10 == 9;
+    r.end = r.start + (stall ? 260 : 10) * kMs;
+    r.dev.busy = r.dev.noncomm_busy = r.dev.compute = 9 * kMs;
+    r.dev.idle[dg::kIdleHost] = (stall ? 251 : 1) * kMs;
+    d.steps.steps.push_back(r);
+  }
+  d.found.total = 40;
+  const auto f = dg::RankFindings(d);
+  REQUIRE(!f.empty());
+  CHECK(f[0].id == "periodic_stall");
+  CHECK(f[0].evidence["period_steps"] == 10);
+  CHECK(f[0].evidence["stalls"] == 4);
+  CHECK(f[0].time_lost_s == Approx(4 * 0.25));
+  // The stall steps' idle is not data loading.
+  for (const auto& x : f)
+    if (x.id == "data_loading") CHECK(x.time_lost_s == Approx(0.040).epsilon(0.01));
+}
+
+TEST_CASE("collector: the straggler is the rank that reaches collectives last") {
+  std::vector<dg::RankResult> ranks(3);
+  for (int r = 0; r < 3; ++r) {
+    ranks[r].rank = r;
+    ranks[r].host = "node1";
+    for (uint64_t s = 0; s < 20; ++s) {
+      dg::StepRec st;
+      st.start = s * 30 * kMs;
+      st.end = st.start + 30 * kMs;
+      ranks[r].steps.steps.push_back(st);
+      const uint64_t late = r == 2 ? 10 * kMs : 0;
+      ranks[r].collectives.sample.push_back({42, s, st.start + 5 * kMs + late, (r == 2 ? 1 : 11) * kMs});
+    }
+    ranks[r].found.total = 20;
+  }
+  for (auto& r : ranks) r.findings = dg::RankFindings(r);
+  const auto f = dg::JobFindings(ranks);
+  REQUIRE(!f.empty());
+  CHECK(f[0].id == "straggler");
+  CHECK(f[0].ranks == std::vector<int>{2});
+  CHECK(f[0].evidence["last_share"] == 1.0);
+  CHECK(f[0].evidence["wait_s_by_rank"]["0"].get<double>() == Approx(0.2));
+  CHECK(f[0].time_lost_s == Approx(0.2));
+  const std::string v = dg::Verdict(ranks, f);
+  CHECK(v.find("straggler rank (rank 2)") != std::string::npos);
+}
+
+TEST_CASE("collector: a balanced job has no straggler and no high finding") {
+  std::vector<dg::RankResult> ranks(2);
+  for (int r = 0; r < 2; ++r) {
+    ranks[r].rank = r;
+    ranks[r].host = "node1";
+    for (uint64_t s = 0; s < 20; ++s)
+      ranks[r].collectives.sample.push_back({7, s, s * 30 * kMs + (s + r) % 2 * 10 * kUs, 1 * kMs});
+  }
+  for (auto& r : ranks) r.findings = dg::RankFindings(r);
+  for (const auto& x : dg::JobFindings(ranks)) CHECK(x.id != "straggler");
+}
+
+TEST_CASE("collector: host events wait for the horizon, or only until the library's settled time") {
+  // 20 syncs and launches 1 ms apart: all within the 500 ms horizon of the newest.
+  auto batch = [](uint64_t settled_ns) {
+    wire::Batch b;
+    for (int i = 0; i < 20; ++i)
+      Ev(b, i % 2 ? wire::CUDA_STREAM_SYNCHRONIZE : wire::CUDA_LAUNCH_KERNEL, 1000 * kMs + i * kMs, 10 * kUs);
+    b.set_settled_ns(settled_ns);
+    return b;
+  };
+  dg::RankModel waits;
+  waits.OnBatch(batch(0));  // an older library says nothing
+  CHECK(waits.interpreter().held_host_calls() == 20);
+  dg::RankModel settled;
+  settled.OnBatch(batch(1010 * kMs));  // events before 1010 ms are final: 10 go now
+  CHECK(settled.interpreter().held_host_calls() == 10);
+  settled.OnBatch(batch(2000 * kMs));
+  CHECK(settled.interpreter().held_host_calls() == 0);
+  // Both end with the same figures.
+  settled.OnGoodbye({});
+  waits.OnBatch(batch(0));
+  waits.OnGoodbye({});
+  CHECK(settled.interpreter().held_host_calls() == 0);
+  CHECK(waits.interpreter().held_host_calls() == 0);
+  CHECK(settled.Result().sync.KindCount() == waits.Result().sync.KindCount());
+  CHECK(settled.Result().launches.launches == waits.Result().launches.launches);
+}
+
+TEST_CASE("collector: a run total's share is of the run, not of steps that cover part of it") {
+  // 5 NVTX steps of 10 ms at the end of a 10 s run whose setup spent 2 s in pageable copies.
+  dg::RankResult d;
+  d.rank = 0;
+  d.per_step_device = true;
+  d.host_first_ns = 1000 * kMs;
+  d.host_last_ns = 11000 * kMs;
+  for (int s = 0; s < 5; ++s) {
+    dg::StepRec r;
+    r.start = 10900 * kMs + s * 10 * kMs;
+    r.end = r.start + 10 * kMs;
+    d.steps.steps.push_back(r);
+  }
+  d.found.total = 5;
+  d.copies.pageable.count = 100;
+  d.copies.pageable.bytes = 100ull << 20;
+  d.copies.pageable.ns = 2000 * kMs;
+  const auto f = dg::RankFindings(d);
+  const auto it = std::find_if(f.begin(), f.end(), [](const dg::Finding& x) { return x.id == "pageable_copy"; });
+  REQUIRE(it != f.end());
+  CHECK(it->share == Approx(0.2));  // 2 s of 10 s; over the 50 ms of steps it read 4000%
+  CHECK(it->share <= 1.0);
+}

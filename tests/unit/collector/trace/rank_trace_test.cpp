@@ -1,0 +1,365 @@
+// The Perfetto trace writer (collector/trace/) on synthetic batches, fed through the
+// collector's own Connection -> JobTable -> RankState path (the trace subscribes to the interpreted events), and checked with the
+// independent validator (test_trace_validator.h).
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "fixtures.h"
+#include "test_trace_validator.h"
+#include "trace/job_trace.h"
+
+namespace fs = std::filesystem;
+using namespace gwtest;
+
+namespace {
+
+std::string TempDir(const std::string& name) {
+  const fs::path d = fs::temp_directory_path() / ("gw-trace-" + name + "-" + std::to_string(getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d.string();
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+wire::Activity* Act(wire::Batch* b, wire::ActivityKind kind, uint64_t start, uint64_t end,
+                    uint32_t corr, uint32_t stream = 7) {
+  auto* a = b->add_activities();
+  a->set_kind(kind);
+  a->set_start_ns(start);
+  a->set_end_ns(end);
+  a->set_correlation_id(corr);
+  a->set_stream(stream);
+  a->set_device(0);
+  return a;
+}
+
+constexpr uint64_t kT0 = 5'000'000'000;  // 5 s on the rank's clock
+constexpr uint64_t kMs = 1'000'000;
+
+// Rank `rank`'s steps: each has a launch + API record + kernel (ids 1, 2), an H2D copy (hook
+// and device), a sync, an allreduce. Device records of step i arrive one batch later (lag),
+// and step 3's kernels overlap on one stream (lanes).
+struct Fed {
+  uint64_t kernels = 0, gpu_h2d = 0, host_h2d = 0, allreduce = 0, syncs = 0;
+};
+
+Fed FeedRank(col::JobTable& jobs, int rank, int steps) {
+  FakeRank r(jobs, Hello("job", rank, 2));
+  Fed fed;
+  wire::Batch lagged;
+  uint32_t corr = 1;
+  for (int i = 0; i < steps; ++i) {
+    wire::Batch b;
+    if (i == 0) {
+      auto* k = b.add_kernel_names();
+      k->set_id(1);
+      k->set_name("_Z6fwd_bwdPfi");
+      k = b.add_kernel_names();
+      k->set_id(2);
+      k->set_name("ncclDevKernel_AllReduce_Sum_f32_RING_LL");
+      Comm(&b, 11, 2, rank);
+    }
+    const uint64_t t = kT0 + static_cast<uint64_t>(i) * 20 * kMs;
+    auto* l = Add(&b, wire::CUDA_LAUNCH_KERNEL, t, 5000);
+    l->set_tid(100);
+    l->set_name_id(1);
+    Copy(&b, wire::CUDA_MEMCPY_ASYNC, wire::COPY_H2D, 1 << 20, t + 10000, 20000,
+         wire::FLAG_PAGEABLE)->set_tid(100);
+    ++fed.host_h2d;
+    Add(&b, wire::CUDA_STREAM_SYNCHRONIZE, t + 40000, 3 * kMs)->set_tid(100);
+    ++fed.syncs;
+    auto* c = Coll(&b, wire::NCCL_ALL_REDUCE, 11, 1 << 24, 2 * kMs, t + 4 * kMs);
+    c->set_tid(101);
+    c->set_seq(static_cast<uint64_t>(i));
+    ++fed.allreduce;
+    // Device side, one batch late.
+    Act(&lagged, wire::ACTIVITY_API, t + 1000, t + 4000, corr);
+    Act(&lagged, wire::ACTIVITY_KERNEL, t + 50000, t + 2 * kMs, corr++)->set_name_id(1);
+    ++fed.kernels;
+    if (i == 3) {  // overlapping work on one stream: must go to another lane
+      Act(&lagged, wire::ACTIVITY_KERNEL, t + 60000, t + 3 * kMs, 0)->set_name_id(1);
+      ++fed.kernels;
+    }
+    auto* m = Act(&lagged, wire::ACTIVITY_MEMCPY, t + 2 * kMs, t + 2 * kMs + 40000, 0, 8);
+    m->set_copy_kind(wire::COPY_H2D);
+    m->set_bytes(1 << 20);
+    ++fed.gpu_h2d;
+    Act(&lagged, wire::ACTIVITY_KERNEL, t + 4 * kMs, t + 6 * kMs, 0, 9)->set_name_id(2);
+    ++fed.kernels;
+    Act(&lagged, wire::ACTIVITY_MEMSET, t + 7 * kMs, t + 7 * kMs + 1000, 0);
+    if (i % 2 == 1) {  // the previous steps' device records arrive now, out of order
+      for (int j = lagged.activities_size() - 1; j >= 0; --j) *b.add_activities() = lagged.activities(j);
+      lagged.Clear();
+    }
+    r.SendBatch(b);
+  }
+  if (lagged.activities_size()) r.SendBatch(lagged);
+  r.Goodbye();
+  r.Close();
+  return fed;
+}
+
+col::JobTable TracedJobs(const std::string& path, col::TraceOptions opt = {}) {
+  col::JobTable jobs(col::JobTiming{});
+  jobs.set_trace_factory([path, opt](const wire::Hello&) {
+    std::string error;
+    auto t = col::JobTrace::Open(path, opt, &error);
+    REQUIRE(t);
+    return t;
+  });
+  return jobs;
+}
+
+// Sends `b` as the rank's last batch, ends it, and reads the trace back through the
+// validator (which must find no error).
+gwtrace::TraceReport SendLast(FakeRank& r, const wire::Batch& b, col::JobTable& jobs,
+                              const std::string& path) {
+  r.SendBatch(b);
+  r.Goodbye();
+  r.Close();
+  jobs.Find("job")->trace()->Flush();
+  gwtrace::TraceReport rep = gwtrace::ValidateTrace(Slurp(path), false);
+  INFO(rep.First());
+  REQUIRE(rep.errors.empty());
+  return rep;
+}
+
+}  // namespace
+
+TEST_CASE("collector: trace of synthetic batches validates and counts match what was fed") {
+  const std::string path = TempDir("basic") + "/trace.perfetto-trace";
+  col::JobTable jobs = TracedJobs(path);
+  Fed fed[2];
+  for (int rank = 0; rank < 2; ++rank) fed[rank] = FeedRank(jobs, rank, 10);
+  jobs.Find("job")->trace()->Flush();
+
+  const std::string data = Slurp(path);
+  const gwtrace::TraceReport rep = gwtrace::ValidateTrace(data, false);
+  INFO(rep.First());
+  REQUIRE(rep.errors.empty());
+  REQUIRE(rep.processes.size() == 2);
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string name = "rank " + std::to_string(rank) + " · node1 · pid " + std::to_string(1000 + rank);
+    REQUIRE(rep.processes.count(name));
+    const gwtrace::RankCounts& c = rep.processes.at(name);
+    CHECK(c.kernels == fed[rank].kernels);
+    CHECK(c.gpu_h2d == fed[rank].gpu_h2d);
+    CHECK(c.host_h2d == fed[rank].host_h2d);
+    CHECK(c.syncs == fed[rank].syncs);
+    CHECK(c.collectives.at("allreduce") == fed[rank].allreduce);
+    CHECK(c.launches == 10);
+    CHECK(c.memsets == 10);
+    CHECK(c.api == 10);
+    CHECK(c.counters > 0);
+  }
+  CHECK(rep.flows == 20);  // every kernel with an API record, both ranks
+  // Cheap enough per event: recorded things (slices, counters, instants) over file size.
+  const double per_event = static_cast<double>(rep.bytes) / (rep.slices + rep.counter_events);
+  WARN("synthetic trace: " << rep.bytes << " bytes, " << rep.slices << " slices, "
+                           << per_event << " bytes per event");
+  CHECK(per_event < 80);
+}
+
+TEST_CASE("collector: a trace cut at any byte validates up to the cut") {
+  const std::string path = TempDir("cut") + "/trace.perfetto-trace";
+  col::JobTable jobs = TracedJobs(path);
+  FeedRank(jobs, 0, 6);
+  jobs.Find("job")->trace()->Flush();
+  const std::string data = Slurp(path);
+  std::mt19937 rng(42);
+  std::uniform_int_distribution<size_t> at(0, data.size());
+  for (int i = 0; i < 200; ++i) {
+    const size_t cut = i < 3 ? static_cast<size_t>(i) : at(rng);
+    const auto rep = gwtrace::ValidateTrace(std::string_view(data).substr(0, cut), true);
+    INFO("cut at " << cut << " of " << data.size() << ": " << rep.First());
+    REQUIRE(rep.errors.empty());
+  }
+}
+
+TEST_CASE("collector: trace levels and the size cap") {
+  SECTION("summary: host syncs, copies and collectives, counters; no kernels or flows") {
+    const std::string path = TempDir("summary") + "/trace.perfetto-trace";
+    col::TraceOptions opt;
+    opt.level = col::TraceLevel::kSummary;
+    col::JobTable jobs = TracedJobs(path, opt);
+    const Fed fed = FeedRank(jobs, 0, 8);
+    jobs.Find("job")->trace()->Flush();
+    const auto rep = gwtrace::ValidateTrace(Slurp(path), false);
+    INFO(rep.First());
+    REQUIRE(rep.errors.empty());
+    const auto& c = rep.processes.begin()->second;
+    CHECK(c.kernels == 0);
+    CHECK(c.launches == 0);
+    CHECK(rep.flows == 0);
+    CHECK(c.syncs == fed.syncs);
+    CHECK(c.host_h2d == fed.host_h2d);
+    CHECK(c.collectives.at("allreduce") == fed.allreduce);
+    CHECK(c.counters > 0);
+  }
+  SECTION("full detail stops at the cap, the rest is summary, the file stays bounded") {
+    const std::string path = TempDir("cap") + "/trace.perfetto-trace";
+    col::TraceOptions opt;
+    opt.max_bytes = 4096;
+    col::JobTable jobs = TracedJobs(path, opt);
+    const Fed fed = FeedRank(jobs, 0, 200);
+    jobs.Find("job")->trace()->Flush();
+    const std::string data = Slurp(path);
+    CHECK(data.size() <= 4096 + 4096 / 8);
+    const auto rep = gwtrace::ValidateTrace(data, false);
+    INFO(rep.First());
+    REQUIRE(rep.errors.empty());
+    const auto& c = rep.processes.begin()->second;
+    CHECK(c.kernels < fed.kernels);
+    CHECK(c.instants >= 1);  // "trace size cap reached"
+  }
+  SECTION("off") {
+    std::string error;
+    col::TraceOptions opt;
+    opt.level = col::TraceLevel::kOff;
+    CHECK_FALSE(col::JobTrace::Open(TempDir("off") + "/t", opt, &error));
+  }
+  SECTION("level names") {
+    col::TraceLevel l;
+    CHECK(col::ParseTraceLevel("summary", &l));
+    CHECK(l == col::TraceLevel::kSummary);
+    CHECK_FALSE(col::ParseTraceLevel("verbose", &l));
+  }
+}
+
+TEST_CASE("collector: a hang becomes an instant on its rank's process track") {
+  const std::string path = TempDir("hang") + "/trace.perfetto-trace";
+  std::string error;
+  auto trace = col::JobTrace::Open(path, {}, &error);
+  REQUIRE(trace);
+  wire::Hello h = Hello("job", 3, 4).hello();
+  trace->ForRank(h);
+  col::Hang hang;
+  hang.rank = 3;
+  hang.pid = h.pid();
+  hang.host = h.host();
+  hang.tid = 9;
+  hang.since_ns = kT0;
+  hang.api = "ncclAllReduce";
+  hang.collective = true;
+  hang.seq = 41;
+  hang.inside_s = 301;
+  trace->OnHang(hang);
+  trace->Flush();
+  const auto rep = gwtrace::ValidateTrace(Slurp(path), false);
+  INFO(rep.First());
+  REQUIRE(rep.errors.empty());
+  CHECK(rep.instants == 1);
+}
+
+TEST_CASE("collector: many overlapping kernels on one stream stay nested, lanes are bounded") {
+  const std::string path = TempDir("lanes") + "/trace.perfetto-trace";
+  col::JobTable jobs = TracedJobs(path);
+  FakeRank r(jobs, Hello("job", 0, 1));
+  wire::Batch b;
+  for (int i = 0; i < 40; ++i)  // 40 kernels all overlapping: 16 lanes, 24 dropped
+    Act(&b, wire::ACTIVITY_KERNEL, kT0 + i, kT0 + 1000 * kMs, 0);
+  const auto rep = SendLast(r, b, jobs, path);
+  CHECK(rep.processes.begin()->second.kernels == col::RankTrace::kMaxLanes);
+  CHECK(jobs.Find("job")->trace()->Describe().find("24 slices dropped") != std::string::npos);
+}
+
+TEST_CASE("collector: long stalls, steps and findings are marked on the rank's tracks") {
+  const std::string path = TempDir("marks") + "/trace.perfetto-trace";
+  col::JobTable jobs = TracedJobs(path);
+  FakeRank r(jobs, Hello("job", 0, 1));
+  wire::Batch b;
+  Add(&b, wire::CUDA_STREAM_SYNCHRONIZE, kT0, 150 * kMs)->set_tid(5);       // long: marked
+  Add(&b, wire::CUDA_DEVICE_SYNCHRONIZE, kT0 + 200 * kMs, 99 * kMs)->set_tid(5);  // not
+  Copy(&b, wire::CUDA_MEMCPY, wire::COPY_D2H, 1 << 26, kT0 + 400 * kMs, 120 * kMs,
+       wire::FLAG_BLOCKED_HOST)->set_tid(5);                                   // long: marked
+  b.set_settled_ns(kT0 + 1000 * kMs);  // the library says they are all sent
+  r.SendBatch(b);
+  col::JobTrace* t = jobs.Find("job")->trace();
+  const std::string host = Hello("job", 0, 1).hello().host();
+  col::RankResult res;
+  auto step = [&](int i) {
+    col::StepRec s;
+    s.start = kT0 + i * 100 * kMs;
+    s.end = kT0 + (i + 1) * 100 * kMs;
+    res.steps.steps.push_back(s);
+  };
+  for (int i = 0; i < 5; ++i) step(i);
+  t->Steps(0, host, res);
+  t->Instant(0, host, "sync_stall", kT0, "finding: host-device syncs");
+  // The job ends again after more data: only the new steps and findings are added.
+  step(5);
+  t->Steps(0, host, res);
+  t->Instant(0, host, "sync_stall", kT0, "finding: host-device syncs (again)");
+  t->Steps(9, host, res);  // no such rank: nothing
+  r.Goodbye();
+  r.Close();
+  t->Flush();
+  const auto rep = gwtrace::ValidateTrace(Slurp(path), false);
+  INFO(rep.First());
+  REQUIRE(rep.errors.empty());
+  REQUIRE(rep.processes.size() == 1);
+  const gwtrace::RankCounts& c = rep.processes.begin()->second;
+  CHECK(c.steps == 6);
+  REQUIRE(c.instant_names.size() == 3);
+  CHECK(c.instant_names[0].rfind("long stall: cudaStreamSynchronize blocked the host 150", 0) == 0);
+  CHECK(c.instant_names[1].rfind("long stall: cudaMemcpy blocked the host 120", 0) == 0);
+  CHECK(c.instant_names[2] == "finding: host-device syncs");
+}
+
+TEST_CASE("collector: trace timestamps are deltas per track sequence, on the same time line") {
+  // Slices at known absolute times: the validator sums each sequence's deltas
+  // from its clock snapshot (as the trace processor does) and must get them back.
+  const std::string path = TempDir("deltas") + "/trace.perfetto-trace";
+  col::JobTable jobs = TracedJobs(path);
+  FakeRank r(jobs, Hello("job", 0, 1));
+  wire::Batch b;
+  for (int i = 0; i < 500; ++i)
+    Act(&b, wire::ACTIVITY_KERNEL, kT0 + i * kMs, kT0 + i * kMs + 700'000, 0);
+  const auto rep = SendLast(r, b, jobs, path);
+  CHECK(rep.first_slice_ns == kT0);
+  CHECK(rep.last_slice_end_ns == kT0 + 499 * kMs + 700'000);
+  // Per recorded thing (slice, counter sample), descriptors included: two packets of a few
+  // bytes per slice.
+  CHECK(static_cast<double>(rep.bytes) / (rep.slices + rep.counter_events) < 30);
+}
+
+TEST_CASE("collector: a trace window keeps full detail only between FROM and TO") {
+  col::TraceOptions opt;
+  REQUIRE(col::ParseTraceWindow("2:4", &opt));
+  for (const char* bad : {"4:2", "x:3", "1", ":3", "-1:2", "1:1"}) {
+    col::TraceOptions o;
+    INFO(bad);
+    CHECK_FALSE(col::ParseTraceWindow(bad, &o));
+  }
+  const std::string path = TempDir("window") + "/trace.perfetto-trace";
+  col::JobTable jobs = TracedJobs(path, opt);
+  wire::Frame hello = Hello("job", 0, 1);
+  hello.mutable_hello()->set_start_ns(kT0);
+  FakeRank r(jobs, hello);
+  wire::Batch b;
+  for (int s = 0; s < 6; ++s) {  // one launch, kernel and sync per second; 2 s and 3 s are in
+    const uint64_t t = kT0 + static_cast<uint64_t>(s) * 1000 * kMs;
+    Add(&b, wire::CUDA_LAUNCH_KERNEL, t, 5000)->set_tid(1);
+    Add(&b, wire::CUDA_STREAM_SYNCHRONIZE, t + kMs, kMs)->set_tid(1);
+    Act(&b, wire::ACTIVITY_API, t, t + 5000, 10 + s);
+    Act(&b, wire::ACTIVITY_KERNEL, t + 100'000, t + 900'000, 10 + s);
+  }
+  const auto rep = SendLast(r, b, jobs, path);
+  const gwtrace::RankCounts& c = rep.processes.begin()->second;
+  CHECK(c.syncs == 6);     // the summary level, all along
+  CHECK(c.launches == 2);  // detail, in the window only
+  CHECK(c.kernels == 2);
+  CHECK(c.api == 2);
+  CHECK(rep.flows == 2);
+  CHECK(c.counters > 0);
+}
