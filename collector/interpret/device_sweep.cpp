@@ -90,16 +90,26 @@ void DeviceSweep::Flush(uint64_t steps_end, const RankFacts& facts, EventSink& o
   if (all_.on && steps_end > all_.end) {
     const uint64_t a = all_.end, b = steps_end;
     out.OnIdle(IdleGap{a, b, 2 * BlockedNs(a, b) > b - a ? kIdleSync : kIdleHost, true});
+    resume_all_ = b;
   }
   for (Open* o : {&all_, &noncomm_}) {
-    if (o->on) out.OnBusy(BusySpan{o->start, o->end, o == &noncomm_});
+    if (!o->on) continue;
+    out.OnBusy(BusySpan{o->start, o->end, o == &noncomm_});
+    uint64_t& resume = o == &all_ ? resume_all_ : resume_noncomm_;
+    resume = std::max(resume, o->end);
     o->on = false;
   }
 }
 
+bool DeviceSweep::Reopen(Open& o, const Work& w, uint64_t resume) {
+  if (w.end <= resume) return false;
+  o = Open{true, std::max(w.start, resume), w.end};
+  return true;
+}
+
 bool DeviceSweep::Extend(Open& o, const Work& w, bool noncomm, EventSink& out) {
   if (!o.on) {
-    o = Open{true, w.start, w.end};
+    Reopen(o, w, noncomm ? resume_noncomm_ : resume_all_);
     return true;
   }
   if (w.start <= o.end) {  // overlaps or touches (or came late): extend
@@ -112,12 +122,15 @@ bool DeviceSweep::Extend(Open& o, const Work& w, bool noncomm, EventSink& out) {
 
 void DeviceSweep::Release(const Work& w, const RankFacts& facts, EventSink& out) {
   swept_ns_ = std::max(swept_ns_, w.start);
-  const bool late = all_.on && w.start < all_.start;
+  // Before the open span, or before what a Flush already emitted: the sweep has passed it.
+  const bool late = all_.on ? w.start < all_.start : w.start < resume_all_;
   late_ += late;
   ApiEntry* entry = w.corr ? FindApi(w.corr) : nullptr;
   const ApiSpan* api = entry ? &entry->span : nullptr;
   const bool first_of_api = entry && !entry->claimed;
   if (entry) entry->claimed = true;
+  if (!all_.on && resume_all_ && w.start > resume_all_)  // after a Flush: the gap since
+    out.OnIdle(IdleGap{resume_all_, w.start, Classify(resume_all_, w.start, api), false});
   if (!Extend(all_, w, false, out)) {  // idle from the open span's end to w.start
     const uint64_t gap_start = all_.end;
     out.OnIdle(IdleGap{gap_start, w.start, Classify(gap_start, w.start, api), false});

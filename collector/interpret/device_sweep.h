@@ -44,7 +44,8 @@ class DeviceSweep {
   // trails the host stream; UINT64_MAX: no bound).
   void Advance(uint64_t host_until, const RankFacts& facts, EventSink& out);
   // Releases everything, then the gap from the last work to `steps_end` (0: none) and the
-  // open busy spans: the rank is done (or a copy is being finished for a result).
+  // open busy spans: the rank is done (or a copy is being finished for a result). Work
+  // that still comes (a rank that reconnects) continues the timeline where it ended.
   void Flush(uint64_t steps_end, const RankFacts& facts, EventSink& out);
 
   uint64_t late() const { return late_; }          // released after the sweep passed them
@@ -71,8 +72,10 @@ class DeviceSweep {
   };
 
   void Release(const Work& w, const RankFacts& facts, EventSink& out);
-  // Extends `o` with [start, end); false when it starts a new span (the old one is emitted).
+  // Extends `o` with `w`; false when `w` starts a new span (the old one is emitted).
   bool Extend(Open& o, const Work& w, bool noncomm, EventSink& out);
+  // Opens `o` at `w`, clipped to what a Flush already emitted (false: nothing left of it).
+  static bool Reopen(Open& o, const Work& w, uint64_t resume);
   IdleKind Classify(uint64_t gap_start, uint64_t gap_end, const ApiSpan* next_api);
   uint64_t BlockedNs(uint64_t a, uint64_t b);
   void PruneSyncs();
@@ -88,6 +91,9 @@ class DeviceSweep {
   uint64_t newest_ns_ = 0;  // newest device end received
   uint64_t swept_ns_ = 0;   // start of the latest released record
   Open all_, noncomm_;
+  // After a Flush: where the emitted timeline ends (busy spans, or the gap after them), so
+  // later work neither counts time twice nor leaves a gap out.
+  uint64_t resume_all_ = 0, resume_noncomm_ = 0;
   uint64_t late_ = 0, overflow_ = 0;
   // correlation id -> API span (widened when runtime and driver both report it).
   std::unordered_map<uint32_t, ApiEntry> apis_;

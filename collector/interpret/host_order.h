@@ -29,7 +29,8 @@ class HostOrder {
   template <class Take>
   void Release(bool all, Take&& take);
   size_t held() const { return in_order_.size() + late_.size(); }
-  // Every call with a key before this has been released (0: none yet).
+  // Every call with a key before this has been released (0: none yet); calls that arrive
+  // later with an earlier key (a reconnect) go out at the next release.
   uint64_t released_until() const { return released_until_; }
 
  private:
@@ -53,13 +54,15 @@ void HostOrder::Release(bool all, Take&& take) {
     const Held& next = from_late ? late_.top() : in_order_.front();
     if (!all && held() <= kMaxHeld && next.key >= mark) break;
     const HostCall c = next.call;
+    const uint64_t key = next.key;
     if (from_late)
       late_.pop();
     else
       in_order_.pop_front();
+    released_until_ = std::max(released_until_, key + 1);
     take(c);
   }
-  released_until_ = all ? UINT64_MAX : std::max(released_until_, mark);
+  if (!all) released_until_ = std::max(released_until_, mark);
 }
 
 }  // namespace gpuwatch::collector

@@ -229,6 +229,34 @@ void Utilization(const json& s, std::string& out) {
   out += html::UtilizationSvg(rows) + "\n" + MoreRanks(rows.size(), with_series) + "</section>\n";
 }
 
+// Busy and idle time per rank, idle split by why (the classification every view shows).
+void Idle(const json& s, std::string& out) {
+  static const char* const kKinds[] = {"host_wait", "launch_wait", "sync_wait", "other"};
+  std::string rows;
+  for (const json& r : Arr(s, "ranks")) {
+    const json& gpu = Get(r, "gpu");
+    const json& idle = Get(gpu, "idle_breakdown_s");
+    if (!idle.is_object()) continue;
+    const std::string rank = std::to_string(Int(r, "rank"));
+    auto cell = [&](const char* what, double v) {
+      return "<td class=\"n\"" + html::Attr("data-rank", rank) + html::Attr("data-gpu", what) +
+             html::Attr("data-value", Printf("%.9g", v)) + ">" + Esc(FmtDuration(v)) + "</td>";
+    };
+    rows += "<tr><td>" + Esc(RankLabel(r)) + "</td>" + cell("busy_s", Num(gpu, "busy_s"));
+    for (const char* k : kKinds) rows += cell(k, Num(idle, k));
+    rows += "</tr>\n";
+  }
+  if (rows.empty()) return;
+  out += "<section id=\"idle\"><h2>Why the GPU was idle</h2>\n<p class=\"note\">Each gap between "
+         "busy spans, counted once: <b>host_wait</b> the launch of the next work began after the "
+         "GPU went idle (host work: data loading, Python); <b>launch_wait</b> the GPU ran dry "
+         "between launches; <b>sync_wait</b> the host sat in a sync; <b>other</b> the rest "
+         "(dependencies, stream waits).</p>\n<table><tr><th>rank</th><th class=\"n\">busy</th>"
+         "<th class=\"n\">host_wait</th><th class=\"n\">launch_wait</th><th class=\"n\">sync_wait</th>"
+         "<th class=\"n\">other</th></tr>\n" +
+         rows + "</table></section>\n";
+}
+
 void Steps(const json& s, std::string& out) {
   static const std::vector<html::StackPart> kParts = {
       {"gpu_compute", "GPU compute", "#4e79a7"},
@@ -365,6 +393,7 @@ std::string BuildHtmlReport(const json& s) {
   Header(s, out);
   Findings(s, out);
   Utilization(s, out);
+  Idle(s, out);
   Steps(s, out);
   Collectives(s, out);
   Kernels(s, out);

@@ -192,7 +192,7 @@ void RankTrace::WriteSteps(const std::deque<StepRec>& steps, size_t from, uint64
   const uint32_t name = names_.Iid("step");  // one name, the number as an argument
   for (size_t k = from; k < steps.size(); ++k) {
     const StepRec& s = steps[k];
-    Ann anns[4 + kIdleKinds];
+    Ann anns[5 + kIdleKinds];  // step, compute, comm, idle by kind, syncs, copies
     int n = 0;
     anns[n++] = {kKeyStep, Ann::kUint, index++, 0};
     if (figures) {

@@ -104,3 +104,22 @@ TEST_CASE("collector: device sweep marks the first work of a call, and late work
   CHECK(sweep.overflow() == 1);
   CHECK(sweep.late() == 1);
 }
+
+TEST_CASE("collector: device sweep continues after a flush (a rank that reconnects)") {
+  col::DeviceSweep sweep;
+  col::RankFacts facts;
+  Recorder rec;
+  sweep.AddWork(Act(wire::ACTIVITY_KERNEL, 100 * kUs, 200 * kUs, 0));
+  sweep.Flush(0, facts, rec);  // the rank's connection closed
+  // It reconnects: one piece of work overlaps what was emitted, one comes 300 us later.
+  sweep.AddWork(Act(wire::ACTIVITY_KERNEL, 150 * kUs, 250 * kUs, 0));
+  sweep.AddWork(Act(wire::ACTIVITY_KERNEL, 550 * kUs, 600 * kUs, 0));
+  sweep.Flush(0, facts, rec);
+  uint64_t busy = 0;
+  for (const auto& b : rec.busy)
+    if (!b.noncomm) busy += b.end_ns - b.start_ns;
+  CHECK(busy == (100 + 50 + 50) * kUs);  // [100,200], then [200,250] once, [550,600]
+  REQUIRE(rec.idle.size() == 1);
+  CHECK(rec.idle[0].start_ns == 250 * kUs);
+  CHECK(rec.idle[0].end_ns == 550 * kUs);
+}
