@@ -105,12 +105,6 @@ TraceFile::~TraceFile() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-TraceLevel TraceFile::level() const {
-  if (fd_ < 0 || stopped_ || bytes() >= hard_max()) return TraceLevel::kOff;
-  if (opt_.level == TraceLevel::kFull && detail_capped()) return TraceLevel::kSummary;
-  return opt_.level;
-}
-
 void TraceFile::Append(const perfetto::protos::TracePacket& packet, size_t reserve_after) {
   if (level() == TraceLevel::kOff) {
     ++dropped_;

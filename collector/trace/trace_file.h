@@ -53,8 +53,13 @@ class TraceFile {
   TraceFile(const TraceFile&) = delete;
   TraceFile& operator=(const TraceFile&) = delete;
 
-  // What may be written now: the configured level, lowered by the size caps.
-  TraceLevel level() const;
+  // What may be written now: the configured level, lowered by the size caps. (Inline:
+  // every event asks.)
+  TraceLevel level() const {
+    if (fd_ < 0 || stopped_ || bytes() >= hard_max()) return TraceLevel::kOff;
+    if (opt_.level == TraceLevel::kFull && detail_capped()) return TraceLevel::kSummary;
+    return opt_.level;
+  }
   bool detail_capped() const { return bytes() >= opt_.max_bytes; }
   const TraceOptions& options() const { return opt_; }
   // Buffers one packet. At the hard stop it is dropped and so is everything after it;
