@@ -9,16 +9,14 @@
 
 namespace gpuwatch::collector {
 
-double CollectiveFigures::Op::algbw() const { return Gbps(static_cast<double>(timed_bytes), Seconds(gpu_ns)); }
-double CollectiveFigures::Op::busbw() const { return Gbps(bus_bytes, Seconds(gpu_ns)); }
+double CollectiveFigures::Op::algbw() const { return Gbps(static_cast<double>(timed.bytes), Seconds(timed.ns)); }
+double CollectiveFigures::Op::busbw() const { return Gbps(bus_bytes, Seconds(timed.ns)); }
 
 void CollectiveFigures::Op::Add(const Op& o) {
   count += o.count;
   bytes += o.bytes;
-  timed_bytes += o.timed_bytes;
+  timed.Add(o.timed);
   bus_bytes += o.bus_bytes;
-  gpu_ns += o.gpu_ns;
-  no_gpu_time += o.no_gpu_time;
 }
 
 CollectiveFigures::Op CollectiveFigures::Total() const {
@@ -38,11 +36,8 @@ void CollectiveCounter::OnHostCall(const HostCall& c) {
   ++o.count;
   o.bytes += c.coll_bytes;
   if (c.timed) {
-    o.timed_bytes += c.coll_bytes;
+    o.timed.Note(c.coll_bytes, c.gpu_ns);
     o.bus_bytes += static_cast<double>(c.coll_bytes) * BusFactor(c.api, c.comm_nranks);
-    o.gpu_ns += c.gpu_ns;
-  } else {
-    ++o.no_gpu_time;
   }
   if (c.seq % f_.stride == 0 && f_.sample.size() >= kMaxCollCalls) ThinSample();
   if (c.seq % f_.stride == 0 && f_.sample.size() < kMaxCollCalls)

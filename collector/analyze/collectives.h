@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/tally.h"
 #include "interpret/event_sink.h"
 
 namespace gpuwatch::collector {
@@ -40,13 +41,11 @@ struct CollCall {
 
 struct CollectiveFigures {
   struct Op {
-    uint64_t count = 0;
-    uint64_t bytes = 0;        // S, all calls
-    uint64_t timed_bytes = 0;  // S, calls with GPU time
-    double bus_bytes = 0;      // S x factor, calls with GPU time
-    uint64_t gpu_ns = 0;
-    uint64_t no_gpu_time = 0;
-    double algbw() const;      // GB/s
+    uint64_t count = 0, bytes = 0;  // all calls; bytes are S
+    Tally timed;                    // the calls with GPU time: S, GPU ns
+    double bus_bytes = 0;           // S x factor, calls with GPU time
+    uint64_t no_gpu_time() const { return count - timed.count; }
+    double algbw() const;           // GB/s
     double busbw() const;
     void Add(const Op& o);
   };

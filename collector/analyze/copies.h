@@ -7,23 +7,25 @@
 #include <array>
 #include <cstdint>
 
+#include "common/tally.h"
 #include "interpret/event_sink.h"
 
 namespace gpuwatch::collector {
 
 struct CopyFigures {
   struct Direction {
-    uint64_t count = 0, bytes = 0, ns = 0;
-    uint64_t pageable_count = 0, pageable_bytes = 0, blocking_count = 0;
-    void Add(const Direction& o);
-  };
-  struct Kind {
-    uint64_t count = 0, bytes = 0, ns = 0;
-    void Add(const Kind& o);
+    Tally calls;     // every copy call
+    Tally pageable;  // of them, from or to pageable memory
+    uint64_t blocking_count = 0;
+    void Add(const Direction& o) {
+      calls.Add(o.calls);
+      pageable.Add(o.pageable);
+      blocking_count += o.blocking_count;
+    }
   };
   std::array<Direction, kCopyDirections> dir{};  // [CopyDirection()]
-  Kind pageable;  // from or to pageable memory, not a small blocking copy
-  Kind blocking;  // pinned but blocking the host, not a small blocking copy
+  Tally pageable;  // from or to pageable memory, not a small blocking copy
+  Tally blocking;  // pinned but blocking the host, not a small blocking copy
 
   void Merge(const CopyFigures& o);
 };

@@ -242,7 +242,7 @@ std::optional<Finding> Communication(const RankContext& c, const std::vector<Fin
   if (!c.r.cupti()) return std::nullopt;
   const double comm = S(c.dev.ExposedComm()) * c.scale;
   const CollectiveFigures::Op t = c.r.collectives.Total();
-  const double busbw = t.gpu_ns ? t.bus_bytes / t.gpu_ns : 0.0;
+  const double busbw = t.timed.ns ? t.bus_bytes / t.timed.ns : 0.0;
   Finding f = MakeFinding("communication", comm, c.fig_base);
   f.evidence = {{"exposed_comm_s", comm},
                 {"per_step_ms", c.PerStepMs(comm)},
@@ -287,7 +287,7 @@ std::optional<Finding> SyncStall(const RankContext& c, const std::vector<Finding
 }
 
 std::optional<Finding> PageableCopy(const RankContext& c, const std::vector<Finding>&) {
-  const CopyFigures::Kind& p = c.r.copies.pageable;
+  const Tally& p = c.r.copies.pageable;
   if (!p.count) return std::nullopt;
   Finding f = MakeFinding("pageable_copy", S(p.ns), c.run_base);
   f.evidence = {{"count", p.count},
@@ -301,7 +301,7 @@ std::optional<Finding> PageableCopy(const RankContext& c, const std::vector<Find
 }
 
 std::optional<Finding> BlockingCopy(const RankContext& c, const std::vector<Finding>&) {
-  const CopyFigures::Kind& b = c.r.copies.blocking;
+  const Tally& b = c.r.copies.blocking;
   if (!b.count) return std::nullopt;
   Finding f = MakeFinding("blocking_copy", S(b.ns), c.run_base);
   f.evidence = {{"count", b.count}, {"bytes", b.bytes}, {"host_s", S(b.ns)}};

@@ -7,13 +7,6 @@
 
 namespace gpuwatch::collector {
 
-void GpuFigures::CopyStat::Add(const CopyStat& o) {
-  count += o.count;
-  bytes += o.bytes;
-  ns += o.ns;
-  pageable += o.pageable;
-}
-
 void GpuFigures::Merge(const GpuFigures& o) {
   cupti_ranks += o.cupti_ranks;
   events_ranks += o.events_ranks;
@@ -39,7 +32,10 @@ void GpuFigures::Merge(const GpuFigures& o) {
   other_kernels.Add(o.other_kernels);
   comm_kernels += o.comm_kernels;
   coll_events.Add(o.coll_events);
-  for (int i = 0; i < kCopyDirections; ++i) copies[i].Add(o.copies[i]);
+  for (int i = 0; i < kCopyDirections; ++i) {
+    copies[i].device.Add(o.copies[i].device);
+    copies[i].pageable += o.copies[i].pageable;
+  }
   late += o.late;
   overflow += o.overflow;
   unmatched += o.unmatched;
@@ -90,11 +86,8 @@ void GpuCounter::OnDeviceWork(const DeviceWork& w) {
   } else if (w.kind == wire::ACTIVITY_MEMCPY) {
     const int d = CopyDirection(w.copy_kind);
     if (d < 0) return;
-    GpuFigures::CopyStat& c = f_.copies[d];
-    ++c.count;
-    c.bytes += w.bytes;
-    c.ns += dur;
-    c.pageable += w.pageable;
+    f_.copies[d].device.Note(w.bytes, dur);
+    f_.copies[d].pageable += w.pageable;
   }
 }
 

@@ -12,6 +12,7 @@
 #include "analyze/busy_series.h"
 #include "analyze/device_slice.h"
 #include "common/log_histogram.h"
+#include "common/tally.h"
 #include "interpret/device_sweep.h"
 #include "interpret/event_sink.h"
 #include "interpret/rank_facts.h"
@@ -25,8 +26,8 @@ struct GpuFigures {
     void Add(const KernelStat& o) { count += o.count, ns += o.ns; }
   };
   struct CopyStat {
-    uint64_t count = 0, bytes = 0, ns = 0, pageable = 0;
-    void Add(const CopyStat& o);
+    Tally device;  // copies, bytes, device time
+    uint64_t pageable = 0;
   };
   static constexpr size_t kMaxNames = 10000;  // kernels by name kept (rank and job)
 

@@ -2,6 +2,7 @@
 // steps of the interpret stage. The findings, summary.json, summary.txt, report.html,
 // Prometheus and the trace's marks all read this; none computes a figure again.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -29,6 +30,17 @@ struct PerStepMean {
   bool per_step = false;  // from per-step records (else run averages)
   double compute_ms = 0, comm_not_overlapped_ms = 0, idle_ms[kIdleKinds] = {};
   double host_blocked_in_syncs_ms = 0, copies_ms = 0;
+  // Each part with its name in summary.json's steps.per_step_ms.
+  std::array<std::pair<const char*, double>, 4 + kIdleKinds> Parts() const {
+    return {{{"gpu_compute", compute_ms},
+             {"comm_not_overlapped", comm_not_overlapped_ms},
+             {"gpu_idle_waiting_for_host", idle_ms[kIdleHost]},
+             {"gpu_idle_waiting_for_launches", idle_ms[kIdleLaunch]},
+             {"gpu_idle_in_syncs", idle_ms[kIdleSync]},
+             {"gpu_idle_other", idle_ms[kIdleOther]},
+             {"host_blocked_in_syncs", host_blocked_in_syncs_ms},
+             {"copies", copies_ms}}};
+  }
 };
 
 struct RankResult {

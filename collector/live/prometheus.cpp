@@ -131,18 +131,8 @@ std::string FormatPrometheus(const LiveSnapshot& snap) {
   Write(out, {"gpuwatch_step_part_seconds", "gauge",
               "Mean per step so far, by part (as summary.json steps.per_step_ms, in seconds)"},
         snap, labels, [](const RankSample& r, const Emit& emit) {
-          const PerStepMean& m = r.per_step;
-          if (!m.known) return;
-          const std::pair<const char*, double> parts[] = {
-              {"gpu_compute", m.compute_ms},
-              {"comm_not_overlapped", m.comm_not_overlapped_ms},
-              {"gpu_idle_waiting_for_host", m.idle_ms[kIdleHost]},
-              {"gpu_idle_waiting_for_launches", m.idle_ms[kIdleLaunch]},
-              {"gpu_idle_in_syncs", m.idle_ms[kIdleSync]},
-              {"gpu_idle_other", m.idle_ms[kIdleOther]},
-              {"host_blocked_in_syncs", m.host_blocked_in_syncs_ms},
-              {"copies", m.copies_ms}};
-          for (const auto& [part, ms] : parts) emit(std::string("part=\"") + part + "\"", ms * 1e-3);
+          if (!r.per_step.known) return;
+          for (const auto& [part, ms] : r.per_step.Parts()) emit(std::string("part=\"") + part + "\"", ms * 1e-3);
         });
   Write(out, {"gpuwatch_dropped_records_total", "counter",
               "Records the library could not send (ring full, buffer cap, ...)"},

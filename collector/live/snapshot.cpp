@@ -10,8 +10,8 @@ RankSample SampleOf(const RankResult& r) {
   RankSample s;
   s.events = r.host_calls;
   s.sync_s = Seconds(r.sync.TotalNs());
-  s.h2d_bytes = r.copies.dir[0].bytes;
-  s.h2d_pageable_bytes = r.copies.dir[0].pageable_bytes;
+  s.h2d_bytes = r.copies.dir[0].calls.bytes;
+  s.h2d_pageable_bytes = r.copies.dir[0].pageable.bytes;
   if (r.cupti()) {
     s.has_gpu = true;
     s.gpu_busy_s = Seconds(r.gpu.run.busy);
@@ -20,7 +20,7 @@ RankSample SampleOf(const RankResult& r) {
   }
   for (size_t i = 0; i < r.collectives.ops.size(); ++i) {
     const CollectiveFigures::Op& o = r.collectives.ops[i];
-    if (o.count) s.ops.push_back({kCollOps[i].name, o.count, o.bytes, Seconds(o.gpu_ns), o.busbw() * 1e9});
+    if (o.count) s.ops.push_back({kCollOps[i].name, o.count, o.bytes, Seconds(o.timed.ns), o.busbw() * 1e9});
   }
   s.steps = r.steps_total();
   s.per_step = r.per_step;

@@ -37,8 +37,8 @@ nlohmann::json SyncJson(const SyncFigures& s) {
 nlohmann::json CopiesJson(const CopyFigures& c, const GpuFigures& gpu) {
   nlohmann::json out = nlohmann::json::object();
   for (int i = 0; i < kCopyDirections; ++i) {
-    const CopyFigures::Direction& d = c.dir[i];
-    const GpuFigures::CopyStat& dev = gpu.copies[i];
+    const Tally& d = c.dir[i].calls;
+    const Tally& dev = gpu.copies[i].device;
     out[kCopyDirectionKeys[i]] = {
         {"count", d.count},
         {"bytes", d.bytes},
@@ -47,9 +47,9 @@ nlohmann::json CopiesJson(const CopyFigures& c, const GpuFigures& gpu) {
         // The transfer's own rate: bytes over the device's copy time (CUPTI), else null.
         {"device_gbps", gpu.cupti() && dev.ns ? nlohmann::json(Gbps(static_cast<double>(dev.bytes), Seconds(dev.ns)))
                                              : nlohmann::json(nullptr)},
-        {"pageable_count", d.pageable_count},
-        {"pageable_bytes", d.pageable_bytes},
-        {"blocking_count", d.blocking_count}};
+        {"pageable_count", c.dir[i].pageable.count},
+        {"pageable_bytes", c.dir[i].pageable.bytes},
+        {"blocking_count", c.dir[i].blocking_count}};
   }
   return out;
 }
@@ -60,8 +60,8 @@ nlohmann::json CollectivesJson(const CollectiveFigures& c) {
     const CollectiveFigures::Op& o = c.ops[i];
     if (o.count == 0) continue;
     out[kCollOps[i].name] = {{"count", o.count},          {"bytes", o.bytes},
-                             {"total_s", Seconds(o.gpu_ns)}, {"algbw_gbps", o.algbw()},
-                             {"busbw_gbps", o.busbw()},   {"no_gpu_time_count", o.no_gpu_time}};
+                             {"total_s", Seconds(o.timed.ns)}, {"algbw_gbps", o.algbw()},
+                             {"busbw_gbps", o.busbw()},   {"no_gpu_time_count", o.no_gpu_time()}};
   }
   return out;
 }
@@ -109,9 +109,9 @@ nlohmann::json GpuJson(const GpuFigures& s) {
                   {"top", top}};
   nlohmann::json mc;
   for (int i = 0; i < kCopyDirections; ++i) {
-    const auto& c = s.copies[i];
+    const Tally& c = s.copies[i].device;
     mc[kCopyDirectionKeys[i]] = {
-        {"count", c.count}, {"bytes", c.bytes}, {"device_s", Seconds(c.ns)}, {"pageable_count", c.pageable}};
+        {"count", c.count}, {"bytes", c.bytes}, {"device_s", Seconds(c.ns)}, {"pageable_count", s.copies[i].pageable}};
   }
   g["memcpy"] = mc;
   g["utilization_series"] = SeriesJson(s.series);
@@ -129,14 +129,9 @@ nlohmann::json DroppedJson(const std::map<std::string, uint64_t>& d) {
 
 nlohmann::json PerStepMsJson(const PerStepMean& m) {
   if (!m.known) return nullptr;
-  return {{"gpu_compute", m.compute_ms},
-          {"comm_not_overlapped", m.comm_not_overlapped_ms},
-          {"gpu_idle_waiting_for_host", m.idle_ms[kIdleHost]},
-          {"gpu_idle_waiting_for_launches", m.idle_ms[kIdleLaunch]},
-          {"gpu_idle_in_syncs", m.idle_ms[kIdleSync]},
-          {"gpu_idle_other", m.idle_ms[kIdleOther]},
-          {"host_blocked_in_syncs", m.host_blocked_in_syncs_ms},
-          {"copies", m.copies_ms}};
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [part, ms] : m.Parts()) j[part] = ms;
+  return j;
 }
 
 nlohmann::json StepsJson(const RankResult& r) {
@@ -180,27 +175,31 @@ nlohmann::json EnvJson(const EnvFacts& e) {
           {"settings", s}};
 }
 
+namespace {
+
+// The sections a rank and the job both have (RankResult and JobResult name them alike).
+template <class Figures>
+void AddMeasured(const Figures& f, nlohmann::json& obj) {
+  obj["sync"] = SyncJson(f.sync);
+  obj["memcpy"] = CopiesJson(f.copies, f.gpu);
+  obj["collectives"] = CollectivesJson(f.collectives);
+  obj["kernels"] = LaunchesJson(f.launches);
+  obj["gpu"] = GpuJson(f.gpu);
+  obj["dropped"] = DroppedJson(f.dropped);
+  obj["dropped_total"] = f.dropped_total;
+}
+
+}  // namespace
+
 void AddRankFigures(const RankResult& r, nlohmann::json& obj) {
-  obj["sync"] = SyncJson(r.sync);
-  obj["memcpy"] = CopiesJson(r.copies, r.gpu);
-  obj["collectives"] = CollectivesJson(r.collectives);
-  obj["kernels"] = LaunchesJson(r.launches);
-  obj["gpu"] = GpuJson(r.gpu);
-  obj["dropped"] = DroppedJson(r.dropped);
-  obj["dropped_total"] = r.dropped_total;
+  AddMeasured(r, obj);
   obj["steps"] = StepsJson(r);
   obj["findings"] = FindingsJson(r.findings);
   obj["environment"] = EnvJson(r.env);
 }
 
 void AddJobFigures(const JobResult& j, nlohmann::json& obj) {
-  obj["sync"] = SyncJson(j.sync);
-  obj["memcpy"] = CopiesJson(j.copies, j.gpu);
-  obj["collectives"] = CollectivesJson(j.collectives);
-  obj["kernels"] = LaunchesJson(j.launches);
-  obj["gpu"] = GpuJson(j.gpu);
-  obj["dropped"] = DroppedJson(j.dropped);
-  obj["dropped_total"] = j.dropped_total;
+  AddMeasured(j, obj);
   obj["steps"] = {{"count", j.steps_count}, {"source", j.steps_source}, {"median_ms", Ms(j.steps_median_s)}};
   obj["findings"] = FindingsJson(j.findings);
   obj["verdict"] = j.verdict;

@@ -34,20 +34,21 @@ void SyncText(const SyncFigures& s, std::string& out) {
 // GB/s is the transfer's rate on the device (CUPTI's copy time); a copy call's host time
 // says nothing of it for an async copy, so without a device timeline it is not shown.
 void CopiesText(const CopyFigures& c, const GpuFigures& gpu, std::string& out) {
-  if (c.dir[0].count == 0 && c.dir[1].count == 0) {
+  if (c.dir[0].calls.count == 0 && c.dir[1].calls.count == 0) {
     out += "  copies: none\n";
     return;
   }
   out += Printf("  %-7s %8s %11s %12s %9s %9s %9s\n", "copies", "calls", "bytes", "time", "dev GB/s", "pageable",
                 "blocking");
   for (int i = 0; i < kCopyDirections; ++i) {
-    const CopyFigures::Direction& d = c.dir[i];
-    const GpuFigures::CopyStat& dev = gpu.copies[i];
+    const Tally& d = c.dir[i].calls;
+    const Tally& dev = gpu.copies[i].device;
     const std::string rate =
         gpu.cupti() && dev.ns ? FmtRate(Gbps(static_cast<double>(dev.bytes), Seconds(dev.ns))) : "-";
     out += Printf("    %-5s %8llu %11s %12s %9s %9llu %9llu\n", kDirNames[i], static_cast<unsigned long long>(d.count),
                   FmtBytes(d.bytes).c_str(), Dur(d.ns).c_str(), rate.c_str(),
-                  static_cast<unsigned long long>(d.pageable_count), static_cast<unsigned long long>(d.blocking_count));
+                  static_cast<unsigned long long>(c.dir[i].pageable.count),
+                  static_cast<unsigned long long>(c.dir[i].blocking_count));
   }
 }
 
@@ -63,12 +64,12 @@ void CollectivesText(const CollectiveFigures& c, std::string& out) {
     const CollectiveFigures::Op& o = c.ops[i];
     if (o.count == 0) continue;
     out += Printf("    %-13s %7llu %11s %12s %11s %11s\n", kCollOps[i].name, static_cast<unsigned long long>(o.count),
-                  FmtBytes(o.bytes).c_str(), Dur(o.gpu_ns).c_str(), FmtRate(o.algbw()).c_str(),
+                  FmtBytes(o.bytes).c_str(), Dur(o.timed.ns).c_str(), FmtRate(o.algbw()).c_str(),
                   FmtRate(o.busbw()).c_str());
   }
-  if (t.no_gpu_time)
+  if (t.no_gpu_time())
     out += Printf("    (%llu call%s without GPU time left out of the bandwidths)\n",
-                  static_cast<unsigned long long>(t.no_gpu_time), t.no_gpu_time == 1 ? "" : "s");
+                  static_cast<unsigned long long>(t.no_gpu_time()), t.no_gpu_time() == 1 ? "" : "s");
 }
 
 void LaunchesText(const LaunchFigures& l, std::string& out) {
@@ -107,11 +108,11 @@ void GpuText(const GpuFigures& s, std::string& out) {
                   Clip(DemangleName(name), kTextWidth - 29).c_str());
   out += Printf("    comm kernels %llu, %s\n", static_cast<unsigned long long>(comm_count), Dur(comm_ns).c_str());
   for (int i = 0; i < kCopyDirections; ++i) {
-    const auto& c = s.copies[i];
+    const Tally& c = s.copies[i].device;
     if (!c.count) continue;
     out += Printf("    %s %llu copies, %s, %s on device, %llu pageable\n", kDirNames[i],
                   static_cast<unsigned long long>(c.count), FmtBytes(c.bytes).c_str(), Dur(c.ns).c_str(),
-                  static_cast<unsigned long long>(c.pageable));
+                  static_cast<unsigned long long>(s.copies[i].pageable));
   }
   if (s.late || s.overflow)
     out += Printf("    (%llu records out of order, %llu released early: window full)\n",
@@ -208,7 +209,7 @@ void AppendRankText(const RankResult& r, std::string& out) {
 std::vector<std::string> JobHeadlines(const JobResult& j) {
   std::vector<std::string> parts;
   parts.push_back("sync " + FmtDuration(Seconds(j.sync.TotalNs())));
-  parts.push_back("H2D " + FmtBytes(j.copies.dir[0].bytes) + ", D2H " + FmtBytes(j.copies.dir[1].bytes));
+  parts.push_back("H2D " + FmtBytes(j.copies.dir[0].calls.bytes) + ", D2H " + FmtBytes(j.copies.dir[1].calls.bytes));
   parts.push_back(Printf("%llu collectives", static_cast<unsigned long long>(j.collectives.Total().count)));
   parts.push_back(Printf("%llu launches", static_cast<unsigned long long>(j.launches.launches)));
   if (j.gpu.cupti() && j.gpu.active_ns) parts.push_back(Printf("gpu busy %.1f%%", 100.0 * j.gpu.utilization()));

@@ -58,6 +58,18 @@ inline wire::Event* Coll(wire::Batch* b, wire::Api api, uint64_t comm, uint64_t 
   return e;
 }
 
+// A CUPTI record: device work, or the API call (ACTIVITY_API) that launched it.
+inline wire::Activity* Work(wire::Batch* b, wire::ActivityKind kind, uint64_t start, uint64_t end,
+                            uint32_t corr = 0, uint32_t stream = 1) {
+  auto* a = b->add_activities();
+  a->set_kind(kind);
+  a->set_start_ns(start);
+  a->set_end_ns(end);
+  a->set_correlation_id(corr);
+  a->set_stream(stream);
+  return a;
+}
+
 inline void Comm(wire::Batch* b, uint64_t id, int nranks, int rank) {
   auto* c = b->add_communicators();
   c->set_comm_id(id);

@@ -19,17 +19,6 @@ constexpr uint64_t kUs = 1000;
 constexpr uint64_t kMs = 1000 * kUs;
 constexpr uint64_t kS = 1000 * kMs;
 
-wire::Activity* Work(wire::Batch* b, wire::ActivityKind kind, uint64_t start, uint64_t end,
-                     uint32_t corr = 0, uint32_t stream = 1) {
-  auto* a = b->add_activities();
-  a->set_kind(kind);
-  a->set_start_ns(start);
-  a->set_end_ns(end);
-  a->set_correlation_id(corr);
-  a->set_stream(stream);
-  return a;
-}
-
 wire::Activity* Kernel(wire::Batch* b, uint64_t start, uint64_t end, uint32_t corr = 0,
                        uint32_t name_id = 1, uint32_t stream = 1) {
   auto* a = Work(b, wire::ACTIVITY_KERNEL, start, end, corr, stream);

@@ -13,6 +13,7 @@
 #include "fixtures.h"
 #include "jobs/live_snapshot.h"
 #include "live/prometheus.h"
+#include "step_loop.h"
 #include "test_trace_validator.h"
 
 using namespace gwtest;
@@ -21,23 +22,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr uint64_t kUs = 1000, kMs = 1000 * kUs;
+using gpuwatch::collector::test_loop::kMs;
+using gpuwatch::collector::test_loop::kUs;
 const char* const kKinds[] = {"host_wait", "launch_wait", "sync_wait", "other"};
 
-void Api(wire::Batch& b, uint32_t corr, uint64_t t, uint64_t dur) {
-  auto* a = b.add_activities();
-  a->set_kind(wire::ACTIVITY_API);
-  a->set_correlation_id(corr);
-  a->set_start_ns(t);
-  a->set_end_ns(t + dur);
-}
+void Api(wire::Batch& b, uint32_t corr, uint64_t t, uint64_t dur) { Work(&b, wire::ACTIVITY_API, t, t + dur, corr); }
 void Kernel(wire::Batch& b, uint32_t corr, uint64_t start, uint64_t end) {
-  auto* k = b.add_activities();
-  k->set_kind(wire::ACTIVITY_KERNEL);
-  k->set_correlation_id(corr);
-  k->set_start_ns(start);
-  k->set_end_ns(end);
-  k->set_name_id(2);
+  Work(&b, wire::ACTIVITY_KERNEL, start, end, corr)->set_name_id(2);
 }
 
 // 30 NVTX steps of 3 ms, each with one gap of every kind: host work before the first
@@ -45,13 +36,7 @@ void Kernel(wire::Batch& b, uint32_t corr, uint64_t start, uint64_t end) {
 // host sits in (sync_wait), work launched early that starts late (other).
 wire::Batch Steps(uint64_t t0) {
   wire::Batch b;
-  b.set_gpu_source(wire::GPU_SOURCE_CUPTI);
-  auto* n = b.add_kernel_names();
-  n->set_id(1);
-  n->set_name("train_step");
-  n = b.add_kernel_names();
-  n->set_id(2);
-  n->set_name("_Z4stepPf");
+  gpuwatch::collector::test_loop::StepNames(b);
   uint32_t corr = 0;
   for (uint64_t s = 0, t = t0; s < 30; ++s, t += 3 * kMs) {
     const uint64_t w = t + 1 * kMs;  // host work first

@@ -31,16 +31,9 @@ std::string Slurp(const std::string& path) {
   return ss.str();
 }
 
-wire::Activity* Act(wire::Batch* b, wire::ActivityKind kind, uint64_t start, uint64_t end,
-                    uint32_t corr, uint32_t stream = 7) {
-  auto* a = b->add_activities();
-  a->set_kind(kind);
-  a->set_start_ns(start);
-  a->set_end_ns(end);
-  a->set_correlation_id(corr);
-  a->set_stream(stream);
-  a->set_device(0);
-  return a;
+wire::Activity* Act(wire::Batch* b, wire::ActivityKind kind, uint64_t start, uint64_t end, uint32_t corr,
+                    uint32_t stream = 7) {
+  return Work(b, kind, start, end, corr, stream);
 }
 
 constexpr uint64_t kT0 = 5'000'000'000;  // 5 s on the rank's clock

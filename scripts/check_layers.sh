@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The collector's stages include only downwards (docs/ARCHITECTURE.md):
+#   common < ingest < interpret < analyze < report, trace, live < jobs < service < main
+# (report, trace and live are views of the same level and include none of each other's
+# headers but trace -> nothing of report). Prints each include that runs upwards; exit 1 if any.
+set -euo pipefail
+cd "$(dirname "$0")/../collector"
+rank() {
+  case "$1" in
+    common) echo 0 ;; ingest) echo 1 ;; interpret) echo 2 ;; analyze) echo 3 ;;
+    report|trace|live) echo 4 ;; jobs) echo 5 ;; service) echo 6 ;; *) echo 9 ;;
+  esac
+}
+bad=0
+for f in $(find common ingest interpret analyze report trace live jobs service -name '*.h' -o -name '*.cpp' | sort); do
+  from=${f%%/*}
+  while read -r inc; do
+    to=${inc%%/*}
+    [ "$to" = "$inc" ] && continue  # proto/ headers and the like: below every stage
+    rf=$(rank "$from"); rt=$(rank "$to")
+    if [ "$rt" = 9 ]; then continue; fi
+    if [ "$rt" -gt "$rf" ] || { [ "$rt" = 4 ] && [ "$rf" = 4 ] && [ "$to" != "$from" ]; }; then
+      echo "$f includes $inc: $from may not include $to"
+      bad=1
+    fi
+  done < <(grep -o '#include "[^"]*"' "$f" | sed 's/#include "//; s/"$//')
+done
+exit $bad
