@@ -169,7 +169,8 @@ RankContext::RankContext(const RankResult& res) : r(res) {
     }
     scale = normal ? static_cast<double>(n) / normal * to_all_steps : 1.0;
     const auto& kept = r.steps.steps;
-    const double covered = kept.back().end > kept.front().start ? S(kept.back().end - kept.front().start) : 0.0;
+    const uint64_t until = std::max(kept.back().end, r.steps.charged_until);
+    const double covered = until > kept.front().start ? S(until - kept.front().start) : 0.0;
     fig_base = std::max(base, covered * to_all_steps);
   } else {
     dev = r.gpu.run;

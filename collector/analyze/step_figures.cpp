@@ -49,6 +49,7 @@ void StepCharger::OnStep(const StepMark& m) {
 
 void StepCharger::OnStepsReset() {
   f_.steps.clear();
+  f_.charged_until = 0;
   seen_ = 0;
   cursor_ = 0;
   stop_ = UINT64_MAX;
@@ -76,13 +77,19 @@ void StepCharger::Split(uint64_t a, uint64_t b, Add add) {
     const uint64_t s0 = steps[k].start;
     const uint64_t s1 = k + 1 < steps.size() ? steps[k + 1].start : stop_;
     const uint64_t lo = std::max(a, s0), hi = std::min(b, s1);
-    if (hi > lo) add(steps[k].dev, hi - lo);
+    if (hi > lo) {
+      add(steps[k].dev, hi - lo);
+      f_.charged_until = std::max(f_.charged_until, hi);
+    }
     if (s1 >= b) break;
   }
 }
 
 void StepCharger::OnDeviceWork(const DeviceWork& w) {
-  if (DeviceSlice* s = At(w.start_ns)) s->AddWork(w, w.dur_ns());
+  if (DeviceSlice* s = At(w.start_ns)) {
+    s->AddWork(w, w.dur_ns());
+    f_.charged_until = std::max(f_.charged_until, w.end_ns);
+  }
 }
 
 void StepCharger::OnBusy(const BusySpan& b) {

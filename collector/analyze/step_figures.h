@@ -22,6 +22,10 @@ struct StepRec {
 
 struct StepFigures {
   std::deque<StepRec> steps;      // the first kMaxSteps NVTX steps, in time order
+  // The latest time charged to a kept step (the last step holds device time after its
+  // end until the next step starts): with the first step's start, the span the per-step
+  // figures cover.
+  uint64_t charged_until = 0;
   // Syncs followed by more work in their step, over the run, by SyncKind.
   std::array<uint64_t, kSyncKinds> sync_mid_ns{}, sync_mid_count{};
   uint64_t SyncMidNs() const;

@@ -183,3 +183,29 @@ TEST_CASE("collector: a run total's share is of the run, not of steps that cover
   CHECK(it->share == Approx(0.2));  // 2 s of 10 s; over the 50 ms of steps it read 4000%
   CHECK(it->share <= 1.0);
 }
+
+TEST_CASE("collector: a per-step share is of the span the steps' figures cover, never over 100%") {
+  // 10 NVTX ranges of 10 ms every 100 ms: the host works 90 ms outside them, and the GPU
+  // idles then. A step holds the device's time until the next step starts, so that idle is
+  // in the steps' figures; over the 100 ms of NVTX ranges data loading read 950%.
+  dg::RankResult d;
+  d.rank = 0;
+  d.gpu.cupti_ranks = 1;
+  d.per_step_device = true;
+  for (int s = 0; s < 10; ++s) {
+    dg::StepRec r;
+    r.start = 1000 * kMs + s * 100 * kMs;
+    r.end = r.start + 10 * kMs;
+    r.dev.busy = r.dev.noncomm_busy = r.dev.compute = 5 * kMs;
+    r.dev.idle[dg::kIdleHost] = 95 * kMs;
+    d.steps.steps.push_back(r);
+  }
+  d.steps.charged_until = 1000 * kMs + 1000 * kMs;  // the last step held 90 ms after its end
+  d.found.total = 10;
+  const auto f = dg::RankFindings(d);
+  REQUIRE(!f.empty());
+  CHECK(f[0].id == "data_loading");
+  CHECK(f[0].time_lost_s == Approx(0.95));
+  CHECK(f[0].share == Approx(0.95));
+  for (const auto& x : f) CHECK(x.share <= 1.0);
+}
