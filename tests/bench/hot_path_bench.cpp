@@ -11,10 +11,10 @@
 #include <vector>
 #include <x86intrin.h>
 
-#include "pinned_ranges.h"
-#include "recorder.h"
-#include "registry.h"
-#include "stamp_clock.h"
+#include "record/pinned_ranges.h"
+#include "record/recorder.h"
+#include "record/registry.h"
+#include "record/stamp_clock.h"
 
 namespace gi = gpuwatch::inject;
 
