@@ -1,3 +1,4 @@
+// Launch calls and NCCL kernels joined by correlation id, in a bounded window.
 #include "enrich/comm_kernel_times.h"
 
 namespace gpuwatch::inject {
@@ -6,7 +7,6 @@ namespace {
 // before (its events completed), and memory stays bounded.
 constexpr uint64_t kWindowNs = 3'000'000'000ull;
 constexpr size_t kMaxEntries = 1 << 18;
-constexpr uint8_t kActKernel = 1, kActApi = 5;  // wire ActivityKind
 }  // namespace
 
 void CommKernelTimes::Observe(const ActivityRecord& a) {

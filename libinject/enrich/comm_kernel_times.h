@@ -1,7 +1,6 @@
-// GPU time of collectives from CUPTI, when CUPTI runs: the NCCL kernels launched inside
-// the collective's host call. The CUDA event pair around the enqueue (collective_timer.h)
-// also counts the time the GPU sat idle while NCCL prepared the launch — a few microseconds
-// per call that dominate small collectives — so it is only the fallback.
+// GPU time of collectives from CUPTI, when CUPTI runs: the NCCL kernels launched inside the
+// collective's host call. Preferred to the event pair (record/collective_timer.h), which also
+// counts the GPU's idle time while NCCL prepared the launch (microseconds: small collectives).
 #pragma once
 #include <cstdint>
 #include <map>

@@ -1,3 +1,4 @@
+// CUPTI loaded, its activity buffers handled and parsed, its clock mapped onto CLOCK_MONOTONIC.
 #include "enrich/cupti_reader.h"
 
 #include <cupti.h>
@@ -10,16 +11,12 @@
 #include <mutex>
 #include <vector>
 
-#include "runtime/config.h"
 #include "record/record.h"
-#include "record/recorder.h"
 #include "record/registry.h"
+#include "record/stamp_clock.h"
 
 namespace gpuwatch::inject {
 namespace {
-
-// Wire enum values (gpuwatch.proto ActivityKind).
-enum : uint8_t { kActKernel = 1, kActMemcpy = 2, kActMemset = 3, kActSync = 4, kActApi = 5 };
 
 constexpr size_t kBufferBytes = 4u << 20;
 constexpr size_t kMaxBuffers = 16;  // 64 MiB at most in CUPTI's hands and ours
@@ -215,7 +212,7 @@ void Parse(CuptiState& s, uint8_t* buffer, size_t valid, const std::function<voi
         a.end_ns = ToMono(s, p->end);
         a.correlation_id = p->correlationId;
         a.api_id = p->cbid;
-        a.api_domain = rec->kind == CUPTI_ACTIVITY_KIND_RUNTIME ? 1 : 2;
+        a.api_domain = rec->kind == CUPTI_ACTIVITY_KIND_RUNTIME ? kApiDomainRuntime : kApiDomainDriver;
         break;
       }
       default:

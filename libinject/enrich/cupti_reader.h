@@ -1,11 +1,6 @@
 // The GPU timeline from CUPTI activity records: every kernel, copy and memset the device
 // executes, whoever launched it (cuBLAS, NCCL and Triton launch around the runtime hooks),
 // plus the runtime/driver calls that enqueued them, tied by correlation id.
-//
-// CUPTI is loaded with dlopen: without it (or when another profiler holds it) gpuwatch
-// keeps working on hooks and events alone and says which source the GPU figures use.
-// Completed buffers are queued by CUPTI's callback and parsed on the sender thread, never
-// on an application thread.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -14,9 +9,14 @@
 
 namespace gpuwatch::inject {
 
+// Mirror of gpuwatch.proto's ActivityKind (transport/wire_check.cpp asserts it matches).
+enum ActivityKind : uint8_t { kActKernel = 1, kActMemcpy = 2, kActMemset = 3, kActSync = 4, kActApi = 5 };
+// ActivityRecord::api_domain of kActApi records.
+enum ApiDomain : uint32_t { kApiDomainRuntime = 1, kApiDomainDriver = 2 };
+
 // One parsed record, times on CLOCK_MONOTONIC. Kinds and fields follow gpuwatch.wire.Activity.
 struct ActivityRecord {
-  uint8_t kind;        // wire ActivityKind
+  uint8_t kind;        // ActivityKind
   uint8_t copy_kind;   // wire CopyKind
   uint16_t flags;      // wire EventFlag bits
   uint32_t correlation_id;
@@ -29,8 +29,13 @@ struct ActivityRecord {
   bool comm_kernel;    // a kernel of NCCL's (not encoded: used to time collectives)
 };
 
+// CUPTI is loaded with dlopen: without it (or when another profiler holds it) gpuwatch
+// keeps working on hooks and events alone and says which source the GPU figures use.
+// Completed buffers are queued by CUPTI's callback and parsed on the sender thread, never
+// on an application thread.
 class CuptiReader {
  public:
+  // Mirror of gpuwatch.proto's GpuSource.
   enum class Source { kUnknown = 0, kCupti = 1, kEvents = 2 };
 
   // Loads CUPTI and enables activity records. Idempotent; any thread.

@@ -1,3 +1,4 @@
+// Versions and watched settings, read on the sender thread.
 #include "enrich/environment_probe.h"
 
 #include <dlfcn.h>
@@ -5,7 +6,6 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "transport/encode.h"
 #include "record/real.h"
 
 namespace gpuwatch::inject {
@@ -50,7 +50,7 @@ int NcclVersion() {
 
 }  // namespace
 
-void EnvironmentProbe::Append(std::string& batch, uint64_t now_ns) {
+bool EnvironmentProbe::Probe(uint64_t now_ns) {
   bool changed = false;
   if (!cuda_done_) {
     cuda_done_ = true;
@@ -68,7 +68,7 @@ void EnvironmentProbe::Append(std::string& batch, uint64_t now_ns) {
       changed = true;
     }
   }
-  if (changed) AppendEnvironment(batch, info_);
+  return changed;
 }
 
 }  // namespace gpuwatch::inject

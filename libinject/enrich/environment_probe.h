@@ -1,10 +1,5 @@
-// The `environment` facts (issue 6): CUDA runtime and driver versions, NCCL's version, and
-// the settings in the environment that change NCCL's transports or CUDA's launches.
-//
-// Sender thread only, and only once the application has made its first CUDA call: the
-// version queries then touch nothing the application has not already initialised (neither
-// creates a context), and NCCL is never loaded for this -- ncclGetVersion is looked up among
-// the objects already in the process, at most once a second until NCCL shows up.
+// The `environment` facts: CUDA runtime and driver versions, NCCL's version, and the settings
+// in the environment that change NCCL's transports or CUDA's launches.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -28,10 +23,15 @@ extern const size_t kWatchedVariableCount;
 // the sender thread: NCCL's own threads read the environment the same way.
 std::vector<std::pair<std::string, std::string>> WatchedSettings();
 
+// Sender thread only, and only once the application has made its first CUDA call: the
+// version queries then touch nothing the application has not already initialised (neither
+// creates a context), and NCCL is never loaded for this -- ncclGetVersion is looked up among
+// the objects already in the process, at most once a second until NCCL shows up.
 class EnvironmentProbe {
  public:
-  // Appends Batch.environment when something new became known since the last call.
-  void Append(std::string& batch, uint64_t now_ns);
+  // Looks again; true when something new became known since the last call (info() is then
+  // due on the wire).
+  bool Probe(uint64_t now_ns);
   const EnvironmentInfo& info() const { return info_; }
 
  private:

@@ -1,3 +1,4 @@
+// The process tree found and summed from /proc.
 #include "enrich/proc_sampler.h"
 
 #include <dirent.h>
@@ -8,8 +9,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-
-#include "transport/encode.h"
 
 namespace gpuwatch::inject {
 namespace {
@@ -101,10 +100,10 @@ bool IsNumber(const char* s) {
 
 ProcSampler::ProcSampler(pid_t root) : root_(root), tree_{root} {}
 
-void ProcSampler::Append(std::string& batch, uint64_t now_ns) {
-  if (now_ns < next_sample_ns_) return;
+std::optional<ProcTotals> ProcSampler::SampleIfDue(uint64_t now_ns) {
+  if (now_ns < next_sample_ns_) return std::nullopt;
   next_sample_ns_ = now_ns + kSampleIntervalNs;
-  AppendProcSample(batch, Sample(now_ns));
+  return Sample(now_ns);
 }
 
 ProcTotals ProcSampler::Sample(uint64_t now_ns) {

@@ -1,21 +1,12 @@
-// CPU time and read I/O of the rank's process tree -- the process and its descendants, e.g.
-// DataLoader workers -- for the `input_io` finding (issue 6): the collector relates the
-// samples to the GPU's data-loading gaps to tell a CPU-bound input pipeline from one
-// waiting on reads.
-//
-// Sender thread only, never an application thread. Bounded cost: at most one sample per
-// kSampleIntervalNs (100 ms), reading /proc/PID/{stat,io,schedstat} of at most kMaxProcs
-// processes; the tree is re-discovered at most once a second from
-// /proc/PID/task/TID/children (at most kMaxTasks threads per process), or, on kernels
-// without that file (CONFIG_PROC_CHILDREN off), by a scan of the parent ids in
-// /proc/*/stat at most every kScanIntervalNs over at most kMaxScan entries.
-// The collector the rank may have started (its child) is left out of the tree.
-// tests/unit/inject/proc_sampler_test.cpp measures a sample's cost.
+// CPU time and read I/O of the rank's process tree (the process and its descendants, e.g.
+// DataLoader workers) for the `input_io` finding: the collector relates the samples to the
+// GPU's data-loading gaps, telling a CPU-bound input pipeline from one waiting on reads.
 #pragma once
 #include <sys/types.h>
 #include <unistd.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +21,14 @@ struct ProcTotals {
   uint64_t run_wait_ns = 0;  // runnable, waiting for a CPU (main threads, /proc/PID/schedstat)
 };
 
+// Sender thread only, never an application thread. Bounded cost: at most one sample per
+// kSampleIntervalNs (100 ms), reading /proc/PID/{stat,io,schedstat} of at most kMaxProcs
+// processes; the tree is re-discovered at most once a second from
+// /proc/PID/task/TID/children (at most kMaxTasks threads per process), or, on kernels
+// without that file (CONFIG_PROC_CHILDREN off), by a scan of the parent ids in
+// /proc/*/stat at most every kScanIntervalNs over at most kMaxScan entries.
+// The collector the rank may have started (its child) is left out of the tree.
+// tests/unit/inject/enrich/proc_sampler_test.cpp measures a sample's cost.
 class ProcSampler {
  public:
   static constexpr uint64_t kSampleIntervalNs = 100'000'000;
@@ -40,9 +39,9 @@ class ProcSampler {
   static constexpr size_t kMaxScan = 8192;
 
   explicit ProcSampler(pid_t root);
-  // Appends one Batch.proc_samples when a sample is due; nothing otherwise.
-  void Append(std::string& batch, uint64_t now_ns);
-  // Takes a sample now (tests, and Append).
+  // A sample when one is due (every kSampleIntervalNs); nothing otherwise.
+  std::optional<ProcTotals> SampleIfDue(uint64_t now_ns);
+  // Takes a sample now (tests, and SampleIfDue).
   ProcTotals Sample(uint64_t now_ns);
   const std::vector<pid_t>& tree() const { return tree_; }
 

@@ -1,15 +1,14 @@
-// CUDA runtime wrappers. Each one is mechanical: find the real function, and when
-// recording, time the call and emit one Record. Classification that needs no CUDA call
-// (copy direction, pinned or pageable, kernel name id) happens here because it is a few
-// loads; everything else happens on the sender thread.
+// CUDA runtime wrappers: find the real function and, when recording, time the call and
+// emit one Record. Classification that needs no CUDA call (copy direction, pinned or
+// pageable, kernel name id) is a few loads here; everything else is the sender thread's.
 #include <cuda_runtime_api.h>
 
 #include "record/call_sites.h"
 #include "record/pinned_ranges.h"
 #include "record/real.h"
 #include "record/recorder.h"
-#include "record/stamp_clock.h"
 #include "record/registry.h"
+#include "record/stamp_clock.h"
 
 namespace gi = gpuwatch::inject;
 
@@ -47,11 +46,11 @@ cudaError_t Copy(gi::Api api, void* dst, const void* src, size_t n, cudaMemcpyKi
   if (!gi::Recording()) return call();
   gi::EnsureRing();
   gi::Record r{};
-  r.t_ns = gi::Stamp();
+  r.t_ticks = gi::Stamp();
   r.stream = StreamId(s);
-  gi::EnterCall(api, r.t_ns, r.stream);  // a blocking copy can take seconds
+  gi::EnterCall(api, r.t_ticks, r.stream);  // a blocking copy can take seconds
   const cudaError_t rc = call();
-  r.dur_ns = gi::Stamp() - r.t_ns;
+  r.dur_ticks = gi::Stamp() - r.t_ticks;
   r.api = api;
   r.bytes = n;
   ClassifyCopy(r, dst, src, kind);
@@ -59,10 +58,9 @@ cudaError_t Copy(gi::Api api, void* dst, const void* src, size_t n, cudaMemcpyKi
   // cudaMemcpy returns when the copy is done; an async copy from/to pageable memory is
   // staged through a pinned buffer and blocks the host as well.
   if (host_side && (api == gi::kApiMemcpy || (r.flags & gi::kFlagPageable))) r.flags |= gi::kFlagBlockedHost;
-  if ((r.flags & gi::kFlagBlockedHost) && r.dur_ns >= gi::g_call_site_min_ticks.load(std::memory_order_relaxed))
-    r.name_id = gi::CaptureCallSite();  // a blocking copy that waited long: where from
+  if (gi::WantsCallSite(r)) r.site_id = gi::CaptureCallSite();  // a blocking copy that waited long: where from
   gi::Emit(r);
-  gi::LeaveCall();  // after Emit: the sender's settled time counts on it (sender.cpp)
+  gi::LeaveCall();  // after Emit: the settled time counts on it (assemble/assembler.h)
   return rc;
 }
 
@@ -72,17 +70,16 @@ cudaError_t Timed(gi::Api api, uint64_t stream, uint32_t name_id, F&& call) {
   const bool may_hang = api != gi::kApiLaunchKernel;  // a sync waits on the GPU
   if (may_hang) gi::EnsureRing();
   gi::Record r{};
-  r.t_ns = gi::Stamp();
-  if (may_hang) gi::EnterCall(api, r.t_ns, stream);
+  r.t_ticks = gi::Stamp();
+  if (may_hang) gi::EnterCall(api, r.t_ticks, stream);
   const cudaError_t rc = call();
-  r.dur_ns = gi::Stamp() - r.t_ns;
+  r.dur_ticks = gi::Stamp() - r.t_ticks;
   r.api = api;
   r.stream = stream;
   r.name_id = name_id;
-  if (may_hang && r.dur_ns >= gi::g_call_site_min_ticks.load(std::memory_order_relaxed))
-    r.name_id = gi::CaptureCallSite();  // a sync that waited long: where from
+  if (gi::WantsCallSite(r)) r.site_id = gi::CaptureCallSite();  // a sync that waited long: where from
   gi::Emit(r);
-  if (may_hang) gi::LeaveCall();  // after Emit: the sender's settled time counts on it
+  if (may_hang) gi::LeaveCall();  // after Emit: the settled time counts on it
   return rc;
 }
 

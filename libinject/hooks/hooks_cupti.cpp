@@ -1,15 +1,6 @@
 // The CUPTI activity calls an application's profiler makes (torch.profiler's Kineto,
 // Nsight), wrapped so that gpuwatch steps aside: CUPTI has one pair of buffer callbacks per
-// process. gpuwatch's own calls go through pointers from dlsym on libcupti, never through
-// these, so whatever arrives here is the application's.
-//
-// Seen on an H200 with PyTorch 2.11: a profiler registering its callbacks after gpuwatch
-// received gpuwatch's buffers ("bufferCompleted called with unknown buffer"); registering
-// before gpuwatch started and enabling its record kinds later, it received nothing while
-// gpuwatch got its records. So: the application's callbacks are remembered whenever they
-// are registered; when the application registers or enables a record kind, gpuwatch hands
-// CUPTI over (flushes and keeps its own buffers, turns its kinds off, puts the
-// application's callbacks back) and times the job with hooks and events from then on.
+// process. gpuwatch's own calls go through dlsym on libcupti, never through these.
 #include <cupti.h>
 
 #include "enrich/cupti_reader.h"
@@ -17,6 +8,13 @@
 
 namespace gi = gpuwatch::inject;
 
+// Seen on an H200 with PyTorch 2.11: a profiler registering its callbacks after gpuwatch
+// received gpuwatch's buffers ("bufferCompleted called with unknown buffer"); registering
+// before gpuwatch started and enabling its record kinds later, it received nothing while
+// gpuwatch got its records. So: the application's callbacks are remembered whenever they
+// are registered; when the application registers or enables a record kind, gpuwatch hands
+// CUPTI over (flushes and keeps its own buffers, turns its kinds off, puts the
+// application's callbacks back) and times the job with hooks and events from then on.
 extern "C" {
 
 CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc request,

@@ -1,15 +1,14 @@
-// NCCL wrappers. NCCL exports each API twice, a strong pnccl* and a weak nccl* alias (the
-// MPI "PMPI" pattern): gpuwatch defines nccl* and forwards to pnccl*. Each collective gets
-// a per-communicator sequence number (to line it up across ranks) and a pair of CUDA
-// events around its enqueue, for its GPU time; a group gets one pair around all of it.
+// NCCL wrappers: each collective gets a per-communicator sequence number (to line it up
+// across ranks) and a pair of CUDA events around its enqueue, for its GPU time; a group gets
+// one pair around all of it. Communicators are registered as they are created.
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
 #include "record/collective_timer.h"
 #include "record/real.h"
 #include "record/recorder.h"
-#include "record/stamp_clock.h"
 #include "record/registry.h"
+#include "record/stamp_clock.h"
 
 namespace gi = gpuwatch::inject;
 
@@ -61,7 +60,7 @@ ncclResult_t Collective(gi::Api api, size_t count, ncclDataType_t type, int peer
   r.stream = reinterpret_cast<uintptr_t>(stream);
   r.peer = peer;
   if (gi::CommInfo* c = CommFor(comm)) {
-    r.comm_id = c->id;
+    r.comm_id = static_cast<uint32_t>(c->id);  // at most Comms::kMax
     r.seq = c->next_seq.fetch_add(1, std::memory_order_relaxed);
   }
   gi::CollectiveTimer::NoTime why = gi::CollectiveTimer::NoTime::kNone;
@@ -79,16 +78,16 @@ ncclResult_t Collective(gi::Api api, size_t count, ncclDataType_t type, int peer
     slot = gi::Timer().Begin(stream, &why);
   }
   gi::EnsureRing();
-  r.t_ns = gi::Stamp();
-  gi::EnterCall(api, r.t_ns, r.stream, r.comm_id, r.seq);
+  r.t_ticks = gi::Stamp();
+  gi::EnterCall(api, r.t_ticks, r.stream, r.comm_id, r.seq);
   const ncclResult_t rc = call();
-  r.dur_ns = gi::Stamp() - r.t_ns;
+  r.dur_ticks = gi::Stamp() - r.t_ticks;
   if (gi::CommInfo* c = gi::Communicators().Find(comm)) c->MarkReturned(r.seq);
   if (tl_group_depth == 0) gi::Timer().End(slot, stream);
   if (slot == 0) r.flags |= gi::kFlagNoGpuTime;
   r.event_slot = slot;
   gi::Emit(r);
-  gi::LeaveCall();  // after Emit: the sender's settled time counts on it (sender.cpp)
+  gi::LeaveCall();  // after Emit: the settled time counts on it (assemble/assembler.h)
   return rc;
 }
 
@@ -96,6 +95,8 @@ ncclResult_t Collective(gi::Api api, size_t count, ncclDataType_t type, int peer
 
 extern "C" {
 
+// NCCL exports each API twice, a strong pnccl* and a weak nccl* alias (the MPI "PMPI"
+// pattern): gpuwatch defines nccl* and forwards to pnccl*.
 #define GW_FORWARD(name) static const auto real = gi::Real<decltype(&p##name)>("p" #name); \
   if (!real) return ncclInternalError
 
@@ -147,8 +148,8 @@ ncclResult_t ncclGroupEnd(void) {
       gi::Record end{};
       end.api = gi::kGroupEnd;
       end.event_slot = tl_group_slot;
-      end.t_ns = t0;
-      end.dur_ns = gi::Stamp() - t0;
+      end.t_ticks = t0;
+      end.dur_ticks = gi::Stamp() - t0;
       gi::Emit(end);
     }
     tl_group_slot = 0;

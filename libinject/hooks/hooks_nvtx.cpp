@@ -1,17 +1,5 @@
-// NVTX v3 ranges (issue 6: steps). NVTX is header-only: the application's own copy looks
-// for a tool on its first NVTX call, in the environment variable NVTX_INJECTION64_PATH
-// (a library it dlopen()s to call `InitializeInjectionNvtx2`) or, for a tool linked into
-// the program, the C symbol `InitializeInjectionNvtx2_fnptr`. A preloaded library cannot
-// override a weak definition inside the executable, so at load time we point
-// NVTX_INJECTION64_PATH at ourselves (unless the user set it: another tool, e.g. Nsight,
-// wins). dlopen() of an already loaded library returns it, so NVTX then calls the
-// InitializeInjectionNvtx2 below, which fills NVTX's core callback table.
-//
-// Hot path: a push stores (Stamp(), name id) on a fixed per-thread stack; a pop emits one
-// fixed-size Record (kApiNvtxRange: t_ns = push, dur_ns = length, name_id, seq = depth).
-// Names are interned once per distinct (pointer, hash) through the kernel-name registry
-// (the sender ships them as KernelName entries); a per-thread direct-mapped cache keeps
-// the mutex off the hot path. Mark and the wide-char/Ex variants are not recorded.
+// NVTX v3 ranges (training steps): gpuwatch is NVTX's injected tool, and each closed range
+// becomes one Record (kApiNvtxRange: t_ticks = push, dur_ticks = length, name_id, seq = depth).
 #include <dlfcn.h>
 // We define InitializeInjectionNvtx2_fnptr ourselves (below), not NVTX's weak one.
 #define NVTX_STATIC_INJECTION_IMPL
@@ -23,19 +11,23 @@ extern "C" int (*InitializeInjectionNvtx2_fnptr)(const void* (*)(uint32_t));
 #include <cstring>
 
 #include "record/recorder.h"
-#include "record/stamp_clock.h"
 #include "record/registry.h"
+#include "record/stamp_clock.h"
 
 namespace gi = gpuwatch::inject;
 
 namespace {
 
+// Hot path: a push stores (Stamp(), name id) on a fixed per-thread stack; a pop emits the
+// Record. Names are interned once per distinct (pointer, hash) through the kernel-name
+// registry (the sender ships them as KernelName entries); a per-thread direct-mapped cache
+// keeps the mutex off the hot path. Mark and the wide-char/Ex variants are not recorded.
 constexpr int kMaxDepth = 64;  // deeper pushes are counted for depth but not recorded
 constexpr int kCacheSize = 64;
 constexpr size_t kMaxName = 256;
 
 struct Open {
-  uint64_t t_ns;
+  uint64_t t_ticks;
   uint32_t name_id;
 };
 thread_local Open tl_stack[kMaxDepth];
@@ -74,14 +66,14 @@ int Pop() {
   const int d = --tl_depth;
   if (!gi::Recording() || d >= kMaxDepth) return d;
   const Open& o = tl_stack[d];
-  if (o.t_ns == 0) return d;
+  if (o.t_ticks == 0) return d;
   gi::Record r{};
   r.api = gi::kApiNvtxRange;
-  r.t_ns = o.t_ns;
-  r.dur_ns = gi::Stamp() - o.t_ns;
+  r.t_ticks = o.t_ticks;
+  r.dur_ticks = gi::Stamp() - o.t_ticks;
   r.name_id = o.name_id;
   r.seq = static_cast<uint64_t>(d);
-  tl_stack[d].t_ns = 0;
+  tl_stack[d].t_ticks = 0;
   gi::Emit(r);
   return d;
 }
@@ -96,7 +88,7 @@ int NVTX_API RangePop() { return Pop(); }
 // Start/End ranges may end on another thread: a small table keyed by the returned id.
 constexpr int kMaxStarted = 256;
 struct Started {
-  std::atomic<uint64_t> t_ns{0};
+  std::atomic<uint64_t> t_ticks{0};
   std::atomic<uint32_t> name_id{0};
 };
 Started g_started[kMaxStarted];
@@ -107,7 +99,7 @@ nvtxRangeId_t StartRange(const char* msg) {
   if (!gi::Recording()) return id;
   Started& s = g_started[id % kMaxStarted];
   s.name_id.store(NameId(msg), std::memory_order_relaxed);
-  s.t_ns.store(gi::Stamp(), std::memory_order_release);
+  s.t_ticks.store(gi::Stamp(), std::memory_order_release);
   return id;
 }
 nvtxRangeId_t NVTX_API RangeStartA(const char* msg) { return StartRange(msg); }
@@ -118,12 +110,12 @@ nvtxRangeId_t NVTX_API RangeStartEx(const nvtxEventAttributes_t* a) {
 void NVTX_API RangeEnd(nvtxRangeId_t id) {
   if (!gi::Recording()) return;
   Started& s = g_started[id % kMaxStarted];
-  const uint64_t t0 = s.t_ns.exchange(0, std::memory_order_acquire);
+  const uint64_t t0 = s.t_ticks.exchange(0, std::memory_order_acquire);
   if (t0 == 0) return;
   gi::Record r{};
   r.api = gi::kApiNvtxRange;
-  r.t_ns = t0;
-  r.dur_ns = gi::Stamp() - t0;
+  r.t_ticks = t0;
+  r.dur_ticks = gi::Stamp() - t0;
   r.name_id = s.name_id.load(std::memory_order_relaxed);
   gi::Emit(r);
 }
@@ -148,7 +140,14 @@ int NVTX_API Initialize(NvtxGetExportTableFunc_t get) {
   return 1;
 }
 
-// Point the application's NVTX at this library, unless a tool is already configured.
+// NVTX is header-only: the application's own copy looks for a tool on its first NVTX call,
+// in the environment variable NVTX_INJECTION64_PATH (a library it dlopen()s to call
+// `InitializeInjectionNvtx2`) or, for a tool linked into the program, the C symbol
+// `InitializeInjectionNvtx2_fnptr`. A preloaded library cannot override a weak definition
+// inside the executable, so at load time we point NVTX_INJECTION64_PATH at ourselves
+// (unless the user set it: another tool, e.g. Nsight, wins). dlopen() of an already loaded
+// library returns it, so NVTX then calls InitializeInjectionNvtx2 below, which fills NVTX's
+// core callback table.
 __attribute__((constructor)) void PointNvtxHere() {
   if (std::getenv("NVTX_INJECTION64_PATH")) return;
   if (const char* off = std::getenv("GPUWATCH_NVTX"); off && std::strcmp(off, "0") == 0) return;

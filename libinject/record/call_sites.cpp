@@ -1,14 +1,15 @@
+// Capturing and interning call sites on the application's thread (after a long wait), and
+// handing copies to the sender thread.
 #include "record/call_sites.h"
 
-#include <cxxabi.h>
 #include <dlfcn.h>
 #include <execinfo.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 #include "record/registry.h"
 
@@ -18,17 +19,8 @@ std::atomic<uint64_t> g_call_site_min_ticks{UINT64_MAX};
 
 namespace {
 
-constexpr int kMaxFrames = 24;   // captured; the hook's own frames are skipped
-constexpr int kSkipFrames = 2;   // CaptureCallSite and the hook's template
-constexpr int kSentFrames = 16;
-constexpr size_t kMaxSites = 1024;
-constexpr size_t kMaxPython = 256;
-
-struct Site {
-  void* pcs[kMaxFrames];
-  int n = 0;
-  char python[kMaxPython] = {};
-};
+constexpr int kSkipFrames = 2;  // CaptureCallSite and the hook's template
+using Site = CapturedSite;
 
 struct Sites {
   std::mutex mu;
@@ -100,28 +92,6 @@ uint64_t Hash(const Site& s) {
   return h ^ (HashBytes(s.python, std::strlen(s.python)) * 31);
 }
 
-std::string Symbolize(void* pc) {
-  Dl_info info{};
-  char buf[512];
-  if (!dladdr(pc, &info) || !info.dli_fname) {
-    std::snprintf(buf, sizeof buf, "%p", pc);
-    return buf;
-  }
-  const char* lib = std::strrchr(info.dli_fname, '/');
-  lib = lib ? lib + 1 : info.dli_fname;
-  if (!info.dli_sname) {
-    std::snprintf(buf, sizeof buf, "%s+0x%lx", lib,
-                  static_cast<unsigned long>(static_cast<char*>(pc) - static_cast<char*>(info.dli_fbase)));
-    return buf;
-  }
-  int status = 0;
-  char* demangled = abi::__cxa_demangle(info.dli_sname, nullptr, nullptr, &status);
-  std::snprintf(buf, sizeof buf, "%s+0x%lx (%s)", status == 0 && demangled ? demangled : info.dli_sname,
-                static_cast<unsigned long>(static_cast<char*>(pc) - static_cast<char*>(info.dli_saddr)), lib);
-  std::free(demangled);
-  return buf;
-}
-
 }  // namespace
 
 void WarmUpCallSites() {
@@ -132,8 +102,8 @@ void WarmUpCallSites() {
 
 uint32_t CaptureCallSite() {
   Site s;
-  void* pcs[kMaxFrames + kSkipFrames];
-  const int n = backtrace(pcs, kMaxFrames + kSkipFrames);
+  void* pcs[Site::kMaxFrames + kSkipFrames];
+  const int n = backtrace(pcs, Site::kMaxFrames + kSkipFrames);
   if (n <= kSkipFrames) return 0;
   s.n = n - kSkipFrames;
   std::memcpy(s.pcs, pcs + kSkipFrames, sizeof(void*) * static_cast<size_t>(s.n));
@@ -143,24 +113,18 @@ uint32_t CaptureCallSite() {
   std::lock_guard<std::mutex> lock(all.mu);  // after a wait of a millisecond or more
   auto it = all.by_hash.find(h);
   if (it != all.by_hash.end()) return it->second;
-  if (all.all.size() >= kMaxSites) return 0;
+  if (all.all.size() >= kMaxCallSites) return 0;
   all.all.push_back(s);
   const auto id = static_cast<uint32_t>(all.all.size());
   all.by_hash.emplace(h, id);
   return id;
 }
 
-bool DescribeCallSite(uint32_t id, CallSiteText* out) {
-  Site s;
-  {
-    Sites& all = S();
-    std::lock_guard<std::mutex> lock(all.mu);
-    if (id == 0 || id > all.all.size()) return false;
-    s = all.all[id - 1];
-  }
-  out->frames.clear();
-  for (int i = 0; i < s.n && i < kSentFrames; ++i) out->frames.push_back(Symbolize(s.pcs[i]));
-  out->python = s.python;
+bool FindCallSite(uint32_t id, CapturedSite* out) {
+  Sites& all = S();
+  std::lock_guard<std::mutex> lock(all.mu);
+  if (id == 0 || id > all.all.size()) return false;
+  *out = all.all[id - 1];
   return true;
 }
 

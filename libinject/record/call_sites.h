@@ -1,16 +1,11 @@
-// Where the host blocked (issue 6: sync_stall names the call site). After a sync or a
-// blocking copy that took long (GPUWATCH_CALLSITE_MS, default 1 ms), the hook captures the
-// caller's return addresses and, when the thread holds CPython's GIL, the Python frame that
-// made the call. A short sync captures nothing: the cost (a few microseconds of unwinding)
-// is paid only after the application already waited a millisecond or more.
-//
-// Sites are interned (same addresses and Python line: same id), at most kMaxSites; the
-// sender symbolizes a site (dladdr) the first time a record uses it.
+// Where the host blocked: after a call that blocked it long (GPUWATCH_CALLSITE_US, default
+// 1 ms), the hook captures the caller's return addresses and, when the thread holds
+// CPython's GIL, the Python frame that made the call. enrich/call_site_names.h names them.
 #pragma once
 #include <atomic>
 #include <cstdint>
-#include <string>
-#include <vector>
+
+#include "record/record.h"
 
 namespace gpuwatch::inject {
 
@@ -18,16 +13,32 @@ namespace gpuwatch::inject {
 // until the sender has measured the stamp rate.
 extern std::atomic<uint64_t> g_call_site_min_ticks;
 
-// App thread, after a call that blocked at least g_call_site_min_ticks. 0 when none (table
-// full, or the unwinder found nothing).
-uint32_t CaptureCallSite();
+// The one place that decides which records carry a call site (Record::site_id): syncs, and
+// copies that blocked the host, once they blocked at least g_call_site_min_ticks. A short
+// call captures nothing: the unwinding (a few microseconds) is paid only after the
+// application already waited a millisecond or more.
+inline bool WantsCallSite(const Record& r) {
+  const bool sync = r.api == kApiStreamSynchronize || r.api == kApiDeviceSynchronize || r.api == kApiEventSynchronize;
+  const bool blocking_copy = (r.api == kApiMemcpy || r.api == kApiMemcpyAsync) && (r.flags & kFlagBlockedHost);
+  return (sync || blocking_copy) && r.dur_ticks >= g_call_site_min_ticks.load(std::memory_order_relaxed);
+}
 
-struct CallSiteText {
-  std::vector<std::string> frames;  // "symbol+0x1c (libfoo.so)", innermost first
-  std::string python;               // "train.py:42 in step", or empty
+// App thread, right inside the hook (its frames are skipped). Sites are interned (same
+// addresses and Python line: same id), at most kMaxCallSites. 0 when none (table full, or
+// the unwinder found nothing).
+uint32_t CaptureCallSite();
+constexpr size_t kMaxCallSites = 1024;
+
+// A captured site as it was taken: return addresses, innermost first, and the Python frame.
+struct CapturedSite {
+  static constexpr int kMaxFrames = 24;
+  static constexpr size_t kMaxPython = 256;
+  void* pcs[kMaxFrames];
+  int n = 0;
+  char python[kMaxPython] = {};  // "train.py:42 in step", or empty
 };
-// Sender thread: the site's frames symbolized. False for an unknown id.
-bool DescribeCallSite(uint32_t id, CallSiteText* out);
+// Sender thread: a copy of site `id`. False for an unknown id.
+bool FindCallSite(uint32_t id, CapturedSite* out);
 
 // Sender thread, once at start: the first backtrace() loads the unwinder (a dlopen and a
 // malloc), which must not happen first inside an application's call.

@@ -1,3 +1,5 @@
+// The event-pair pool: created on first use, recorded around collectives, polled and
+// released by the sender thread.
 #include "record/collective_timer.h"
 
 #include <mutex>

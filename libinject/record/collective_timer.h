@@ -9,9 +9,22 @@
 
 namespace gpuwatch::inject {
 
-class CollectiveTimer {
+// The sender thread's half: whether a slot's pair has completed, and its GPU time (the
+// assembler reads it through this; tests give their own).
+class CollectiveTimes {
  public:
-  static constexpr uint32_t kSlots = 512;
+  enum class Poll { kPending, kDone, kFailed };
+  virtual Poll Query(uint32_t slot, uint64_t* gpu_ns) = 0;
+  // The slot goes back to the pool.
+  virtual void Release(uint32_t slot) = 0;
+
+ protected:
+  ~CollectiveTimes() = default;
+};
+
+class CollectiveTimer final : public CollectiveTimes {
+ public:
+  static constexpr uint32_t kSlots = 512;  // Record::event_slot holds 1 + a slot index
 
   // Hot path. Records the start event; returns slot + 1, or 0 when no timing is possible
   // (pool exhausted, stream being captured into a graph, CUDA error). `why` tells which.
@@ -19,10 +32,8 @@ class CollectiveTimer {
   uint32_t Begin(cudaStream_t stream, NoTime* why);
   void End(uint32_t slot, cudaStream_t stream);
 
-  // Sender thread.
-  enum class Poll { kPending, kDone, kFailed };
-  Poll Query(uint32_t slot, uint64_t* gpu_ns);
-  void Release(uint32_t slot);
+  Poll Query(uint32_t slot, uint64_t* gpu_ns) override;
+  void Release(uint32_t slot) override;
 
  private:
   bool EnsureEvents();

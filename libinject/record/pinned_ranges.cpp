@@ -1,3 +1,4 @@
+// The seqlock'd range array: sorted inserts and removals under a mutex, lock-free lookups.
 #include "record/pinned_ranges.h"
 
 namespace gpuwatch::inject {

@@ -1,10 +1,6 @@
 // Which host addresses are pinned (page-locked) memory, so each copy is classified pinned
 // or pageable without a CUDA call. Filled by the cudaMallocHost / cudaHostAlloc /
 // cudaHostRegister hooks, emptied by their frees.
-//
-// Readers (every copy) are lock-free: a seqlock over a sorted fixed-size array. Writers
-// (rare) serialise on a mutex. Past kMaxRanges the map stops growing and counts overflow:
-// unknown addresses are then reported as pageable, and the summary says so via the count.
 #pragma once
 #include <atomic>
 #include <cstddef>
@@ -13,6 +9,9 @@
 
 namespace gpuwatch::inject {
 
+// Readers (every copy) are lock-free: a seqlock over a sorted fixed-size array. Writers
+// (rare) serialise on a mutex. Past kMaxRanges the map stops growing and counts overflow:
+// unknown addresses are then reported as pageable, and the summary says so via the count.
 class PinnedRanges {
  public:
   static constexpr size_t kMaxRanges = 4096;

@@ -1,7 +1,6 @@
 // Fixed-capacity map from a pointer to a small value, read lock-free on the hot path.
 // Inserts are rare (kernel registration, communicator creation) and take a mutex; readers
-// never do. Open addressing with linear probing; keys are never moved, so a reader sees a
-// key either absent or with its value already published.
+// never do.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -9,6 +8,8 @@
 
 namespace gpuwatch::inject {
 
+// Open addressing with linear probing; keys are never moved, so a reader sees a key either
+// absent or with its value already published.
 template <size_t kCapacityPow2>
 class PtrTable {
   static_assert((kCapacityPow2 & (kCapacityPow2 - 1)) == 0, "capacity must be a power of two");

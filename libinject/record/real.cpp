@@ -1,3 +1,4 @@
+// dlsym(RTLD_NEXT), then the CUDA/NCCL/CUPTI libraries loaded RTLD_LOCAL.
 #include "record/real.h"
 
 namespace gpuwatch::inject {

@@ -1,15 +1,11 @@
+// The recorder's slow paths: a thread's first record takes a ring (the process's first
+// starts recording through the setup runtime/ gave), and the ring list the sender reads.
 #include "record/recorder.h"
 
-#include <dlfcn.h>
-#include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <mutex>
-
-#include "runtime/config.h"
-#include "enrich/cupti_reader.h"
-#include "runtime/sender.h"
 
 namespace gpuwatch::inject {
 
@@ -21,6 +17,8 @@ __attribute__((tls_model("initial-exec"))) thread_local Ring* tl_ring = nullptr;
 
 namespace {
 
+// Written before any thread records (the library's constructor); read on slow paths only.
+RecorderSetup g_setup;
 std::atomic<Ring*> g_rings[kMaxThreads];
 std::atomic<int> g_ring_count{0};
 std::mutex g_ring_mu;  // taken only when a thread gets its ring
@@ -46,7 +44,7 @@ Ring* AcquireRing() {
   }
   if (!ring) {
     if (n == kMaxThreads) return nullptr;
-    ring = new Ring(GetConfig().ring_records);
+    ring = new Ring(g_setup.ring_records);
     g_rings[n].store(ring, std::memory_order_release);
     g_ring_count.store(n + 1, std::memory_order_release);
   }
@@ -55,47 +53,27 @@ Ring* AcquireRing() {
   return ring;
 }
 
-void OnForkChild() {
-  // A forked child (DataLoader workers fork) must not write into the parent's stream and
-  // has no sender thread: it stays silent.
-  g_state.store(static_cast<int>(State::kOff), std::memory_order_relaxed);
-  tl_ring = nullptr;
-}
-
-// A program linked against the CUDA runtime will call it: start the sender thread now
-// rather than inside its first CUDA call. Programs that are not (shells, compilers, Python
-// before it imports torch) get no thread; nothing connects anywhere before a first record.
-__attribute__((constructor)) void AtLoad() {
-  pthread_atfork(nullptr, nullptr, OnForkChild);
-  if (GetConfig().disabled) return;
-  for (const char* lib : {"libcudart.so.13", "libcudart.so.12", "libnccl.so.2"}) {
-    if (dlopen(lib, RTLD_NOLOAD | RTLD_LAZY)) {
-      if (!StartSender()) {
-        TurnOff();
-        return;
-      }
-      // CUPTI now, so the timeline has the program's first GPU work too.
-      Cupti().Start();
-      // A spare ring for the first thread that records (the ring allocation is a syscall).
-      std::lock_guard<std::mutex> lock(g_ring_mu);
-      g_rings[0].store(new Ring(GetConfig().ring_records), std::memory_order_release);
-      g_ring_count.store(1, std::memory_order_release);
-      return;
-    }
-  }
-}
-
 }  // namespace
+
+void SetUpRecorder(const RecorderSetup& setup) { g_setup = setup; }
+
+void PrepareFirstRing() {
+  std::lock_guard<std::mutex> lock(g_ring_mu);
+  if (g_ring_count.load(std::memory_order_relaxed) != 0) return;
+  g_rings[0].store(new Ring(g_setup.ring_records), std::memory_order_release);
+  g_ring_count.store(1, std::memory_order_release);
+}
 
 Ring* ThreadRingSlow() {
   if (g_state.load(std::memory_order_acquire) == static_cast<int>(State::kIdle)) {
-    if (GetConfig().disabled || !StartSender()) {
+    if (!g_setup.start) return nullptr;  // not set up yet: stay idle, a later call starts
+    if (!g_setup.start()) {
       TurnOff();
       return nullptr;
     }
   }
   if (g_state.load(std::memory_order_acquire) != static_cast<int>(State::kRunning)) return nullptr;
-  OnFirstRecord();
+  if (g_setup.first_record) g_setup.first_record();
   Ring* ring = AcquireRing();
   if (!ring) return nullptr;
   tl_ring = ring;
@@ -111,10 +89,21 @@ void EmitSlow(const Record& r) {
   }
 }
 
-Ring* RingAt(int i) { return g_rings[i].load(std::memory_order_acquire); }
-int RingCount() { return g_ring_count.load(std::memory_order_acquire); }
+void CollectRings(std::vector<Ring*>& out) {
+  out.clear();
+  const int n = g_ring_count.load(std::memory_order_acquire);
+  for (int i = 0; i < n; ++i)
+    if (Ring* r = g_rings[i].load(std::memory_order_acquire)) out.push_back(r);
+}
+
 uint64_t DroppedTooManyThreads() { return g_too_many_threads.load(std::memory_order_relaxed); }
 
 void TurnOff() { g_state.store(static_cast<int>(State::kOff), std::memory_order_release); }
+void MarkRunning() { g_state.store(static_cast<int>(State::kRunning), std::memory_order_release); }
+
+void OnForkChild() {
+  g_state.store(static_cast<int>(State::kOff), std::memory_order_relaxed);
+  tl_ring = nullptr;
+}
 
 }  // namespace gpuwatch::inject

@@ -1,11 +1,11 @@
-// The hot path: a hook calls Emit() with a filled Record; Emit stores it in the calling
-// thread's ring. A thread's first Emit allocates and registers its ring (and the process's
-// first Emit starts the sender); after that Emit is a TLS load and a ring store: no lock,
-// no allocation, no syscall.
+// The recording API the hooks use: Emit() stores a filled Record in the calling thread's
+// ring; EnterCall/LeaveCall mark a call that may hang. After a thread's first record: a TLS
+// load and a ring store, no lock, no allocation, no syscall.
 #pragma once
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
-#include <ctime>
+#include <vector>
 
 #include "record/record.h"
 #include "record/ring.h"
@@ -16,11 +16,22 @@ enum class State : int { kIdle = 0, kRunning = 1, kOff = 2 };
 extern std::atomic<int> g_state;
 extern thread_local bool tl_internal;  // set on gpuwatch's own thread: its calls are not recorded
 
-inline uint64_t NowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
+// How recording starts, given by runtime/ when the library loads: the recorder knows nothing
+// of the sender it starts.
+struct RecorderSetup {
+  size_t ring_records = 16384;  // per-thread ring capacity, a power of two
+  // The process's first record: starts what reads the rings and sets State::kRunning.
+  // False: recording stays off for good.
+  bool (*start)() = nullptr;
+  // A thread's first record, before its ring is taken (called once per thread).
+  void (*first_record)() = nullptr;
+};
+// Before any thread records (a constructor), or from a test. Until it is called, records are
+// not kept (the process stays kIdle).
+void SetUpRecorder(const RecorderSetup& setup);
+// A ring for the process's first recording thread, taken now (at load) so that its first
+// call does not pay for the allocation.
+void PrepareFirstRing();
 
 // Whether a hook should time its call. True before the first CUDA call too: that call is
 // what starts recording.
@@ -31,12 +42,12 @@ inline bool Recording() {
 void EmitSlow(const Record& r);
 extern thread_local Ring* tl_ring;
 // The calling thread's ring, taken now: the slow path of its first record (and the
-// process's: it starts the sender). Null when recording is off or rings ran out.
+// process's: it starts recording). Null when recording is off or rings ran out.
 Ring* ThreadRingSlow();
 
 // A call that marks itself in flight (EnterCall) needs its ring before it stamps its
-// start, or its thread's first call would go unmarked (the sender's settled time counts on
-// the mark) and the ring's taking (tens of us) would be timed as the call.
+// start, or its thread's first call would go unmarked (the assembler's settled time counts
+// on the mark) and the ring's taking (tens of us) would be timed as the call.
 inline void EnsureRing() {
   if (tl_ring == nullptr) ThreadRingSlow();
 }
@@ -49,39 +60,36 @@ inline void Emit(const Record& r) {
   EmitSlow(r);
 }
 
-// Marks the calling thread as inside `api` since `t_ns` until LeaveCall (syncs and
-// collectives only: the calls that can hang). A few relaxed stores into the thread's ring.
-inline void EnterCall(uint8_t api, uint64_t t_ns, uint64_t stream, uint64_t comm_id = 0, uint64_t seq = 0) {
+// Marks the calling thread as inside `api` since the stamp `since_ticks` until LeaveCall
+// (syncs, copies and collectives: the calls that can block long). A few relaxed stores
+// into the thread's ring.
+inline void EnterCall(uint8_t api, uint64_t since_ticks, uint64_t stream, uint64_t comm_id = 0, uint64_t seq = 0) {
   if (Ring* r = tl_ring) {
     r->inflight.api.store(api, std::memory_order_relaxed);
     r->inflight.stream.store(stream, std::memory_order_relaxed);
     r->inflight.comm_id.store(comm_id, std::memory_order_relaxed);
     r->inflight.seq.store(seq, std::memory_order_relaxed);
-    r->inflight.since_ns.store(t_ns, std::memory_order_release);
+    r->inflight.since_ticks.store(since_ticks, std::memory_order_release);
   }
 }
 inline void LeaveCall() {
-  if (Ring* r = tl_ring) r->inflight.since_ns.store(0, std::memory_order_relaxed);
+  if (Ring* r = tl_ring) r->inflight.since_ticks.store(0, std::memory_order_relaxed);
 }
 
-// --- used by the sender thread ---
+// --- read by the sender thread ---
 constexpr int kMaxThreads = 256;
-// Calls fn(ring) for each registered ring.
-template <typename Fn>
-void ForEachRing(Fn&& fn);
-Ring* RingAt(int i);
-int RingCount();
+// Every thread's ring so far, in the order they were taken (`out` is reused: no allocation
+// once it has grown).
+void CollectRings(std::vector<Ring*>& out);
+// Records lost because all kMaxThreads rings were taken.
 uint64_t DroppedTooManyThreads();
 
-// Stops recording in this process for good (fork child, failed start, exit).
+// Stops recording in this process for good (failed start, exit).
 void TurnOff();
-
-template <typename Fn>
-void ForEachRing(Fn&& fn) {
-  const int n = RingCount();
-  for (int i = 0; i < n; ++i) {
-    if (Ring* r = RingAt(i)) fn(*r);
-  }
-}
+// pthread_atfork child handler: a forked child (DataLoader workers fork) must not write
+// into the parent's stream and has no sender thread: it stays silent.
+void OnForkChild();
+// Sets State::kRunning: what the setup's `start` does once its reader runs.
+void MarkRunning();
 
 }  // namespace gpuwatch::inject

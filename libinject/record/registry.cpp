@@ -1,3 +1,4 @@
+// The kernel-name and communicator tables, and the hash both use.
 #include "record/registry.h"
 
 namespace gpuwatch::inject {

@@ -1,6 +1,6 @@
 // Names and communicators the hooks learn outside the hot path (kernel registration at
 // module load, communicator creation), looked up lock-free on the hot path by pointer,
-// and handed to the sender as they appear.
+// and handed to the sender thread as they appear.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -79,6 +79,9 @@ class Comms {
   size_t count_ = 0;
   std::atomic<const CommInfo*> first_{nullptr};
 };
+
+// Comms ids are 1..kMax: Record::comm_id (record.h) keeps them in 32 bits.
+static_assert(Comms::kMax <= UINT32_MAX, "a Comms id must fit Record::comm_id");
 
 KernelNames& Kernels();
 Comms& Communicators();

@@ -54,10 +54,11 @@ class Ring {
   std::atomic<uint32_t> tid{0};
   std::atomic<bool> owner_alive{false};
 
-  // The call the owning thread is inside now (a sync or a collective), for the sender's
-  // heartbeat: the collector reports a rank stuck in one. since_ns == 0: none.
+  // The call the owning thread is inside now (a sync, a copy or a collective), for the
+  // heartbeat (the collector reports a rank stuck in one) and the settled time. since_ticks
+  // == 0: none.
   struct InFlight {
-    std::atomic<uint64_t> since_ns{0};
+    std::atomic<uint64_t> since_ticks{0};  // Stamp() at the call's entry
     std::atomic<uint64_t> stream{0};
     std::atomic<uint64_t> comm_id{0};
     std::atomic<uint64_t> seq{0};

@@ -1,3 +1,4 @@
+// Where the stamp comes from (cpuid at load) and its conversion to CLOCK_MONOTONIC ns.
 #include "record/stamp_clock.h"
 
 #include <cpuid.h>
@@ -19,7 +20,7 @@ void Pair(uint64_t* tick, uint64_t* ns) {
   uint64_t best = UINT64_MAX;
   for (int i = 0; i < 3; ++i) {
     const uint64_t t0 = __rdtsc();
-    const uint64_t n = MonotonicNs();
+    const uint64_t n = NowNs();
     const uint64_t t1 = __rdtsc();
     if (t1 - t0 < best) {
       best = t1 - t0;

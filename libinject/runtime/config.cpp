@@ -1,3 +1,4 @@
+// GPUWATCH_* parsed, with the defaults config.h documents.
 #include "runtime/config.h"
 
 #include <dlfcn.h>

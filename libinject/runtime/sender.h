@@ -1,19 +1,20 @@
-// The one background thread: drains the rings, finishes collective timings, encodes
-// protobuf batches and sends them to the collector. All formatting happens here, never on
-// the application's threads.
+// The sender thread: every GPUWATCH_FLUSH_MS it has the assembler build a batch, adds a
+// heartbeat once a second, and moves frames to the collector through the outbox; at exit
+// (or a fatal signal) it flushes and says goodbye. Started by the process's first record.
 #pragma once
 
 namespace gpuwatch::inject {
 
-// Starts the sender thread. Called by the first thread that records, or at load time in a
-// program linked against the CUDA runtime (so that the thread's start does not land inside
-// the application's first CUDA call). The thread connects to nobody before the first
-// record. Returns false if it cannot start (the hooks then only forward).
+// Starts the sender thread and sets the recorder running. Called by the first thread that
+// records, or at load time in a program linked against the CUDA runtime (so that the
+// thread's start does not land inside the application's first CUDA call). The thread
+// connects to nobody before the first record. Returns false if it cannot start or
+// GPUWATCH_DISABLE is set (the hooks then only forward).
 bool StartSender();
 
-// The first record of the process: right after the application's first CUDA call
-// returned. Learns the device and registers the exit handler — after the CUDA runtime
-// registered its own, so that ours runs first and events can still be queried.
+// A thread's first record; acts on the process's first only: learns the device and
+// registers the exit handler — after the CUDA runtime registered its own, so that ours
+// runs first and events can still be queried.
 void OnFirstRecord();
 
 // From a signal handler that is about to let the process die: has the sender flush and

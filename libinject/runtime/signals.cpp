@@ -1,9 +1,10 @@
+// The fatal-signal handler: flush (bounded), then die of the same signal.
 #include "runtime/signals.h"
 
 #include <signal.h>
 
-#include "runtime/config.h"
 #include "record/recorder.h"
+#include "runtime/config.h"
 #include "runtime/sender.h"
 
 namespace gpuwatch::inject {

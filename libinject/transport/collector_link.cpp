@@ -1,3 +1,5 @@
+// Sockets: Unix or TCP connects with a deadline, the collector spawned under a lock, writes
+// that never block long.
 #include "transport/collector_link.h"
 
 #include <fcntl.h>

@@ -1,7 +1,6 @@
-// The connection to the collector: connect to its Unix socket, and if nobody listens,
-// start exactly one collector per host (an flock serialises the ranks that race to do it).
-// GPUWATCH_COLLECTOR=tcp://HOST:PORT: a collector on another host, over TCP, with the job
-// token (GPUWATCH_TOKEN) in the Hello; never started from here.
+// The connection to the collector: its Unix socket, and if nobody listens, exactly one
+// collector started per host (an flock serialises the ranks that race to do it); or, with
+// GPUWATCH_COLLECTOR=tcp://HOST:PORT, a collector elsewhere over TCP (never started here).
 #pragma once
 #include <cstddef>
 #include <string>
@@ -13,7 +12,8 @@ class CollectorLink {
   ~CollectorLink() { Close(); }
 
   // Connects, starting a collector first when allowed and none answers. Never blocks
-  // longer than `budget_ms`. Returns false with error() set.
+  // longer than `budget_ms`. Returns false with error() set. Over TCP the Hello carries the
+  // job token (GPUWATCH_TOKEN).
   bool Connect(bool autostart, const std::string& collector_bin, int budget_ms);
 
   // Writes as much of data as the socket takes without blocking longer than `wait_ms`.

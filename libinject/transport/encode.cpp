@@ -1,3 +1,4 @@
+// The encoders, field by field as gpuwatch.proto declares them; strings repaired to UTF-8.
 #include "transport/encode.h"
 
 #include <cstdlib>
@@ -5,11 +6,13 @@
 #include "enrich/cupti_reader.h"
 #include "enrich/environment_probe.h"
 #include "enrich/proc_sampler.h"
+#include "transport/wire_fields.h"
 #include "wire_encode.h"
 
 namespace gpuwatch::inject {
 
 using namespace gpuwatch::wire::enc;
+namespace f = field;
 
 namespace {
 
@@ -45,161 +48,181 @@ void Text(std::string& o, uint32_t field, std::string_view s) { Bytes(o, field, 
 }  // namespace
 
 std::string EncodeHello(const HelloInfo& h) {
-  constexpr uint32_t kProtocolVersion = 1;  // gpuwatch.wire.PROTOCOL_VERSION
+  namespace m = f::hello;
   std::string o;
-  UInt(o, 1, kProtocolVersion);
-  Text(o, 2, h.id->job_id);
-  Int(o, 3, h.id->rank);
-  Int(o, 4, h.id->local_rank);
-  Int(o, 5, h.id->world_size);
-  Text(o, 6, h.id->rank_source);
-  Text(o, 7, h.id->host);
-  Int(o, 8, h.id->pid);
-  Int(o, 9, h.device);
-  Text(o, 10, h.out_dir);
-  Text(o, 11, h.library_version);
-  UInt(o, 12, h.start_ns);
-  // Hello.step_range (13): which NVTX range is a training step (issue 6).
-  if (const char* sr = std::getenv("GPUWATCH_STEP_RANGE"); sr && *sr) Text(o, 13, std::string_view(sr).substr(0, 128));
-  // Hello.token (14): the job token a TCP peer must present (issue 7).
-  Text(o, 14, h.token);
+  UInt(o, m::kProtocolVersion, f::kProtocolVersion);
+  Text(o, m::kJobId, h.id->job_id);
+  Int(o, m::kRank, h.id->rank);
+  Int(o, m::kLocalRank, h.id->local_rank);
+  Int(o, m::kWorldSize, h.id->world_size);
+  Text(o, m::kRankSource, h.id->rank_source);
+  Text(o, m::kHost, h.id->host);
+  Int(o, m::kPid, h.id->pid);
+  Int(o, m::kDevice, h.device);
+  Text(o, m::kOutDir, h.out_dir);
+  Text(o, m::kLibraryVersion, h.library_version);
+  UInt(o, m::kStartNs, h.start_ns);
+  // Which NVTX range is a training step.
+  if (const char* sr = std::getenv("GPUWATCH_STEP_RANGE"); sr && *sr)
+    Text(o, m::kStepRange, std::string_view(sr).substr(0, 128));
+  // The job token a TCP peer must present.
+  Text(o, m::kToken, h.token);
   return o;
 }
 
-void AppendBatchSeq(std::string& batch, uint64_t seq) { UInt(batch, 8, seq); }
-void AppendBatchSettled(std::string& batch, uint64_t settled_ns) { UInt(batch, 12, settled_ns); }
+void AppendBatchSeq(std::string& batch, uint64_t seq) { UInt(batch, f::batch::kSeq, seq); }
+void AppendBatchSettled(std::string& batch, uint64_t settled_ns) { UInt(batch, f::batch::kSettledNs, settled_ns); }
 
-void AppendEvent(std::string& batch, const Record& r, uint32_t tid, uint64_t gpu_ns) {
+void AppendEvent(std::string& batch, const HostEvent& ev) {
+  namespace m = f::event;
   // Encoded into a small local buffer first: its length prefixes it in the batch.
   std::string e;
   e.reserve(80);
-  UInt(e, 1, r.api);
-  UInt(e, 2, r.t_ns);
-  UInt(e, 3, r.dur_ns);
-  UInt(e, 4, r.bytes);
-  UInt(e, 5, r.copy_kind);
-  UInt(e, 6, r.flags);
-  UInt(e, 7, r.stream);
-  UInt(e, 8, tid);
-  // name_id is a kernel or range name, except on syncs and copies: there, a call site.
-  const bool site = r.api == kApiMemcpy || r.api == kApiMemcpyAsync || r.api == kApiStreamSynchronize ||
-                    r.api == kApiDeviceSynchronize || r.api == kApiEventSynchronize;
-  UInt(e, site ? 14 : 9, r.name_id);
-  if (r.comm_id) {
-    UInt(e, 10, r.comm_id);
-    UInt(e, 11, r.seq);
-    Int(e, 12, r.peer);
+  UInt(e, m::kApi, ev.api);
+  UInt(e, m::kTNs, ev.t_ns);
+  UInt(e, m::kDurNs, ev.dur_ns);
+  UInt(e, m::kBytes, ev.bytes);
+  UInt(e, m::kCopyKind, ev.copy_kind);
+  UInt(e, m::kFlags, ev.flags);
+  UInt(e, m::kStream, ev.stream);
+  UInt(e, m::kTid, ev.tid);
+  UInt(e, m::kNameId, ev.name_id);
+  UInt(e, m::kSiteId, ev.site_id);  // next to name_id, where the library has always put it
+  if (ev.comm_id) {
+    UInt(e, m::kCommId, ev.comm_id);
+    UInt(e, m::kSeq, ev.seq);
+    Int(e, m::kPeer, ev.peer);
   }
-  UInt(e, 13, gpu_ns);
-  Message(batch, 1, e);
+  UInt(e, m::kGpuNs, ev.gpu_ns);
+  Message(batch, f::batch::kEvents, e);
 }
 
 void AppendCallSite(std::string& batch, uint32_t id, const std::vector<std::string>& frames,
                     std::string_view python) {
+  namespace m = f::call_site;
   std::string c;
-  UInt(c, 1, id);
-  for (const std::string& f : frames) Text(c, 2, f);
-  Text(c, 3, python);
-  Message(batch, 11, c);
+  UInt(c, m::kId, id);
+  for (const std::string& fr : frames) Text(c, m::kFrames, fr);
+  Text(c, m::kPython, python);
+  Message(batch, f::batch::kCallSites, c);
 }
 
 void AppendKernelName(std::string& batch, uint32_t id, std::string_view name) {
   std::string k;
-  UInt(k, 1, id);
-  Text(k, 2, name);
-  Message(batch, 2, k);
+  UInt(k, f::kernel_name::kId, id);
+  Text(k, f::kernel_name::kName, name);
+  Message(batch, f::batch::kKernelNames, k);
 }
 
 void AppendCommunicator(std::string& batch, uint64_t comm_id, int nranks, int rank, uint64_t unique_hash) {
+  namespace m = f::communicator;
   std::string c;
-  UInt(c, 1, comm_id);
-  Int(c, 2, nranks);
-  Int(c, 3, rank);
-  UInt(c, 4, unique_hash);
-  Message(batch, 3, c);
+  UInt(c, m::kCommId, comm_id);
+  Int(c, m::kNranks, nranks);
+  Int(c, m::kRank, rank);
+  UInt(c, m::kUniqueHash, unique_hash);
+  Message(batch, f::batch::kCommunicators, c);
 }
 
-void AppendDropCount(std::string& msg, uint32_t field, std::string_view reason, uint64_t count) {
-  std::string d;
-  Text(d, 1, reason);
-  UInt(d, 2, count);
-  Message(msg, field, d);
+uint64_t AppendDropCounts(std::string& msg, uint32_t field_number, const DropCounts& d) {
+  const std::pair<const char*, uint64_t> counts[] = {
+      {"ring_full", d.ring_full},
+      {"too_many_threads", d.too_many_threads},
+      {"collector_unreachable", d.collector_unreachable},
+      {"spool_full", d.spool_full},
+      {"gpu_records_unsent", d.gpu_records_unsent},
+  };
+  uint64_t sum = 0;
+  for (const auto& [reason, n] : counts) {
+    sum += n;
+    if (n == 0) continue;
+    std::string m;
+    Text(m, f::drop_count::kReason, reason);
+    UInt(m, f::drop_count::kCount, n);
+    Message(msg, field_number, m);
+  }
+  return sum;
 }
 
 void AppendActivity(std::string& batch, const ActivityRecord& a) {
-  std::string m;
-  m.reserve(64);
-  UInt(m, 1, a.kind);
-  UInt(m, 2, a.start_ns);
-  UInt(m, 3, a.end_ns);
-  UInt(m, 4, a.correlation_id);
-  UInt(m, 5, a.stream);
-  Int(m, 6, a.device);
-  UInt(m, 7, a.name_id);
-  UInt(m, 8, a.bytes);
-  UInt(m, 9, a.copy_kind);
-  UInt(m, 10, a.flags);
-  UInt(m, 11, a.api_id);
-  UInt(m, 12, a.api_domain);
-  Message(batch, 5, m);
+  namespace m = f::activity;
+  std::string o;
+  o.reserve(64);
+  UInt(o, m::kKind, a.kind);
+  UInt(o, m::kStartNs, a.start_ns);
+  UInt(o, m::kEndNs, a.end_ns);
+  UInt(o, m::kCorrelationId, a.correlation_id);
+  UInt(o, m::kStream, a.stream);
+  Int(o, m::kDevice, a.device);
+  UInt(o, m::kNameId, a.name_id);
+  UInt(o, m::kBytes, a.bytes);
+  UInt(o, m::kCopyKind, a.copy_kind);
+  UInt(o, m::kFlags, a.flags);
+  UInt(o, m::kApiId, a.api_id);
+  UInt(o, m::kApiDomain, a.api_domain);
+  Message(batch, f::batch::kActivities, o);
 }
 
 void AppendGpuSource(std::string& batch, int source, std::string_view detail) {
-  UInt(batch, 6, static_cast<uint64_t>(source));
-  Text(batch, 7, detail);
+  UInt(batch, f::batch::kGpuSource, static_cast<uint64_t>(source));
+  Text(batch, f::batch::kGpuSourceDetail, detail);
 }
 
-void AppendHeartbeatNow(std::string& hb, uint64_t now_ns) { UInt(hb, 1, now_ns); }
+void AppendHeartbeatNow(std::string& hb, uint64_t now_ns) { UInt(hb, f::heartbeat::kNowNs, now_ns); }
 
 void AppendInFlight(std::string& hb, uint8_t api, uint64_t since_ns, uint32_t tid, uint64_t comm_id, uint64_t seq,
                     uint64_t stream) {
-  std::string m;
-  UInt(m, 1, api);
-  UInt(m, 2, since_ns);
-  UInt(m, 3, tid);
-  UInt(m, 4, comm_id);
-  UInt(m, 5, seq);
-  UInt(m, 6, stream);
-  Message(hb, 2, m);
+  namespace m = f::in_flight;
+  std::string o;
+  UInt(o, m::kApi, api);
+  UInt(o, m::kSinceNs, since_ns);
+  UInt(o, m::kTid, tid);
+  UInt(o, m::kCommId, comm_id);
+  UInt(o, m::kSeq, seq);
+  UInt(o, m::kStream, stream);
+  Message(hb, f::heartbeat::kInside, o);
 }
 
 void AppendCommProgress(std::string& hb, uint64_t comm_id, uint64_t unique_hash, uint64_t last_seq, bool any) {
-  std::string m;
-  UInt(m, 1, comm_id);
-  UInt(m, 2, unique_hash);
-  UInt(m, 3, last_seq);
-  UInt(m, 4, any ? 1 : 0);
-  Message(hb, 3, m);
+  namespace m = f::comm_progress;
+  std::string o;
+  UInt(o, m::kCommId, comm_id);
+  UInt(o, m::kUniqueHash, unique_hash);
+  UInt(o, m::kLastSeq, last_seq);
+  UInt(o, m::kAnyReturned, any ? 1 : 0);
+  Message(hb, f::heartbeat::kComms, o);
 }
 
 void AppendGoodbyeTail(std::string& goodbye, uint64_t events_sent, uint64_t end_ns) {
-  UInt(goodbye, 2, events_sent);
-  UInt(goodbye, 3, end_ns);
+  UInt(goodbye, f::goodbye::kEventsSent, events_sent);
+  UInt(goodbye, f::goodbye::kEndNs, end_ns);
 }
 
 void AppendEnvironment(std::string& batch, const EnvironmentInfo& e) {
-  std::string m;
-  Int(m, 1, e.cuda_runtime);
-  Int(m, 2, e.cuda_driver);
-  Int(m, 3, e.nccl);
+  namespace m = f::environment;
+  std::string o;
+  Int(o, m::kCudaRuntimeVersion, e.cuda_runtime);
+  Int(o, m::kCudaDriverVersion, e.cuda_driver);
+  Int(o, m::kNcclVersion, e.nccl);
   for (const auto& [name, value] : e.settings) {
     std::string v;
-    Text(v, 1, name);
-    Text(v, 2, value);
-    Message(m, 4, v);
+    Text(v, f::env_var::kName, name);
+    Text(v, f::env_var::kValue, value);
+    Message(o, m::kSettings, v);
   }
-  Message(batch, 9, m);
+  Message(batch, f::batch::kEnvironment, o);
 }
 
 void AppendProcSample(std::string& batch, const ProcTotals& s) {
-  std::string m;
-  UInt(m, 1, s.t_ns);
-  UInt(m, 2, s.cpu_ns);
-  UInt(m, 3, s.read_chars);
-  UInt(m, 4, s.read_bytes);
-  UInt(m, 5, s.processes);
-  UInt(m, 6, s.run_wait_ns);
-  Message(batch, 10, m);
+  namespace m = f::proc_sample;
+  std::string o;
+  UInt(o, m::kTNs, s.t_ns);
+  UInt(o, m::kCpuNs, s.cpu_ns);
+  UInt(o, m::kReadChars, s.read_chars);
+  UInt(o, m::kReadBytes, s.read_bytes);
+  UInt(o, m::kProcesses, s.processes);
+  UInt(o, m::kRunWaitNs, s.run_wait_ns);
+  Message(batch, f::batch::kProcSamples, o);
 }
 
 }  // namespace gpuwatch::inject

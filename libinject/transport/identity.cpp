@@ -1,3 +1,4 @@
+// The rank, local rank, world size and job id, from whichever launcher set them.
 #include "transport/identity.h"
 
 #include <unistd.h>

@@ -1,9 +1,10 @@
+// The frame queue, the replay of the last batches sent, and the switch to the spool.
 #include "transport/outbox.h"
 
 #include <algorithm>
 #include <cstdio>
 
-#include "record/recorder.h"
+#include "record/stamp_clock.h"
 
 namespace gpuwatch::inject {
 namespace {

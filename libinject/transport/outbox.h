@@ -1,7 +1,6 @@
 // Where encoded frames go: to the collector while it takes them, else to the spool file.
-// Frames are queued whole; the last few MiB of batches sent are kept, because bytes the
-// socket accepted may die with the collector before it read them: on a broken connection
-// they are spooled again (batches carry a seq, so the report counts each once).
+// Frames are queued whole; the last few MiB sent are kept to spool again if the collector
+// dies before reading them (batches carry a seq, so the report counts each once).
 #pragma once
 #include <cstdint>
 #include <deque>

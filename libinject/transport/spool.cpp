@@ -1,3 +1,4 @@
+// The spool file: header, whole frames appended, a flag in the header when it is capped.
 #include "transport/spool.h"
 
 #include <fcntl.h>

@@ -3,11 +3,13 @@
 #include <catch2/catch.hpp>
 
 #include "enrich/cupti_reader.h"
-#include "transport/encode.h"
 #include "enrich/environment_probe.h"
 #include "enrich/proc_sampler.h"
 #include "frame.h"
 #include "gpuwatch.pb.h"
+#include "record/record.h"
+#include "transport/encode.h"
+#include "transport/wire_fields.h"
 #include "wire_encode.h"
 
 #pragma GCC diagnostic ignored "-Wenum-compare"  // comparing the mirrored enums is the point
@@ -47,7 +49,7 @@ TEST_CASE("hello encodes every field as the proto declares") {
   id.host = "node-a";
   id.pid = 4242;
   std::string out;
-  gpuwatch::wire::enc::Frame(out, gi::kFrameHello,
+  gpuwatch::wire::enc::Frame(out, gi::field::frame::kHello,
                              gi::EncodeHello({&id, 2, "/tmp/out", "0.1.0", 123456789012345ull, "tok-14"}));
   const w::Frame f = ParseOne(out);
   REQUIRE(f.has_hello());
@@ -70,7 +72,7 @@ TEST_CASE("hello encodes every field as the proto declares") {
 TEST_CASE("unknown identity (-1) survives the round trip") {
   gi::Identity id;  // rank, local_rank, world_size = -1
   std::string out;
-  gpuwatch::wire::enc::Frame(out, gi::kFrameHello, gi::EncodeHello({&id, -1, "", "", 0}));
+  gpuwatch::wire::enc::Frame(out, gi::field::frame::kHello, gi::EncodeHello({&id, -1, "", "", 0}));
   const w::Frame f = ParseOne(out);
   CHECK(f.hello().rank() == -1);
   CHECK(f.hello().world_size() == -1);
@@ -80,7 +82,7 @@ TEST_CASE("unknown identity (-1) survives the round trip") {
 
 TEST_CASE("batch encodes events, names, communicators and drops") {
   std::string batch;
-  gi::Record copy{};
+  gi::HostEvent copy;
   copy.api = gi::kApiMemcpyAsync;
   copy.copy_kind = gi::kCopyH2D;
   copy.flags = gi::kFlagPageable | gi::kFlagBlockedHost;
@@ -88,23 +90,29 @@ TEST_CASE("batch encodes events, names, communicators and drops") {
   copy.dur_ns = 456;
   copy.bytes = 8u << 20;
   copy.stream = 0x7f00deadbeef;
-  gi::AppendEvent(batch, copy, 99, 0);
-  gi::Record coll{};
+  copy.tid = 99;
+  gi::AppendEvent(batch, copy);
+  gi::HostEvent coll;
   coll.api = gi::kApiAllReduce;
   coll.comm_id = 2;
   coll.seq = 0;  // the first collective: zero must still read back as zero
   coll.peer = -1;
   coll.bytes = 4096;
-  gi::AppendEvent(batch, coll, 7, 1234567);
-  gi::Record launch{};
+  coll.tid = 7;
+  coll.gpu_ns = 1234567;
+  gi::AppendEvent(batch, coll);
+  gi::HostEvent launch;
   launch.api = gi::kApiLaunchKernel;
   launch.name_id = 5;
-  gi::AppendEvent(batch, launch, 7, 0);
+  launch.tid = 7;
+  gi::AppendEvent(batch, launch);
   gi::AppendKernelName(batch, 5, "_Z4spiny");
   gi::AppendCommunicator(batch, 2, 4, 1, 0xfeedfacecafebeefull);
-  gi::AppendDropCount(batch, 4, "ring_full", 17);
+  gi::DropCounts drops;
+  drops.ring_full = 17;
+  CHECK(gi::AppendDropCounts(batch, gi::field::batch::kDropped, drops) == 17);
   std::string out;
-  gpuwatch::wire::enc::Frame(out, gi::kFrameBatch, batch);
+  gpuwatch::wire::enc::Frame(out, gi::field::frame::kBatch, batch);
   const w::Frame f = ParseOne(out);
   REQUIRE(f.has_batch());
   const auto& b = f.batch();
@@ -138,11 +146,13 @@ TEST_CASE("batch encodes events, names, communicators and drops") {
 
 TEST_CASE("goodbye and an empty batch are present frames") {
   std::string g;
-  gi::AppendDropCount(g, 1, "too_many_threads", 2);
+  gi::DropCounts drops;
+  drops.too_many_threads = 2;
+  gi::AppendDropCounts(g, gi::field::goodbye::kDropped, drops);
   gi::AppendGoodbyeTail(g, 1000, 55);
   std::string out;
-  gpuwatch::wire::enc::Frame(out, gi::kFrameGoodbye, g);
-  gpuwatch::wire::enc::Frame(out, gi::kFrameBatch, "");
+  gpuwatch::wire::enc::Frame(out, gi::field::frame::kGoodbye, g);
+  gpuwatch::wire::enc::Frame(out, gi::field::frame::kBatch, "");
   w::FrameReader reader;
   reader.Feed(out);
   w::Frame f;
@@ -157,7 +167,7 @@ TEST_CASE("goodbye and an empty batch are present frames") {
 TEST_CASE("activities and the GPU source encode as the proto declares") {
   std::string batch;
   gi::ActivityRecord k{};
-  k.kind = 1;  // ACTIVITY_KERNEL
+  k.kind = gi::kActKernel;
   k.start_ns = 5'000'000'000ull;
   k.end_ns = 5'000'150'000ull;
   k.correlation_id = 77;
@@ -166,21 +176,21 @@ TEST_CASE("activities and the GPU source encode as the proto declares") {
   k.name_id = 4;
   gi::AppendActivity(batch, k);
   gi::ActivityRecord m{};
-  m.kind = 2;  // ACTIVITY_MEMCPY
+  m.kind = gi::kActMemcpy;
   m.bytes = 1 << 20;
   m.copy_kind = gi::kCopyD2H;
   m.flags = gi::kFlagPageable;
   m.device = 3;
   gi::AppendActivity(batch, m);
   gi::ActivityRecord api{};
-  api.kind = 5;  // ACTIVITY_API
+  api.kind = gi::kActApi;
   api.api_id = 211;
   api.api_domain = 1;
   api.correlation_id = 77;
   gi::AppendActivity(batch, api);
   gi::AppendGpuSource(batch, 1, "CUPTI activity records");
   std::string out;
-  gpuwatch::wire::enc::Frame(out, gi::kFrameBatch, batch);
+  gpuwatch::wire::enc::Frame(out, gi::field::frame::kBatch, batch);
   const w::Frame f = ParseOne(out);
   const auto& b = f.batch();
   REQUIRE(b.activities_size() == 3);
@@ -207,9 +217,9 @@ TEST_CASE("strings that are not UTF-8 are repaired so the frame still decodes") 
   id.job_id = std::string("job-\xff\xfe-") + "\xc3\xa9t\xc3\xa9";  // two bad bytes, then valid é
   id.host = "host\xc0\xaf";                                           // overlong '/'
   std::string out;
-  gpuwatch::wire::enc::Frame(out, gi::kFrameHello, gi::EncodeHello({&id, 0, "/tmp/\xed\xa0\x80", "", 0}));
+  gpuwatch::wire::enc::Frame(out, gi::field::frame::kHello, gi::EncodeHello({&id, 0, "/tmp/\xed\xa0\x80", "", 0}));
   const w::Frame f = ParseOne(out);
-  CHECK(f.hello().job_id() == "job-??-\xc3\xa9t\xc3\xa9");
+  CHECK(f.hello().job_id() == "job-?" "?-\xc3\xa9t\xc3\xa9");
   CHECK(f.hello().host() == "host??");
   CHECK(f.hello().out_dir() == "/tmp/???");
 }
@@ -221,7 +231,7 @@ TEST_CASE("a heartbeat encodes the calls in flight and the communicators' progre
   gi::AppendCommProgress(hb, 3, 0xabcdefull, 16, true);
   gi::AppendCommProgress(hb, 4, 0x1234ull, 0, false);
   std::string out;
-  gpuwatch::wire::enc::Frame(out, gi::kFrameHeartbeat, hb);
+  gpuwatch::wire::enc::Frame(out, gi::field::frame::kHeartbeat, hb);
   const w::Frame f = ParseOne(out);
   REQUIRE(f.has_heartbeat());
   const auto& h = f.heartbeat();
@@ -261,7 +271,7 @@ TEST_CASE("environment, process samples and the settled time encode as Batch fie
   s.t_ns += 100'000'000;
   gi::AppendProcSample(batch, s);
   std::string out;
-  gpuwatch::wire::enc::Frame(out, gi::kFrameBatch, batch);
+  gpuwatch::wire::enc::Frame(out, gi::field::frame::kBatch, batch);
   const w::Frame f = ParseOne(out);
   const auto& b = f.batch();
   REQUIRE(b.has_environment());
@@ -285,17 +295,17 @@ TEST_CASE("environment, process samples and the settled time encode as Batch fie
 
 TEST_CASE("a sync's call site is Event.site_id and a CallSite in Batch field 11") {
   std::string batch;
-  gi::Record sync{};
+  gi::HostEvent sync;
   sync.api = gi::kApiStreamSynchronize;
-  sync.name_id = 3;  // on syncs and copies the record's name_id is a call site id
-  gi::AppendEvent(batch, sync, 1, 0);
-  gi::Record launch{};
+  sync.site_id = 3;
+  gi::AppendEvent(batch, sync);
+  gi::HostEvent launch;
   launch.api = gi::kApiLaunchKernel;
-  launch.name_id = 3;  // ... and on launches a kernel name
-  gi::AppendEvent(batch, launch, 1, 0);
+  launch.name_id = 3;  // the same number, another id space: a kernel name
+  gi::AppendEvent(batch, launch);
   gi::AppendCallSite(batch, 3, {"step()+0x1c (train)", "main+0x9 (train)"}, "train.py:42 in step");
   std::string out;
-  gpuwatch::wire::enc::Frame(out, gi::kFrameBatch, batch);
+  gpuwatch::wire::enc::Frame(out, gi::field::frame::kBatch, batch);
   const w::Frame f = ParseOne(out);
   REQUIRE(f.batch().events_size() == 2);
   CHECK(f.batch().events(0).site_id() == 3);
