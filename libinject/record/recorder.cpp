@@ -17,8 +17,9 @@ __attribute__((tls_model("initial-exec"))) thread_local Ring* tl_ring = nullptr;
 
 namespace {
 
-// Written before any thread records (the library's constructor); read on slow paths only.
-RecorderSetup g_setup;
+// Written before any thread records (the library's constructor, which may run before this
+// file's dynamic initializers: constinit); read on slow paths only.
+constinit RecorderSetup g_setup;
 std::atomic<Ring*> g_rings[kMaxThreads];
 std::atomic<int> g_ring_count{0};
 std::mutex g_ring_mu;  // taken only when a thread gets its ring

@@ -32,8 +32,14 @@ void Pair(uint64_t* tick, uint64_t* ns) {
 
 }  // namespace
 
-// One cpuid at load: cheap enough for every process that inherits LD_PRELOAD.
-bool g_stamp_is_tsc = InvariantTsc();
+constinit bool g_stamp_is_tsc = false;
+
+// One cpuid at load: cheap enough for every process that inherits LD_PRELOAD. A constructor
+// of high priority, not a dynamic initializer: those run in link order, and the library's
+// own constructor (runtime/load.cpp) comes first and starts a StampClock.
+namespace {
+__attribute__((constructor(101))) void DecideStamp() { g_stamp_is_tsc = InvariantTsc(); }
+}  // namespace
 
 StampClock::StampClock() {
   if (!g_stamp_is_tsc) return;

@@ -12,6 +12,10 @@
 namespace gpuwatch::inject {
 namespace {
 
+// As a source of the .so it runs before the dynamic initializers of the archive's files
+// (link order): what it reaches is constant-initialized, a function-local static, or set in
+// a constructor of higher priority (the stamp's source, record/stamp_clock.cpp).
+//
 // A program linked against the CUDA runtime will call it: start the sender thread now
 // rather than inside its first CUDA call. Programs that are not (shells, compilers, Python
 // before it imports torch) get no thread; nothing connects anywhere before a first record.
