@@ -68,35 +68,16 @@ TEST_CASE("unknown identity (-1) survives the round trip") {
 
 TEST_CASE("batch encodes events, names, communicators and drops") {
   std::string batch;
-  gi::HostEvent copy;
-  copy.api = gi::kApiMemcpyAsync;
-  copy.copy_kind = gi::kCopyH2D;
-  copy.flags = gi::kFlagPageable | gi::kFlagBlockedHost;
-  copy.t_ns = 1'000'000'123;
-  copy.dur_ns = 456;
-  copy.bytes = 8u << 20;
-  copy.stream = 0x7f00deadbeef;
-  copy.tid = 99;
-  gi::AppendEvent(batch, copy);
-  gi::HostEvent coll;
-  coll.api = gi::kApiAllReduce;
-  coll.comm_id = 2;
-  coll.seq = 0;  // the first collective: zero must still read back as zero
-  coll.peer = -1;
-  coll.bytes = 4096;
-  coll.tid = 7;
-  coll.gpu_ns = 1234567;
-  gi::AppendEvent(batch, coll);
-  gi::HostEvent launch;
-  launch.api = gi::kApiLaunchKernel;
-  launch.name_id = 5;
-  launch.tid = 7;
-  gi::AppendEvent(batch, launch);
+  gi::AppendEvent(batch, {.api = gi::kApiMemcpyAsync, .copy_kind = gi::kCopyH2D,
+                          .flags = gi::kFlagPageable | gi::kFlagBlockedHost, .tid = 99, .t_ns = 1'000'000'123,
+                          .dur_ns = 456, .bytes = 8u << 20, .stream = 0x7f00deadbeef});
+  // The first collective: seq zero must still read back as zero.
+  gi::AppendEvent(batch, {.api = gi::kApiAllReduce, .tid = 7, .bytes = 4096, .comm_id = 2, .seq = 0, .peer = -1,
+                          .gpu_ns = 1234567});
+  gi::AppendEvent(batch, {.api = gi::kApiLaunchKernel, .name_id = 5, .tid = 7});
   gi::AppendKernelName(batch, 5, "_Z4spiny");
   gi::AppendCommunicator(batch, 2, 4, 1, 0xfeedfacecafebeefull);
-  gi::DropCounts drops;
-  drops.ring_full = 17;
-  CHECK(gi::AppendDropCounts(batch, gi::field::batch::kDropped, drops) == 17);
+  CHECK(gi::AppendDropCounts(batch, gi::field::batch::kDropped, {.ring_full = 17}) == 17);
   std::string out;
   gpuwatch::wire::enc::Frame(out, gi::field::frame::kBatch, batch);
   const w::Frame f = ParseOne(out);
@@ -132,9 +113,7 @@ TEST_CASE("batch encodes events, names, communicators and drops") {
 
 TEST_CASE("goodbye and an empty batch are present frames") {
   std::string g;
-  gi::DropCounts drops;
-  drops.too_many_threads = 2;
-  gi::AppendDropCounts(g, gi::field::goodbye::kDropped, drops);
+  gi::AppendDropCounts(g, gi::field::goodbye::kDropped, {.too_many_threads = 2});
   gi::AppendGoodbyeTail(g, 1000, 55);
   std::string out;
   gpuwatch::wire::enc::Frame(out, gi::field::frame::kGoodbye, g);
@@ -281,14 +260,9 @@ TEST_CASE("environment, process samples and the settled time encode as Batch fie
 
 TEST_CASE("a sync's call site is Event.site_id and a CallSite in Batch field 11") {
   std::string batch;
-  gi::HostEvent sync;
-  sync.api = gi::kApiStreamSynchronize;
-  sync.site_id = 3;
-  gi::AppendEvent(batch, sync);
-  gi::HostEvent launch;
-  launch.api = gi::kApiLaunchKernel;
-  launch.name_id = 3;  // the same number, another id space: a kernel name
-  gi::AppendEvent(batch, launch);
+  gi::AppendEvent(batch, {.api = gi::kApiStreamSynchronize, .site_id = 3, .tid = 1});
+  // The same number on a launch: another id space, a kernel name.
+  gi::AppendEvent(batch, {.api = gi::kApiLaunchKernel, .name_id = 3, .tid = 1});
   gi::AppendCallSite(batch, 3, {"step()+0x1c (train)", "main+0x9 (train)"}, "train.py:42 in step");
   std::string out;
   gpuwatch::wire::enc::Frame(out, gi::field::frame::kBatch, batch);
