@@ -11,10 +11,10 @@
 #include <vector>
 #include <x86intrin.h>
 
-#include "pinned_ranges.h"
-#include "recorder.h"
-#include "registry.h"
-#include "stamp_clock.h"
+#include "record/pinned_ranges.h"
+#include "record/recorder.h"
+#include "record/registry.h"
+#include "record/stamp_clock.h"
 
 namespace gi = gpuwatch::inject;
 
@@ -27,7 +27,7 @@ void BM_Rdtsc(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(__rdtsc());
 }
 void BM_ClockGettimeMonotonic(benchmark::State& state) {
-  for (auto _ : state) benchmark::DoNotOptimize(gi::MonotonicNs());
+  for (auto _ : state) benchmark::DoNotOptimize(gi::NowNs());
 }
 
 // 30,000 registered kernels, as PyTorch's CUDA library registers at load.
@@ -59,9 +59,9 @@ void BM_RingPush(benchmark::State& state) {
   r.api = 1;
   uint64_t n = 0;
   for (auto _ : state) {
-    r.t_ns = n;
+    r.t_ticks = n;
     ring.Push(r);
-    if ((++n & 4095) == 0) ring.Drain([](const gi::Record& x) { benchmark::DoNotOptimize(x.t_ns); });
+    if ((++n & 4095) == 0) ring.Drain([](const gi::Record& x) { benchmark::DoNotOptimize(x.t_ticks); });
   }
 }
 

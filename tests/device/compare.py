@@ -1,6 +1,6 @@
 """Compares gpuwatch's summary with the profiler's per-step figures and prints a table.
 
-gpuwatch hands CUPTI over when torch.profiler starts (libinject/hooks_cupti.cpp), so its
+gpuwatch hands CUPTI over when torch.profiler starts (libinject/hooks/hooks_cupti.cpp), so its
 device figures cover the steps before the profiler's window; its host figures cover all."""
 import json
 import sys

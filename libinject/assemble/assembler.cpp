@@ -1,0 +1,110 @@
+// One batch from the rings: ticks to ns, collectives held back, the settled time, then the
+// definitions, samples and drop counts, in the order the wire has always had them.
+#include "assemble/assembler.h"
+
+#include <algorithm>
+
+#include "record/record.h"
+#include "transport/wire_fields.h"
+
+namespace gpuwatch::inject {
+namespace {
+
+HostEvent ToHostEvent(const Record& r, uint32_t tid, const TimeBase& time) {
+  HostEvent e;
+  e.api = r.api;
+  e.copy_kind = r.copy_kind;
+  e.flags = r.flags;
+  e.name_id = r.name_id;
+  e.site_id = r.site_id;
+  e.tid = tid;
+  e.t_ns = time.ToNs(r.t_ticks);
+  e.dur_ns = time.DurationNs(r.dur_ticks);
+  e.bytes = r.bytes;
+  e.stream = r.stream;
+  e.comm_id = r.comm_id;
+  e.seq = r.seq;
+  e.peer = r.peer;
+  return e;
+}
+
+}  // namespace
+
+Assembler::Assembler(const Sources& s)
+    : time_(*s.time), held_(*s.time, *s.pairs), definitions_(s.definitions) {}
+
+const Assembler::Batch& Assembler::AssembleBatch(std::span<Ring* const> rings, const Cycle& in) {
+  batch_.body.clear();
+  batch_.events = batch_.activities = 0;
+  AppendBatchSeq(batch_.body, ++seq_);
+  const size_t seq_only = batch_.body.size();
+  uint64_t settled = InFlightFloorNs(rings);  // before the drain: see InFlightFloorNs
+  for (Ring* ring : rings) {
+    const uint32_t tid = ring->tid.load(std::memory_order_relaxed);
+    ring->Drain([&](const Record& r) { TakeRecord(r, tid); });
+  }
+  if (in.poll_activities) in.poll_activities([&](const ActivityRecord& a) { TakeActivity(a); });
+  held_.Release(in.final, in.cupti_live, kernels_, [&](const HostEvent& e) { AppendEventNow(e); });
+  settled = std::min(settled, held_.EarliestStartNs());
+  if (batch_.events > 0) AppendBatchSettled(batch_.body, settled);
+  const bool had_data = batch_.events + batch_.activities > 0;
+  const uint64_t frames_lost = in.drops.collector_unreachable + in.drops.spool_full + in.drops.gpu_records_unsent;
+  definitions_.AppendDue(batch_.body, in.gpu_source, in.gpu_source_detail, frames_lost);
+  if (in.append_samples) in.append_samples(batch_.body);
+  const uint64_t drops = AppendDropCounts(batch_.body, field::batch::kDropped, CountDrops(rings, in.drops));
+  const bool drops_changed = drops != drops_sent_;
+  drops_sent_ = drops;
+  batch_.worth_sending = had_data || drops_changed || batch_.body.size() > seq_only;
+  if (!batch_.worth_sending) --seq_;  // nothing to send: the number is reused
+  return batch_;
+}
+
+DropCounts Assembler::CountDrops(std::span<Ring* const> rings, DropCounts others) {
+  others.ring_full = 0;
+  for (const Ring* ring : rings) others.ring_full += ring->dropped();
+  return others;
+}
+
+// Three kinds of event go out later with an earlier start: a call still inside its hook
+// (syncs, collectives and copies mark themselves in their ring until after their record is
+// in it), a collective held for its GPU time, and a call that does not mark itself and
+// straddles the drain (kUntrackedCallNs). Read before the drain, so a call that returns
+// during it is either in flight or already in its ring.
+uint64_t Assembler::InFlightFloorNs(std::span<Ring* const> rings) const {
+  const uint64_t now = time_.NowNs();
+  uint64_t floor = now > kUntrackedCallNs ? now - kUntrackedCallNs : 0;
+  for (const Ring* ring : rings) {
+    const uint64_t since = ring->inflight.since_ticks.load(std::memory_order_acquire);
+    if (since != 0) floor = std::min(floor, time_.ToNs(since));
+  }
+  return floor;
+}
+
+void Assembler::TakeRecord(const Record& r, uint32_t tid) {
+  const HostEvent e = ToHostEvent(r, tid, time_);
+  if (r.api == kGroupEnd) {
+    held_.CloseGroup(r.event_slot, e.t_ns + e.dur_ns);
+    return;
+  }
+  if (r.event_slot != 0) {
+    held_.Hold(e, r.event_slot, (r.flags & kFlagInGroup) != 0);
+    return;
+  }
+  definitions_.UseSite(e.site_id, batch_.body);
+  definitions_.UseName(e.name_id);
+  AppendEventNow(e);
+}
+
+void Assembler::TakeActivity(const ActivityRecord& a) {
+  kernels_.Observe(a);
+  definitions_.UseName(a.name_id);
+  AppendActivity(batch_.body, a);
+  ++batch_.activities;
+}
+
+void Assembler::AppendEventNow(const HostEvent& e) {
+  AppendEvent(batch_.body, e);
+  ++batch_.events;
+}
+
+}  // namespace gpuwatch::inject

@@ -1,0 +1,78 @@
+// Turns what the application threads recorded into the body of a Batch: drains the rings,
+// converts stamp ticks to ns, holds collectives for their GPU time, says how far the stream
+// is settled, and adds the definitions and drop counts. Sender thread only.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+
+#include "assemble/definitions.h"
+#include "assemble/held_collectives.h"
+#include "enrich/comm_kernel_times.h"
+#include "enrich/cupti_reader.h"
+#include "record/collective_timer.h"
+#include "record/ring.h"
+#include "record/stamp_clock.h"
+#include "transport/encode.h"
+
+namespace gpuwatch::inject {
+
+class Assembler {
+ public:
+  // What the assembler reads besides the rings (the process's; tests give their own).
+  struct Sources {
+    const TimeBase* time;
+    CollectiveTimes* pairs;
+    Definitions::Sources definitions = {};
+  };
+  // One cycle's view of the rest of the process.
+  struct Cycle {
+    bool final = false;       // the last batch: nothing is held back
+    bool cupti_live = false;  // CUPTI records still come: collectives wait for their kernels
+    int gpu_source = 0;       // CuptiReader::Source; 0 while unknown
+    std::string_view gpu_source_detail;
+    DropCounts drops;         // every reason but ring_full, which the assembler counts
+    // Hands every CUPTI record parsed since the last cycle to its argument (may be empty).
+    std::function<void(const std::function<void(const ActivityRecord&)>&)> poll_activities;
+    // Appends the cycle's samples (environment, process tree) after the definitions.
+    std::function<void(std::string& batch)> append_samples;
+  };
+  struct Batch {
+    std::string body;          // a gpuwatch.wire.Batch
+    uint64_t events = 0;       // host events in it
+    uint64_t activities = 0;   // CUPTI records in it
+    bool worth_sending = false;  // data, drop counts that changed, definitions or samples
+  };
+
+  explicit Assembler(const Sources& s);
+
+  // Builds the next batch from `rings` (numbered 1, 2, 3...; a batch not worth sending gives
+  // its number to the next). Everything the rings held is in it or held back.
+  const Batch& AssembleBatch(std::span<Ring* const> rings, const Cycle& in);
+  // Collectives are still held for their GPU time.
+  bool holding_collectives() const { return !held_.empty(); }
+  // The drop counts so far: `others`, with ring_full counted in `rings`.
+  static DropCounts CountDrops(std::span<Ring* const> rings, DropCounts others);
+
+  // Batch.settled_ns bounds the start of every call that is not in a batch yet. A call
+  // that never marks itself in flight (a launch, an NVTX pop) may straddle the drain by at
+  // most this much.
+  static constexpr uint64_t kUntrackedCallNs = 20'000'000;
+
+ private:
+  uint64_t InFlightFloorNs(std::span<Ring* const> rings) const;
+  void TakeRecord(const Record& r, uint32_t tid);
+  void TakeActivity(const ActivityRecord& a);
+  void AppendEventNow(const HostEvent& e);
+
+  const TimeBase& time_;
+  HeldCollectives held_;
+  Definitions definitions_;
+  CommKernelTimes kernels_;
+  Batch batch_;
+  uint64_t seq_ = 0;
+  uint64_t drops_sent_ = 0;  // sum of the drop counts in the previous batch
+};
+
+}  // namespace gpuwatch::inject

@@ -1,0 +1,47 @@
+// Definitions due with a batch, and sent again after the transport lost frames.
+#include "assemble/definitions.h"
+
+#include <algorithm>
+
+#include "transport/encode.h"
+
+namespace gpuwatch::inject {
+
+void Definitions::UseName(uint32_t id) {
+  if (id == 0) return;
+  if (id >= name_sent_.size()) name_sent_.resize(id + 1024);  // ids are dense and bounded
+  if (name_sent_[id]) return;
+  name_sent_[id] = true;
+  names_due_.push_back(id);
+}
+
+void Definitions::UseSite(uint32_t id, std::string& batch) {
+  if (id == 0 || !sites_sent_.insert(id).second) return;
+  CallSiteText t;
+  if (src_.describe_site(id, &t)) AppendCallSite(batch, id, t.frames, t.python);
+}
+
+void Definitions::AppendDue(std::string& batch, int gpu_source, std::string_view gpu_source_detail,
+                            uint64_t frames_lost) {
+  // The source (and its detail) changes when the application's profiler takes CUPTI.
+  if (gpu_source != 0 && (gpu_source != source_sent_ || gpu_source_detail != detail_sent_)) {
+    AppendGpuSource(batch, gpu_source, gpu_source_detail);
+    source_sent_ = gpu_source;
+    detail_sent_ = gpu_source_detail;
+  }
+  if (frames_lost != lost_seen_) {
+    lost_seen_ = frames_lost;
+    std::fill(name_sent_.begin(), name_sent_.end(), false);
+    sites_sent_.clear();
+    for (uint32_t id : names_due_) name_sent_[id] = true;  // in this batch
+    comms_sent_ = 0;
+  }
+  for (uint32_t id : names_due_) AppendKernelName(batch, id, src_.names->Name(id));
+  names_due_.clear();
+  for (const CommInfo* c : src_.comms->Since(comms_sent_)) {
+    AppendCommunicator(batch, c->id, c->nranks, c->rank, c->unique_hash);
+    comms_sent_ = c->id;
+  }
+}
+
+}  // namespace gpuwatch::inject

@@ -1,0 +1,64 @@
+// The GPU timeline from CUPTI activity records: every kernel, copy and memset the device
+// executes, whoever launched it (cuBLAS, NCCL and Triton launch around the runtime hooks),
+// plus the runtime/driver calls that enqueued them, tied by correlation id.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace gpuwatch::inject {
+
+// Mirror of gpuwatch.proto's ActivityKind (transport/wire_check.cpp asserts it matches).
+enum ActivityKind : uint8_t { kActKernel = 1, kActMemcpy = 2, kActMemset = 3, kActSync = 4, kActApi = 5 };
+// ActivityRecord::api_domain of kActApi records.
+enum ApiDomain : uint32_t { kApiDomainRuntime = 1, kApiDomainDriver = 2 };
+
+// One parsed record, times on CLOCK_MONOTONIC. Kinds and fields follow gpuwatch.wire.Activity.
+struct ActivityRecord {
+  uint8_t kind;        // ActivityKind
+  uint8_t copy_kind;   // wire CopyKind
+  uint16_t flags;      // wire EventFlag bits
+  uint32_t correlation_id;
+  uint64_t start_ns, end_ns;
+  uint64_t bytes;
+  uint32_t stream;
+  int32_t device;
+  uint32_t name_id;
+  uint32_t api_id, api_domain;
+  bool comm_kernel;    // a kernel of NCCL's (not encoded: used to time collectives)
+};
+
+// CUPTI is loaded with dlopen: without it (or when another profiler holds it) gpuwatch
+// keeps working on hooks and events alone and says which source the GPU figures use.
+// Completed buffers are queued by CUPTI's callback and parsed on the sender thread, never
+// on an application thread.
+class CuptiReader {
+ public:
+  // Mirror of gpuwatch.proto's GpuSource.
+  enum class Source { kUnknown = 0, kCupti = 1, kEvents = 2 };
+
+  // Loads CUPTI and enables activity records. Idempotent; any thread.
+  void Start();
+
+  // An application profiler is taking CUPTI (hooks_cupti.cpp): flush what CUPTI holds for
+  // gpuwatch (parsed by the next Poll), turn gpuwatch's record kinds off, give the
+  // application its own buffer callbacks back, stop asking CUPTI for anything. Before
+  // Start(), it makes Start() step aside. Any thread; idempotent.
+  void HandOver(bool enabling);
+  // The buffer callbacks the application registered (restored by HandOver).
+  void AppCallbacks(void* request, void* complete);
+  // CUPTI records are still coming (source is CUPTI and it was not handed over).
+  bool live() const;
+
+  Source source() const;
+  std::string source_detail() const;
+
+  // Sender thread: asks CUPTI for its buffers when `flush` (or when due), then hands every
+  // record parsed since the last call to `fn`.
+  void Poll(bool flush, const std::function<void(const ActivityRecord&)>& fn);
+};
+
+CuptiReader& Cupti();
+
+}  // namespace gpuwatch::inject

@@ -1,0 +1,74 @@
+// Versions and watched settings, read on the sender thread.
+#include "enrich/environment_probe.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "record/real.h"
+
+namespace gpuwatch::inject {
+
+// Why each one matters is in collector/analyze/environment.cpp, with its source.
+const char* const kWatchedVariables[] = {
+    "CUDA_LAUNCH_BLOCKING", "NCCL_P2P_DISABLE",   "NCCL_P2P_LEVEL",      "NCCL_SHM_DISABLE",
+    "NCCL_IB_DISABLE",      "NCCL_NET",           "NCCL_NET_GDR_LEVEL",  "NCCL_ALGO",
+    "NCCL_PROTO",           "NCCL_MAX_NCHANNELS", "NCCL_NVLS_ENABLE",    "NCCL_SOCKET_IFNAME",
+    "NCCL_DEBUG",
+};
+const size_t kWatchedVariableCount = sizeof(kWatchedVariables) / sizeof(kWatchedVariables[0]);
+
+std::vector<std::pair<std::string, std::string>> WatchedSettings() {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (size_t i = 0; i < kWatchedVariableCount; ++i)
+    if (const char* v = std::getenv(kWatchedVariables[i]))
+      out.emplace_back(kWatchedVariables[i], std::string(v).substr(0, 128));
+  return out;
+}
+
+namespace {
+
+using VersionFn = int (*)(int*);  // cudaError_t / ncclResult_t: 0 is success for both
+
+// ncclGetVersion if NCCL is already in the process: in the global scope, else a libnccl
+// loaded with RTLD_LOCAL (RTLD_NOLOAD never loads it). Nothing is kept open.
+int NcclVersion() {
+  auto fn = reinterpret_cast<VersionFn>(dlsym(RTLD_DEFAULT, "ncclGetVersion"));
+  void* handle = nullptr;
+  if (!fn)
+    for (const char* lib : {"libnccl.so.2", "libnccl.so"})
+      if ((handle = dlopen(lib, RTLD_NOLOAD | RTLD_LAZY))) {
+        fn = reinterpret_cast<VersionFn>(dlsym(handle, "ncclGetVersion"));
+        break;
+      }
+  int v = 0;
+  if (fn && fn(&v) != 0) v = 0;
+  if (handle) dlclose(handle);
+  return v;
+}
+
+}  // namespace
+
+bool EnvironmentProbe::Probe(uint64_t now_ns) {
+  bool changed = false;
+  if (!cuda_done_) {
+    cuda_done_ = true;
+    // The runtime the application uses (the next definition after this library).
+    if (auto rt = Real<VersionFn>("cudaRuntimeGetVersion")) rt(&info_.cuda_runtime);
+    if (auto drv = Real<VersionFn>("cudaDriverGetVersion")) drv(&info_.cuda_driver);
+    info_.settings = WatchedSettings();
+    changed = true;
+  }
+  if (info_.nccl == 0 && now_ns >= next_nccl_try_ns_) {
+    next_nccl_try_ns_ = now_ns + 1'000'000'000ull;
+    if ((info_.nccl = NcclVersion()) != 0) {
+      // NCCL reads its variables when it initialises, which may be after our first look.
+      info_.settings = WatchedSettings();
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+}  // namespace gpuwatch::inject

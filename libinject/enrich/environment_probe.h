@@ -1,0 +1,43 @@
+// The `environment` facts: CUDA runtime and driver versions, NCCL's version, and the settings
+// in the environment that change NCCL's transports or CUDA's launches.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace gpuwatch::inject {
+
+struct EnvironmentInfo {
+  int cuda_runtime = 0;  // cudaRuntimeGetVersion, 0 = unknown
+  int cuda_driver = 0;   // cudaDriverGetVersion
+  int nccl = 0;          // ncclGetVersion, 0 = NCCL not in the process (yet)
+  std::vector<std::pair<std::string, std::string>> settings;  // set variables of kWatchedVariables
+};
+
+// The variables reported when set (the collector judges them: collector/analyze/environment.cpp).
+extern const char* const kWatchedVariables[];
+extern const size_t kWatchedVariableCount;
+
+// The watched variables that are set, in list order, values cut at 128 bytes. getenv runs on
+// the sender thread: NCCL's own threads read the environment the same way.
+std::vector<std::pair<std::string, std::string>> WatchedSettings();
+
+// Sender thread only, and only once the application has made its first CUDA call: the
+// version queries then touch nothing the application has not already initialised (neither
+// creates a context), and NCCL is never loaded for this -- ncclGetVersion is looked up among
+// the objects already in the process, at most once a second until NCCL shows up.
+class EnvironmentProbe {
+ public:
+  // Looks again; true when something new became known since the last call (info() is then
+  // due on the wire).
+  bool Probe(uint64_t now_ns);
+  const EnvironmentInfo& info() const { return info_; }
+
+ private:
+  EnvironmentInfo info_;
+  bool cuda_done_ = false;
+  uint64_t next_nccl_try_ns_ = 0;
+};
+
+}  // namespace gpuwatch::inject

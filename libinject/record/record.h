@@ -1,0 +1,48 @@
+// The one record the hot path writes: fixed size, plain data, no pointers to follow.
+// Times are stamp ticks (stamp_clock.h); the assembler turns a record into a wire event in ns.
+#pragma once
+#include <cstdint>
+
+namespace gpuwatch::inject {
+
+// Mirrors of gpuwatch.proto's enums: the library does not link libprotobuf (see
+// proto/wire_encode.h). transport/wire_check.cpp asserts at compile time that they match.
+enum Api : uint8_t {
+  kApiMemcpy = 1,
+  kApiMemcpyAsync = 2,
+  kApiStreamSynchronize = 3,
+  kApiDeviceSynchronize = 4,
+  kApiEventSynchronize = 5,
+  kApiLaunchKernel = 6,
+  kApiAllReduce = 20,
+  kApiAllGather = 21,
+  kApiReduceScatter = 22,
+  kApiBroadcast = 23,
+  kApiReduce = 24,
+  kApiSend = 25,
+  kApiRecv = 26,
+  kApiNvtxRange = 40,  // hooks_nvtx.cpp: a closed NVTX range (name_id = range name, seq = depth)
+  // 200+: records that never leave the process.
+  kGroupEnd = 200,  // closes the ncclGroupStart/End group whose events are in `event_slot`
+};
+enum CopyKind : uint8_t { kCopyH2D = 1, kCopyD2H = 2, kCopyD2D = 3, kCopyH2H = 4 };
+enum Flag : uint16_t { kFlagPageable = 1, kFlagBlockedHost = 2, kFlagInGroup = 4, kFlagNoGpuTime = 8 };
+
+struct Record {
+  uint8_t api;          // Api
+  uint8_t copy_kind;    // CopyKind
+  uint16_t flags;       // Flag bits
+  uint32_t name_id;     // kernels and NVTX ranges: KernelNames id (registry.h); else 0
+  uint64_t t_ticks;     // Stamp() at entry
+  uint64_t dur_ticks;   // Stamp() ticks inside the call
+  uint64_t bytes;
+  uint64_t stream;
+  uint64_t seq;         // collectives: per-communicator sequence number
+  uint32_t comm_id;     // collectives: Comms id (at most Comms::kMax, registry.h)
+  int32_t peer;
+  uint32_t event_slot;  // collectives: 1 + index of the CUDA event pair timing it; 0 = none
+  uint32_t site_id;     // calls that blocked the host long: call site id (call_sites.h); else 0
+};
+static_assert(sizeof(Record) == 64, "one record is one cache line");
+
+}  // namespace gpuwatch::inject

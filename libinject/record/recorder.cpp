@@ -1,0 +1,110 @@
+// The recorder's slow paths: a thread's first record takes a ring (the process's first
+// starts recording through the setup runtime/ gave), and the ring list the sender reads.
+#include "record/recorder.h"
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <mutex>
+
+namespace gpuwatch::inject {
+
+std::atomic<int> g_state{static_cast<int>(State::kIdle)};
+// initial-exec: the library is preloaded, so static TLS is available and a TLS access is a
+// single %fs-relative load instead of a __tls_get_addr call.
+__attribute__((tls_model("initial-exec"))) thread_local bool tl_internal = false;
+__attribute__((tls_model("initial-exec"))) thread_local Ring* tl_ring = nullptr;
+
+namespace {
+
+// Written before any thread records (the library's constructor, which may run before this
+// file's dynamic initializers: constinit); read on slow paths only.
+constinit RecorderSetup g_setup;
+std::atomic<Ring*> g_rings[kMaxThreads];
+std::atomic<int> g_ring_count{0};
+std::mutex g_ring_mu;  // taken only when a thread gets its ring
+std::atomic<uint64_t> g_too_many_threads{0};
+
+// Marks the ring free for reuse when its thread exits, so thread churn cannot grow memory.
+struct RingReleaser {
+  Ring* ring = nullptr;
+  ~RingReleaser() {
+    if (ring) ring->owner_alive.store(false, std::memory_order_release);
+    tl_ring = nullptr;
+  }
+};
+thread_local RingReleaser tl_releaser;
+
+Ring* AcquireRing() {
+  std::lock_guard<std::mutex> lock(g_ring_mu);
+  const int n = g_ring_count.load(std::memory_order_relaxed);
+  Ring* ring = nullptr;
+  for (int i = 0; i < n && !ring; ++i) {
+    Ring* r = g_rings[i].load(std::memory_order_relaxed);
+    if (!r->owner_alive.load(std::memory_order_acquire)) ring = r;  // a dead thread's ring
+  }
+  if (!ring) {
+    if (n == kMaxThreads) return nullptr;
+    ring = new Ring(g_setup.ring_records);
+    g_rings[n].store(ring, std::memory_order_release);
+    g_ring_count.store(n + 1, std::memory_order_release);
+  }
+  ring->tid.store(static_cast<uint32_t>(syscall(SYS_gettid)), std::memory_order_relaxed);
+  ring->owner_alive.store(true, std::memory_order_release);
+  return ring;
+}
+
+}  // namespace
+
+void SetUpRecorder(const RecorderSetup& setup) { g_setup = setup; }
+
+void PrepareFirstRing() {
+  std::lock_guard<std::mutex> lock(g_ring_mu);
+  if (g_ring_count.load(std::memory_order_relaxed) != 0) return;
+  g_rings[0].store(new Ring(g_setup.ring_records), std::memory_order_release);
+  g_ring_count.store(1, std::memory_order_release);
+}
+
+Ring* ThreadRingSlow() {
+  if (g_state.load(std::memory_order_acquire) == static_cast<int>(State::kIdle)) {
+    if (!g_setup.start) return nullptr;  // not set up yet: stay idle, a later call starts
+    if (!g_setup.start()) {
+      TurnOff();
+      return nullptr;
+    }
+  }
+  if (g_state.load(std::memory_order_acquire) != static_cast<int>(State::kRunning)) return nullptr;
+  if (g_setup.first_record) g_setup.first_record();
+  Ring* ring = AcquireRing();
+  if (!ring) return nullptr;
+  tl_ring = ring;
+  tl_releaser.ring = ring;
+  return ring;
+}
+
+void EmitSlow(const Record& r) {
+  if (Ring* ring = ThreadRingSlow()) {
+    ring->Push(r);
+  } else if (g_state.load(std::memory_order_relaxed) == static_cast<int>(State::kRunning)) {
+    g_too_many_threads.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void CollectRings(std::vector<Ring*>& out) {
+  out.clear();
+  const int n = g_ring_count.load(std::memory_order_acquire);
+  for (int i = 0; i < n; ++i)
+    if (Ring* r = g_rings[i].load(std::memory_order_acquire)) out.push_back(r);
+}
+
+uint64_t DroppedTooManyThreads() { return g_too_many_threads.load(std::memory_order_relaxed); }
+
+void TurnOff() { g_state.store(static_cast<int>(State::kOff), std::memory_order_release); }
+void MarkRunning() { g_state.store(static_cast<int>(State::kRunning), std::memory_order_release); }
+
+void OnForkChild() {
+  g_state.store(static_cast<int>(State::kOff), std::memory_order_relaxed);
+  tl_ring = nullptr;
+}
+
+}  // namespace gpuwatch::inject

@@ -1,0 +1,78 @@
+// Single-producer single-consumer ring of Records: the application thread that owns it is
+// the only writer, the sender thread the only reader. A full ring drops the new record and
+// counts it; the producer never waits.
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "record/record.h"
+
+namespace gpuwatch::inject {
+
+class Ring {
+ public:
+  // The slots are zeroed here, which faults every page in now: left to the producer, every
+  // 64th Push would take a page fault on the application's thread, and a fault is a point
+  // where the kernel may preempt it (measured: 70-200 us stalls inside hooks on a busy
+  // host). Rings are made at load (the first thread's) or on a thread's first record.
+  explicit Ring(size_t capacity_pow2)
+      : mask_(capacity_pow2 - 1), slots_(new Record[capacity_pow2]()) {}
+
+  // Producer side. Returns false (and counts) when full.
+  bool Push(const Record& r) {
+    const uint64_t head = head_.load(std::memory_order_relaxed);
+    if (head - cached_tail_ > mask_) {
+      cached_tail_ = tail_.load(std::memory_order_acquire);
+      if (head - cached_tail_ > mask_) {
+        dropped_.store(dropped_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        return false;
+      }
+    }
+    slots_[head & mask_] = r;
+    head_.store(head + 1, std::memory_order_release);
+    return true;
+  }
+
+  // Consumer side: calls fn(record) for everything published so far, then frees the slots.
+  template <typename Fn>
+  size_t Drain(Fn&& fn, size_t max = SIZE_MAX) {
+    const uint64_t tail = tail_.load(std::memory_order_relaxed);
+    const uint64_t head = head_.load(std::memory_order_acquire);
+    uint64_t n = head - tail;
+    if (n > max) n = max;
+    for (uint64_t i = 0; i < n; ++i) fn(slots_[(tail + i) & mask_]);
+    tail_.store(tail + n, std::memory_order_release);
+    return n;
+  }
+
+  uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
+  size_t capacity() const { return mask_ + 1; }
+
+  // The owning thread: its id, and whether it has exited (its ring may then be reused).
+  std::atomic<uint32_t> tid{0};
+  std::atomic<bool> owner_alive{false};
+
+  // The call the owning thread is inside now (a sync, a copy or a collective), for the
+  // heartbeat (the collector reports a rank stuck in one) and the settled time. since_ticks
+  // == 0: none.
+  struct InFlight {
+    std::atomic<uint64_t> since_ticks{0};  // Stamp() at the call's entry
+    std::atomic<uint64_t> stream{0};
+    std::atomic<uint64_t> comm_id{0};
+    std::atomic<uint64_t> seq{0};
+    std::atomic<uint8_t> api{0};
+  };
+  alignas(64) InFlight inflight;
+
+ private:
+  const uint64_t mask_;
+  std::unique_ptr<Record[]> slots_;
+  alignas(64) std::atomic<uint64_t> head_{0};
+  uint64_t cached_tail_ = 0;  // producer's last view of tail_, saves a shared load per push
+  alignas(64) std::atomic<uint64_t> tail_{0};
+  alignas(64) std::atomic<uint64_t> dropped_{0};
+};
+
+}  // namespace gpuwatch::inject

@@ -1,0 +1,46 @@
+// What happens when the library loads: the recorder learns how to start the sender, and a
+// program linked against the CUDA runtime gets its sender thread and CUPTI now. Part of
+// libgpuwatch.so itself (CMakeLists.txt): nothing else refers to it.
+#include <dlfcn.h>
+#include <pthread.h>
+
+#include "enrich/cupti_reader.h"
+#include "record/recorder.h"
+#include "runtime/config.h"
+#include "runtime/sender.h"
+
+namespace gpuwatch::inject {
+namespace {
+
+// As a source of the .so it runs before the dynamic initializers of the archive's files
+// (link order): what it reaches is constant-initialized, a function-local static, or set in
+// a constructor of higher priority (the stamp's source, record/stamp_clock.cpp).
+//
+// A program linked against the CUDA runtime will call it: start the sender thread now
+// rather than inside its first CUDA call. Programs that are not (shells, compilers, Python
+// before it imports torch) get no thread; nothing connects anywhere before a first record.
+__attribute__((constructor)) void AtLoad() {
+  RecorderSetup setup;
+  setup.ring_records = GetConfig().ring_records;
+  setup.start = StartSender;
+  setup.first_record = OnFirstRecord;
+  SetUpRecorder(setup);
+  pthread_atfork(nullptr, nullptr, OnForkChild);
+  if (GetConfig().disabled) return;
+  for (const char* lib : {"libcudart.so.13", "libcudart.so.12", "libnccl.so.2"}) {
+    if (dlopen(lib, RTLD_NOLOAD | RTLD_LAZY)) {
+      if (!StartSender()) {
+        TurnOff();
+        return;
+      }
+      // CUPTI now, so the timeline has the program's first GPU work too.
+      Cupti().Start();
+      // A spare ring for the first thread that records (the ring allocation is a syscall).
+      PrepareFirstRing();
+      return;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gpuwatch::inject

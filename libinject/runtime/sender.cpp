@@ -1,0 +1,313 @@
+// The sender thread: its loop, the heartbeat, Hello and Goodbye, and starting and stopping it.
+#include "runtime/sender.h"
+
+#include <cuda_runtime_api.h>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "assemble/assembler.h"
+#include "enrich/cupti_reader.h"
+#include "enrich/environment_probe.h"
+#include "enrich/proc_sampler.h"
+#include "record/call_sites.h"
+#include "record/collective_timer.h"
+#include "record/real.h"
+#include "record/recorder.h"
+#include "record/registry.h"
+#include "record/stamp_clock.h"
+#include "runtime/config.h"
+#include "runtime/signals.h"
+#include "transport/encode.h"
+#include "transport/identity.h"
+#include "transport/outbox.h"
+#include "transport/wire_fields.h"
+#include "wire_encode.h"
+
+namespace gpuwatch::inject {
+namespace {
+
+extern std::atomic<bool> g_signal_stop;
+extern std::atomic<bool> g_finished;
+
+class Sender {
+ public:
+  Sender()
+      : cfg_(GetConfig()),
+        id_(IdentityFromEnvironment()),
+        start_ns_(NowNs()),
+        assembler_(Assembler::Sources{&clock_, &Timer()}) {}
+
+  void SetDevice(int device) { device_.store(device, std::memory_order_relaxed); }
+  void MarkRecording() { recording_.store(true, std::memory_order_release); }
+
+  void Run() {
+    tl_internal = true;
+    WarmUpCallSites();
+    Outbox::Options o;
+    o.autostart = cfg_.autostart;
+    o.collector_bin = CollectorBin();
+    o.out_dir = out_dir_ = OutDir();
+    o.max_buffer_bytes = cfg_.max_buffer_bytes;
+    o.spool_max_bytes = cfg_.spool_max_bytes;
+    o.id = &id_;
+    outbox_ = std::make_unique<Outbox>(std::move(o), [this](std::string_view token) { return HelloFrame(token); });
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stop_) {
+      cv_.wait_for(lock, std::chrono::milliseconds(cfg_.flush_ms));
+      if (stop_ || g_signal_stop.load(std::memory_order_acquire)) break;
+      lock.unlock();
+      Cycle(false);
+      lock.lock();
+    }
+    lock.unlock();
+    Finish();
+    lock.lock();
+    finished_ = true;
+    g_finished.store(true, std::memory_order_release);
+    cv_.notify_all();
+  }
+
+  void RequestStop() {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+    cv_.notify_all();
+  }
+
+  // Waits for Finish() to complete, at most `ms`.
+  void AwaitFinished(int ms) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, std::chrono::milliseconds(ms), [&] { return finished_; });
+  }
+
+ private:
+  void Cycle(bool final) {
+    clock_.Calibrate();
+    if (cfg_.call_site_ms > 0)  // the hooks compare stamp ticks, not nanoseconds
+      g_call_site_min_ticks.store(clock_.TicksIn(static_cast<uint64_t>(cfg_.call_site_ms * 1e6)),
+                                  std::memory_order_relaxed);
+    CollectRings(rings_);
+    Assembler::Cycle in;
+    in.final = final;
+    in.cupti_live = Cupti().live();
+    in.gpu_source = static_cast<int>(Cupti().source());
+    const std::string detail = in.gpu_source != 0 ? Cupti().source_detail() : std::string();
+    in.gpu_source_detail = detail;
+    in.drops = OtherDrops();
+    in.poll_activities = [final](const std::function<void(const ActivityRecord&)>& take) {
+      Cupti().Poll(final, take);
+    };
+    in.append_samples = [this](std::string& batch) {
+      if (!recording_.load(std::memory_order_acquire)) return;  // after the app's first CUDA call
+      if (env_probe_.Probe(NowNs())) AppendEnvironment(batch, env_probe_.info());
+      if (auto sample = proc_sampler_.SampleIfDue(NowNs())) AppendProcSample(batch, *sample);
+    };
+    const Assembler::Batch& b = assembler_.AssembleBatch(rings_, in);
+    if (b.worth_sending) {
+      events_total_ += b.events;
+      Enqueue(field::frame::kBatch, b.body, b.events, b.activities);
+    }
+    if (!final) Heartbeat();
+    Transmit(final ? cfg_.exit_timeout_ms / 2 : 0);
+  }
+
+  // Every drop count but ring_full (the assembler counts that in the rings).
+  DropCounts OtherDrops() const {
+    DropCounts d;
+    d.too_many_threads = DroppedTooManyThreads();
+    d.collector_unreachable = outbox_->dropped_unreachable();
+    d.spool_full = outbox_->dropped_spool();
+    d.gpu_records_unsent = outbox_->dropped_activities();
+    return d;
+  }
+
+  // Once a second: which calls each thread is inside, how far each communicator got. The
+  // collector sees only calls that returned; this is how it finds a rank that hangs.
+  void Heartbeat() {
+    const uint64_t now = NowNs();
+    if (!recording_.load(std::memory_order_acquire) || now - last_heartbeat_ns_ < 1'000'000'000ull) return;
+    last_heartbeat_ns_ = now;
+    CollectRings(rings_);
+    std::string hb;
+    AppendHeartbeatNow(hb, now);
+    int listed = 0;
+    for (const Ring* ring : rings_) {
+      const uint64_t since = ring->inflight.since_ticks.load(std::memory_order_acquire);
+      if (since == 0 || ++listed > 64) continue;
+      AppendInFlight(hb, ring->inflight.api.load(std::memory_order_relaxed), clock_.ToNs(since),
+                     ring->tid.load(std::memory_order_relaxed), ring->inflight.comm_id.load(std::memory_order_relaxed),
+                     ring->inflight.seq.load(std::memory_order_relaxed),
+                     ring->inflight.stream.load(std::memory_order_relaxed));
+    }
+    int comms = 0;
+    for (const CommInfo* c : Communicators().All()) {
+      if (++comms > 256) break;
+      const uint64_t returned = c->returned.load(std::memory_order_relaxed);
+      AppendCommProgress(hb, c->id, c->unique_hash, returned ? returned - 1 : 0, returned != 0);
+    }
+    Enqueue(field::frame::kHeartbeat, hb, 0);
+  }
+
+  void Enqueue(uint32_t frame_field, const std::string& body, uint64_t events, uint64_t activities = 0) {
+    std::string frame;
+    wire::enc::Frame(frame, frame_field, body);
+    outbox_->Push(std::move(frame), events, activities);
+  }
+
+  bool IdentityReady() {
+    if (id_.rank_source != "none") return true;
+    if (const CommInfo* c = Communicators().First()) {
+      id_.rank = c->rank;
+      id_.world_size = c->nranks;
+      id_.rank_source = "NCCL";
+      return true;
+    }
+    // No rank variables and no communicator yet: wait a little for NCCL to name the rank,
+    // but not past a quarter of the outbox (a launch-bound process fills it in a second)
+    // and not past 2 s. A process that is then still unnamed is a job of one.
+    if (!finishing_ && !outbox_->filling() && NowNs() - start_ns_ < 2'000'000'000ull) return false;
+    if (id_.rank < 0) {
+      id_.rank = 0;
+      id_.world_size = 1;
+    }
+    return true;
+  }
+
+  void Transmit(int wait_ms) {
+    // Nothing connects before the first record, nor before the rank is known.
+    outbox_->Pump(recording_.load(std::memory_order_acquire) && IdentityReady(), wait_ms);
+  }
+
+  std::string HelloFrame(std::string_view token) {
+    std::string hello;
+    wire::enc::Frame(hello, field::frame::kHello,
+                     EncodeHello({&id_, device_.load(std::memory_order_relaxed), out_dir_, GPUWATCH_VERSION, start_ns_,
+                                  token}));
+    return hello;
+  }
+
+  void Finish() {
+    finishing_ = true;  // exit or a fatal signal: the identity is what it is now
+    const uint64_t deadline = NowNs() + static_cast<uint64_t>(cfg_.exit_timeout_ms) * 1000000ull;
+    // Give in-flight collectives a moment to complete before giving up on their GPU time.
+    const uint64_t wait_until = NowNs() + static_cast<uint64_t>(cfg_.exit_timeout_ms) * 500000ull;
+    for (;;) {
+      Cycle(false);
+      if (!assembler_.holding_collectives() || NowNs() >= wait_until) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    Cycle(true);
+    std::string goodbye;
+    CollectRings(rings_);
+    AppendDropCounts(goodbye, field::goodbye::kDropped, Assembler::CountDrops(rings_, OtherDrops()));
+    AppendGoodbyeTail(goodbye, events_total_, NowNs());
+    Enqueue(field::frame::kGoodbye, goodbye, 0);
+    const uint64_t now = NowNs();
+    const int left = now < deadline ? static_cast<int>((deadline - now) / 1000000ull) : 0;
+    Transmit(left);
+    outbox_->Close();
+  }
+
+  const Config& cfg_;
+  std::string out_dir_;
+  Identity id_;
+  std::atomic<int> device_{-1};
+  std::atomic<bool> recording_{false};  // nothing connects before the first record
+  const uint64_t start_ns_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  bool finished_ = false;
+  bool finishing_ = false;  // sender thread only
+
+  StampClock clock_;
+  Assembler assembler_;
+  std::vector<Ring*> rings_;  // every thread's, as of the last CollectRings
+  uint64_t last_heartbeat_ns_ = 0;
+  uint64_t events_total_ = 0;
+  std::unique_ptr<Outbox> outbox_;
+  EnvironmentProbe env_probe_;
+  ProcSampler proc_sampler_{getpid()};
+};
+
+Sender* g_sender = nullptr;
+std::atomic<bool> g_signal_stop{false};  // set from a signal handler: no lock may be taken there
+std::atomic<bool> g_finished{false};
+
+void* SenderMain(void*) {
+  g_sender->Run();
+  return nullptr;
+}
+
+}  // namespace
+
+bool StartSender() {
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  if (g_state.load(std::memory_order_acquire) != static_cast<int>(State::kIdle)) {
+    return g_state.load(std::memory_order_acquire) == static_cast<int>(State::kRunning);
+  }
+  if (GetConfig().disabled) return false;
+  g_sender = new Sender;
+  // The sender starts with every signal blocked, so a signal meant for the application is
+  // never delivered to it.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 512 << 10);  // it needs little; a smaller mapping starts faster
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);  // exit waits on AwaitFinished
+  pthread_t thread;
+  const int rc = pthread_create(&thread, &attr, SenderMain, nullptr);
+  pthread_attr_destroy(&attr);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (rc != 0) return false;
+  MarkRunning();
+  return true;
+}
+
+void OnFirstRecord() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    static const auto get_device = Real<decltype(&cudaGetDevice)>("cudaGetDevice");
+    int device = -1;
+    tl_internal = true;  // gpuwatch's own CUDA call
+    if (get_device && get_device(&device) == cudaSuccess) g_sender->SetDevice(device);
+    Cupti().Start();  // no-op when already started at load
+    tl_internal = false;
+    std::atexit(StopSender);
+    InstallExitSignalHandlers();
+    g_sender->MarkRecording();
+  });
+}
+
+bool FlushFromSignal(int timeout_ms) {
+  if (!g_sender || g_state.load(std::memory_order_acquire) != static_cast<int>(State::kRunning)) return false;
+  g_signal_stop.store(true, std::memory_order_release);
+  // Only async-signal-safe calls from here: poll the sender's progress with nanosleep.
+  for (int waited = 0; waited < timeout_ms && !g_finished.load(std::memory_order_acquire); ++waited) {
+    timespec ms{0, 1000000};
+    nanosleep(&ms, nullptr);
+  }
+  return g_finished.load(std::memory_order_acquire);
+}
+
+void StopSender() {
+  static std::atomic<bool> once{false};
+  if (g_state.load(std::memory_order_acquire) != static_cast<int>(State::kRunning)) return;
+  if (!g_sender || once.exchange(true)) return;
+  g_sender->RequestStop();
+  g_sender->AwaitFinished(GetConfig().exit_timeout_ms + 500);
+  TurnOff();
+}
+
+}  // namespace gpuwatch::inject

@@ -1,0 +1,40 @@
+// The connection to the collector: its Unix socket, and if nobody listens, exactly one
+// collector started per host (an flock serialises the ranks that race to do it); or, with
+// GPUWATCH_COLLECTOR=tcp://HOST:PORT, a collector elsewhere over TCP (never started here).
+#pragma once
+#include <cstddef>
+#include <string>
+
+namespace gpuwatch::inject {
+
+class CollectorLink {
+ public:
+  ~CollectorLink() { Close(); }
+
+  // Connects, starting a collector first when allowed and none answers. Never blocks
+  // longer than `budget_ms`. Returns false with error() set. Over TCP the Hello carries the
+  // job token (GPUWATCH_TOKEN).
+  bool Connect(bool autostart, const std::string& collector_bin, int budget_ms);
+
+  // Writes as much of data as the socket takes without blocking longer than `wait_ms`.
+  // Returns bytes written; sets broken() when the collector is gone.
+  size_t Write(const char* data, size_t n, int wait_ms);
+
+  bool connected() const { return fd_ >= 0; }
+  // The token the Hello must carry on this connection: GPUWATCH_TOKEN over TCP, else "".
+  const std::string& token() const { return token_; }
+  bool broken() const { return broken_; }
+  const std::string& error() const { return error_; }
+  void Close();
+
+ private:
+  bool TryConnect(const std::string& path);
+  bool ConnectTcp(const std::string& address, int budget_ms);
+  bool SpawnCollector(const std::string& bin, const std::string& path);
+  int fd_ = -1;
+  bool broken_ = false;
+  std::string error_;
+  std::string token_;
+};
+
+}  // namespace gpuwatch::inject

@@ -1,0 +1,228 @@
+// The encoders, field by field as gpuwatch.proto declares them; strings repaired to UTF-8.
+#include "transport/encode.h"
+
+#include <cstdlib>
+
+#include "enrich/cupti_reader.h"
+#include "enrich/environment_probe.h"
+#include "enrich/proc_sampler.h"
+#include "transport/wire_fields.h"
+#include "wire_encode.h"
+
+namespace gpuwatch::inject {
+
+using namespace gpuwatch::wire::enc;
+namespace f = field;
+
+namespace {
+
+// proto3 `string` fields must be valid UTF-8 or the collector rejects the whole frame; job
+// ids, host names and paths come from the environment and may not be. Invalid bytes
+// become '?'.
+std::string Utf8(std::string_view in) {
+  std::string out;
+  out.reserve(in.size());
+  for (size_t i = 0; i < in.size();) {
+    const auto c = static_cast<unsigned char>(in[i]);
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool ok = n > 0 && i + n <= in.size();
+    for (size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(in[i + k]) & 0xC0) == 0x80;
+    if (ok && n > 1) {  // reject overlong forms, surrogates and values past U+10FFFF
+      const auto c1 = static_cast<unsigned char>(in[i + 1]);
+      ok = !(n == 2 && c < 0xC2) && !(n == 3 && c == 0xE0 && c1 < 0xA0) && !(n == 3 && c == 0xED && c1 >= 0xA0) &&
+           !(n == 4 && c == 0xF0 && c1 < 0x90) && !(n == 4 && (c > 0xF4 || (c == 0xF4 && c1 >= 0x90)));
+    }
+    if (ok) {
+      out.append(in.substr(i, n));
+      i += n;
+    } else {
+      out.push_back('?');
+      ++i;
+    }
+  }
+  return out;
+}
+
+void Text(std::string& o, uint32_t field, std::string_view s) { Bytes(o, field, Utf8(s)); }
+
+}  // namespace
+
+std::string EncodeHello(const HelloInfo& h) {
+  namespace m = f::hello;
+  std::string o;
+  UInt(o, m::kProtocolVersion, f::kProtocolVersion);
+  Text(o, m::kJobId, h.id->job_id);
+  Int(o, m::kRank, h.id->rank);
+  Int(o, m::kLocalRank, h.id->local_rank);
+  Int(o, m::kWorldSize, h.id->world_size);
+  Text(o, m::kRankSource, h.id->rank_source);
+  Text(o, m::kHost, h.id->host);
+  Int(o, m::kPid, h.id->pid);
+  Int(o, m::kDevice, h.device);
+  Text(o, m::kOutDir, h.out_dir);
+  Text(o, m::kLibraryVersion, h.library_version);
+  UInt(o, m::kStartNs, h.start_ns);
+  // Which NVTX range is a training step.
+  if (const char* sr = std::getenv("GPUWATCH_STEP_RANGE"); sr && *sr)
+    Text(o, m::kStepRange, std::string_view(sr).substr(0, 128));
+  // The job token a TCP peer must present.
+  Text(o, m::kToken, h.token);
+  return o;
+}
+
+void AppendBatchSeq(std::string& batch, uint64_t seq) { UInt(batch, f::batch::kSeq, seq); }
+void AppendBatchSettled(std::string& batch, uint64_t settled_ns) { UInt(batch, f::batch::kSettledNs, settled_ns); }
+
+void AppendEvent(std::string& batch, const HostEvent& ev) {
+  namespace m = f::event;
+  // Encoded into a small local buffer first: its length prefixes it in the batch.
+  std::string e;
+  e.reserve(80);
+  UInt(e, m::kApi, ev.api);
+  UInt(e, m::kTNs, ev.t_ns);
+  UInt(e, m::kDurNs, ev.dur_ns);
+  UInt(e, m::kBytes, ev.bytes);
+  UInt(e, m::kCopyKind, ev.copy_kind);
+  UInt(e, m::kFlags, ev.flags);
+  UInt(e, m::kStream, ev.stream);
+  UInt(e, m::kTid, ev.tid);
+  UInt(e, m::kNameId, ev.name_id);
+  UInt(e, m::kSiteId, ev.site_id);  // next to name_id, where the library has always put it
+  if (ev.comm_id) {
+    UInt(e, m::kCommId, ev.comm_id);
+    UInt(e, m::kSeq, ev.seq);
+    Int(e, m::kPeer, ev.peer);
+  }
+  UInt(e, m::kGpuNs, ev.gpu_ns);
+  Message(batch, f::batch::kEvents, e);
+}
+
+void AppendCallSite(std::string& batch, uint32_t id, const std::vector<std::string>& frames,
+                    std::string_view python) {
+  namespace m = f::call_site;
+  std::string c;
+  UInt(c, m::kId, id);
+  for (const std::string& fr : frames) Text(c, m::kFrames, fr);
+  Text(c, m::kPython, python);
+  Message(batch, f::batch::kCallSites, c);
+}
+
+void AppendKernelName(std::string& batch, uint32_t id, std::string_view name) {
+  std::string k;
+  UInt(k, f::kernel_name::kId, id);
+  Text(k, f::kernel_name::kName, name);
+  Message(batch, f::batch::kKernelNames, k);
+}
+
+void AppendCommunicator(std::string& batch, uint64_t comm_id, int nranks, int rank, uint64_t unique_hash) {
+  namespace m = f::communicator;
+  std::string c;
+  UInt(c, m::kCommId, comm_id);
+  Int(c, m::kNranks, nranks);
+  Int(c, m::kRank, rank);
+  UInt(c, m::kUniqueHash, unique_hash);
+  Message(batch, f::batch::kCommunicators, c);
+}
+
+uint64_t AppendDropCounts(std::string& msg, uint32_t field_number, const DropCounts& d) {
+  const std::pair<const char*, uint64_t> counts[] = {
+      {"ring_full", d.ring_full},
+      {"too_many_threads", d.too_many_threads},
+      {"collector_unreachable", d.collector_unreachable},
+      {"spool_full", d.spool_full},
+      {"gpu_records_unsent", d.gpu_records_unsent},
+  };
+  uint64_t sum = 0;
+  for (const auto& [reason, n] : counts) {
+    sum += n;
+    if (n == 0) continue;
+    std::string m;
+    Text(m, f::drop_count::kReason, reason);
+    UInt(m, f::drop_count::kCount, n);
+    Message(msg, field_number, m);
+  }
+  return sum;
+}
+
+void AppendActivity(std::string& batch, const ActivityRecord& a) {
+  namespace m = f::activity;
+  std::string o;
+  o.reserve(64);
+  UInt(o, m::kKind, a.kind);
+  UInt(o, m::kStartNs, a.start_ns);
+  UInt(o, m::kEndNs, a.end_ns);
+  UInt(o, m::kCorrelationId, a.correlation_id);
+  UInt(o, m::kStream, a.stream);
+  Int(o, m::kDevice, a.device);
+  UInt(o, m::kNameId, a.name_id);
+  UInt(o, m::kBytes, a.bytes);
+  UInt(o, m::kCopyKind, a.copy_kind);
+  UInt(o, m::kFlags, a.flags);
+  UInt(o, m::kApiId, a.api_id);
+  UInt(o, m::kApiDomain, a.api_domain);
+  Message(batch, f::batch::kActivities, o);
+}
+
+void AppendGpuSource(std::string& batch, int source, std::string_view detail) {
+  UInt(batch, f::batch::kGpuSource, static_cast<uint64_t>(source));
+  Text(batch, f::batch::kGpuSourceDetail, detail);
+}
+
+void AppendHeartbeatNow(std::string& hb, uint64_t now_ns) { UInt(hb, f::heartbeat::kNowNs, now_ns); }
+
+void AppendInFlight(std::string& hb, uint8_t api, uint64_t since_ns, uint32_t tid, uint64_t comm_id, uint64_t seq,
+                    uint64_t stream) {
+  namespace m = f::in_flight;
+  std::string o;
+  UInt(o, m::kApi, api);
+  UInt(o, m::kSinceNs, since_ns);
+  UInt(o, m::kTid, tid);
+  UInt(o, m::kCommId, comm_id);
+  UInt(o, m::kSeq, seq);
+  UInt(o, m::kStream, stream);
+  Message(hb, f::heartbeat::kInside, o);
+}
+
+void AppendCommProgress(std::string& hb, uint64_t comm_id, uint64_t unique_hash, uint64_t last_seq, bool any) {
+  namespace m = f::comm_progress;
+  std::string o;
+  UInt(o, m::kCommId, comm_id);
+  UInt(o, m::kUniqueHash, unique_hash);
+  UInt(o, m::kLastSeq, last_seq);
+  UInt(o, m::kAnyReturned, any ? 1 : 0);
+  Message(hb, f::heartbeat::kComms, o);
+}
+
+void AppendGoodbyeTail(std::string& goodbye, uint64_t events_sent, uint64_t end_ns) {
+  UInt(goodbye, f::goodbye::kEventsSent, events_sent);
+  UInt(goodbye, f::goodbye::kEndNs, end_ns);
+}
+
+void AppendEnvironment(std::string& batch, const EnvironmentInfo& e) {
+  namespace m = f::environment;
+  std::string o;
+  Int(o, m::kCudaRuntimeVersion, e.cuda_runtime);
+  Int(o, m::kCudaDriverVersion, e.cuda_driver);
+  Int(o, m::kNcclVersion, e.nccl);
+  for (const auto& [name, value] : e.settings) {
+    std::string v;
+    Text(v, f::env_var::kName, name);
+    Text(v, f::env_var::kValue, value);
+    Message(o, m::kSettings, v);
+  }
+  Message(batch, f::batch::kEnvironment, o);
+}
+
+void AppendProcSample(std::string& batch, const ProcTotals& s) {
+  namespace m = f::proc_sample;
+  std::string o;
+  UInt(o, m::kTNs, s.t_ns);
+  UInt(o, m::kCpuNs, s.cpu_ns);
+  UInt(o, m::kReadChars, s.read_chars);
+  UInt(o, m::kReadBytes, s.read_bytes);
+  UInt(o, m::kProcesses, s.processes);
+  UInt(o, m::kRunWaitNs, s.run_wait_ns);
+  Message(batch, f::batch::kProcSamples, o);
+}
+
+}  // namespace gpuwatch::inject

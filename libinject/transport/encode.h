@@ -1,0 +1,81 @@
+// gpuwatch.proto messages written with wire_encode.h (see there for why not libprotobuf), field
+// numbers from wire_fields.h. tests/unit/inject/transport/encode_test.cpp parses the output.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "transport/identity.h"
+
+namespace gpuwatch::inject {
+
+struct ActivityRecord;
+struct EnvironmentInfo;
+struct ProcTotals;
+
+struct HelloInfo {
+  const Identity* id;
+  int device;
+  std::string_view out_dir;
+  std::string_view library_version;
+  uint64_t start_ns;
+  std::string_view token = {};  // GPUWATCH_TOKEN, only on a TCP connection (never spooled)
+};
+
+std::string EncodeHello(const HelloInfo& h);
+
+// One host call as the wire carries it (gpuwatch.wire.Event): times in CLOCK_MONOTONIC ns.
+struct HostEvent {
+  uint8_t api = 0;        // Api (record.h)
+  uint8_t copy_kind = 0;  // CopyKind
+  uint16_t flags = 0;     // Flag bits
+  uint32_t name_id = 0;   // kernels and NVTX ranges: KernelName id
+  uint32_t site_id = 0;   // syncs and blocking copies that blocked long: CallSite id
+  uint32_t tid = 0;
+  uint64_t t_ns = 0;
+  uint64_t dur_ns = 0;
+  uint64_t bytes = 0;
+  uint64_t stream = 0;
+  uint64_t comm_id = 0;   // collectives: Communicator id (0: none, and no seq and peer)
+  uint64_t seq = 0;
+  int32_t peer = 0;
+  uint64_t gpu_ns = 0;    // collectives: GPU time
+};
+
+// Cumulative drop counts, one per reason the collector knows.
+struct DropCounts {
+  uint64_t ring_full = 0;
+  uint64_t too_many_threads = 0;
+  uint64_t collector_unreachable = 0;
+  uint64_t spool_full = 0;
+  uint64_t gpu_records_unsent = 0;
+};
+
+// Batch body pieces, appended in any order.
+void AppendBatchSeq(std::string& batch, uint64_t seq);
+void AppendBatchSettled(std::string& batch, uint64_t settled_ns);
+void AppendEvent(std::string& batch, const HostEvent& e);
+void AppendKernelName(std::string& batch, uint32_t id, std::string_view name);
+void AppendCommunicator(std::string& batch, uint64_t comm_id, int nranks, int rank, uint64_t unique_hash);
+// The non-zero counts as DropCount messages in `field_number` (Batch.dropped or Goodbye.dropped);
+// returns their sum.
+uint64_t AppendDropCounts(std::string& msg, uint32_t field_number, const DropCounts& d);
+void AppendActivity(std::string& batch, const ActivityRecord& a);
+void AppendGpuSource(std::string& batch, int source, std::string_view detail);
+void AppendEnvironment(std::string& batch, const EnvironmentInfo& e);
+void AppendProcSample(std::string& batch, const ProcTotals& s);
+// Where a long sync or blocking copy was called from.
+void AppendCallSite(std::string& batch, uint32_t id, const std::vector<std::string>& frames,
+                    std::string_view python);
+
+// Heartbeat body pieces.
+void AppendHeartbeatNow(std::string& hb, uint64_t now_ns);
+void AppendInFlight(std::string& hb, uint8_t api, uint64_t since_ns, uint32_t tid, uint64_t comm_id, uint64_t seq,
+                    uint64_t stream);
+void AppendCommProgress(std::string& hb, uint64_t comm_id, uint64_t unique_hash, uint64_t last_seq, bool any);
+
+// Goodbye body: the counts after its drops.
+void AppendGoodbyeTail(std::string& goodbye, uint64_t events_sent, uint64_t end_ns);
+
+}  // namespace gpuwatch::inject

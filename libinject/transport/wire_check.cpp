@@ -1,0 +1,172 @@
+// Compile-time proof that the library's mirrors of gpuwatch.proto (field numbers, enums) match
+// the generated code: a proto change that is not mirrored fails the build. Compiled with every
+// build of libgpuwatch.so (CMakeLists.txt) but linked into nothing: the library has no libprotobuf.
+#include "enrich/cupti_reader.h"
+#include "gpuwatch.pb.h"
+#include "record/record.h"
+#include "transport/wire_fields.h"
+
+namespace {
+
+namespace f = gpuwatch::inject::field;
+namespace gi = gpuwatch::inject;
+namespace w = gpuwatch::wire;
+
+// Field `Name` of message `Msg` has the number field::ns::kName says.
+#define GW_FIELD(ns, Msg, Name)                                           \
+  static_assert(f::ns::k##Name == w::Msg::k##Name##FieldNumber, #Msg "." #Name \
+                " in transport/wire_fields.h is not the number gpuwatch.proto gives it")
+// A mirrored enum value equals the proto's.
+#define GW_ENUM(mine, theirs) \
+  static_assert(static_cast<int>(mine) == static_cast<int>(theirs), #mine " is not gpuwatch.proto's " #theirs)
+
+static_assert(f::kProtocolVersion == w::PROTOCOL_VERSION, "Hello.protocol_version is not PROTOCOL_VERSION");
+GW_FIELD(frame, Frame, Hello);
+GW_FIELD(frame, Frame, Batch);
+GW_FIELD(frame, Frame, Goodbye);
+GW_FIELD(frame, Frame, Heartbeat);
+
+GW_FIELD(hello, Hello, ProtocolVersion);
+GW_FIELD(hello, Hello, JobId);
+GW_FIELD(hello, Hello, Rank);
+GW_FIELD(hello, Hello, LocalRank);
+GW_FIELD(hello, Hello, WorldSize);
+GW_FIELD(hello, Hello, RankSource);
+GW_FIELD(hello, Hello, Host);
+GW_FIELD(hello, Hello, Pid);
+GW_FIELD(hello, Hello, Device);
+GW_FIELD(hello, Hello, OutDir);
+GW_FIELD(hello, Hello, LibraryVersion);
+GW_FIELD(hello, Hello, StartNs);
+GW_FIELD(hello, Hello, StepRange);
+GW_FIELD(hello, Hello, Token);
+
+GW_FIELD(event, Event, Api);
+GW_FIELD(event, Event, TNs);
+GW_FIELD(event, Event, DurNs);
+GW_FIELD(event, Event, Bytes);
+GW_FIELD(event, Event, CopyKind);
+GW_FIELD(event, Event, Flags);
+GW_FIELD(event, Event, Stream);
+GW_FIELD(event, Event, Tid);
+GW_FIELD(event, Event, NameId);
+GW_FIELD(event, Event, CommId);
+GW_FIELD(event, Event, Seq);
+GW_FIELD(event, Event, Peer);
+GW_FIELD(event, Event, GpuNs);
+GW_FIELD(event, Event, SiteId);
+
+GW_FIELD(activity, Activity, Kind);
+GW_FIELD(activity, Activity, StartNs);
+GW_FIELD(activity, Activity, EndNs);
+GW_FIELD(activity, Activity, CorrelationId);
+GW_FIELD(activity, Activity, Stream);
+GW_FIELD(activity, Activity, Device);
+GW_FIELD(activity, Activity, NameId);
+GW_FIELD(activity, Activity, Bytes);
+GW_FIELD(activity, Activity, CopyKind);
+GW_FIELD(activity, Activity, Flags);
+GW_FIELD(activity, Activity, ApiId);
+GW_FIELD(activity, Activity, ApiDomain);
+
+GW_FIELD(kernel_name, KernelName, Id);
+GW_FIELD(kernel_name, KernelName, Name);
+GW_FIELD(communicator, Communicator, CommId);
+GW_FIELD(communicator, Communicator, Nranks);
+GW_FIELD(communicator, Communicator, Rank);
+GW_FIELD(communicator, Communicator, UniqueHash);
+GW_FIELD(drop_count, DropCount, Reason);
+GW_FIELD(drop_count, DropCount, Count);
+GW_FIELD(call_site, CallSite, Id);
+GW_FIELD(call_site, CallSite, Frames);
+GW_FIELD(call_site, CallSite, Python);
+
+GW_FIELD(batch, Batch, Events);
+GW_FIELD(batch, Batch, KernelNames);
+GW_FIELD(batch, Batch, Communicators);
+GW_FIELD(batch, Batch, Dropped);
+GW_FIELD(batch, Batch, Activities);
+GW_FIELD(batch, Batch, GpuSource);
+GW_FIELD(batch, Batch, GpuSourceDetail);
+GW_FIELD(batch, Batch, Seq);
+GW_FIELD(batch, Batch, Environment);
+GW_FIELD(batch, Batch, ProcSamples);
+GW_FIELD(batch, Batch, CallSites);
+GW_FIELD(batch, Batch, SettledNs);
+
+GW_FIELD(env_var, EnvVar, Name);
+GW_FIELD(env_var, EnvVar, Value);
+GW_FIELD(environment, Environment, CudaRuntimeVersion);
+GW_FIELD(environment, Environment, CudaDriverVersion);
+GW_FIELD(environment, Environment, NcclVersion);
+GW_FIELD(environment, Environment, Settings);
+GW_FIELD(proc_sample, ProcSample, TNs);
+GW_FIELD(proc_sample, ProcSample, CpuNs);
+GW_FIELD(proc_sample, ProcSample, ReadChars);
+GW_FIELD(proc_sample, ProcSample, ReadBytes);
+GW_FIELD(proc_sample, ProcSample, Processes);
+GW_FIELD(proc_sample, ProcSample, RunWaitNs);
+
+GW_FIELD(goodbye, Goodbye, Dropped);
+GW_FIELD(goodbye, Goodbye, EventsSent);
+GW_FIELD(goodbye, Goodbye, EndNs);
+GW_FIELD(in_flight, InFlight, Api);
+GW_FIELD(in_flight, InFlight, SinceNs);
+GW_FIELD(in_flight, InFlight, Tid);
+GW_FIELD(in_flight, InFlight, CommId);
+GW_FIELD(in_flight, InFlight, Seq);
+GW_FIELD(in_flight, InFlight, Stream);
+GW_FIELD(comm_progress, CommProgress, CommId);
+GW_FIELD(comm_progress, CommProgress, UniqueHash);
+GW_FIELD(comm_progress, CommProgress, LastSeq);
+GW_FIELD(comm_progress, CommProgress, AnyReturned);
+GW_FIELD(heartbeat, Heartbeat, NowNs);
+GW_FIELD(heartbeat, Heartbeat, Inside);
+GW_FIELD(heartbeat, Heartbeat, Comms);
+
+// record/record.h. The proto's enums only grow: a value added there and not here fails the
+// _MAX checks when it is the new largest (the unit test wire_mirror_test counts them all).
+GW_ENUM(gi::kApiMemcpy, w::CUDA_MEMCPY);
+GW_ENUM(gi::kApiMemcpyAsync, w::CUDA_MEMCPY_ASYNC);
+GW_ENUM(gi::kApiStreamSynchronize, w::CUDA_STREAM_SYNCHRONIZE);
+GW_ENUM(gi::kApiDeviceSynchronize, w::CUDA_DEVICE_SYNCHRONIZE);
+GW_ENUM(gi::kApiEventSynchronize, w::CUDA_EVENT_SYNCHRONIZE);
+GW_ENUM(gi::kApiLaunchKernel, w::CUDA_LAUNCH_KERNEL);
+GW_ENUM(gi::kApiAllReduce, w::NCCL_ALL_REDUCE);
+GW_ENUM(gi::kApiAllGather, w::NCCL_ALL_GATHER);
+GW_ENUM(gi::kApiReduceScatter, w::NCCL_REDUCE_SCATTER);
+GW_ENUM(gi::kApiBroadcast, w::NCCL_BROADCAST);
+GW_ENUM(gi::kApiReduce, w::NCCL_REDUCE);
+GW_ENUM(gi::kApiSend, w::NCCL_SEND);
+GW_ENUM(gi::kApiRecv, w::NCCL_RECV);
+GW_ENUM(gi::kApiNvtxRange, w::NVTX_RANGE);
+GW_ENUM(gi::kApiNvtxRange, w::Api_MAX);
+static_assert(static_cast<int>(gi::kGroupEnd) > static_cast<int>(w::Api_MAX),
+              "kGroupEnd must stay outside the wire's Api values");
+GW_ENUM(gi::kCopyH2D, w::COPY_H2D);
+GW_ENUM(gi::kCopyD2H, w::COPY_D2H);
+GW_ENUM(gi::kCopyD2D, w::COPY_D2D);
+GW_ENUM(gi::kCopyH2H, w::COPY_H2H);
+GW_ENUM(gi::kCopyH2H, w::CopyKind_MAX);
+GW_ENUM(gi::kFlagPageable, w::FLAG_PAGEABLE);
+GW_ENUM(gi::kFlagBlockedHost, w::FLAG_BLOCKED_HOST);
+GW_ENUM(gi::kFlagInGroup, w::FLAG_IN_GROUP);
+GW_ENUM(gi::kFlagNoGpuTime, w::FLAG_NO_GPU_TIME);
+GW_ENUM(gi::kFlagNoGpuTime, w::EventFlag_MAX);
+
+// enrich/cupti_reader.h
+GW_ENUM(gi::kActKernel, w::ACTIVITY_KERNEL);
+GW_ENUM(gi::kActMemcpy, w::ACTIVITY_MEMCPY);
+GW_ENUM(gi::kActMemset, w::ACTIVITY_MEMSET);
+GW_ENUM(gi::kActSync, w::ACTIVITY_SYNC);
+GW_ENUM(gi::kActApi, w::ACTIVITY_API);
+GW_ENUM(gi::kActApi, w::ActivityKind_MAX);
+GW_ENUM(gi::CuptiReader::Source::kUnknown, w::GPU_SOURCE_UNSPECIFIED);
+GW_ENUM(gi::CuptiReader::Source::kCupti, w::GPU_SOURCE_CUPTI);
+GW_ENUM(gi::CuptiReader::Source::kEvents, w::GPU_SOURCE_EVENTS);
+GW_ENUM(gi::CuptiReader::Source::kEvents, w::GpuSource_MAX);
+
+#undef GW_FIELD
+#undef GW_ENUM
+
+}  // namespace

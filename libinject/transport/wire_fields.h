@@ -1,0 +1,80 @@
+// gpuwatch.proto's field numbers, for the hand encoders (transport/encode.cpp). Every one is
+// checked against the generated code at compile time (transport/wire_check.cpp).
+#pragma once
+#include <cstdint>
+
+namespace gpuwatch::inject::field {
+
+inline constexpr uint32_t kProtocolVersion = 1;  // the value of Hello.protocol_version
+
+namespace frame {
+inline constexpr uint32_t kHello = 1, kBatch = 2, kGoodbye = 3, kHeartbeat = 4;
+}
+
+namespace hello {
+inline constexpr uint32_t kProtocolVersion = 1, kJobId = 2, kRank = 3, kLocalRank = 4, kWorldSize = 5,
+                          kRankSource = 6, kHost = 7, kPid = 8, kDevice = 9, kOutDir = 10,
+                          kLibraryVersion = 11, kStartNs = 12, kStepRange = 13, kToken = 14;
+}
+
+namespace event {
+inline constexpr uint32_t kApi = 1, kTNs = 2, kDurNs = 3, kBytes = 4, kCopyKind = 5, kFlags = 6, kStream = 7,
+                          kTid = 8, kNameId = 9, kCommId = 10, kSeq = 11, kPeer = 12, kGpuNs = 13, kSiteId = 14;
+}
+
+namespace activity {
+inline constexpr uint32_t kKind = 1, kStartNs = 2, kEndNs = 3, kCorrelationId = 4, kStream = 5, kDevice = 6,
+                          kNameId = 7, kBytes = 8, kCopyKind = 9, kFlags = 10, kApiId = 11, kApiDomain = 12;
+}
+
+namespace kernel_name {
+inline constexpr uint32_t kId = 1, kName = 2;
+}
+
+namespace communicator {
+inline constexpr uint32_t kCommId = 1, kNranks = 2, kRank = 3, kUniqueHash = 4;
+}
+
+namespace drop_count {
+inline constexpr uint32_t kReason = 1, kCount = 2;
+}
+
+namespace call_site {
+inline constexpr uint32_t kId = 1, kFrames = 2, kPython = 3;
+}
+
+namespace batch {
+inline constexpr uint32_t kEvents = 1, kKernelNames = 2, kCommunicators = 3, kDropped = 4, kActivities = 5,
+                          kGpuSource = 6, kGpuSourceDetail = 7, kSeq = 8, kEnvironment = 9, kProcSamples = 10,
+                          kCallSites = 11, kSettledNs = 12;
+}
+
+namespace env_var {
+inline constexpr uint32_t kName = 1, kValue = 2;
+}
+
+namespace environment {
+inline constexpr uint32_t kCudaRuntimeVersion = 1, kCudaDriverVersion = 2, kNcclVersion = 3, kSettings = 4;
+}
+
+namespace proc_sample {
+inline constexpr uint32_t kTNs = 1, kCpuNs = 2, kReadChars = 3, kReadBytes = 4, kProcesses = 5, kRunWaitNs = 6;
+}
+
+namespace goodbye {
+inline constexpr uint32_t kDropped = 1, kEventsSent = 2, kEndNs = 3;
+}
+
+namespace in_flight {
+inline constexpr uint32_t kApi = 1, kSinceNs = 2, kTid = 3, kCommId = 4, kSeq = 5, kStream = 6;
+}
+
+namespace comm_progress {
+inline constexpr uint32_t kCommId = 1, kUniqueHash = 2, kLastSeq = 3, kAnyReturned = 4;
+}
+
+namespace heartbeat {
+inline constexpr uint32_t kNowNs = 1, kInside = 2, kComms = 3;
+}
+
+}  // namespace gpuwatch::inject::field

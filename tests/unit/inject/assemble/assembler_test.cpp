@@ -1,0 +1,336 @@
+// The assembler driven by hand: rings filled with made-up records, a fake clock (ticks are
+// not ns), fake event pairs and CUPTI records, its own name and communicator tables. Each
+// batch it builds is parsed with the generated classes.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "assemble/assembler.h"
+#include "gpuwatch.pb.h"
+#include "record/record.h"
+#include "record/registry.h"
+#include "record/ring.h"
+
+namespace gi = gpuwatch::inject;
+namespace w = gpuwatch::wire;
+
+namespace {
+
+constexpr uint64_t kEpochNs = 5'000'000'000;
+
+// A stamp is 3 ns after kEpochNs: anything not converted shows.
+struct FakeTime final : gi::TimeBase {
+  uint64_t now_ns = kEpochNs + 1'000'000'000;
+  uint64_t NowNs() const override { return now_ns; }
+  uint64_t ToNs(uint64_t stamp) const override { return kEpochNs + stamp * 3; }
+  uint64_t DurationNs(uint64_t ticks) const override { return ticks * 3; }
+};
+
+struct FakePairs final : gi::CollectiveTimes {
+  std::map<uint32_t, std::pair<Poll, uint64_t>> state;  // slot -> poll result, GPU ns
+  std::map<uint32_t, int> queries, releases;
+  Poll Query(uint32_t slot, uint64_t* gpu_ns) override {
+    ++queries[slot];
+    auto it = state.find(slot);
+    if (it == state.end()) return Poll::kPending;
+    if (it->second.first == Poll::kDone) *gpu_ns = it->second.second;
+    return it->second.first;
+  }
+  void Release(uint32_t slot) override { ++releases[slot]; }
+};
+
+bool DescribeFake(uint32_t id, gi::CallSiteText* out) {
+  out->frames = {"frame-of-site-" + std::to_string(id)};
+  out->python = "train.py:" + std::to_string(id);
+  return true;
+}
+
+gi::Record Launch(uint64_t t_ticks, uint32_t name_id) {
+  gi::Record r{};
+  r.api = gi::kApiLaunchKernel;
+  r.t_ticks = t_ticks;
+  r.dur_ticks = 2;
+  r.name_id = name_id;
+  return r;
+}
+
+gi::Record Collective(uint64_t t_ticks, uint32_t slot, uint64_t bytes, bool in_group) {
+  gi::Record r{};
+  r.api = gi::kApiAllReduce;
+  r.t_ticks = t_ticks;
+  r.dur_ticks = 10;
+  r.bytes = bytes;
+  r.comm_id = 1;
+  r.seq = t_ticks;
+  r.event_slot = slot;
+  if (in_group) r.flags |= gi::kFlagInGroup;
+  return r;
+}
+
+struct Fixture {
+  FakeTime time;
+  FakePairs pairs;
+  std::unique_ptr<gi::KernelNames> names = std::make_unique<gi::KernelNames>();
+  std::unique_ptr<gi::Comms> comms = std::make_unique<gi::Comms>();
+  gi::Ring ring{64};
+  std::vector<gi::Ring*> rings{&ring};
+  gi::Assembler assembler{gi::Assembler::Sources{&time, &pairs, {names.get(), comms.get(), DescribeFake}}};
+  gi::Assembler::Cycle cycle;
+  bool sent = false;
+
+  Fixture() { ring.tid.store(42); }
+
+  w::Batch Assemble() {
+    const gi::Assembler::Batch& b = assembler.AssembleBatch(rings, cycle);
+    sent = b.worth_sending;
+    w::Batch out;
+    REQUIRE(out.ParseFromString(b.body));
+    CHECK(static_cast<uint64_t>(out.events_size()) == b.events);
+    CHECK(static_cast<uint64_t>(out.activities_size()) == b.activities);
+    return out;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("assembler: stamp ticks become CLOCK_MONOTONIC ns, with the ring's thread id") {
+  Fixture fx;
+  const uint32_t k = fx.names->Intern("_Z6kernelv");
+  fx.ring.Push(Launch(100, k));
+  const w::Batch b = fx.Assemble();
+  CHECK(fx.sent);
+  CHECK(b.seq() == 1);
+  REQUIRE(b.events_size() == 1);
+  CHECK(b.events(0).api() == w::CUDA_LAUNCH_KERNEL);
+  CHECK(b.events(0).t_ns() == kEpochNs + 300);
+  CHECK(b.events(0).dur_ns() == 6);
+  CHECK(b.events(0).tid() == 42);
+  CHECK(b.events(0).name_id() == k);
+  CHECK(b.events(0).site_id() == 0);
+}
+
+TEST_CASE("assembler: a collective is held until its event pair completes, then goes with its GPU time") {
+  Fixture fx;
+  fx.ring.Push(Collective(100, 5, 4096, false));
+  fx.ring.Push(Launch(200, 0));
+  w::Batch b = fx.Assemble();
+  REQUIRE(b.events_size() == 1);  // the launch only
+  CHECK(b.events(0).api() == w::CUDA_LAUNCH_KERNEL);
+  CHECK(b.settled_ns() <= kEpochNs + 300);  // the held collective starts there
+  CHECK(fx.pairs.queries[5] == 1);
+  CHECK(fx.pairs.releases[5] == 0);
+
+  fx.pairs.state[5] = {gi::CollectiveTimes::Poll::kDone, 7000};
+  b = fx.Assemble();
+  REQUIRE(b.events_size() == 1);
+  CHECK(b.events(0).api() == w::NCCL_ALL_REDUCE);
+  CHECK(b.events(0).t_ns() == kEpochNs + 300);
+  CHECK(b.events(0).gpu_ns() == 7000);
+  CHECK(b.events(0).seq() == 100);
+  CHECK((b.events(0).flags() & w::FLAG_NO_GPU_TIME) == 0);
+  CHECK(fx.pairs.releases[5] == 1);
+  CHECK_FALSE(fx.assembler.holding_collectives());
+}
+
+TEST_CASE("assembler: with CUPTI live a collective waits for its NCCL kernels, at most a second") {
+  Fixture fx;
+  fx.cycle.cupti_live = true;
+  fx.ring.Push(Collective(100, 1, 8, false));  // host call [kEpochNs + 300, + 30]
+  fx.ring.Push(Collective(1000, 2, 8, false));
+  fx.pairs.state[1] = {gi::CollectiveTimes::Poll::kDone, 7000};
+  fx.pairs.state[2] = {gi::CollectiveTimes::Poll::kDone, 9000};
+  w::Batch b = fx.Assemble();
+  CHECK(b.events_size() == 0);
+  CHECK(fx.assembler.holding_collectives());
+
+  // CUPTI: the launch call inside the first collective's host call, and its NCCL kernel.
+  std::vector<gi::ActivityRecord> acts(2);
+  acts[0].kind = gi::kActApi;
+  acts[0].start_ns = kEpochNs + 310;
+  acts[0].correlation_id = 77;
+  acts[1].kind = gi::kActKernel;
+  acts[1].start_ns = kEpochNs + 2000;
+  acts[1].end_ns = kEpochNs + 7000;
+  acts[1].correlation_id = 77;
+  acts[1].comm_kernel = true;
+  acts[1].name_id = fx.names->Intern("ncclDevKernel_AllReduce");
+  fx.cycle.poll_activities = [&](const std::function<void(const gi::ActivityRecord&)>& take) {
+    for (const auto& a : acts) take(a);
+    acts.clear();
+  };
+  b = fx.Assemble();
+  REQUIRE(b.events_size() == 1);
+  CHECK(b.events(0).t_ns() == kEpochNs + 300);
+  CHECK(b.events(0).gpu_ns() == 5000);  // CUPTI's kernel, not the event pair's 7000
+  CHECK(b.activities_size() == 2);
+  CHECK(b.kernel_names_size() == 1);  // the kernel's name, with the batch that uses it
+
+  fx.time.now_ns += 999'000'000;
+  CHECK(fx.Assemble().events_size() == 0);  // the second is still waiting for CUPTI
+  fx.time.now_ns += 2'000'000;
+  b = fx.Assemble();
+  REQUIRE(b.events_size() == 1);  // past a second: the event pair's time
+  CHECK(b.events(0).gpu_ns() == 9000);
+}
+
+TEST_CASE("assembler: a group's GPU time is shared among its operations by bytes") {
+  Fixture fx;
+  fx.ring.Push(Collective(100, 3, 100, true));
+  fx.ring.Push(Collective(110, 3, 300, true));
+  fx.pairs.state[3] = {gi::CollectiveTimes::Poll::kDone, 4000};
+  CHECK(fx.Assemble().events_size() == 0);
+  CHECK(fx.pairs.queries[3] == 0);  // the group is open: its pair is not asked yet
+
+  gi::Record end{};
+  end.api = gi::kGroupEnd;
+  end.event_slot = 3;
+  end.t_ticks = 130;
+  end.dur_ticks = 5;
+  fx.ring.Push(end);
+  const w::Batch b = fx.Assemble();
+  REQUIRE(b.events_size() == 2);  // the group's end is no event of its own
+  CHECK(b.events(0).gpu_ns() == 1000);
+  CHECK(b.events(1).gpu_ns() == 3000);
+  CHECK(fx.pairs.releases[3] == 1);
+}
+
+TEST_CASE("assembler: the last batch releases what it still holds, marked without GPU time") {
+  Fixture fx;
+  fx.ring.Push(Collective(100, 6, 8, false));
+  CHECK(fx.Assemble().events_size() == 0);
+  fx.cycle.final = true;
+  const w::Batch b = fx.Assemble();
+  REQUIRE(b.events_size() == 1);
+  CHECK((b.events(0).flags() & w::FLAG_NO_GPU_TIME) != 0);
+  CHECK(b.events(0).gpu_ns() == 0);
+  CHECK(fx.pairs.releases[6] == 1);
+  CHECK_FALSE(fx.assembler.holding_collectives());
+}
+
+TEST_CASE("assembler: settled_ns is never after an event still to come") {
+  Fixture fx;
+  fx.ring.Push(Launch(100, 0));
+  SECTION("calls that do not mark themselves: now minus kUntrackedCallNs") {
+    CHECK(fx.Assemble().settled_ns() == fx.time.now_ns - gi::Assembler::kUntrackedCallNs);
+  }
+  SECTION("a call in flight in any ring: its start") {
+    gi::Ring other(8);
+    other.inflight.since_ticks.store(1000);  // kEpochNs + 3000: well before now - 20 ms
+    fx.rings.push_back(&other);
+    CHECK(fx.Assemble().settled_ns() == kEpochNs + 3000);
+  }
+  SECTION("a collective held for its GPU time: its start") {
+    fx.ring.Push(Collective(50, 9, 8, false));
+    CHECK(fx.Assemble().settled_ns() == kEpochNs + 150);
+    fx.pairs.state[9] = {gi::CollectiveTimes::Poll::kDone, 10};
+    fx.ring.Push(Launch(400, 0));
+    const w::Batch b = fx.Assemble();
+    CHECK(b.events_size() == 2);
+    CHECK(b.settled_ns() == fx.time.now_ns - gi::Assembler::kUntrackedCallNs);  // nothing held now
+  }
+}
+
+TEST_CASE("assembler: names, call sites and communicators go once, with the first batch that uses them") {
+  Fixture fx;
+  const uint32_t k = fx.names->Intern("_Z1kv");
+  int comm_handle = 0;
+  fx.comms->Register(&comm_handle, 4, 1, 0xabcdef);
+  gi::Record sync{};
+  sync.api = gi::kApiStreamSynchronize;
+  sync.flags = gi::kFlagBlockedHost;
+  sync.site_id = k;  // the same number as the kernel's name: another id space
+  fx.ring.Push(Launch(1, k));
+  fx.ring.Push(Launch(2, k));
+  fx.ring.Push(sync);
+  w::Batch b = fx.Assemble();
+  REQUIRE(b.kernel_names_size() == 1);
+  CHECK(b.kernel_names(0).id() == k);
+  CHECK(b.kernel_names(0).name() == "_Z1kv");
+  REQUIRE(b.call_sites_size() == 1);
+  CHECK(b.call_sites(0).id() == k);
+  CHECK(b.call_sites(0).frames(0) == "frame-of-site-" + std::to_string(k));
+  REQUIRE(b.communicators_size() == 1);
+  CHECK(b.communicators(0).nranks() == 4);
+  REQUIRE(b.events_size() == 3);
+  CHECK(b.events(2).site_id() == k);
+  CHECK(b.events(2).name_id() == 0);
+
+  fx.ring.Push(Launch(3, k));
+  fx.ring.Push(sync);
+  b = fx.Assemble();
+  CHECK(b.events_size() == 2);
+  CHECK(b.kernel_names_size() == 0);
+  CHECK(b.call_sites_size() == 0);
+  CHECK(b.communicators_size() == 0);
+
+  SECTION("after the transport lost frames, each is sent again with its next use") {
+    fx.cycle.drops.collector_unreachable = 5;  // frames lost: they may have held definitions
+    b = fx.Assemble();
+    CHECK(b.communicators_size() == 1);
+    CHECK(b.kernel_names_size() == 0);  // not used in this batch
+    fx.ring.Push(Launch(4, k));
+    fx.ring.Push(sync);
+    b = fx.Assemble();
+    CHECK(b.kernel_names_size() == 1);
+    CHECK(b.call_sites_size() == 1);
+    CHECK(b.communicators_size() == 0);
+  }
+}
+
+TEST_CASE("assembler: a batch with nothing new is not sent, and gives its number to the next") {
+  Fixture fx;
+  fx.Assemble();
+  CHECK_FALSE(fx.sent);
+  fx.ring.Push(Launch(1, 0));
+  const w::Batch b = fx.Assemble();
+  CHECK(fx.sent);
+  CHECK(b.seq() == 1);
+  fx.Assemble();
+  CHECK_FALSE(fx.sent);
+  fx.ring.Push(Launch(2, 0));
+  CHECK(fx.Assemble().seq() == 2);
+}
+
+TEST_CASE("assembler: drop counts: ring_full counted in the rings, the others as given, all cumulative") {
+  Fixture fx;
+  gi::Ring small(8);
+  small.tid.store(7);
+  fx.rings = {&small};
+  for (uint64_t i = 1; i <= 10; ++i) small.Push(Launch(i, 0));
+  w::Batch b = fx.Assemble();
+  CHECK(b.events_size() == 8);
+  REQUIRE(b.dropped_size() == 1);
+  CHECK(b.dropped(0).reason() == "ring_full");
+  CHECK(b.dropped(0).count() == 2);
+
+  fx.cycle.drops.too_many_threads = 3;  // no data, but a count changed
+  b = fx.Assemble();
+  CHECK(fx.sent);
+  CHECK(b.events_size() == 0);
+  REQUIRE(b.dropped_size() == 2);
+  CHECK(b.dropped(0).count() == 2);  // cumulative: sent again
+  CHECK(b.dropped(1).reason() == "too_many_threads");
+  CHECK(b.dropped(1).count() == 3);
+
+  const gi::DropCounts all = gi::Assembler::CountDrops(fx.rings, fx.cycle.drops);
+  CHECK(all.ring_full == 2);
+  CHECK(all.too_many_threads == 3);
+}
+
+TEST_CASE("assembler: the GPU source goes when it is known and again when it changes") {
+  Fixture fx;
+  CHECK(fx.Assemble().gpu_source() == w::GPU_SOURCE_UNSPECIFIED);
+  CHECK_FALSE(fx.sent);
+  fx.cycle.gpu_source = static_cast<int>(gi::CuptiReader::Source::kCupti);
+  fx.cycle.gpu_source_detail = "CUPTI activity records";
+  w::Batch b = fx.Assemble();
+  CHECK(fx.sent);
+  CHECK(b.gpu_source() == w::GPU_SOURCE_CUPTI);
+  CHECK(fx.Assemble().gpu_source() == w::GPU_SOURCE_UNSPECIFIED);
+  fx.cycle.gpu_source_detail = "handed over";
+  b = fx.Assemble();
+  CHECK(b.gpu_source() == w::GPU_SOURCE_CUPTI);
+  CHECK(b.gpu_source_detail() == "handed over");
+}

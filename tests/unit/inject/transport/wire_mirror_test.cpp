@@ -1,0 +1,123 @@
+// The library's mirror of gpuwatch.proto, from the side static_asserts cannot see
+// (transport/wire_check.cpp checks the numbers it has): every enum value the proto declares
+// has a mirror, and the encoders write every field of the messages the library sends.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <set>
+#include <string>
+
+#include "enrich/cupti_reader.h"
+#include "enrich/environment_probe.h"
+#include "enrich/proc_sampler.h"
+#include "frame.h"
+#include "gpuwatch.pb.h"
+#include "record/record.h"
+#include "transport/encode.h"
+#include "transport/wire_fields.h"
+#include "wire_encode.h"
+
+namespace gi = gpuwatch::inject;
+namespace w = gpuwatch::wire;
+namespace pb = google::protobuf;
+
+namespace {
+
+std::set<int> ProtoValues(const pb::EnumDescriptor* e) {
+  std::set<int> out;
+  for (int i = 0; i < e->value_count(); ++i)
+    if (e->value(i)->number() != 0) out.insert(e->value(i)->number());
+  return out;
+}
+
+// Every field of `m` and of the first element of each message field below it is set, but
+// those the library does not write (`not_written`, full names).
+void CheckEveryFieldSet(const pb::Message& m, const std::set<std::string>& not_written) {
+  const pb::Descriptor* d = m.GetDescriptor();
+  const pb::Reflection* r = m.GetReflection();
+  for (int i = 0; i < d->field_count(); ++i) {
+    const pb::FieldDescriptor* fd = d->field(i);
+    if (not_written.count(fd->full_name())) continue;
+    INFO(fd->full_name() << " is declared by gpuwatch.proto but the library's encoder does not write it");
+    const bool set = fd->is_repeated() ? r->FieldSize(m, fd) > 0 : r->HasField(m, fd);
+    CHECK(set);
+    if (!set || fd->cpp_type() != pb::FieldDescriptor::CPPTYPE_MESSAGE) continue;
+    CheckEveryFieldSet(fd->is_repeated() ? r->GetRepeatedMessage(m, fd, 0) : r->GetMessage(m, fd), not_written);
+  }
+}
+
+w::Frame Parse(uint32_t frame_field, const std::string& body) {
+  std::string bytes;
+  gpuwatch::wire::enc::Frame(bytes, frame_field, body);
+  w::FrameReader reader;
+  reader.Feed(bytes);
+  w::Frame f;
+  REQUIRE(reader.Next(f) == w::FrameReader::Status::kFrame);
+  return f;
+}
+
+}  // namespace
+
+TEST_CASE("every value of the proto's enums has a mirror in the library") {
+  CHECK(ProtoValues(w::Api_descriptor()) ==
+        std::set<int>{gi::kApiMemcpy, gi::kApiMemcpyAsync, gi::kApiStreamSynchronize, gi::kApiDeviceSynchronize,
+                      gi::kApiEventSynchronize, gi::kApiLaunchKernel, gi::kApiAllReduce, gi::kApiAllGather,
+                      gi::kApiReduceScatter, gi::kApiBroadcast, gi::kApiReduce, gi::kApiSend, gi::kApiRecv,
+                      gi::kApiNvtxRange});
+  CHECK(ProtoValues(w::CopyKind_descriptor()) == std::set<int>{gi::kCopyH2D, gi::kCopyD2H, gi::kCopyD2D, gi::kCopyH2H});
+  CHECK(ProtoValues(w::EventFlag_descriptor()) ==
+        std::set<int>{gi::kFlagPageable, gi::kFlagBlockedHost, gi::kFlagInGroup, gi::kFlagNoGpuTime});
+  CHECK(ProtoValues(w::ActivityKind_descriptor()) ==
+        std::set<int>{gi::kActKernel, gi::kActMemcpy, gi::kActMemset, gi::kActSync, gi::kActApi});
+  CHECK(ProtoValues(w::GpuSource_descriptor()) ==
+        std::set<int>{static_cast<int>(gi::CuptiReader::Source::kCupti),
+                      static_cast<int>(gi::CuptiReader::Source::kEvents)});
+}
+
+TEST_CASE("the encoders write every field of the messages the library sends") {
+  // Set by a host collector that forwards a rank, never by the library; the clock probe is
+  // collector to collector.
+  const std::set<std::string> not_written = {"gpuwatch.wire.Hello.clock_offset_ns", "gpuwatch.wire.Hello.clock_rtt_ns",
+                                             "gpuwatch.wire.Hello.via_collector", "gpuwatch.wire.Frame.clock_probe"};
+  namespace f = gi::field;
+
+  const gi::Identity id{.job_id = "job", .rank = 1, .local_rank = 1, .world_size = 2, .rank_source = "RANK",
+                        .host = "h", .pid = 7};
+  setenv("GPUWATCH_STEP_RANGE", "step", 1);
+  const w::Frame hello = Parse(f::frame::kHello, gi::EncodeHello({&id, 3, "/out", "0.1.0", 9, "token"}));
+  unsetenv("GPUWATCH_STEP_RANGE");
+  CheckEveryFieldSet(hello.hello(), not_written);
+
+  // Every field non-zero: proto3 leaves zeros out.
+  std::string batch;
+  gi::AppendBatchSeq(batch, 1);
+  gi::AppendBatchSettled(batch, 2);
+  gi::AppendEvent(batch, {.api = gi::kApiAllReduce, .copy_kind = gi::kCopyD2D, .flags = gi::kFlagInGroup,
+                          .name_id = 1, .site_id = 2, .tid = 3, .t_ns = 4, .dur_ns = 5, .bytes = 6, .stream = 7,
+                          .comm_id = 8, .seq = 9, .peer = 10, .gpu_ns = 11});
+  gi::AppendKernelName(batch, 1, "k");
+  gi::AppendCommunicator(batch, 8, 2, 1, 0xabc);
+  const gi::DropCounts drops{.ring_full = 1};
+  gi::AppendDropCounts(batch, f::batch::kDropped, drops);
+  gi::AppendActivity(batch, {.kind = gi::kActApi, .copy_kind = gi::kCopyH2D, .flags = gi::kFlagPageable,
+                             .correlation_id = 1, .start_ns = 2, .end_ns = 3, .bytes = 4, .stream = 5, .device = 6,
+                             .name_id = 7, .api_id = 8, .api_domain = gi::kApiDomainDriver, .comm_kernel = false});
+  gi::AppendGpuSource(batch, 1, "CUPTI");
+  gi::AppendEnvironment(batch, {.cuda_runtime = 13000, .cuda_driver = 13010, .nccl = 22800,
+                                .settings = {{"NCCL_ALGO", "Ring"}}});
+  gi::AppendProcSample(batch,
+                       {.t_ns = 1, .cpu_ns = 2, .read_chars = 3, .read_bytes = 4, .processes = 5, .run_wait_ns = 6});
+  gi::AppendCallSite(batch, 2, {"main+0x1 (a.out)"}, "train.py:1 in f");
+  CheckEveryFieldSet(Parse(f::frame::kBatch, batch).batch(), not_written);
+
+  std::string hb;
+  gi::AppendHeartbeatNow(hb, 1);
+  gi::AppendInFlight(hb, gi::kApiAllReduce, 2, 3, 4, 5, 6);
+  gi::AppendCommProgress(hb, 4, 7, 8, true);
+  CheckEveryFieldSet(Parse(f::frame::kHeartbeat, hb).heartbeat(), not_written);
+
+  std::string goodbye;
+  gi::AppendDropCounts(goodbye, f::goodbye::kDropped, drops);
+  gi::AppendGoodbyeTail(goodbye, 1, 2);
+  CheckEveryFieldSet(Parse(f::frame::kGoodbye, goodbye).goodbye(), not_written);
+}
