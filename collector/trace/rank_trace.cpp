@@ -21,8 +21,15 @@ constexpr uint32_t kProcessLocal = 0;
 constexpr int kHostLanes = 8;
 constexpr uint32_t kThreadBase = 1;         // + thread index * kHostLanes + lane (512 threads)
 constexpr uint32_t kApiBase = 0x1001;       // + lane
-constexpr uint32_t kBusyLocal = 0x1011, kH2dLocal = 0x1012, kStepsLocal = 0x1013, kIdleLocal = 0x1014;
+constexpr uint32_t kBusyLocal = 0x1011, kH2dLocal = 0x1012;
+constexpr uint32_t kStepsLocal = 0x1020;    // + lane
+constexpr uint32_t kIdleLocal = 0x1030;     // + lane
 constexpr uint32_t kStreamBase = 0x1100;    // + stream index * kMaxLanes + lane (512 streams)
+// Each base has room for its lanes: no two tracks of a rank share a uuid.
+static_assert(kThreadBase + 512 * 8 <= kApiBase && kApiBase + RankTrace::kMaxLanes <= kBusyLocal &&
+              kH2dLocal < kStepsLocal && kStepsLocal + RankTrace::kMaxLanes <= kIdleLocal &&
+              kIdleLocal + RankTrace::kMaxLanes <= kStreamBase &&
+              kStreamBase + 512 * RankTrace::kMaxLanes <= (1u << 14));
 constexpr size_t kMaxNameChars = 200;
 
 // Keys of RankTrace::iid_cache_: a kernel (or NVTX message) id, or a copy's
