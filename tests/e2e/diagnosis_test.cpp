@@ -6,60 +6,27 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
-#include <fstream>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <string>
 
-#include "subprocess.h"
+#include "scenario_run.h"
 
-using gpuwatch::e2e::FreshDir;
-using gpuwatch::e2e::ReadFile;
-using gpuwatch::e2e::Run;
-using gpuwatch::e2e::WaitForFile;
-using nlohmann::json;
+using namespace gpuwatch::e2e;
 
 namespace {
 
-struct Ran {
-  json scenario, summary;
-  std::string text, truth_dir;
-  json Truth(int r) const {
-    return json::parse(ReadFile(truth_dir + "/truth-rank-" + std::to_string(r) + ".json"));
-  }
-  json Device(int r) const {
-    return json::parse(ReadFile(truth_dir + "/device-rank-" + std::to_string(r) + ".json"));
-  }
-};
-
-// `scenario_json` (a file's text) runs instead of the bundled file when given; `env` adds
-// variables to the job's environment.
-Ran RunScenario(const std::string& name, const std::string& scenario_json = "",
-                std::map<std::string, std::string> env = {}) {
-  const std::string work = FreshDir("diagnosis-" + name);
-  std::string file = std::string(GPUWATCH_SCENARIOS_DIR) + "/" + name + ".json";
-  if (!scenario_json.empty()) {
-    file = work + "/" + name + ".json";
-    std::ofstream(file) << scenario_json;
-  }
-  Ran r;
-  r.truth_dir = work + "/truth";
-  const std::string out = work + "/out";
-  env["LD_PRELOAD"] = GPUWATCH_LIB;
-  env["GPUWATCH_SOCKET_DIR"] = work + "/sock";
-  env["GPUWATCH_OUT"] = out;
-  auto res = Run({GPUWATCH_BIN_DIR "/gpuwatch-scenario", "--sim", "--truth", r.truth_dir, file}, env, 120);
-  INFO("driver stderr:\n" << res.err);
-  REQUIRE(res.exit_code == 0);
-  REQUIRE(WaitForFile(out + "/summary.json", 30));
-  REQUIRE(WaitForFile(out + "/summary.txt", 5));
-  r.scenario = json::parse(ReadFile(file));
-  r.summary = json::parse(ReadFile(out + "/summary.json"));
-  r.text = ReadFile(out + "/summary.txt");
+// A bundled scenario with its truth files, or `scenario_json` (a file's text) when given;
+// `env` adds variables to the job's environment. The checks read summary.txt too.
+JobRun Diagnose(const std::string& name, const std::string& scenario_json = "",
+                const std::map<std::string, std::string>& env = {}) {
+  JobRun r = RunScenario("diagnosis-" + name, scenario_json.empty() ? name : scenario_json,
+                         {.truth = true, .env = env});
+  INFO("driver stderr:\n" << r.job.err);
+  REQUIRE(WaitForFile(r.out + "/summary.txt", 5));
   return r;
 }
 
-const json& Top(const Ran& r) {
+const json& Top(const JobRun& r) {
   const json& f = r.summary["job"]["findings"];
   REQUIRE(f.is_array());
   REQUIRE(!f.empty());
@@ -73,13 +40,14 @@ json RankFinding(const json& rank, const std::string& id) {
   return json();
 }
 
-void CommonChecks(const Ran& r, const std::string& nccl = "2.28.0") {
+void CommonChecks(const JobRun& r, const std::string& nccl = "2.28.0") {
   const json& job = r.summary["job"];
   INFO("verdict: " << job.value("verdict", ""));
   // The text opens with the verdict, right after the title line.
-  const auto nl = r.text.find('\n');
+  const std::string text = r.SummaryText();
+  const auto nl = text.find('\n');
   REQUIRE(nl != std::string::npos);
-  CHECK(r.text.compare(nl + 1, 8, "GPU busy") == 0);
+  CHECK(text.compare(nl + 1, 8, "GPU busy") == 0);
   for (const json& rank : r.summary["ranks"]) {
     // The simulator's versions unless a test configures others (docs/simulator.md).
     const json& env = rank["environment"];
@@ -134,7 +102,7 @@ json InputIo(const json& findings) {
 }  // namespace
 
 TEST_CASE("diagnosis: dataloader_bound -> data_loading, input_io cpu_bound") {
-  const Ran r = RunScenario("dataloader_bound");
+  const JobRun r = Diagnose("dataloader_bound");
   CommonChecks(r);
   const json& t = Top(r);
   CHECK(t["id"] == "data_loading");
@@ -166,7 +134,7 @@ TEST_CASE("diagnosis: dataloader_bound -> data_loading, input_io cpu_bound") {
 }
 
 TEST_CASE("diagnosis: dataloader_io -> data_loading, input_io io_wait") {
-  const Ran r = RunScenario("dataloader_io");
+  const JobRun r = Diagnose("dataloader_io");
   CommonChecks(r);
   CHECK(Top(r)["id"] == "data_loading");
   const json io = InputIo(r.summary["job"]["findings"]);
@@ -197,7 +165,7 @@ TEST_CASE("diagnosis: environment names NCCL_P2P_DISABLE and an old NCCL, after 
   const std::string scenario = R"({"name": "env_p2p", "ranks": 2, "steps": 10,
     "step": [{"op": "host", "ms": 2}, {"op": "kernels", "count": 10, "us": 500, "name": "fwd_bwd"},
              {"op": "allreduce", "bytes": 1048576}, {"op": "sync"}]})";
-  const Ran r = RunScenario("env_p2p", scenario,
+  const JobRun r = Diagnose("env_p2p", scenario,
                             {{"NCCL_P2P_DISABLE", "1"}, {"SIMGPU_CONFIG", "nccl_version=21704"}});
   CommonChecks(r, "2.17.4");
   for (const json& rank : r.summary["ranks"]) {
@@ -220,11 +188,11 @@ TEST_CASE("diagnosis: environment names NCCL_P2P_DISABLE and an old NCCL, after 
   // Measured losses come first; the environment never is "the biggest loss".
   for (size_t i = 0; i + 1 < f.size(); ++i) CHECK(f[i]["time_lost_s"].get<double>() > 0);
   CHECK(r.summary["job"]["verdict"].get<std::string>().find("Biggest loss: environment") == std::string::npos);
-  CHECK(r.text.find("environment settings") != std::string::npos);
+  CHECK(r.SummaryText().find("environment settings") != std::string::npos);
 }
 
 TEST_CASE("diagnosis: launch_bound -> launch_bound") {
-  const Ran r = RunScenario("launch_bound");
+  const JobRun r = Diagnose("launch_bound");
   CommonChecks(r);
   const json& t = Top(r);
   CHECK(t["id"] == "launch_bound");
@@ -242,7 +210,7 @@ TEST_CASE("diagnosis: launch_bound -> launch_bound") {
 }
 
 TEST_CASE("diagnosis: sync_stall -> sync_stall") {
-  const Ran r = RunScenario("sync_stall");
+  const JobRun r = Diagnose("sync_stall");
   CommonChecks(r);
   const json& t = Top(r);
   CHECK(t["id"] == "sync_stall");
@@ -258,7 +226,7 @@ TEST_CASE("diagnosis: sync_stall -> sync_stall") {
 }
 
 TEST_CASE("diagnosis: pageable_h2d -> pageable_copy") {
-  const Ran r = RunScenario("pageable_h2d");
+  const JobRun r = Diagnose("pageable_h2d");
   CommonChecks(r);
   const json& t = Top(r);
   CHECK(t["id"] == "pageable_copy");
@@ -274,7 +242,7 @@ TEST_CASE("diagnosis: pageable_h2d -> pageable_copy") {
 }
 
 TEST_CASE("diagnosis: comm_bound -> communication") {
-  const Ran r = RunScenario("comm_bound");
+  const JobRun r = Diagnose("comm_bound");
   CommonChecks(r);
   const json& t = Top(r);
   CHECK(t["id"] == "communication");
@@ -288,7 +256,7 @@ TEST_CASE("diagnosis: comm_bound -> communication") {
 }
 
 TEST_CASE("diagnosis: straggler -> straggler, naming the slowed rank") {
-  const Ran r = RunScenario("straggler");
+  const JobRun r = Diagnose("straggler");
   CommonChecks(r);
   const json& t = Top(r);
   CHECK(t["id"] == "straggler");
@@ -309,7 +277,7 @@ TEST_CASE("diagnosis: straggler -> straggler, naming the slowed rank") {
 }
 
 TEST_CASE("diagnosis: checkpoint_stall -> periodic_stall") {
-  const Ran r = RunScenario("checkpoint_stall");
+  const JobRun r = Diagnose("checkpoint_stall");
   CommonChecks(r);
   const json& t = Top(r);
   CHECK(t["id"] == "periodic_stall");
@@ -331,7 +299,7 @@ TEST_CASE("diagnosis: checkpoint_stall -> periodic_stall") {
 }
 
 TEST_CASE("diagnosis: healthy has no high-severity finding") {
-  const Ran r = RunScenario("healthy");
+  const JobRun r = Diagnose("healthy");
   CommonChecks(r);
   for (const auto& f : r.summary["job"]["findings"]) {
     INFO(f.dump());
@@ -347,17 +315,11 @@ TEST_CASE("diagnosis: healthy has no high-severity finding") {
 // The call site of a stall (issue 6): a CPython loop's .item()-like read-back must be named
 // by its file:line, and the native frames must be there too.
 TEST_CASE("diagnosis: a stall called from Python names its file and line") {
-  const std::string work = FreshDir("diagnosis-python-item");
-  const std::string out = work + "/out";
-  auto res = Run({"python3", std::string(GPUWATCH_SOURCE_DIR) + "/tests/e2e/python_item.py"},
-                 {{"LD_PRELOAD", GPUWATCH_LIB}, {"LD_LIBRARY_PATH", GPUWATCH_SIM_DIR},
-                  {"GPUWATCH_SOCKET_DIR", work + "/sock"}, {"GPUWATCH_OUT", out},
-                  {"SIMGPU_CONFIG", "h2d_pinned_gbps=8"}},
-                 120);
-  INFO(res.out << res.err);
-  REQUIRE(res.exit_code == 0);
-  REQUIRE(WaitForFile(out + "/summary.json", 30));
-  const json s = json::parse(ReadFile(out + "/summary.json"));
+  const JobRun run = RunJob("diagnosis-python-item",
+                            {"python3", std::string(GPUWATCH_SOURCE_DIR) + "/tests/e2e/python_item.py"},
+                            {.env = {{"SIMGPU_CONFIG", "h2d_pinned_gbps=8"}}});
+  INFO(run.job.out << run.job.err);
+  const json& s = run.summary;
   const json* stall = nullptr;
   for (const json& f : s["ranks"][0]["findings"])
     if (f["id"] == "sync_stall") stall = &f;

@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "scenario_model.h"
-#include "subprocess.h"
+#include "scenario_run.h"
 #include "truth_check.h"
 
 namespace fs = std::filesystem;
@@ -23,24 +23,9 @@ namespace {
 
 const std::string kApp = GPUWATCH_BIN_DIR "/gw_fault_app";
 
+// The test programs are not linked to the simulator: they find it on LD_LIBRARY_PATH.
 std::map<std::string, std::string> Env(const std::string& work, bool autostart) {
-  return {{"LD_PRELOAD", GPUWATCH_LIB},       {"LD_LIBRARY_PATH", GPUWATCH_SIM_DIR},
-          {"GPUWATCH_SOCKET_DIR", work + "/sock"}, {"GPUWATCH_OUT", work + "/out"},
-          {"GPUWATCH_AUTOSTART", autostart ? "1" : "0"}};
-}
-
-// Rebuilds the summary from what is on disk (collector journal and/or spools).
-json Report(const std::string& out) {
-  auto res = e2e::Run({GPUWATCH_BIN_DIR "/gpuwatch", "report", out}, {}, 60);
-  INFO(res.err);
-  REQUIRE(res.exit_code == 0);
-  return json::parse(e2e::ReadFile(out + "/summary.json"));
-}
-
-uint64_t H2dCount(const json& summary) {
-  uint64_t n = 0;
-  for (const json& r : summary["ranks"]) n += r["memcpy"]["h2d"]["count"].get<uint64_t>();
-  return n;
+  return e2e::JobEnv(work, {{"LD_LIBRARY_PATH", GPUWATCH_SIM_DIR}, {"GPUWATCH_AUTOSTART", autostart ? "1" : "0"}});
 }
 
 }  // namespace
@@ -52,8 +37,8 @@ TEST_CASE("faults: no collector and autostart disabled: spool, job unaffected") 
   CHECK(res.out == "fault_app: 500 copies done\n");
   CHECK(res.err.find("spooling to") != std::string::npos);
   CHECK_FALSE(fs::exists(work + "/sock/collector.sock"));
-  const json summary = Report(work + "/out");
-  CHECK(H2dCount(summary) == 500);
+  const json summary = e2e::RebuildSummary(work + "/out");
+  CHECK(e2e::H2dCount(summary) == 500);
   CHECK(summary["ranks"][0]["ended"] == "normal");
 }
 
@@ -70,9 +55,9 @@ TEST_CASE("faults: every way of ending keeps what was recorded") {
       INFO(res.err);
       CHECK(res.exit_code == c.exit_code);
       if (c.exit_code < 0) CHECK(res.signal != 0);
-      const json summary = Report(work + "/out");
+      const json summary = e2e::RebuildSummary(work + "/out");
       REQUIRE(summary["ranks"].size() == 1);  // the forked child stayed silent
-      CHECK(H2dCount(summary) == 300);
+      CHECK(e2e::H2dCount(summary) == 300);
     }
   }
 }
@@ -87,7 +72,7 @@ TEST_CASE("faults: a burst of millions of calls drops and counts, never blocks")
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   INFO(res.err << " took " << s << " s");
   CHECK(res.exit_code == 0);
-  const json summary = Report(work + "/out");
+  const json summary = e2e::RebuildSummary(work + "/out");
   const json& rank = summary["ranks"][0];
   const json& dropped = rank["dropped"];
   const uint64_t ring_full = dropped.value("ring_full", uint64_t{0});
@@ -97,7 +82,7 @@ TEST_CASE("faults: a burst of millions of calls drops and counts, never blocks")
   const uint64_t syncs = rank["sync"]["by_api"].contains("cudaStreamSynchronize")
                              ? rank["sync"]["by_api"]["cudaStreamSynchronize"]["count"].get<uint64_t>()
                              : 0;
-  CHECK(H2dCount(summary) + syncs + ring_full + dropped.value("collector_unreachable", uint64_t{0}) +
+  CHECK(e2e::H2dCount(summary) + syncs + ring_full + dropped.value("collector_unreachable", uint64_t{0}) +
             dropped.value("spool_full", uint64_t{0}) ==
         2000001);
 }
@@ -122,7 +107,7 @@ TEST_CASE("faults: collector killed with SIGKILL mid-run: ranks spool, the repor
   INFO(e2e::ReadFile(work + "/job.log"));
   REQUIRE(rc == 0);  // the job did not notice
   CHECK(e2e::ReadFile(work + "/job.log").find("spooling to") != std::string::npos);
-  const json summary = Report(work + "/out");
+  const json summary = e2e::RebuildSummary(work + "/out");
   e2e::CheckSummaryAgainstTruth(scenario, summary, work + "/truth");
 }
 
@@ -180,13 +165,12 @@ TEST_CASE("faults: a rank stuck in a collective is reported at once, naming wher
 TEST_CASE("faults: a profiler that takes CUPTI mid-run gets only its own buffers, gpuwatch keeps what it had") {
   for (const char* order : {"late", "early"}) {
     DYNAMIC_SECTION(order) {
-      const std::string work = e2e::FreshDir(std::string("faults-profiler-takes-cupti-") + order);
-      auto res = e2e::Run({GPUWATCH_BIN_DIR "/gw_profiler_app", order, "300", "200"}, Env(work, true), 60);
-      INFO(res.out << res.err);
-      REQUIRE(res.exit_code == 0);
-      CHECK(res.out == "profiler_app: 0 unknown buffers, 200 copy records of 200\n");
-      REQUIRE(e2e::WaitForFile(work + "/out/summary.json", 30));
-      const json rank = json::parse(e2e::ReadFile(work + "/out/summary.json"))["ranks"][0];
+      const e2e::JobRun run = e2e::RunJob(std::string("faults-profiler-takes-cupti-") + order,
+                                          {GPUWATCH_BIN_DIR "/gw_profiler_app", order, "300", "200"},
+                                          {.env = {{"GPUWATCH_AUTOSTART", "1"}}, .timeout_s = 60});
+      INFO(run.job.out << run.job.err);
+      CHECK(run.job.out == "profiler_app: 0 unknown buffers, 200 copy records of 200\n");
+      const json rank = run.summary["ranks"][0];
       CHECK(rank["memcpy"]["h2d"]["count"] == 501);  // the hooks saw every copy (one warm-up)
       const json& gpu = rank["gpu"];
       CHECK(gpu["source"] == "cupti");

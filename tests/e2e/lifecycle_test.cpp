@@ -3,18 +3,12 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <nlohmann/json.hpp>
 
-#include "subprocess.h"
+#include "scenario_run.h"
 
 namespace fs = std::filesystem;
-using gpuwatch::e2e::FreshDir;
-using gpuwatch::e2e::ReadFile;
-using gpuwatch::e2e::Run;
-using gpuwatch::e2e::WaitForFile;
-using nlohmann::json;
+using namespace gpuwatch::e2e;
 
 namespace {
 
@@ -27,32 +21,24 @@ size_t Count(const std::string& text, const std::string& needle) {
 }  // namespace
 
 TEST_CASE("lifecycle: four ranks starting at once start exactly one collector") {
-  const std::string work = FreshDir("lifecycle-4ranks");
-  const std::string scenario = work + "/four.json";
-  std::ofstream(scenario) << R"({"name": "four", "ranks": 4, "steps": 5,
+  const std::string four = R"({"name": "four", "ranks": 4, "steps": 5,
     "step": [{"op": "host", "ms": 2}, {"op": "kernels", "count": 4, "us": 200},
              {"op": "allreduce", "bytes": 1048576}, {"op": "sync"}]})";
-  auto res = Run({GPUWATCH_BIN_DIR "/gpuwatch-scenario", "--sim", scenario},
-                 {{"LD_PRELOAD", GPUWATCH_LIB}, {"GPUWATCH_SOCKET_DIR", work + "/sock"},
-                  {"GPUWATCH_OUT", work + "/out"}},
-                 60);
-  INFO(res.err);
-  REQUIRE(res.exit_code == 0);
-  REQUIRE(WaitForFile(work + "/out/summary.json", 30));
-  const json summary = json::parse(ReadFile(work + "/out/summary.json"));
+  const JobRun run = RunScenario("lifecycle-4ranks", four, {.timeout_s = 60});
+  INFO(run.job.err);
+  const json& summary = run.summary;
   REQUIRE(summary["ranks"].size() == 4);
   std::set<int> ranks;
   for (const json& r : summary["ranks"]) ranks.insert(r["rank"].get<int>());
   CHECK(ranks == std::set<int>{0, 1, 2, 3});
   // Each collector announces itself once on the job's stderr.
-  CHECK(Count(res.err, "listening on") == 1);
+  CHECK(Count(run.job.err, "listening on") == 1);
 }
 
 TEST_CASE("lifecycle: a process that never calls CUDA neither connects nor starts a collector") {
   const std::string work = FreshDir("lifecycle-no-cuda");
   const std::string sock = work + "/sock";
-  auto res = Run({"/bin/sh", "-c", "echo hello; exit 3"},
-                 {{"LD_PRELOAD", GPUWATCH_LIB}, {"GPUWATCH_SOCKET_DIR", sock}, {"GPUWATCH_OUT", work + "/out"}}, 20);
+  auto res = Run({"/bin/sh", "-c", "echo hello; exit 3"}, JobEnv(work), 20);
   CHECK(res.out == "hello\n");
   CHECK(res.err.empty());
   CHECK(res.exit_code == 3);
@@ -64,31 +50,19 @@ TEST_CASE("lifecycle: a process that never calls CUDA neither connects nor start
 TEST_CASE("lifecycle: the scenario parent (linked to nothing CUDA) stays silent, its ranks report") {
   // gpuwatch-scenario's own process inherits LD_PRELOAD but never calls CUDA: only the
   // rank processes may appear in the summary.
-  const std::string work = FreshDir("lifecycle-parent");
-  const std::string scenario = work + "/one.json";
-  std::ofstream(scenario) << R"({"name": "one", "ranks": 1, "steps": 3,
+  const std::string one = R"({"name": "one", "ranks": 1, "steps": 3,
     "step": [{"op": "kernels", "count": 2, "us": 100}, {"op": "sync"}]})";
-  auto res = Run({GPUWATCH_BIN_DIR "/gpuwatch-scenario", "--sim", scenario},
-                 {{"LD_PRELOAD", GPUWATCH_LIB}, {"GPUWATCH_SOCKET_DIR", work + "/sock"},
-                  {"GPUWATCH_OUT", work + "/out"}},
-                 60);
-  REQUIRE(res.exit_code == 0);
-  REQUIRE(WaitForFile(work + "/out/summary.json", 30));
-  const json summary = json::parse(ReadFile(work + "/out/summary.json"));
+  const JobRun run = RunScenario("lifecycle-parent", one, {.timeout_s = 60});
+  const json& summary = run.summary;
   REQUIRE(summary["ranks"].size() == 1);
   CHECK(summary["ranks"][0]["kernels"]["launches"] == 6);
 }
 
 TEST_CASE("lifecycle: with CUPTI held by another profiler the run completes on events") {
-  const std::string work = FreshDir("lifecycle-cupti-taken");
-  auto res = Run({GPUWATCH_BIN_DIR "/gpuwatch-scenario", "--sim", GPUWATCH_SCENARIOS_DIR "/comm_bound.json"},
-                 {{"LD_PRELOAD", GPUWATCH_LIB}, {"GPUWATCH_SOCKET_DIR", work + "/sock"},
-                  {"GPUWATCH_OUT", work + "/out"}, {"SIMGPU_CUPTI_TAKEN", "1"}},
-                 60);
-  INFO(res.err);
-  REQUIRE(res.exit_code == 0);
-  REQUIRE(WaitForFile(work + "/out/summary.json", 30));
-  const json summary = json::parse(ReadFile(work + "/out/summary.json"));
+  const JobRun run =
+      RunScenario("lifecycle-cupti-taken", "comm_bound", {.env = {{"SIMGPU_CUPTI_TAKEN", "1"}}, .timeout_s = 60});
+  INFO(run.job.err);
+  const json& summary = run.summary;
   REQUIRE(summary["ranks"].size() == 2);
   for (const json& r : summary["ranks"]) {
     CHECK(r["gpu"]["source"] == "events");
@@ -98,12 +72,9 @@ TEST_CASE("lifecycle: with CUPTI held by another profiler the run completes on e
 }
 
 TEST_CASE("lifecycle: GPUWATCH_DISABLE=1 leaves the job alone") {
-  const std::string work = FreshDir("lifecycle-disabled");
-  auto res = Run({GPUWATCH_BIN_DIR "/gpuwatch-scenario", "--sim", GPUWATCH_SCENARIOS_DIR "/healthy.json"},
-                 {{"LD_PRELOAD", GPUWATCH_LIB}, {"GPUWATCH_SOCKET_DIR", work + "/sock"},
-                  {"GPUWATCH_OUT", work + "/out"}, {"GPUWATCH_DISABLE", "1"}},
-                 60);
-  CHECK(res.exit_code == 0);
-  CHECK_FALSE(fs::exists(work + "/sock"));
-  CHECK_FALSE(fs::exists(work + "/out"));
+  const JobRun run = RunScenario("lifecycle-disabled", "healthy",
+                                 {.env = {{"GPUWATCH_DISABLE", "1"}}, .timeout_s = 60, .expect_summary = false});
+  CHECK(run.job.exit_code == 0);
+  CHECK_FALSE(fs::exists(run.work + "/sock"));
+  CHECK_FALSE(fs::exists(run.out));
 }

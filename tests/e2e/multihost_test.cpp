@@ -16,7 +16,7 @@
 #include <thread>
 
 #include "scenario_model.h"
-#include "subprocess.h"
+#include "scenario_run.h"
 #include "test_trace_validator.h"
 #include "truth_check.h"
 
@@ -231,13 +231,9 @@ TEST_CASE("multihost: the root undoes each host's clock offset and sees what the
   CHECK(hi - lo < 1'000'000'000);
 
   // The job-wide figures are those one collector gets for the same job.
-  const std::string single = e2e::FreshDir("multihost-single");
-  const auto one = e2e::Run({GPUWATCH_BIN_DIR "/gpuwatch-scenario", "--sim", scenario_file},
-                            {{"LD_PRELOAD", GPUWATCH_LIB}, {"GPUWATCH_SOCKET_DIR", single + "/sock"},
-                             {"GPUWATCH_OUT", single + "/out"}},
-                            120);
-  REQUIRE(one.exit_code == 0);
-  const json ref = Summary(single + "/out");
+  const e2e::JobRun one = e2e::RunScenario("multihost-single", scenario_file, {.expect_summary = false});
+  REQUIRE(one.job.exit_code == 0);
+  const json ref = Summary(one.out);
   CHECK(StragglerRank(ref) == 3);
   CHECK(StragglerRank(top) == 3);
   CHECK(top["job"]["collectives"]["allreduce"]["count"] == ref["job"]["collectives"]["allreduce"]["count"]);

@@ -20,9 +20,7 @@
 #include "subprocess.h"
 
 namespace fs = std::filesystem;
-using gpuwatch::e2e::FreshDir;
-using gpuwatch::e2e::ReadFile;
-using gpuwatch::e2e::Run;
+using namespace gpuwatch::e2e;
 using nlohmann::json;
 
 namespace {
@@ -50,7 +48,7 @@ std::string Curl(const std::string& url) {
 struct Proc {
   int pid;
   ~Proc() {
-    if (pid > 0 && kill(pid, SIGTERM) == 0) gpuwatch::e2e::Wait(pid, 20);
+    if (pid > 0 && kill(pid, SIGTERM) == 0) Wait(pid, 20);
   }
 };
 
@@ -77,10 +75,10 @@ TEST_CASE("prometheus: a scrape taken mid-run passes promtool check metrics, and
   const std::string work = FreshDir("prom-promtool");
   const int port = FreePort();
   const std::string url = "http://127.0.0.1:" + std::to_string(port) + "/metrics";
-  Proc run{gpuwatch::e2e::Spawn({kBin + "/gpuwatch", "run", "-o", work + "/out", "--metrics",
-                                 "127.0.0.1:" + std::to_string(port), "--",
-                                 kBin + "/gpuwatch-scenario", "--sim", Scenario(work, 1000)},
-                                {}, work + "/log")};
+  Proc run{Spawn({kBin + "/gpuwatch", "run", "-o", work + "/out", "--metrics",
+                  "127.0.0.1:" + std::to_string(port), "--",
+                  kBin + "/gpuwatch-scenario", "--sim", Scenario(work, 1000)},
+                 {}, work + "/log")};
   REQUIRE(run.pid > 0);
   // The first scrape with both ranks' events in it.
   std::string first;
@@ -117,7 +115,7 @@ TEST_CASE("prometheus: a Prometheus server scrapes a collector and answers a que
   const std::string work = FreshDir("prom-server");
   const int metrics_port = FreePort(), prom_port = FreePort();
   const std::string sock = work + "/collector.sock";
-  Proc collector{gpuwatch::e2e::Spawn(
+  Proc collector{Spawn(
       {kBin + "/gpuwatch-collector", "--listen", sock, "--out", work + "/out", "--metrics",
        "127.0.0.1:" + std::to_string(metrics_port)},
       {}, work + "/collector.log")};
@@ -126,13 +124,13 @@ TEST_CASE("prometheus: a Prometheus server scrapes a collector and answers a que
       << "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
          "scrape_configs:\n  - job_name: gpuwatch\n    static_configs:\n"
          "      - targets: ['127.0.0.1:" << metrics_port << "']\n";
-  Proc prom{gpuwatch::e2e::Spawn(
+  Proc prom{Spawn(
       {"/usr/bin/prometheus", "--config.file=" + work + "/prometheus.yml",
        "--storage.tsdb.path=" + work + "/tsdb",
        "--web.listen-address=127.0.0.1:" + std::to_string(prom_port)},
       {}, work + "/prometheus.log")};
   REQUIRE(prom.pid > 0);
-  REQUIRE(gpuwatch::e2e::WaitForFile(sock, 30));
+  REQUIRE(WaitForFile(sock, 30));
   // The job, on the simulator, reporting to that collector.
   auto job = Run({kBin + "/gpuwatch-scenario", "--sim", Scenario(work, 200)},
                  {{"LD_PRELOAD", GPUWATCH_LIB}, {"GPUWATCH_COLLECTOR", sock},

@@ -11,20 +11,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include "subprocess.h"
+#include "scenario_run.h"
 
 namespace fs = std::filesystem;
-using gpuwatch::e2e::FreshDir;
-using gpuwatch::e2e::ReadFile;
-using gpuwatch::e2e::Run;
-using gpuwatch::e2e::RunResult;
-using gpuwatch::e2e::WaitForFile;
-using nlohmann::json;
+using namespace gpuwatch::e2e;
 
 namespace {
 
@@ -113,24 +107,15 @@ TEST_CASE("report.html: comm_bound renders in headless Chromium with data in eve
   if (chromium.empty())
     FAIL("headless Chromium is needed: apt-get install chromium (scripts/setup.sh)");
 
-  const std::string file = std::string(GPUWATCH_SCENARIOS_DIR) + "/comm_bound.json";
-  const std::string work = FreshDir("report-html"), out = work + "/out";
-  const RunResult res =
-      Run({GPUWATCH_BIN_DIR "/gpuwatch-scenario", "--sim", file},
-          {{"LD_PRELOAD", GPUWATCH_LIB}, {"GPUWATCH_SOCKET_DIR", work + "/sock"},
-           {"GPUWATCH_OUT", out}},
-          120);
-  INFO("driver stderr:\n" << res.err);
-  REQUIRE(res.exit_code == 0);
-  REQUIRE(WaitForFile(out + "/report.html", 30));
-  // Written after summary.json; give the rename a moment if the page came first.
-  REQUIRE(WaitForFile(out + "/summary.json", 5));
-  const json summary = json::parse(ReadFile(out + "/summary.json"));
+  const JobRun run = RunScenario("report-html", "comm_bound");
+  INFO("driver stderr:\n" << run.job.err);
+  REQUIRE(WaitForFile(run.out + "/report.html", 30));  // written after summary.json
+  const json& summary = run.summary;
   const json& ranks = summary["ranks"];
   REQUIRE(ranks.size() == 2);
 
-  const std::string url = "file://" + fs::absolute(out + "/report.html").string();
-  const RunResult dom = Chromium(chromium, work, {"--dump-dom", url});
+  const std::string url = "file://" + fs::absolute(run.out + "/report.html").string();
+  const RunResult dom = Chromium(chromium, run.work, {"--dump-dom", url});
   INFO("chromium stderr (tail):\n" << Tail(dom.err));
   REQUIRE(dom.exit_code == 0);
   const std::vector<Tag> tags = Tags(dom.out);
@@ -177,9 +162,9 @@ TEST_CASE("report.html: comm_bound renders in headless Chromium with data in eve
 
   // The screenshot: a PNG, and not a blank page (a white 1280x2000 one is about 12 kB;
   // this page gives about 200 kB).
-  const std::string png = work + "/report.png";
+  const std::string png = run.work + "/report.png";
   const RunResult shot =
-      Chromium(chromium, work, {"--screenshot=" + png, "--window-size=1280,2000", url});
+      Chromium(chromium, run.work, {"--screenshot=" + png, "--window-size=1280,2000", url});
   INFO("chromium stderr (tail):\n" << Tail(shot.err));
   CHECK(shot.exit_code == 0);
   REQUIRE(fs::exists(png));

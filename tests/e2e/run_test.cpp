@@ -19,9 +19,7 @@
 #include "subprocess.h"
 
 namespace fs = std::filesystem;
-using gpuwatch::e2e::FreshDir;
-using gpuwatch::e2e::ReadFile;
-using gpuwatch::e2e::Run;
+using namespace gpuwatch::e2e;
 using nlohmann::json;
 
 namespace {
@@ -96,16 +94,16 @@ TEST_CASE("run: the command sees the preload first, our socket, DIR, one job id"
 TEST_CASE("run: SIGTERM to gpuwatch reaches the command, the summary is still written") {
   const std::string work = FreshDir("run-sigterm");
   const std::string out = work + "/out";
-  const int pid = gpuwatch::e2e::Spawn(
+  const int pid = Spawn(
       {kGpuwatch, "run", "-o", out, "--", kScenario, "--sim", LongScenario(work, 30)}, {},
       work + "/log");
   REQUIRE(pid > 0);
   // Wait until the ranks are running (their journals appear), then stop the run.
-  REQUIRE(gpuwatch::e2e::WaitForFile(out + "/.gpuwatch", 60));
+  REQUIRE(WaitForFile(out + "/.gpuwatch", 60));
   std::this_thread::sleep_for(std::chrono::seconds(1));
   kill(pid, SIGTERM);
   const auto t0 = std::chrono::steady_clock::now();
-  const int code = gpuwatch::e2e::Wait(pid, 60);
+  const int code = Wait(pid, 60);
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   INFO(ReadFile(work + "/log"));
   // gpuwatch-scenario ends its ranks on SIGTERM and exits 128+15 or its own code; either

@@ -10,13 +10,11 @@
 #include <string>
 
 #include "ingest/journal_store.h"
-#include "subprocess.h"
+#include "scenario_run.h"
 
 namespace fs = std::filesystem;
 namespace wire = gpuwatch::wire;
-using gpuwatch::e2e::FreshDir;
-using gpuwatch::e2e::Run;
-using gpuwatch::e2e::WaitForFile;
+using namespace gpuwatch::e2e;
 
 namespace {
 
@@ -27,14 +25,10 @@ bool KeyedAtEnd(wire::Api a) {
 
 void CheckScenario(const std::string& name) {
   INFO("scenario " << name);
-  const std::string work = FreshDir("settled-" + name), out = work + "/out";
-  auto res = Run({GPUWATCH_BIN_DIR "/gpuwatch-scenario", "--sim", std::string(GPUWATCH_SCENARIOS_DIR) + "/" + name + ".json"},
-                 {{"LD_PRELOAD", GPUWATCH_LIB}, {"GPUWATCH_SOCKET_DIR", work + "/sock"}, {"GPUWATCH_OUT", out}}, 120);
-  INFO("driver stderr:\n" << res.err);
-  REQUIRE(res.exit_code == 0);
-  REQUIRE(WaitForFile(out + "/summary.json", 30));
+  const JobRun run = RunScenario("settled-" + name, name);
+  INFO("driver stderr:\n" << run.job.err);
   int journals = 0;
-  for (const auto& f : fs::directory_iterator(out + "/.gpuwatch")) {
+  for (const auto& f : fs::directory_iterator(run.out + "/.gpuwatch")) {
     if (f.path().filename().string().rfind("rank-", 0) != 0) continue;
     ++journals;
     uint64_t settled = 0, events = 0, batches_saying = 0, broken = 0, collectives = 0;

@@ -16,7 +16,7 @@
 #include <thread>
 
 #include "scenario_model.h"
-#include "subprocess.h"
+#include "scenario_run.h"
 #include "truth_check.h"
 
 namespace fs = std::filesystem;
@@ -28,13 +28,11 @@ namespace {
 const std::string kToken = "e2e-job-token-5f1c9a";
 
 std::map<std::string, std::string> TcpEnv(const std::string& work, const std::string& address) {
-  return {{"LD_PRELOAD", GPUWATCH_LIB},
-          {"LD_LIBRARY_PATH", GPUWATCH_SIM_DIR},
-          {"GPUWATCH_SOCKET_DIR", work + "/sock"},  // empty: a Unix fallback would find nothing
-          {"GPUWATCH_OUT", work + "/out"},
-          {"GPUWATCH_AUTOSTART", "1"},  // tcp:// must never start a collector anyway
-          {"GPUWATCH_COLLECTOR", "tcp://" + address},
-          {"GPUWATCH_TOKEN", kToken}};
+  // WORK/sock stays empty: a Unix fallback would find nothing there.
+  return e2e::JobEnv(work, {{"LD_LIBRARY_PATH", GPUWATCH_SIM_DIR},
+                            {"GPUWATCH_AUTOSTART", "1"},  // tcp:// must never start a collector anyway
+                            {"GPUWATCH_COLLECTOR", "tcp://" + address},
+                            {"GPUWATCH_TOKEN", kToken}});
 }
 
 // A loopback TCP socket bound to a free port; `listen_backlog` < 0: bound, not listening
@@ -50,19 +48,6 @@ int BoundSocket(int listen_backlog, int* port) {
   getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
   *port = ntohs(a.sin_port);
   return fd;
-}
-
-uint64_t H2dCount(const json& summary) {
-  uint64_t n = 0;
-  for (const json& r : summary["ranks"]) n += r["memcpy"]["h2d"]["count"].get<uint64_t>();
-  return n;
-}
-
-json Report(const std::string& out) {
-  auto res = e2e::Run({GPUWATCH_BIN_DIR "/gpuwatch", "report", out}, {}, 60);
-  INFO(res.err);
-  REQUIRE(res.exit_code == 0);
-  return json::parse(e2e::ReadFile(out + "/summary.json"));
 }
 
 bool AnySpool(const std::string& out) {
@@ -119,7 +104,7 @@ TEST_CASE("tcp: nobody listening, or no token: spool, job unaffected, no collect
       CHECK(res.err.find("spooling to") != std::string::npos);
       CHECK(res.err.find(with_token ? "Connection refused" : "needs GPUWATCH_TOKEN") != std::string::npos);
       CHECK_FALSE(fs::exists(work + "/sock/collector.sock"));
-      CHECK(H2dCount(Report(work + "/out")) == 500);
+      CHECK(e2e::H2dCount(e2e::RebuildSummary(work + "/out")) == 500);
     }
   }
   close(refusing);
@@ -150,7 +135,7 @@ TEST_CASE("tcp: a collector that never answers the connect costs the job no more
   // The connect gives up after 2 s; process exit waits at most GPUWATCH_EXIT_TIMEOUT_MS
   // (3 s) + 0.5 s for the sender, whatever it is doing.
   CHECK(s < 6.0);
-  CHECK(H2dCount(Report(work + "/out")) == 500);
+  CHECK(e2e::H2dCount(e2e::RebuildSummary(work + "/out")) == 500);
   close(filler);
   close(full);
 }

@@ -4,19 +4,12 @@
 // collectives per rank as summary.json counts.
 #include <catch2/catch.hpp>
 
-#include <filesystem>
 #include <iostream>
-#include <nlohmann/json.hpp>
 
-#include "subprocess.h"
+#include "scenario_run.h"
 #include "test_trace_validator.h"
 
-namespace fs = std::filesystem;
-using gpuwatch::e2e::FreshDir;
-using gpuwatch::e2e::ReadFile;
-using gpuwatch::e2e::Run;
-using gpuwatch::e2e::WaitForFile;
-using nlohmann::json;
+using namespace gpuwatch::e2e;
 
 namespace {
 
@@ -30,17 +23,10 @@ uint64_t Count(const json& j, std::initializer_list<const char*> path) {
 }
 
 json CheckTrace(const std::string& scenario) {
-  const std::string file = std::string(GPUWATCH_SCENARIOS_DIR) + "/" + scenario + ".json";
-  const std::string work = FreshDir("trace-" + scenario), out = work + "/out";
-  auto res = Run({GPUWATCH_BIN_DIR "/gpuwatch-scenario", "--sim", file},
-                 {{"LD_PRELOAD", GPUWATCH_LIB}, {"GPUWATCH_SOCKET_DIR", work + "/sock"},
-                  {"GPUWATCH_OUT", out}, {"GPUWATCH_TRACE", "full"}},
-                 120);
-  INFO("driver stderr:\n" << res.err);
-  REQUIRE(res.exit_code == 0);
-  REQUIRE(WaitForFile(out + "/summary.json", 30));
-  const json summary = json::parse(ReadFile(out + "/summary.json"));
-  const std::string data = ReadFile(out + "/trace.perfetto-trace");
+  const JobRun run = RunScenario("trace-" + scenario, scenario, {.env = {{"GPUWATCH_TRACE", "full"}}});
+  INFO("driver stderr:\n" << run.job.err);
+  const json& summary = run.summary;
+  const std::string data = ReadFile(run.out + "/trace.perfetto-trace");
   const gwtrace::TraceReport rep = gwtrace::ValidateTrace(data, false);
   INFO(rep.First());
   REQUIRE(rep.errors.empty());
