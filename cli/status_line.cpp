@@ -95,6 +95,11 @@ std::string FormatStatus(const LiveSnapshot& now, const LiveSnapshot* prev, doub
     line += b;
   }
   line += "  dropped " + std::to_string(now.dropped);
+  if (now.elapsed_s > 0) {  // what gpuwatch itself adds (the overhead budget)
+    char b[32];
+    std::snprintf(b, sizeof b, "  own cost %.1f%%", 100.0 * now.added_s / now.elapsed_s);
+    line += b;
+  }
   if (line.size() > width) line.resize(width);
   return line;
 }

@@ -14,7 +14,7 @@
 namespace gpuwatch::cli {
 
 // The line for `now` (rates against `prev`, which may be null), at most `width` columns:
-//   gpuwatch 00:12  ranks 4/4  events 12.3k/s  GPU busy 87%  dropped 0
+//   gpuwatch 00:12  ranks 4/4  events 12.3k/s  GPU busy 87%  dropped 0  own cost 0.8%
 std::string FormatStatus(const collector::LiveSnapshot& now,
                          const collector::LiveSnapshot* prev, double elapsed_s, size_t width);
 

@@ -14,7 +14,7 @@
 
 namespace gpuwatch::wire::enc {
 
-enum WireType : uint32_t { kVarint = 0, kLen = 2 };
+enum WireType : uint32_t { kVarint = 0, kI64 = 1, kLen = 2 };
 
 inline void Varint(std::string& o, uint64_t v) {
   char buf[10];
@@ -40,6 +40,15 @@ inline void Int(std::string& o, uint32_t field, int64_t v) {
   if (v == 0) return;
   Tag(o, field, kVarint);
   Varint(o, static_cast<uint64_t>(v));
+}
+// double: 8 bytes little-endian (x86-64's own order).
+inline void Double(std::string& o, uint32_t field, double v) {
+  if (v == 0) return;
+  Tag(o, field, kI64);
+  char b[8];
+  static_assert(sizeof v == 8);
+  __builtin_memcpy(b, &v, 8);
+  o.append(b, 8);
 }
 inline void Bytes(std::string& o, uint32_t field, std::string_view s) {
   if (s.empty()) return;

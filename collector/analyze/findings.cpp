@@ -138,7 +138,8 @@ RankContext::RankContext(const RankResult& res) : r(res) {
       if (dur[k] <= kStallFactor * median_step_ns) continue;
       const double excess = static_cast<double>(dur[k] - median_step_ns);
       const double idle_excess = idle[k] > med_idle ? static_cast<double>(idle[k] - med_idle) : 0.0;
-      if (r.per_step_device && r.cupti() && idle_excess < kStallIdleShare * excess) continue;
+      if (r.per_step_device && r.cupti() && r.steps.steps[k].covered && idle_excess < kStallIdleShare * excess)
+        continue;
       stall[k] = true;
       stalls.push_back(k);
     }
@@ -156,13 +157,14 @@ RankContext::RankContext(const RankResult& res) : r(res) {
     }
   }
 
-  // Per-step categories over the normal steps, scaled to all steps. Their base covers what
-  // they are charged over: a step holds the device time until the next step starts, so
-  // host work between NVTX ranges is in it (and a share stays within 100%).
+  // Per-step categories over the normal steps (that CUPTI recorded whole, under the
+  // overhead budget), scaled to all steps. Their base covers what they are charged over: a
+  // step holds the device time until the next step starts, so host work between NVTX ranges
+  // is in it (and a share stays within 100%).
   if (r.per_step_device && n > 0) {
     size_t normal = 0;
     for (size_t k = 0; k < n; ++k) {
-      if (stall[k]) continue;
+      if (stall[k] || !r.steps.steps[k].covered) continue;
       ++normal;
       dev.Add(r.steps.steps[k].dev);
       sync_mid_s += S(r.steps.steps[k].sync_mid);
@@ -210,6 +212,12 @@ std::optional<Finding> PeriodicStall(const RankContext& c, const std::vector<Fin
   return f;
 }
 
+// Findings from the device timeline say when it was sampled (the overhead budget).
+void AddCoverage(const RankContext& c, Finding& f) {
+  if (c.r.gpu.coverage.sampled)
+    f.evidence["gpu_timeline_sampled"] = {{"share", c.r.gpu.coverage_share()}, {"windows", c.r.gpu.coverage.windows}};
+}
+
 std::optional<Finding> DataLoading(const RankContext& c, const std::vector<Finding>&) {
   if (!c.r.cupti()) return std::nullopt;
   const double host = S(c.dev.idle[kIdleHost]) * c.scale;
@@ -217,6 +225,7 @@ std::optional<Finding> DataLoading(const RankContext& c, const std::vector<Findi
   f.evidence = {{"gpu_idle_waiting_for_host_s", host},
                 {"per_step_ms", c.PerStepMs(host)},
                 {"gpu_utilization", c.r.ActiveS() > 0 ? S(c.r.gpu.run.busy) / c.r.ActiveS() : 0.0}};
+  AddCoverage(c, f);
   f.summary = Printf("GPU idle %s waiting for the host, which was not waiting on the GPU", c.Per(host).c_str());
   return f;
 }
@@ -233,6 +242,7 @@ std::optional<Finding> LaunchBound(const RankContext& c, const std::vector<Findi
                 {"short_kernel_fraction", g.short_fraction()},
                 {"launches", lf.launches},
                 {"launch_call_mean_us", lf.launches ? lf.launch_ns * 1e-3 / lf.launches : 0.0}};
+  AddCoverage(c, l);
   l.summary = Printf("%.0f%% of %llu kernels are shorter than their launch call; GPU idle %s between them",
                      100 * g.short_fraction(), static_cast<unsigned long long>(g.kernel_count),
                      c.Per(launch).c_str());
@@ -251,6 +261,7 @@ std::optional<Finding> Communication(const RankContext& c, const std::vector<Fin
                 {"collectives", t.count},
                 {"bytes", t.bytes},
                 {"busbw_gbps", busbw}};
+  AddCoverage(c, f);
   f.summary = Printf("collectives run %s with no compute alongside (busbw %.1f GB/s)", c.Per(comm).c_str(), busbw);
   return f;
 }
@@ -487,17 +498,25 @@ double JobSteps(const RankList& ranks) {
 }
 
 std::string Verdict(const RankList& ranks, const std::vector<Finding>& f) {
-  uint64_t busy = 0;
+  uint64_t busy = 0, covered = 0, active_ns = 0, windows = 0;
   double active = 0;
-  bool cupti = false;
+  bool cupti = false, sampled = false;
   for (const auto& r : ranks)
     if (r.cupti()) {
       cupti = true;
       busy += r.gpu.run.busy;
       active += r.ActiveS();
+      sampled = sampled || r.gpu.coverage.sampled;
+      covered += r.gpu.coverage.sampled ? r.gpu.coverage.covered_ns : r.gpu.active_ns;
+      active_ns += r.gpu.active_ns;
+      windows += r.gpu.coverage.windows;
     }
-  std::string v = cupti ? Printf("GPU busy %.0f%% of the time.", active > 0 ? 100 * S(busy) / active : 0.0)
-                        : std::string("No GPU timeline (CUPTI unavailable).");
+  std::string v = cupti ? Printf("GPU busy %.0f%% of the time", active > 0 ? 100 * S(busy) / active : 0.0)
+                        : std::string("No GPU timeline (CUPTI unavailable)");
+  if (sampled && active_ns && covered < active_ns)  // the overhead budget recorded windows of it
+    v += Printf(" (GPU timeline sampled over %.1f%% of the run, %llu window%s)", 100.0 * covered / active_ns,
+                static_cast<unsigned long long>(windows), windows == 1 ? "" : "s");
+  v += ".";
   const double steps = JobSteps(ranks);
   // The biggest measured loss; `environment` (no measured time) is added after it, and
   // `input_io` says which kind of data loading it was.

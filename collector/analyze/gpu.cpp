@@ -39,7 +39,37 @@ void GpuFigures::Merge(const GpuFigures& o) {
   late += o.late;
   overflow += o.overflow;
   unmatched += o.unmatched;
+  coverage.sampled = coverage.sampled || o.coverage.sampled;
+  coverage.windows += o.coverage.windows;
+  // A rank recorded whole covered its whole active span.
+  coverage.covered_ns += o.coverage.sampled ? o.coverage.covered_ns : o.active_ns;
+  coverage.enqueues += o.coverage.enqueues;
+  coverage.enqueues_in_windows += o.coverage.sampled ? o.coverage.enqueues_in_windows : o.coverage.enqueues;
 }
+
+namespace {
+
+uint64_t Scaled(uint64_t v, double k) { return static_cast<uint64_t>(static_cast<double>(v) * k + 0.5); }
+
+// The figures of a sampled timeline, from the windows to the active span (GpuFigures::
+// Coverage): device work times k, idle what is left of the span, split as measured.
+void ScaleUp(GpuFigures& r, double k) {
+  for (uint64_t* v : {&r.run.busy, &r.run.noncomm_busy, &r.run.compute, &r.run.comm, &r.run.copy, &r.gap_count,
+                      &r.kernel_count, &r.kernel_with_api, &r.kernel_short, &r.comm_kernels, &r.work})
+    *v = Scaled(*v, k);
+  const uint64_t idle = r.active_ns > r.run.busy ? r.active_ns - r.run.busy : 0;
+  const uint64_t measured = r.run.IdleTotal();
+  if (measured == 0) r.run.idle[kIdleOther] = idle;
+  for (uint64_t& v : r.run.idle)
+    if (measured) v = Scaled(v, static_cast<double>(idle) / static_cast<double>(measured));
+  for (auto* st : {&r.other_kernels}) st->count = Scaled(st->count, k), st->ns = Scaled(st->ns, k);
+  for (auto& [name, st] : r.by_name) st.count = Scaled(st.count, k), st.ns = Scaled(st.ns, k);
+  for (auto& c : r.copies)
+    c.device.count = Scaled(c.device.count, k), c.device.bytes = Scaled(c.device.bytes, k),
+    c.device.ns = Scaled(c.device.ns, k), c.pageable = Scaled(c.pageable, k);
+}
+
+}  // namespace
 
 std::vector<std::pair<std::string, GpuFigures::KernelStat>> GpuFigures::TopByTime(size_t n) const {
   std::vector<std::pair<std::string, KernelStat>> v(by_name.begin(), by_name.end());
@@ -52,6 +82,10 @@ std::vector<std::pair<std::string, GpuFigures::KernelStat>> GpuFigures::TopByTim
 }
 
 void GpuCounter::OnHostCall(const HostCall& c) {
+  if (EnqueuesWork(c.api)) {
+    ++enqueues_;
+    enqueues_recorded_ += c.recorded;
+  }
   if (!IsCollective(c.api) || !c.timed) return;
   ++f_.coll_events.count;
   f_.coll_events.ns += c.gpu_ns;
@@ -104,7 +138,8 @@ void GpuCounter::OnIdle(const IdleGap& g) {
   f_.run.idle[g.kind] += len;
 }
 
-GpuFigures GpuCounter::Result(const RankFacts& facts, const DeviceSweep& sweep) const {
+GpuFigures GpuCounter::Result(const RankFacts& facts, const DeviceSweep& sweep, const Coverage& coverage,
+                              uint64_t host_first, uint64_t host_last) const {
   GpuFigures r = f_;
   r.first_ns = f_.work ? first_ : 0;
   r.active_ns = r.last_ns > r.first_ns ? r.last_ns - r.first_ns : 0;
@@ -115,6 +150,22 @@ GpuFigures GpuCounter::Result(const RankFacts& facts, const DeviceSweep& sweep) 
   r.events_ranks = cupti ? 0 : 1;
   if (cupti) r.coll_events = {};  // CUPTI's communication kernels stand for them
   for (const auto& [id, st] : by_id_) r.by_name[KernelLabel(facts, id)].Add(st);
+  // Sampled: some work was launched while CUPTI was off (a run recorded whole by its first
+  // window is not). Without hooked launches to tell, a window that closed says so.
+  r.coverage.sampled = coverage.sampled() && r.work > 0 &&
+                       (enqueues_ ? enqueues_recorded_ < enqueues_ : coverage.closed_windows() > 0);
+  r.coverage.windows = coverage.windows();
+  if (r.coverage.sampled && host_last > host_first) {
+    r.first_ns = std::min(r.first_ns, host_first);
+    r.last_ns = std::max(r.last_ns, host_last);
+    r.active_ns = r.last_ns - r.first_ns;
+  }
+  r.coverage.covered_ns = coverage.CoveredWithin(r.first_ns, r.last_ns);
+  r.coverage.enqueues = enqueues_;
+  r.coverage.enqueues_in_windows = r.coverage.sampled ? enqueues_recorded_ : enqueues_;
+  // An older library in budget mode (no counts): the share of time.
+  const double share = r.coverage.enqueues_in_windows ? r.coverage.WorkShare() : r.coverage_share();
+  if (r.coverage.sampled && share > 0 && share < 1) ScaleUp(r, 1 / share);
   return r;
 }
 

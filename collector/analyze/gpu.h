@@ -3,6 +3,7 @@
 // GPU time, communication kernels, copies as the device saw them. Without CUPTI (source
 // "events") only collectives' CUDA-event times exist.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <unordered_map>
@@ -13,6 +14,7 @@
 #include "analyze/device_slice.h"
 #include "common/log_histogram.h"
 #include "common/tally.h"
+#include "interpret/coverage.h"
 #include "interpret/device_sweep.h"
 #include "interpret/event_sink.h"
 #include "interpret/rank_facts.h"
@@ -50,11 +52,29 @@ struct GpuFigures {
   KernelStat coll_events;     // collectives with a CUDA-event GPU time (events source only)
   CopyStat copies[kCopyDirections];
   uint64_t late = 0, overflow = 0, unmatched = 0;
+  // How much of the active span CUPTI recorded (the overhead budget's windows). When
+  // `sampled`, every timeline figure above is an estimate (histograms stay the windows' own
+  // samples): device work (busy, kernels, copies) is what the windows measured times
+  // enqueues / enqueues_in_windows, the calls that made it, which the hooks count whole;
+  // idle is the rest of the active span, split as the windows saw it. A ratio of times
+  // (active / covered) would undercount: CUPTI's cost slows a launch-bound job inside
+  // windows, so they hold fewer launches per second than the rest of the run.
+  struct Coverage {
+    bool sampled = false;
+    uint64_t windows = 0, covered_ns = 0;
+    uint64_t enqueues = 0, enqueues_in_windows = 0;  // hooked calls that enqueue device work
+    double WorkShare() const {
+      return enqueues ? std::min(1.0, static_cast<double>(enqueues_in_windows) / static_cast<double>(enqueues)) : 0;
+    }
+  } coverage;
   // Busy share over time, for report.html. A rank's own clock: Merge leaves it out (ranks'
   // clocks and spans differ), so job totals have none.
   BusySeries series;
 
   bool cupti() const { return cupti_ranks > 0; }
+  double coverage_share() const {
+    return coverage.sampled && active_ns ? std::min(1.0, static_cast<double>(coverage.covered_ns) / active_ns) : 1.0;
+  }
   // "cupti", "events", or "mixed" (a job whose ranks differ).
   const char* source_name() const {
     return cupti_ranks > 0 && events_ranks > 0 ? "mixed" : cupti_ranks > 0 ? "cupti" : "events";
@@ -74,12 +94,16 @@ class GpuCounter final : public EventSink {
   void OnDeviceWork(const DeviceWork& w) override;
   void OnBusy(const BusySpan& b) override;
   void OnIdle(const IdleGap& g) override;
-  // The figures of a flushed interpreter (facts: names and source; sweep: overflow).
-  GpuFigures Result(const RankFacts& facts, const DeviceSweep& sweep) const;
+  // The figures of a flushed interpreter (facts: names and source; sweep: overflow). A
+  // sampled timeline's active span is the host's [host_first, host_last]: the device could
+  // have worked all of it, and the windows saw only part.
+  GpuFigures Result(const RankFacts& facts, const DeviceSweep& sweep, const Coverage& coverage, uint64_t host_first,
+                    uint64_t host_last) const;
 
  private:
   GpuFigures f_;  // running figures (by_name unused: see by_id_)
   uint64_t first_ = UINT64_MAX;
+  uint64_t enqueues_ = 0, enqueues_recorded_ = 0;  // hooked calls that enqueue device work
   std::unordered_map<uint32_t, GpuFigures::KernelStat> by_id_;
 };
 

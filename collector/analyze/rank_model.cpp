@@ -1,6 +1,8 @@
 // See rank_model.h.
 #include "analyze/rank_model.h"
 
+#include <algorithm>
+
 #include "analyze/findings.h"
 
 namespace gpuwatch::collector {
@@ -67,10 +69,12 @@ RankResult RankModel::Compute() const {
   r.copies = copies_.figures();
   r.collectives = collectives_.figures();
   r.launches = launches_.Result(facts);
-  r.gpu = gpu_.Result(facts, interp_.sweep());
+  r.gpu = gpu_.Result(facts, interp_.sweep(), interp_.coverage(), r.host_first_ns, r.host_last_ns);
   r.found = interp_.steps();
   r.steps = steps_.figures();
-  r.per_step_device = r.found.nvtx && !r.steps.steps.empty();
+  // NVTX steps carry device figures when CUPTI recorded some of them whole.
+  r.per_step_device = r.found.nvtx && std::any_of(r.steps.steps.begin(), r.steps.steps.end(),
+                                                  [](const StepRec& s) { return s.covered; });
   if (!r.per_step_device) {  // inferred steps: boundaries only, figures are run averages
     r.steps.steps.clear();
     for (const StepMark& m : r.found.inferred) {
@@ -85,6 +89,7 @@ RankResult RankModel::Compute() const {
   r.env = facts.env();
   r.dropped = facts.dropped();
   r.dropped_total = facts.dropped_total();
+  r.overhead = facts.overhead();
   r.findings = RankFindings(r);
   r.per_step = MeanPerStep(r);
   return r;

@@ -59,12 +59,26 @@ PerStepMean MeanPerStep(const RankResult& r) {
   m.per_step = r.per_step_device;
   DeviceSlice t = r.per_step_device ? DeviceSlice{} : r.gpu.run;
   uint64_t sync = r.per_step_device ? 0 : r.sync.KindNs();
+  size_t covered = 0;
+  uint64_t covered_ns = 0;
   if (r.per_step_device)
     for (const auto& s : r.steps.steps) {
+      if (!s.covered) continue;  // outside the overhead budget's windows: no whole device figures
+      ++covered;
+      covered_ns += s.end > s.start ? s.end - s.start : 0;
       t.Add(s.dev);
       sync += s.sync_mid;
     }
-  const double k = (r.per_step_device ? static_cast<double>(r.steps.steps.size()) : n) * 1e6;  // -> ms
+  if (r.per_step_device && r.gpu.coverage.sampled && covered > 0) {
+    // Steps inside windows ran slower by CUPTI's cost, and the GPU waited that much longer:
+    // take the difference from the mean step out of their idle time.
+    const double excess = static_cast<double>(covered_ns) - r.StepsTotalS() * 1e9 / n * static_cast<double>(covered);
+    const double idle = static_cast<double>(t.IdleTotal());
+    if (excess > 0 && idle > 0)
+      for (uint64_t& v : t.idle) v = static_cast<uint64_t>(static_cast<double>(v) * std::max(0.0, idle - excess) / idle);
+  }
+  m.steps = r.per_step_device ? covered : r.steps_total();
+  const double k = (r.per_step_device ? static_cast<double>(covered) : n) * 1e6;  // -> ms
   m.compute_ms = t.compute / k;
   m.comm_not_overlapped_ms = t.ExposedComm() / k;
   for (int i = 0; i < kIdleKinds; ++i) m.idle_ms[i] = t.idle[i] / k;

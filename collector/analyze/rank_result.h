@@ -28,6 +28,7 @@ namespace gpuwatch::collector {
 struct PerStepMean {
   bool known = false;     // there are steps
   bool per_step = false;  // from per-step records (else run averages)
+  size_t steps = 0;       // the records they are over (CUPTI recorded them whole)
   double compute_ms = 0, comm_not_overlapped_ms = 0, idle_ms[kIdleKinds] = {};
   double host_blocked_in_syncs_ms = 0, copies_ms = 0;
   // Each part with its name in summary.json's steps.per_step_ms.
@@ -63,6 +64,7 @@ struct RankResult {
   EnvFacts env;
   std::map<std::string, uint64_t> dropped;
   uint64_t dropped_total = 0;
+  OverheadFacts overhead;         // what the library said it added (its own cost)
   std::vector<Finding> findings;  // ranked (analyze/findings.h)
   PerStepMean per_step;
 

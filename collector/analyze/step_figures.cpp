@@ -40,6 +40,7 @@ void StepCharger::OnStep(const StepMark& m) {
     s.end = m.end_ns;
     s.sync_mid = cur_mid_;
     s.sync_mid_count = cur_mid_n_;
+    s.covered = m.device_covered;
     f_.steps.push_back(s);
   } else if (seen_ == kMaxSteps + 1) {
     stop_ = f_.steps.back().end;  // the per-step records end here

@@ -17,6 +17,7 @@ struct StepRec {
   uint64_t start = 0, end = 0;  // host CLOCK_MONOTONIC
   uint64_t sync_mid = 0;        // host blocked in syncs followed by more work in the step
   uint64_t sync_mid_count = 0;
+  bool covered = true;  // CUPTI recorded the whole step: its device figures are whole
   DeviceSlice dev;
 };
 

@@ -19,6 +19,8 @@ inline bool IsExplicitSync(wire::Api api) {
          api == wire::CUDA_EVENT_SYNCHRONIZE;
 }
 inline bool IsCopy(wire::Api api) { return api == wire::CUDA_MEMCPY || api == wire::CUDA_MEMCPY_ASYNC; }
+// A hooked call that puts work on the device (a kernel, a copy).
+inline bool EnqueuesWork(wire::Api api) { return api == wire::CUDA_LAUNCH_KERNEL || IsCopy(api); }
 
 // The call held the host until the GPU had caught up: an explicit sync, or a copy the
 // library flagged FLAG_BLOCKED_HOST (cudaMemcpy, or cudaMemcpyAsync on pageable memory).

@@ -33,6 +33,11 @@ void ShiftFrame(wire::Frame& frame, int64_t delta) {
       }
       for (wire::ProcSample& p : *b.mutable_proc_samples()) p.set_t_ns(ShiftNs(p.t_ns(), delta));
       if (b.settled_ns()) b.set_settled_ns(ShiftNs(b.settled_ns(), delta));
+      for (wire::CuptiWindow& w : *b.mutable_cupti_windows()) {
+        w.set_start_ns(ShiftNs(w.start_ns(), delta));
+        w.set_end_ns(ShiftNs(w.end_ns(), delta));
+      }
+      b.set_cupti_window_open_since_ns(ShiftNs(b.cupti_window_open_since_ns(), delta));
       break;
     }
     case wire::Frame::kGoodbye: {

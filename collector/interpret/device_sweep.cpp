@@ -59,38 +59,38 @@ void DeviceSweep::AddBlocked(uint64_t start, uint64_t end, int source) {
   while (syncs_.size() > lim_.max_syncs) syncs_.erase(syncs_.begin());
 }
 
-void DeviceSweep::Advance(uint64_t host_until, const RankFacts& facts, EventSink& out) {
+void DeviceSweep::Advance(uint64_t host_until, const RankFacts& facts, Coverage& coverage, EventSink& out) {
   while (pending_.size() > lim_.max_pending) {
     ++overflow_;
     const Work w = pending_.top();
     pending_.pop();
-    Release(w, facts, out);
+    Release(w, facts, coverage, out);
   }
   if (newest_ns_ > lim_.horizon_ns) {
     const uint64_t watermark = std::min(newest_ns_ - lim_.horizon_ns, host_until);
     while (!pending_.empty() && pending_.top().start < watermark) {
       const Work w = pending_.top();
       pending_.pop();
-      Release(w, facts, out);
+      Release(w, facts, coverage, out);
     }
   }
   ExpireApis();
   PruneSyncs();
+  coverage.Pass(swept_ns_ > lim_.horizon_ns ? swept_ns_ - lim_.horizon_ns : 0);
   if (all_.on) out.OnDeviceSettled(all_.end);  // later gaps start at the open span's end or after
 }
 
-void DeviceSweep::Flush(uint64_t steps_end, const RankFacts& facts, EventSink& out) {
+void DeviceSweep::Flush(uint64_t steps_end, const RankFacts& facts, const Coverage& coverage, EventSink& out) {
   while (!pending_.empty()) {
     const Work w = pending_.top();
     pending_.pop();
-    Release(w, facts, out);
+    Release(w, facts, coverage, out);
   }
   // The GPU idle after its last work until the last step closed (e.g. host work at the
   // end of the run): no later work ends that gap, so it is classified here.
   if (all_.on && steps_end > all_.end) {
-    const uint64_t a = all_.end, b = steps_end;
-    out.OnIdle(IdleGap{a, b, 2 * BlockedNs(a, b) > b - a ? kIdleSync : kIdleHost, true});
-    resume_all_ = b;
+    Gap(all_.end, steps_end, nullptr, true, coverage, out);
+    resume_all_ = steps_end;
   }
   for (Open* o : {&all_, &noncomm_}) {
     if (!o->on) continue;
@@ -120,7 +120,7 @@ bool DeviceSweep::Extend(Open& o, const Work& w, bool noncomm, EventSink& out) {
   return false;
 }
 
-void DeviceSweep::Release(const Work& w, const RankFacts& facts, EventSink& out) {
+void DeviceSweep::Release(const Work& w, const RankFacts& facts, const Coverage& coverage, EventSink& out) {
   swept_ns_ = std::max(swept_ns_, w.start);
   // Before the open span, or before what a Flush already emitted: the sweep has passed it.
   const bool late = all_.on ? w.start < all_.start : w.start < resume_all_;
@@ -130,10 +130,9 @@ void DeviceSweep::Release(const Work& w, const RankFacts& facts, EventSink& out)
   const bool first_of_api = entry && !entry->claimed;
   if (entry) entry->claimed = true;
   if (!all_.on && resume_all_ && w.start > resume_all_)  // after a Flush: the gap since
-    out.OnIdle(IdleGap{resume_all_, w.start, Classify(resume_all_, w.start, api), false});
+    Gap(resume_all_, w.start, api, false, coverage, out);
   if (!Extend(all_, w, false, out)) {  // idle from the open span's end to w.start
-    const uint64_t gap_start = all_.end;
-    out.OnIdle(IdleGap{gap_start, w.start, Classify(gap_start, w.start, api), false});
+    Gap(all_.end, w.start, api, false, coverage, out);
     all_ = Open{true, w.start, w.end};
   }
   const bool comm = w.kind == wire::ACTIVITY_KERNEL && facts.IsCommKernel(w.name_id);
@@ -142,6 +141,14 @@ void DeviceSweep::Release(const Work& w, const RankFacts& facts, EventSink& out)
                               static_cast<wire::ActivityKind>(w.kind),
                               static_cast<wire::CopyKind>(w.copy_kind), w.pageable, comm, late, api,
                               first_of_api});
+}
+
+void DeviceSweep::Gap(uint64_t a, uint64_t b, const ApiSpan* next_api, bool trailing, const Coverage& coverage,
+                      EventSink& out) {
+  if (!coverage.Covers(a, b)) return;  // CUPTI did not record in between: not a gap it saw
+  // The gap after the last work has no next work: the host's syncs, else host work.
+  const IdleKind kind = trailing ? (2 * BlockedNs(a, b) > b - a ? kIdleSync : kIdleHost) : Classify(a, b, next_api);
+  out.OnIdle(IdleGap{a, b, kind, trailing});
 }
 
 IdleKind DeviceSweep::Classify(uint64_t a, uint64_t b, const ApiSpan* api) {

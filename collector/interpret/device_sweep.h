@@ -16,6 +16,7 @@
 
 #include "common/thresholds.h"
 #include "gpuwatch.pb.h"
+#include "interpret/coverage.h"
 #include "interpret/event_sink.h"
 #include "interpret/rank_facts.h"
 
@@ -42,11 +43,11 @@ class DeviceSweep {
   void AddBlocked(uint64_t start, uint64_t end, int source);
   // Releases what the reorder window lets go, never past `host_until` (the device stream
   // trails the host stream; UINT64_MAX: no bound).
-  void Advance(uint64_t host_until, const RankFacts& facts, EventSink& out);
+  void Advance(uint64_t host_until, const RankFacts& facts, Coverage& coverage, EventSink& out);
   // Releases everything, then the gap from the last work to `steps_end` (0: none) and the
   // open busy spans: the rank is done (or a copy is being finished for a result). Work
   // that still comes (a rank that reconnects) continues the timeline where it ended.
-  void Flush(uint64_t steps_end, const RankFacts& facts, EventSink& out);
+  void Flush(uint64_t steps_end, const RankFacts& facts, const Coverage& coverage, EventSink& out);
 
   uint64_t late() const { return late_; }          // released after the sweep passed them
   uint64_t overflow() const { return overflow_; }  // released early: the window was full
@@ -71,7 +72,9 @@ class DeviceSweep {
     uint64_t start = 0, end = 0;
   };
 
-  void Release(const Work& w, const RankFacts& facts, EventSink& out);
+  void Release(const Work& w, const RankFacts& facts, const Coverage& coverage, EventSink& out);
+  // The gap [a, b) when CUPTI saw both of its ends (the overhead budget's windows).
+  void Gap(uint64_t a, uint64_t b, const ApiSpan* next_api, bool trailing, const Coverage& coverage, EventSink& out);
   // Extends `o` with `w`; false when `w` starts a new span (the old one is emitted).
   bool Extend(Open& o, const Work& w, bool noncomm, EventSink& out);
   // Opens `o` at `w`, clipped to what a Flush already emitted (false: nothing left of it).

@@ -31,6 +31,9 @@ struct HostCall {
   uint64_t comm_hash;
   uint64_t coll_bytes;
   bool timed;
+  // CUPTI was recording when the call was made (always, unless the overhead budget's
+  // windows sample the timeline): the device work it enqueued is on the timeline.
+  bool recorded;
 
   uint64_t end_ns() const { return t_ns + dur_ns; }
 };
@@ -90,6 +93,7 @@ struct IdleGap {
 // A training step, as the step finder saw it close (NVTX steps, in order).
 struct StepMark {
   uint64_t start_ns, end_ns;
+  bool device_covered;  // CUPTI recorded the whole step (always, unless the budget sampled)
 };
 
 }  // namespace gpuwatch::collector

@@ -44,6 +44,13 @@ void RankFacts::OnBatch(const wire::Batch& b) {
   if (b.gpu_source() != wire::GPU_SOURCE_UNSPECIFIED) gpu_source_ = b.gpu_source();
   if (!b.gpu_source_detail().empty()) gpu_source_detail_ = b.gpu_source_detail().substr(0, kMaxDetail);
   if (b.has_environment()) env_.Merge(b.environment());
+  if (b.has_overhead()) {
+    const wire::Overhead& o = b.overhead();
+    overhead_ = OverheadFacts{true,           o.cupti_mode(),     o.budget(),         o.hook_ns(),
+                              o.cupti_ns(),   o.cupti_ns_measured(), o.hw_trace(),    o.hook_calls(),
+                              o.cupti_calls(), o.hooks_added_ns(), o.cupti_added_ns(), o.windows(),
+                              o.window_ns(),  o.elapsed_ns()};
+  }
   for (const auto& d : b.dropped()) NoteDropped(d);
 }
 

@@ -22,6 +22,16 @@ struct EnvFacts {
   void Merge(const wire::Environment& e);
 };
 
+// What the library said it added to the job (wire Overhead, the latest; known once sent).
+struct OverheadFacts {
+  bool known = false;
+  int cupti_mode = 0;  // wire::CuptiMode
+  double budget = 0, hook_ns = 0, cupti_ns = 0;
+  bool cupti_ns_measured = false, hw_trace = false;
+  uint64_t hook_calls = 0, cupti_calls = 0, hooks_added_ns = 0, cupti_added_ns = 0;
+  uint64_t windows = 0, window_ns = 0, elapsed_ns = 0;
+};
+
 struct CommFacts {
   int32_t nranks = 0, rank = 0;
   uint64_t unique_hash = 0;
@@ -54,6 +64,7 @@ class RankFacts {
   int gpu_source() const { return gpu_source_; }  // wire::GpuSource
   const std::string& gpu_source_detail() const { return gpu_source_detail_; }
   const EnvFacts& env() const { return env_; }
+  const OverheadFacts& overhead() const { return overhead_; }
   // Cumulative records the library lost, per reason (the largest total it reported).
   const std::map<std::string, uint64_t>& dropped() const { return dropped_; }
   uint64_t dropped_total() const;
@@ -69,6 +80,7 @@ class RankFacts {
   int gpu_source_ = wire::GPU_SOURCE_UNSPECIFIED;
   std::string gpu_source_detail_;
   EnvFacts env_;
+  OverheadFacts overhead_;
   std::map<std::string, uint64_t> dropped_;  // ordered: deterministic output
 };
 

@@ -6,7 +6,8 @@
 namespace gpuwatch::collector {
 
 RankInterpreter::RankInterpreter(const RankInterpreter& o)
-    : facts_(o.facts_), host_(o.host_), steps_(o.steps_), sweep_(o.sweep_), host_seen_(o.host_seen_),
+    : facts_(o.facts_), host_(o.host_), steps_(o.steps_), sweep_(o.sweep_), coverage_(o.coverage_),
+      host_seen_(o.host_seen_),
       host_calls_(o.host_calls_), host_first_(o.host_first_), host_last_(o.host_last_) {}
 
 void RankInterpreter::OnHello(const wire::Hello& h) {
@@ -50,6 +51,12 @@ HostCall RankInterpreter::Interpret(const wire::Event& e) const {
 void RankInterpreter::OnBatch(const wire::Batch& b) {
   facts_.OnBatch(b);
   steps_.NoteNames(b);
+  // The overhead budget's windows, before the host calls and device work they cover.
+  for (const auto& w : b.cupti_windows()) coverage_.AddWindow(w.start_ns(), w.end_ns());
+  if (b.has_overhead()) {
+    coverage_.SetSampled(b.overhead().cupti_mode() == wire::CUPTI_MODE_BUDGET);
+    coverage_.SetOpenSince(b.cupti_window_open_since_ns());
+  }
   for (const auto& s : b.proc_samples()) fanout_.OnProcSample(s);
   for (const auto& e : b.events()) {
     const HostCall c = Interpret(e);
@@ -68,7 +75,7 @@ void RankInterpreter::OnBatch(const wire::Batch& b) {
     if (a.kind() == wire::ACTIVITY_API) sweep_.AddApi(a);
   for (const auto& a : b.activities())
     if (IsDeviceWork(a.kind())) sweep_.AddWork(a);
-  sweep_.Advance(host_seen_ ? host_.released_until() : UINT64_MAX, facts_, fanout_);
+  sweep_.Advance(host_seen_ ? host_.released_until() : UINT64_MAX, facts_, coverage_, fanout_);
 }
 
 void RankInterpreter::OnGoodbye(const wire::Goodbye& g) {
@@ -78,13 +85,15 @@ void RankInterpreter::OnGoodbye(const wire::Goodbye& g) {
 
 void RankInterpreter::Flush() {
   ReleaseHost(true);
-  sweep_.Flush(steps_.last_step_end(), facts_, fanout_);
+  sweep_.Flush(steps_.last_step_end(), facts_, coverage_, fanout_);
 }
 
 void RankInterpreter::ReleaseHost(bool all) {
-  host_.Release(all, [this](const HostCall& c) {
+  host_.Release(all, [this](const HostCall& held) {
+    HostCall c = held;
+    c.recorded = coverage_.Covers(c.t_ns, c.t_ns);
     fanout_.OnHostCall(c);
-    steps_.OnHostCall(c, fanout_);
+    steps_.OnHostCall(c, coverage_, fanout_);
   });
 }
 

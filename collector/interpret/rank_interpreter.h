@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gpuwatch.pb.h"
+#include "interpret/coverage.h"
 #include "interpret/device_sweep.h"
 #include "interpret/event_sink.h"
 #include "interpret/host_order.h"
@@ -38,6 +39,7 @@ class RankInterpreter {
   const RankFacts& facts() const { return facts_; }
   StepsFound steps() const { return steps_.Result(); }
   const DeviceSweep& sweep() const { return sweep_; }
+  const Coverage& coverage() const { return coverage_; }
   size_t held_host_calls() const { return host_.held(); }
   // Host calls received, and the span of their times (first start, last end).
   uint64_t host_calls() const { return host_calls_; }
@@ -64,6 +66,7 @@ class RankInterpreter {
   HostOrder host_;
   StepFinder steps_;
   DeviceSweep sweep_;
+  Coverage coverage_;
   Fanout fanout_;
   bool host_seen_ = false;  // the device stream trails the host stream only when there is one
   uint64_t host_calls_ = 0, host_first_ = UINT64_MAX, host_last_ = 0;

@@ -28,7 +28,7 @@ void StepFinder::NoteNames(const wire::Batch& b) {
     if (names_.size() < 64 && IsStepName(k.name())) names_[k.id()] = k.name().substr(0, 128);
 }
 
-void StepFinder::OnHostCall(const HostCall& c, EventSink& out) {
+void StepFinder::OnHostCall(const HostCall& c, const Coverage& coverage, EventSink& out) {
   if (c.api == wire::NVTX_RANGE) {
     auto it = names_.find(c.name_id);
     if (it == names_.end()) return;
@@ -46,7 +46,7 @@ void StepFinder::OnHostCall(const HostCall& c, EventSink& out) {
     ++nvtx_.total;
     nvtx_.stats.Add(c.dur_ns);
     last_end_ = c.end_ns();
-    out.OnStep(StepMark{c.t_ns, c.end_ns()});
+    out.OnStep(StepMark{c.t_ns, c.end_ns(), coverage.Covers(c.t_ns, c.end_ns())});
     return;
   }
   if (c.sync_kind != kNotSync) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gpuwatch.pb.h"
+#include "interpret/coverage.h"
 #include "interpret/event_sink.h"
 #include "interpret/step_pattern.h"
 #include "interpret/step_stats.h"
@@ -30,7 +31,7 @@ class StepFinder {
   // Names of the batch that could be step names.
   void NoteNames(const wire::Batch& b);
   // A released host call; NVTX steps go to `out` as they close.
-  void OnHostCall(const HostCall& c, EventSink& out);
+  void OnHostCall(const HostCall& c, const Coverage& coverage, EventSink& out);
   // End of the last NVTX step (0: none).
   uint64_t last_step_end() const { return last_end_; }
   // The steps so far: NVTX ones, else inferred from the anchors seen so far.

@@ -52,7 +52,7 @@ bool StepPattern::Result(std::vector<StepMark>* steps, uint64_t* total, StepStat
   *stats = stats_;
   *total = boundary_count_ - 1;
   for (size_t i = 0; i + 1 < boundaries_.size() && steps->size() < kMaxSteps; ++i) {
-    steps->push_back(StepMark{boundaries_[i], boundaries_[i + 1]});
+    steps->push_back(StepMark{boundaries_[i], boundaries_[i + 1], false});
   }
   return true;
 }

@@ -18,6 +18,8 @@ LiveSnapshot TakeSnapshot(const JobTable& jobs, Clock::time_point now) {
       snap.ranks_connected += s.connected ? 1 : 0;
       snap.events += s.events;
       snap.dropped += s.dropped;
+      snap.added_s += s.hooks_s + s.cupti_s;
+      snap.elapsed_s += s.elapsed_s;
       if (s.has_gpu) {
         snap.gpu_busy_s += s.gpu_busy_s;
         snap.gpu_active_s += s.gpu_active_s;

@@ -107,6 +107,18 @@ std::string FormatPrometheus(const LiveSnapshot& snap) {
           if (!r.has_gpu) return;
           for (int k = 0; k < kIdleKinds; ++k) emit(std::string("kind=\"") + IdleKindKey(k) + "\"", r.gpu_idle_s[k]);
         });
+  Write(out, {"gpuwatch_gpu_timeline_coverage_ratio", "gauge",
+              "Share of the GPU's active span that CUPTI recorded (below 1: the overhead budget's windows; "
+              "the GPU figures are then scaled from them)"},
+        snap, labels, gpu([](const RankSample& r) { return r.coverage; }));
+  Write(out, {"gpuwatch_overhead_seconds_total", "counter",
+              "Time gpuwatch itself added to the rank, by part: hooks (calls x measured cost), cupti "
+              "(its instrumented calls x measured cost)"},
+        snap, labels, [](const RankSample& r, const Emit& emit) {
+          if (r.elapsed_s <= 0) return;
+          emit("part=\"hooks\"", r.hooks_s);
+          emit("part=\"cupti\"", r.cupti_s);
+        });
   Write(out, {"gpuwatch_sync_stall_seconds_total", "counter",
               "Host time blocked in CUDA synchronizing calls"},
         snap, labels, one([](const RankSample& r) { return r.sync_s; }));

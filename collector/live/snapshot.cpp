@@ -25,6 +25,10 @@ RankSample SampleOf(const RankResult& r) {
   s.steps = r.steps_total();
   s.per_step = r.per_step;
   s.dropped = r.dropped_total;
+  s.coverage = r.gpu.coverage_share();
+  s.hooks_s = Seconds(r.overhead.hooks_added_ns);
+  s.cupti_s = Seconds(r.overhead.cupti_added_ns);
+  s.elapsed_s = Seconds(r.overhead.elapsed_ns);
   return s;
 }
 

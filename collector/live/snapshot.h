@@ -38,6 +38,9 @@ struct RankSample {
   uint64_t steps = 0;
   PerStepMean per_step;
   uint64_t dropped = 0;
+  double coverage = 1;  // share of the active span the GPU timeline recorded (the budget's windows)
+  // gpuwatch's own cost so far: hooks, CUPTI, over the time the library ran.
+  double hooks_s = 0, cupti_s = 0, elapsed_s = 0;
 };
 
 // The figures of `r` a live view shows, the same numbers summary.json has.
@@ -50,6 +53,7 @@ struct LiveSnapshot {
   int ranks_connected = 0;
   uint64_t events = 0, dropped = 0;
   double gpu_busy_s = 0, gpu_active_s = 0;
+  double added_s = 0, elapsed_s = 0;  // gpuwatch's own cost, over the ranks' time
   int jobs = 0;
 };
 

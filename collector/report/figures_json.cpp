@@ -1,6 +1,7 @@
 // See figures_json.h. Keys are a public interface: docs/summary-schema.md.
 #include "report/figures_json.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/api_names.h"
@@ -114,6 +115,11 @@ nlohmann::json GpuJson(const GpuFigures& s) {
         {"count", c.count}, {"bytes", c.bytes}, {"device_s", Seconds(c.ns)}, {"pageable_count", s.copies[i].pageable}};
   }
   g["memcpy"] = mc;
+  g["coverage"] = {{"sampled", s.coverage.sampled},
+                   {"share", s.coverage_share()},
+                   {"windows", s.coverage.windows},
+                   {"covered_s", Seconds(s.coverage.sampled ? s.coverage.covered_ns : s.active_ns)},
+                   {"enqueue_share", s.coverage.sampled ? s.coverage.WorkShare() : 1.0}};
   g["utilization_series"] = SeriesJson(s.series);
   g["late_records"] = s.late;
   g["window_overflows"] = s.overflow;
@@ -141,6 +147,7 @@ nlohmann::json StepsJson(const RankResult& r) {
                       {"p90_ms", Ms(Seconds(r.StepPercentileNs(0.9)))},
                       {"max_ms", Ms(Seconds(r.StepMaxNs()))}};
   if (r.steps_total() > r.steps.steps.size()) j["per_step_records"] = r.steps.steps.size();  // the first ones
+  if (r.gpu.coverage.sampled && r.per_step.per_step) j["per_step_recorded"] = r.per_step.steps;  // whole in a window
   j["per_step_ms"] = PerStepMsJson(r.per_step);
   if (r.per_step.known) j["per_step_source"] = r.per_step.per_step ? "per step" : "run average";
   return j;
@@ -191,8 +198,65 @@ void AddMeasured(const Figures& f, nlohmann::json& obj) {
 
 }  // namespace
 
+namespace {
+
+const char* CuptiModeName(int mode) {
+  switch (mode) {
+    case wire::CUPTI_MODE_BUDGET: return "budget";
+    case wire::CUPTI_MODE_FULL: return "full";
+    case wire::CUPTI_MODE_OFF: return "off";
+    default: return "unknown";
+  }
+}
+
+}  // namespace
+
+nlohmann::json OverheadJson(const OverheadFacts& o) {
+  if (!o.known) return nullptr;
+  const uint64_t added = o.hooks_added_ns + o.cupti_added_ns;
+  return {{"cupti_mode", CuptiModeName(o.cupti_mode)},
+          {"budget", o.budget},
+          {"added_s", Seconds(added)},
+          {"hooks_s", Seconds(o.hooks_added_ns)},
+          {"cupti_s", Seconds(o.cupti_added_ns)},
+          {"share_of_wall", o.elapsed_ns ? static_cast<double>(added) / o.elapsed_ns : 0.0},
+          {"hook_ns_per_call", o.hook_ns},
+          {"hook_calls", o.hook_calls},
+          {"cupti_us_per_call", o.cupti_ns * 1e-3},
+          {"cupti_cost_measured", o.cupti_ns_measured},
+          {"cupti_calls", o.cupti_calls},
+          {"cupti_hw_trace", o.hw_trace},
+          {"windows", o.windows},
+          {"window_s", Seconds(o.window_ns)},
+          {"elapsed_s", Seconds(o.elapsed_ns)}};
+}
+
+nlohmann::json JobOverheadJson(const RankList& ranks) {
+  uint64_t hooks = 0, cupti = 0, elapsed = 0;
+  double max_share = 0, budget = 0;
+  bool any = false;
+  for (const RankResult& r : ranks) {
+    const OverheadFacts& o = r.overhead;
+    if (!o.known) continue;
+    any = true;
+    hooks += o.hooks_added_ns;
+    cupti += o.cupti_added_ns;
+    elapsed += o.elapsed_ns;
+    budget = std::max(budget, o.budget);
+    if (o.elapsed_ns) max_share = std::max(max_share, static_cast<double>(o.hooks_added_ns + o.cupti_added_ns) / o.elapsed_ns);
+  }
+  if (!any) return nullptr;
+  return {{"budget", budget},
+          {"added_s", Seconds(hooks + cupti)},
+          {"hooks_s", Seconds(hooks)},
+          {"cupti_s", Seconds(cupti)},
+          {"share_of_wall", elapsed ? static_cast<double>(hooks + cupti) / elapsed : 0.0},
+          {"max_share_of_wall", max_share}};
+}
+
 void AddRankFigures(const RankResult& r, nlohmann::json& obj) {
   AddMeasured(r, obj);
+  obj["overhead"] = OverheadJson(r.overhead);
   obj["steps"] = StepsJson(r);
   obj["findings"] = FindingsJson(r.findings);
   obj["environment"] = EnvJson(r.env);
@@ -200,6 +264,7 @@ void AddRankFigures(const RankResult& r, nlohmann::json& obj) {
 
 void AddJobFigures(const JobResult& j, nlohmann::json& obj) {
   AddMeasured(j, obj);
+  obj["overhead"] = JobOverheadJson(j.ranks);
   obj["steps"] = {{"count", j.steps_count}, {"source", j.steps_source}, {"median_ms", Ms(j.steps_median_s)}};
   obj["findings"] = FindingsJson(j.findings);
   obj["verdict"] = j.verdict;

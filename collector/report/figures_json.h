@@ -22,6 +22,9 @@ nlohmann::json DroppedJson(const std::map<std::string, uint64_t>& d);
 nlohmann::json StepsJson(const RankResult& r);
 nlohmann::json FindingsJson(const std::vector<Finding>& f);
 nlohmann::json EnvJson(const EnvFacts& e);
+// The library's own cost (rank), and summed over ranks (job).
+nlohmann::json OverheadJson(const OverheadFacts& o);
+nlohmann::json JobOverheadJson(const RankList& ranks);
 // The steps table's per_step_ms (null without steps).
 nlohmann::json PerStepMsJson(const PerStepMean& m);
 

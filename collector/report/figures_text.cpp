@@ -90,6 +90,8 @@ void GpuText(const GpuFigures& s, std::string& out) {
   }
   out += Printf("  gpu (%s): busy %s of %s active, utilization %.1f%%\n", s.source_name(), Dur(s.run.busy).c_str(), Dur(s.active_ns).c_str(),
                 100.0 * s.utilization());
+  if (const std::string note = SampledNote(s); !note.empty())
+    out += Clip("    " + note + ": figures scaled to the run", kTextWidth) + "\n";
   out += Printf("    %-4s %9s %11s %11s %11s %11s %11s\n", "gaps", "count", "total", "p50", "p90", "p99", "max");
   out += Printf("    %-4s %9llu %11s %11s %11s %11s %11s\n", "", static_cast<unsigned long long>(s.gap_count),
                 Dur(s.run.IdleTotal()).c_str(), DurD(s.gaps.Quantile(0.5)).c_str(),
@@ -117,6 +119,16 @@ void GpuText(const GpuFigures& s, std::string& out) {
   if (s.late || s.overflow)
     out += Printf("    (%llu records out of order, %llu released early: window full)\n",
                   static_cast<unsigned long long>(s.late), static_cast<unsigned long long>(s.overflow));
+}
+
+void OverheadText(const OverheadFacts& o, std::string& out) {
+  if (!o.known) return;
+  const uint64_t added = o.hooks_added_ns + o.cupti_added_ns;
+  out += Clip(Printf("  gpuwatch's own cost: %s, %.2f%% of %s (hooks %s, CUPTI %s; budget %.3g%%)",
+                     Dur(added).c_str(), o.elapsed_ns ? 100.0 * added / o.elapsed_ns : 0.0, Dur(o.elapsed_ns).c_str(),
+                     Dur(o.hooks_added_ns).c_str(), Dur(o.cupti_added_ns).c_str(), 100 * o.budget),
+              kTextWidth) +
+         "\n";
 }
 
 uint64_t DroppedTotal(const std::map<std::string, uint64_t>& d) {
@@ -204,6 +216,13 @@ void AppendRankText(const RankResult& r, std::string& out) {
   GpuText(r.gpu, out);
   DroppedText(r.dropped, out);
   StepsText(r, out);
+  OverheadText(r.overhead, out);
+}
+
+std::string SampledNote(const GpuFigures& g) {
+  if (!g.coverage.sampled || g.coverage_share() >= 1) return {};
+  return Printf("GPU timeline sampled over %.1f%% of the run (%llu window%s)", 100 * g.coverage_share(),
+                static_cast<unsigned long long>(g.coverage.windows), g.coverage.windows == 1 ? "" : "s");
 }
 
 std::vector<std::string> JobHeadlines(const JobResult& j) {
@@ -213,6 +232,10 @@ std::vector<std::string> JobHeadlines(const JobResult& j) {
   parts.push_back(Printf("%llu collectives", static_cast<unsigned long long>(j.collectives.Total().count)));
   parts.push_back(Printf("%llu launches", static_cast<unsigned long long>(j.launches.launches)));
   if (j.gpu.cupti() && j.gpu.active_ns) parts.push_back(Printf("gpu busy %.1f%%", 100.0 * j.gpu.utilization()));
+  uint64_t added = 0, elapsed = 0;
+  for (const RankResult& r : j.ranks)
+    if (r.overhead.known) added += r.overhead.hooks_added_ns + r.overhead.cupti_added_ns, elapsed += r.overhead.elapsed_ns;
+  if (elapsed) parts.push_back(Printf("own cost %.2f%%", 100.0 * added / elapsed));
   parts.push_back(Printf("%llu dropped", static_cast<unsigned long long>(DroppedTotal(j.dropped))));
   return parts;
 }

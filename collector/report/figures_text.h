@@ -11,6 +11,8 @@ namespace gpuwatch::collector {
 
 // A rank's tables, in the order they are printed.
 void AppendRankText(const RankResult& r, std::string& out);
+// "GPU timeline sampled over 4.1% of the run (23 windows)"; empty when recorded whole.
+std::string SampledNote(const GpuFigures& g);
 // "sync 1.234 s", "H2D 1.0 GB, D2H 8 B", ... for the job line.
 std::vector<std::string> JobHeadlines(const JobResult& j);
 // The verdict and the ranked findings with their fixes, for the top of summary.txt.

@@ -159,7 +159,7 @@ void RankTable(const json& s, std::string& out) {
          "<th class=\"n\">pid</th><th class=\"n\">device</th><th>ended</th>"
          "<th class=\"n\">wall</th><th>GPU timeline</th><th class=\"n\">GPU busy</th>"
          "<th class=\"n\">steps</th><th class=\"n\">median step</th>"
-         "<th class=\"n\">dropped</th></tr>\n";
+         "<th class=\"n\">dropped</th><th class=\"n\">gpuwatch's cost</th></tr>\n";
   for (const json& r : Arr(s, "ranks")) {
     const json& gpu = Get(r, "gpu");
     const json& steps = Get(r, "steps");
@@ -173,7 +173,9 @@ void RankTable(const json& s, std::string& out) {
            "</td><td class=\"n\">" + Printf("%.0f", Num(steps, "count")) +
            "</td><td class=\"n\">" +
            (Num(steps, "count") > 0 ? Printf("%.3f ms", Num(steps, "median_ms")) : "-") +
-           "</td><td class=\"n\">" + Printf("%.0f", Num(r, "dropped_total")) + "</td></tr>\n";
+           "</td><td class=\"n\">" + Printf("%.0f", Num(r, "dropped_total")) + "</td><td class=\"n\">" +
+           (Get(r, "overhead").is_object() ? Printf("%.2f%%", 100 * Num(Get(r, "overhead"), "share_of_wall")) : "-") +
+           "</td></tr>\n";
   }
   out += "</table></section>\n";
 }
@@ -242,7 +244,12 @@ void Idle(const json& s, std::string& out) {
       return "<td class=\"n\"" + html::Attr("data-rank", rank) + html::Attr("data-gpu", what) +
              html::Attr("data-value", Printf("%.9g", v)) + ">" + Esc(FmtDuration(v)) + "</td>";
     };
-    rows += "<tr><td>" + Esc(RankLabel(r)) + "</td>" + cell("busy_s", Num(gpu, "busy_s"));
+    const json& cov = Get(gpu, "coverage");
+    std::string label = RankLabel(r);
+    if (Get(cov, "sampled").is_boolean() && cov["sampled"].get<bool>() && Num(cov, "share", 1) < 1)
+      label += Printf(" (GPU timeline sampled over %.1f%% of the run, %.0f windows)", 100 * Num(cov, "share"),
+                      Num(cov, "windows"));
+    rows += "<tr><td>" + Esc(label) + "</td>" + cell("busy_s", Num(gpu, "busy_s"));
     for (const char* k : kKinds) rows += cell(k, Num(idle, k));
     rows += "</tr>\n";
   }

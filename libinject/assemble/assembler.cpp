@@ -36,6 +36,7 @@ Assembler::Assembler(const Sources& s)
 const Assembler::Batch& Assembler::AssembleBatch(std::span<Ring* const> rings, const Cycle& in) {
   batch_.body.clear();
   batch_.events = batch_.activities = 0;
+  batch_.drained = {};
   AppendBatchSeq(batch_.body, ++seq_);
   const size_t seq_only = batch_.body.size();
   uint64_t settled = InFlightFloorNs(rings);  // before the drain: see InFlightFloorNs
@@ -50,7 +51,7 @@ const Assembler::Batch& Assembler::AssembleBatch(std::span<Ring* const> rings, c
   const bool had_data = batch_.events + batch_.activities > 0;
   const uint64_t frames_lost = in.drops.collector_unreachable + in.drops.spool_full + in.drops.gpu_records_unsent;
   definitions_.AppendDue(batch_.body, in.gpu_source, in.gpu_source_detail, frames_lost);
-  if (in.append_samples) in.append_samples(batch_.body);
+  if (in.append_samples) in.append_samples(batch_.body, batch_.drained);
   const uint64_t drops = AppendDropCounts(batch_.body, field::batch::kDropped, CountDrops(rings, in.drops));
   const bool drops_changed = drops != drops_sent_;
   drops_sent_ = drops;
@@ -82,6 +83,9 @@ uint64_t Assembler::InFlightFloorNs(std::span<Ring* const> rings) const {
 
 void Assembler::TakeRecord(const Record& r, uint32_t tid) {
   const HostEvent e = ToHostEvent(r, tid, time_);
+  if (r.api != kGroupEnd) ++batch_.drained.hook_calls;
+  if (r.api == kApiLaunchKernel) batch_.drained.launches.Add(e.dur_ns);
+  batch_.drained.enqueues += r.api == kApiLaunchKernel || r.api == kApiMemcpy || r.api == kApiMemcpyAsync;
   if (r.api == kGroupEnd) {
     held_.CloseGroup(r.event_slot, e.t_ns + e.dur_ns);
     return;
@@ -96,6 +100,7 @@ void Assembler::TakeRecord(const Record& r, uint32_t tid) {
 }
 
 void Assembler::TakeActivity(const ActivityRecord& a) {
+  batch_.drained.device_records += a.kind == kActKernel || a.kind == kActMemcpy || a.kind == kActMemset;
   kernels_.Observe(a);
   definitions_.UseName(a.name_id);
   AppendActivity(batch_.body, a);

@@ -11,6 +11,7 @@
 #include "assemble/held_collectives.h"
 #include "enrich/comm_kernel_times.h"
 #include "enrich/cupti_reader.h"
+#include "enrich/cupti_budget.h"
 #include "record/collective_timer.h"
 #include "record/ring.h"
 #include "record/stamp_clock.h"
@@ -35,14 +36,18 @@ class Assembler {
     DropCounts drops;         // every reason but ring_full, which the assembler counts
     // Hands every CUPTI record parsed since the last cycle to its argument (may be empty).
     std::function<void(const std::function<void(const ActivityRecord&)>&)> poll_activities;
-    // Appends the cycle's samples (environment, process tree) after the definitions.
-    std::function<void(std::string& batch)> append_samples;
+    // Appends the cycle's samples (environment, process tree, the overhead budget's
+    // windows and cost) after the definitions, given what the cycle drained.
+    std::function<void(std::string& batch, const CuptiBudget::Cycle& drained)> append_samples;
   };
   struct Batch {
     std::string body;          // a gpuwatch.wire.Batch
     uint64_t events = 0;       // host events in it
     uint64_t activities = 0;   // CUPTI records in it
     bool worth_sending = false;  // data, drop counts that changed, definitions or samples
+    // What the overhead budget counts: the hooked calls drained, the kernel launches among
+    // them, the calls that enqueue device work, CUPTI's device records parsed (no now_ns).
+    CuptiBudget::Cycle drained;
   };
 
   explicit Assembler(const Sources& s);

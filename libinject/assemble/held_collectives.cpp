@@ -24,24 +24,34 @@ void HeldCollectives::CloseGroup(uint32_t slot, uint64_t end_ns) {
   h.host_end_ns = std::max(h.host_end_ns, end_ns);  // a group launches at its end
 }
 
-// Event pairs that completed: the slot goes back to the pool at once.
+// Event pairs that completed: the slot goes back to the pool at once. A stream runs its
+// work in order, so only its oldest pending pair is queried: the later ones cannot be done
+// before it. A slot CUPTI times has no pair: it waits for the kernels once closed.
 void HeldCollectives::PollPairs(bool final) {
-  for (auto it = open_.begin(); it != open_.end();) {
-    Held& h = it->second;
-    if (!h.closed && !final) {
-      ++it;
-      continue;
+  std::vector<std::pair<uint64_t, uint32_t>> order;  // (first start, slot) of the closed ones
+  order.reserve(open_.size());
+  for (const auto& [slot, h] : open_)
+    if (h.closed || final) order.emplace_back(h.events.empty() ? 0 : h.events.front().t_ns, slot);
+  std::sort(order.begin(), order.end());
+  std::vector<uint64_t> waiting;  // streams whose oldest pair is still pending
+  for (const auto& [t0, slot] : order) {
+    Held& h = open_[slot];
+    const uint64_t stream = h.events.empty() ? 0 : h.events.front().stream;
+    const bool cupti = CollectiveTimer::IsCuptiTimed(slot);
+    auto poll = CollectiveTimes::Poll::kFailed;
+    if (h.closed && !cupti) {
+      if (std::find(waiting.begin(), waiting.end(), stream) != waiting.end() && !final) continue;
+      poll = pairs_.Query(slot, &h.event_gpu_ns);
+      if (poll == CollectiveTimes::Poll::kPending && !final) {
+        waiting.push_back(stream);
+        continue;
+      }
     }
-    const auto poll = h.closed ? pairs_.Query(it->first, &h.event_gpu_ns) : CollectiveTimes::Poll::kFailed;
-    if (poll == CollectiveTimes::Poll::kPending && !final) {
-      ++it;
-      continue;
-    }
-    pairs_.Release(it->first);
+    if (!cupti) pairs_.Release(slot);
     if (poll != CollectiveTimes::Poll::kDone) h.event_gpu_ns = UINT64_MAX;
     h.events_done_ns = time_.NowNs();
     timed_.push_back(std::move(h));
-    it = open_.erase(it);
+    open_.erase(slot);
   }
 }
 

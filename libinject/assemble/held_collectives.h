@@ -19,7 +19,8 @@ class HeldCollectives {
  public:
   HeldCollectives(const TimeBase& time, CollectiveTimes& pairs) : time_(time), pairs_(pairs) {}
 
-  // A collective timed by event pair `slot`. One outside a group closes the slot; a group's
+  // A collective timed by event pair `slot` (or by CUPTI's kernels alone: a slot
+  // CollectiveTimer::IsCuptiTimed). One outside a group closes the slot; a group's
   // operations share one, closed by CloseGroup.
   void Hold(const HostEvent& e, uint32_t slot, bool in_group);
   // ncclGroupEnd of the group timed by `slot`, whose host call ended at `end_ns`.

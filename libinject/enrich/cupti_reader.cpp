@@ -4,6 +4,7 @@
 #include <cupti.h>
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -11,6 +12,7 @@
 #include <mutex>
 #include <vector>
 
+#include "record/collective_timer.h"
 #include "record/record.h"
 #include "record/registry.h"
 #include "record/stamp_clock.h"
@@ -31,12 +33,18 @@ struct CuptiApi {
   decltype(&cuptiActivityFlushAll) flush_all;
   decltype(&cuptiActivityGetNextRecord) next_record;
   decltype(&cuptiGetTimestamp) timestamp;
+  decltype(&cuptiActivityEnableHWTrace) enable_hw_trace;  // CUDA 13 CUPTI; null in older ones
 };
 
 struct CuptiState {
+  // Held around turning kinds on or off (the budget's windows, a hand-over), so a window
+  // never turns them back on after the application's profiler took CUPTI. Taken before mu.
+  std::mutex control;
   std::mutex mu;  // guards everything below; never held while calling into CUPTI
   bool started = false;
   bool handed_over = false;  // an application profiler took CUPTI
+  bool recording = true;     // the kinds are enabled (the overhead budget turns them off between windows)
+  bool hw_trace = false;
   bool app_active = false;   // ... before gpuwatch started
   CUpti_BuffersCallbackRequestFunc app_request = nullptr;
   CUpti_BuffersCallbackCompleteFunc app_complete = nullptr;
@@ -264,7 +272,8 @@ void CuptiReader::Start() {
           Sym<decltype(api.disable)>(lib, "cuptiActivityDisable"),
           Sym<decltype(api.flush_all)>(lib, "cuptiActivityFlushAll"),
           Sym<decltype(api.next_record)>(lib, "cuptiActivityGetNextRecord"),
-          Sym<decltype(api.timestamp)>(lib, "cuptiGetTimestamp")};
+          Sym<decltype(api.timestamp)>(lib, "cuptiGetTimestamp"),
+          Sym<decltype(api.enable_hw_trace)>(lib, "cuptiActivityEnableHWTrace")};
   if (!api.subscribe || !api.unsubscribe || !api.register_callbacks || !api.enable || !api.disable || !api.flush_all ||
       !api.next_record || !api.timestamp) {
     return give_up("libcupti lacks the activity API");
@@ -283,7 +292,11 @@ void CuptiReader::Start() {
   for (CUpti_ActivityKind k : Kinds()) {
     if (api.enable(k) != CUPTI_SUCCESS) return give_up("cuptiActivityEnable failed for kind " + std::to_string(k));
   }
+  // Hardware event tracing (Blackwell only; CUPTI_ERROR_NOT_SUPPORTED elsewhere) takes most
+  // of CUPTI's cost off each launch: the overhead budget measures the rest.
+  const bool hw = api.enable_hw_trace && api.enable_hw_trace(1) == CUPTI_SUCCESS;
   std::lock_guard<std::mutex> lock(s.mu);
+  s.hw_trace = hw;
   s.api = api;
   s.started_ns = NowNs();
   Calibrate(s);
@@ -299,6 +312,8 @@ void CuptiReader::AppCallbacks(void* request, void* complete) {
 
 void CuptiReader::HandOver(bool enabling) {
   CuptiState& s = S();
+  std::lock_guard<std::mutex> control(s.control);
+  Timer().SetCuptiTimes(false);  // our kernel records stop: collectives need their event pairs
   CuptiApi api;
   CUpti_BuffersCallbackRequestFunc app_request;
   CUpti_BuffersCallbackCompleteFunc app_complete;
@@ -322,6 +337,31 @@ void CuptiReader::HandOver(bool enabling) {
   for (CUpti_ActivityKind k : Kinds()) api.disable(k);
   // Registered before gpuwatch started (and replaced by gpuwatch's): theirs again.
   if (app_request && app_complete) api.register_callbacks(app_request, app_complete);
+}
+
+void CuptiReader::SetRecording(bool on) {
+  CuptiState& s = S();
+  std::lock_guard<std::mutex> control(s.control);
+  CuptiApi api;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (s.source != Source::kCupti || s.handed_over || s.recording == on) return;
+    s.recording = on;
+    api = s.api;
+  }
+  for (CUpti_ActivityKind k : Kinds()) on ? api.enable(k) : api.disable(k);
+}
+
+bool CuptiReader::RecordsKernels() const {
+  const auto& k = Kinds();
+  if (std::find(k.begin(), k.end(), CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == k.end()) return false;
+  std::lock_guard<std::mutex> lock(S().mu);
+  return S().source == Source::kCupti && !S().handed_over && S().recording;
+}
+
+bool CuptiReader::hw_trace() const {
+  std::lock_guard<std::mutex> lock(S().mu);
+  return S().hw_trace;
 }
 
 bool CuptiReader::live() const {

@@ -50,6 +50,14 @@ class CuptiReader {
   void AppCallbacks(void* request, void* complete);
   // CUPTI records are still coming (source is CUPTI and it was not handed over).
   bool live() const;
+  // The overhead budget's windows: records on (`on`) or off. Sender thread; no-op unless
+  // live. Work launched while off never reaches the timeline.
+  void SetRecording(bool on);
+  // CUPTI records kernels now (live, a window open, the kernel kind among GPUWATCH_CUPTI_KINDS):
+  // its NCCL kernel records will time collectives launched now.
+  bool RecordsKernels() const;
+  // CUPTI's hardware event tracing took (Blackwell): most of its per-launch cost is gone.
+  bool hw_trace() const;
 
   Source source() const;
   std::string source_detail() const;

@@ -64,18 +64,20 @@ ncclResult_t Collective(gi::Api api, size_t count, ncclDataType_t type, int peer
     r.seq = c->next_seq.fetch_add(1, std::memory_order_relaxed);
   }
   gi::CollectiveTimer::NoTime why = gi::CollectiveTimer::NoTime::kNone;
+  gi::CollectiveTimer& timer = gi::Timer();
+  const auto begin = [&] { return timer.CuptiTimes() ? timer.BeginCuptiTimed() : timer.Begin(stream, &why); };
   uint32_t slot;
   if (tl_group_depth > 0) {
     // The group is one launch: time it from its first operation's stream to its end.
     if (!tl_group_timed) {
-      tl_group_slot = gi::Timer().Begin(stream, &why);
+      tl_group_slot = begin();
       tl_group_stream = stream;
       tl_group_timed = true;
     }
     slot = tl_group_slot;
     r.flags |= gi::kFlagInGroup;
   } else {
-    slot = gi::Timer().Begin(stream, &why);
+    slot = begin();
   }
   gi::EnsureRing();
   r.t_ticks = gi::Stamp();
@@ -83,7 +85,7 @@ ncclResult_t Collective(gi::Api api, size_t count, ncclDataType_t type, int peer
   const ncclResult_t rc = call();
   r.dur_ticks = gi::Stamp() - r.t_ticks;
   if (gi::CommInfo* c = gi::Communicators().Find(comm)) c->MarkReturned(r.seq);
-  if (tl_group_depth == 0) gi::Timer().End(slot, stream);
+  if (tl_group_depth == 0) timer.End(slot, stream);
   if (slot == 0) r.flags |= gi::kFlagNoGpuTime;
   r.event_slot = slot;
   gi::Emit(r);

@@ -62,7 +62,7 @@ uint32_t CollectiveTimer::Begin(cudaStream_t stream, NoTime* why) {
 
 void CollectiveTimer::End(uint32_t slot, cudaStream_t stream) {
   static const auto record = Real<decltype(&cudaEventRecord)>("cudaEventRecord");
-  if (slot == 0) return;
+  if (slot == 0 || IsCuptiTimed(slot)) return;
   record(end_[slot - 1], stream);
 }
 

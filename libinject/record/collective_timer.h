@@ -1,6 +1,8 @@
 // GPU-side duration of collectives from a pool of CUDA event pairs recorded on the
 // caller's stream around the enqueue. The caller never waits: the sender thread polls
 // the events with cudaEventQuery and releases the pair when both have completed.
+// While CUPTI records (the overhead budget's windows), its NCCL kernel records time the
+// collective and no pair is recorded: the hook then costs what any hook does.
 #pragma once
 #include <cuda_runtime_api.h>
 
@@ -32,6 +34,15 @@ class CollectiveTimer final : public CollectiveTimes {
   uint32_t Begin(cudaStream_t stream, NoTime* why);
   void End(uint32_t slot, cudaStream_t stream);
 
+  // CUPTI's kernel records time collectives now (the sender sets it around each window).
+  void SetCuptiTimes(bool on) { cupti_times_.store(on, std::memory_order_release); }
+  bool CuptiTimes() const { return cupti_times_.load(std::memory_order_relaxed); }
+  // Hot path, instead of Begin while CuptiTimes(): a slot with no pair behind it, which
+  // holds the collective (and its group) until CUPTI's kernels are known.
+  uint32_t BeginCuptiTimed() { return kCuptiTimed | (cupti_next_.fetch_add(1, std::memory_order_relaxed) & (kCuptiTimed - 1)); }
+  static bool IsCuptiTimed(uint32_t slot) { return (slot & kCuptiTimed) != 0; }
+  static constexpr uint32_t kCuptiTimed = 0x8000'0000u;
+
   Poll Query(uint32_t slot, uint64_t* gpu_ns) override;
   void Release(uint32_t slot) override;
 
@@ -42,6 +53,8 @@ class CollectiveTimer final : public CollectiveTimes {
   std::atomic<uint8_t> busy_[kSlots] = {};
   std::atomic<uint32_t> next_{0};
   std::atomic<int> events_state_{0};  // 0 not created, 1 created, 2 failed
+  std::atomic<bool> cupti_times_{false};
+  std::atomic<uint32_t> cupti_next_{0};
 };
 
 CollectiveTimer& Timer();

@@ -40,7 +40,8 @@ struct Record {
   uint64_t seq;         // collectives: per-communicator sequence number
   uint32_t comm_id;     // collectives: Comms id (at most Comms::kMax, registry.h)
   int32_t peer;
-  uint32_t event_slot;  // collectives: 1 + index of the CUDA event pair timing it; 0 = none
+  uint32_t event_slot;  // collectives: 1 + index of the CUDA event pair timing it; 0 = none;
+                        // CollectiveTimer::kCuptiTimed set: CUPTI's kernels time it, no pair
   uint32_t site_id;     // calls that blocked the host long: call site id (call_sites.h); else 0
 };
 static_assert(sizeof(Record) == 64, "one record is one cache line");

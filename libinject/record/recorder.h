@@ -76,6 +76,12 @@ inline void LeaveCall() {
   if (Ring* r = tl_ring) r->inflight.since_ticks.store(0, std::memory_order_relaxed);
 }
 
+// What recording adds to a hooked call, in ns, timed now on the calling thread (the sender,
+// at start): the hook's steps around the real call (the recording check, two stamps, a
+// kernel-name lookup, the in-flight marks, the record's store, an indirect call), repeated
+// into a private ring. The overhead budget charges each hooked call this much.
+double MeasureHookNs();
+
 // --- read by the sender thread ---
 constexpr int kMaxThreads = 256;
 // Every thread's ring so far, in the order they were taken (`out` is reused: no allocation

@@ -24,6 +24,47 @@ long EnvLong(const char* name, long dflt, long lo, long hi) {
   return x;
 }
 
+// "1%", "0.5%" or a share ("0.01"); in (0, 1].
+double EnvShare(const char* name, double dflt) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return dflt;
+  char* end = nullptr;
+  double x = std::strtod(v, &end);
+  if (end && *end == '%') {
+    x /= 100;
+    ++end;
+  }
+  if (!end || *end != '\0' || !(x > 0 && x <= 1)) {
+    std::fprintf(stderr, "[gpuwatch] ignoring %s=%s: expected a share such as 1%% or 0.01\n", name, v);
+    return dflt;
+  }
+  return x;
+}
+
+CuptiBudget::Mode EnvCuptiMode() {
+  const char* v = std::getenv("GPUWATCH_CUPTI");
+  if (!v || !*v || std::string(v) == "budget" || std::string(v) == "on") return CuptiBudget::Mode::kBudget;
+  if (std::string(v) == "full") return CuptiBudget::Mode::kFull;
+  if (std::string(v) == "off") return CuptiBudget::Mode::kOff;
+  std::fprintf(stderr, "[gpuwatch] ignoring GPUWATCH_CUPTI=%s: expected budget, full or off\n", v);
+  return CuptiBudget::Mode::kBudget;
+}
+
+// "FROM:TO" in seconds, 0 <= FROM < TO (the collector's trace window, whose errors it
+// reports: a bad value here only leaves the budget alone).
+void EnvRecordWindow(double* from, double* to) {
+  const char* v = std::getenv("GPUWATCH_TRACE_WINDOW");
+  if (!v || !*v) return;
+  char* end = nullptr;
+  const double a = std::strtod(v, &end);
+  if (end == v || *end != ':') return;
+  const char* rest = end + 1;
+  const double b = std::strtod(rest, &end);
+  if (end == rest || *end != '\0' || !(a >= 0 && b > a)) return;
+  *from = a;
+  *to = b;
+}
+
 std::string LibraryDir() {
   Dl_info info{};
   if (dladdr(reinterpret_cast<void*>(&GetConfig), &info) == 0 || !info.dli_fname) return "";
@@ -45,6 +86,9 @@ Config Load() {
   c.exit_timeout_ms = static_cast<int>(EnvLong("GPUWATCH_EXIT_TIMEOUT_MS", 3000, 0, 600000));
   c.max_buffer_bytes = static_cast<size_t>(EnvLong("GPUWATCH_BUFFER_BYTES", 8 << 20, 0, LONG_MAX));
   c.spool_max_bytes = static_cast<size_t>(EnvLong("GPUWATCH_SPOOL_BYTES", 256l << 20, 0, LONG_MAX));
+  c.overhead = EnvShare("GPUWATCH_OVERHEAD", 0.01);
+  c.cupti_mode = EnvCuptiMode();
+  EnvRecordWindow(&c.record_from_s, &c.record_to_s);
   return c;
 }
 

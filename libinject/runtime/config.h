@@ -3,6 +3,8 @@
 #include <cstddef>
 #include <string>
 
+#include "enrich/cupti_budget.h"
+
 namespace gpuwatch::inject {
 
 struct Config {
@@ -15,6 +17,13 @@ struct Config {
   size_t max_buffer_bytes = 8u << 20;  // GPUWATCH_BUFFER_BYTES: encoded data held while
                                        // the collector is unreachable
   size_t spool_max_bytes = 256u << 20;  // GPUWATCH_SPOOL_BYTES: the spool file's cap
+  // The overhead budget (enrich/cupti_budget.h): GPUWATCH_OVERHEAD ("1%" or "0.01"), and
+  // GPUWATCH_CUPTI=budget (default: CUPTI in windows within the budget) | full | off.
+  double overhead = 0.01;
+  CuptiBudget::Mode cupti_mode = CuptiBudget::Mode::kBudget;
+  // GPUWATCH_TRACE_WINDOW=FROM:TO (seconds after start): CUPTI records all of it whatever
+  // the budget, so the trace's full detail there has the device timeline. to <= from: none.
+  double record_from_s = 0, record_to_s = 0;
 };
 
 // Parsed on first use (the first recorded call pays for it: only getenv here); a bad value

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "assemble/assembler.h"
+#include "enrich/cupti_budget.h"
 #include "enrich/cupti_reader.h"
 #include "enrich/environment_probe.h"
 #include "enrich/proc_sampler.h"
@@ -52,6 +53,16 @@ class Sender {
   void Run() {
     tl_internal = true;
     WarmUpCallSites();
+    // What a hooked call costs here, timed before the application's calls are counted.
+    CuptiBudget::Options b;
+    b.mode = cfg_.cupti_mode;
+    b.budget = cfg_.overhead;
+    b.hook_ns = MeasureHookNs();
+    if (cfg_.record_to_s > cfg_.record_from_s) {
+      b.record_from_ns = start_ns_ + static_cast<uint64_t>(cfg_.record_from_s * 1e9);
+      b.record_to_ns = start_ns_ + static_cast<uint64_t>(cfg_.record_to_s * 1e9);
+    }
+    budget_ = std::make_unique<CuptiBudget>(b, start_ns_);
     Outbox::Options o;
     o.autostart = cfg_.autostart;
     o.collector_bin = CollectorBin();
@@ -105,10 +116,12 @@ class Sender {
     in.poll_activities = [final](const std::function<void(const ActivityRecord&)>& take) {
       Cupti().Poll(final, take);
     };
-    in.append_samples = [this](std::string& batch) {
+    in.append_samples = [this, final](std::string& batch, const CuptiBudget::Cycle& drained) {
       if (!recording_.load(std::memory_order_acquire)) return;  // after the app's first CUDA call
       if (env_probe_.Probe(NowNs())) AppendEnvironment(batch, env_probe_.info());
       if (auto sample = proc_sampler_.SampleIfDue(NowNs())) AppendProcSample(batch, *sample);
+      UpdateBudget(drained);
+      AppendBudget(batch, final);
     };
     const Assembler::Batch& b = assembler_.AssembleBatch(rings_, in);
     if (b.worth_sending) {
@@ -117,6 +130,32 @@ class Sender {
     }
     if (!final) Heartbeat();
     Transmit(final ? cfg_.exit_timeout_ms / 2 : 0);
+  }
+
+  // The overhead budget: this cycle's counts in, CUPTI's records on or off from now. The
+  // records drained were all made before now, so a window opened now covers none of them.
+  // Collectives go without their event pair only while CUPTI's kernels time them: the flag
+  // goes down before CUPTI stops and up after it starts.
+  void UpdateBudget(const CuptiBudget::Cycle& drained) {
+    CuptiBudget::Cycle c = drained;
+    c.now_ns = NowNs();
+    const bool open = budget_->Update(c);
+    if (!open) Timer().SetCuptiTimes(false);
+    Cupti().SetRecording(open);
+    Timer().SetCuptiTimes(open && Cupti().RecordsKernels());
+  }
+
+  // The windows that closed, the open one, and the cost so far (every 100 ms, at once when
+  // a window opened or closed, and in the last batch), into the batch being built.
+  void AppendBudget(std::string& batch, bool final) {
+    auto closed = budget_->TakeClosedWindows();
+    const uint64_t open_since = budget_->open_since_ns();
+    const uint64_t now = NowNs();
+    if (!final && closed.empty() && open_since == open_since_sent_ && now - budget_sent_ns_ < 100'000'000ull) return;
+    AppendCuptiWindows(batch, closed, open_since);
+    AppendOverhead(batch, budget_->figures(), Cupti().hw_trace());
+    open_since_sent_ = open_since;
+    budget_sent_ns_ = now;
   }
 
   // Every drop count but ring_full (the assembler counts that in the rings).
@@ -230,6 +269,8 @@ class Sender {
 
   StampClock clock_;
   Assembler assembler_;
+  std::unique_ptr<CuptiBudget> budget_;
+  uint64_t open_since_sent_ = UINT64_MAX, budget_sent_ns_ = 0;
   std::vector<Ring*> rings_;  // every thread's, as of the last CollectRings
   uint64_t last_heartbeat_ns_ = 0;
   uint64_t events_total_ = 0;

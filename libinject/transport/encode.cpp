@@ -225,4 +225,35 @@ void AppendProcSample(std::string& batch, const ProcTotals& s) {
   Message(batch, f::batch::kProcSamples, o);
 }
 
+void AppendCuptiWindows(std::string& batch, const std::vector<std::pair<uint64_t, uint64_t>>& closed,
+                        uint64_t open_since_ns) {
+  namespace m = f::cupti_window;
+  for (const auto& [start, end] : closed) {
+    std::string o;
+    UInt(o, m::kStartNs, start);
+    UInt(o, m::kEndNs, end);
+    Message(batch, f::batch::kCuptiWindows, o);
+  }
+  UInt(batch, f::batch::kCuptiWindowOpenSinceNs, open_since_ns);
+}
+
+void AppendOverhead(std::string& batch, const CuptiBudget::Figures& x, bool hw_trace) {
+  namespace m = f::overhead;
+  std::string o;
+  UInt(o, m::kCuptiMode, static_cast<uint64_t>(x.mode) + 1);  // the wire's CuptiMode (wire_check.cpp)
+  Double(o, m::kBudget, x.budget);
+  Double(o, m::kHookNs, x.hook_ns);
+  Double(o, m::kCuptiNs, x.cupti_ns);
+  UInt(o, m::kCuptiNsMeasured, x.cupti_ns_measured);
+  UInt(o, m::kHookCalls, x.hook_calls);
+  UInt(o, m::kCuptiCalls, x.cupti_calls);
+  UInt(o, m::kHooksAddedNs, x.hooks_added_ns);
+  UInt(o, m::kCuptiAddedNs, x.cupti_added_ns);
+  UInt(o, m::kWindows, x.windows);
+  UInt(o, m::kWindowNs, x.window_ns);
+  UInt(o, m::kElapsedNs, x.elapsed_ns);
+  UInt(o, m::kHwTrace, hw_trace);
+  Message(batch, f::batch::kOverhead, o);
+}
+
 }  // namespace gpuwatch::inject

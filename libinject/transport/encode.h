@@ -4,8 +4,10 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "enrich/cupti_budget.h"
 #include "transport/identity.h"
 
 namespace gpuwatch::inject {
@@ -68,6 +70,12 @@ void AppendProcSample(std::string& batch, const ProcTotals& s);
 // Where a long sync or blocking copy was called from.
 void AppendCallSite(std::string& batch, uint32_t id, const std::vector<std::string>& frames,
                     std::string_view python);
+
+// The overhead budget's windows closed since the last batch, the open one's start (0: none),
+// and the library's own cost so far (`hw_trace`: CUPTI's hardware tracing is on).
+void AppendCuptiWindows(std::string& batch, const std::vector<std::pair<uint64_t, uint64_t>>& closed,
+                        uint64_t open_since_ns);
+void AppendOverhead(std::string& batch, const CuptiBudget::Figures& f, bool hw_trace);
 
 // Heartbeat body pieces.
 void AppendHeartbeatNow(std::string& hb, uint64_t now_ns);

@@ -1,6 +1,7 @@
 // Compile-time proof that the library's mirrors of gpuwatch.proto (field numbers, enums) match
 // the generated code: a proto change that is not mirrored fails the build. Compiled with every
 // build of libgpuwatch.so (CMakeLists.txt) but linked into nothing: the library has no libprotobuf.
+#include "enrich/cupti_budget.h"
 #include "enrich/cupti_reader.h"
 #include "gpuwatch.pb.h"
 #include "record/record.h"
@@ -93,6 +94,24 @@ GW_FIELD(batch, Batch, Environment);
 GW_FIELD(batch, Batch, ProcSamples);
 GW_FIELD(batch, Batch, CallSites);
 GW_FIELD(batch, Batch, SettledNs);
+GW_FIELD(batch, Batch, CuptiWindows);
+GW_FIELD(batch, Batch, CuptiWindowOpenSinceNs);
+GW_FIELD(batch, Batch, Overhead);
+GW_FIELD(cupti_window, CuptiWindow, StartNs);
+GW_FIELD(cupti_window, CuptiWindow, EndNs);
+GW_FIELD(overhead, Overhead, CuptiMode);
+GW_FIELD(overhead, Overhead, Budget);
+GW_FIELD(overhead, Overhead, HookNs);
+GW_FIELD(overhead, Overhead, CuptiNs);
+GW_FIELD(overhead, Overhead, CuptiNsMeasured);
+GW_FIELD(overhead, Overhead, HookCalls);
+GW_FIELD(overhead, Overhead, CuptiCalls);
+GW_FIELD(overhead, Overhead, HooksAddedNs);
+GW_FIELD(overhead, Overhead, CuptiAddedNs);
+GW_FIELD(overhead, Overhead, Windows);
+GW_FIELD(overhead, Overhead, WindowNs);
+GW_FIELD(overhead, Overhead, ElapsedNs);
+GW_FIELD(overhead, Overhead, HwTrace);
 
 GW_FIELD(env_var, EnvVar, Name);
 GW_FIELD(env_var, EnvVar, Value);
@@ -165,6 +184,12 @@ GW_ENUM(gi::CuptiReader::Source::kUnknown, w::GPU_SOURCE_UNSPECIFIED);
 GW_ENUM(gi::CuptiReader::Source::kCupti, w::GPU_SOURCE_CUPTI);
 GW_ENUM(gi::CuptiReader::Source::kEvents, w::GPU_SOURCE_EVENTS);
 GW_ENUM(gi::CuptiReader::Source::kEvents, w::GpuSource_MAX);
+
+// enrich/cupti_budget.h: the wire's CuptiMode is the mode + 1 (0: not said).
+GW_ENUM(static_cast<int>(gi::CuptiBudget::Mode::kBudget) + 1, w::CUPTI_MODE_BUDGET);
+GW_ENUM(static_cast<int>(gi::CuptiBudget::Mode::kFull) + 1, w::CUPTI_MODE_FULL);
+GW_ENUM(static_cast<int>(gi::CuptiBudget::Mode::kOff) + 1, w::CUPTI_MODE_OFF);
+GW_ENUM(static_cast<int>(gi::CuptiBudget::Mode::kOff) + 1, w::CuptiMode_MAX);
 
 #undef GW_FIELD
 #undef GW_ENUM

@@ -46,7 +46,18 @@ inline constexpr uint32_t kId = 1, kFrames = 2, kPython = 3;
 namespace batch {
 inline constexpr uint32_t kEvents = 1, kKernelNames = 2, kCommunicators = 3, kDropped = 4, kActivities = 5,
                           kGpuSource = 6, kGpuSourceDetail = 7, kSeq = 8, kEnvironment = 9, kProcSamples = 10,
-                          kCallSites = 11, kSettledNs = 12;
+                          kCallSites = 11, kSettledNs = 12, kCuptiWindows = 13, kCuptiWindowOpenSinceNs = 14,
+                          kOverhead = 15;
+}
+
+namespace cupti_window {
+inline constexpr uint32_t kStartNs = 1, kEndNs = 2;
+}
+
+namespace overhead {
+inline constexpr uint32_t kCuptiMode = 1, kBudget = 2, kHookNs = 3, kCuptiNs = 4, kCuptiNsMeasured = 5,
+                          kHookCalls = 6, kCuptiCalls = 7, kHooksAddedNs = 8, kCuptiAddedNs = 9, kWindows = 10,
+                          kWindowNs = 11, kElapsedNs = 12, kHwTrace = 13;
 }
 
 namespace env_var {

@@ -53,6 +53,32 @@ TEST_CASE("sim: CUPTI held by another profiler refuses cuptiSubscribe", "[sim]")
   CHECK(r.out.find("subscribe_name=CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED") != std::string::npos);
 }
 
+TEST_CASE("sim: CUPTI costs each launch what NVIDIA's does, only while a kind is enabled", "[sim]") {
+  auto env = sim_env();
+  env["SIMGPU_CONFIG"] = "launch_us=0,default_kernel_us=0";
+  Result r = run({SIM_CUPTI_PROBE, "cost"}, env);
+  INFO(r.out << r.err);
+  REQUIRE(r.status == 0);
+  auto kv = parse_kv(r.out);
+  // Fastest rounds. NVIDIA's CUPTI adds 2.5-3 us per launch on an H200 with every kind on;
+  // here the configured cost plus the simulator's own handling of the records (~0.9 us on
+  // the 2-core development VM), with room for a slower machine.
+  const double device = kv["device_ns"] - kv["off_ns"], all = kv["all_ns"] - kv["off_ns"];
+  CHECK(device >= 1700);  // SIMGPU_CUPTI_LAUNCH_COST_NS: a floor
+  CHECK(all >= 2300);     // + SIMGPU_CUPTI_API_COST_NS (500)
+  CHECK(all <= 4000);
+  CHECK(kv["hw_trace"] == 0);  // as on the H200: Blackwell only
+  CHECK(kv["off_again_ns"] < kv["off_ns"] + 1000);  // disabled again: free again
+
+  env["SIMGPU_CUPTI_HWTRACE"] = "1";
+  r = run({SIM_CUPTI_PROBE, "cost"}, env);
+  INFO(r.out << r.err);
+  REQUIRE(r.status == 0);
+  kv = parse_kv(r.out);
+  CHECK(kv["hw_trace"] == 1);
+  CHECK(kv["hw_all_ns"] - kv["off_ns"] < 0.7 * (kv["all_ns"] - kv["off_ns"]));  // 200 instead of 1700
+}
+
 TEST_CASE("sim: CUPTI drops and counts records when the consumer has no buffer", "[sim]") {
   Result r = run({SIM_CUPTI_PROBE, "drops"}, sim_env());
   INFO(r.out << r.err);

@@ -453,3 +453,42 @@ TEST_CASE("collector: gpu reorder window cap releases early and counts it") {
   CHECK(s.kernel_count == 1000);
   CHECK(s.late > 0);
 }
+
+TEST_CASE("collector: a sampled timeline scales device work by the launches inside windows") {
+  // The overhead budget recorded [100, 200) ms of a 1 s run. A launch every ms; inside the
+  // window CUPTI's cost made launches slower, so it holds 50 of the 1000 launches (5%) in
+  // 10% of the time. Each launch's kernel runs 400 us.
+  wire::Batch b;
+  b.set_gpu_source(wire::GPU_SOURCE_CUPTI);
+  b.mutable_overhead()->set_cupti_mode(wire::CUPTI_MODE_BUDGET);
+  auto* w = b.add_cupti_windows();
+  w->set_start_ns(100 * kMs);
+  w->set_end_ns(200 * kMs);
+  uint32_t corr = 0;
+  auto launch = [&](uint64_t t, bool recorded) {
+    Add(&b, wire::CUDA_LAUNCH_KERNEL, t, 10 * kUs);
+    if (!recorded) return;
+    Api(&b, ++corr, t, t + 10 * kUs);
+    Kernel(&b, t + 50 * kUs, t + 450 * kUs, corr);
+  };
+  for (uint64_t ms = 0; ms < 100; ++ms) launch(ms * kMs + kMs / 2, false);
+  for (uint64_t i = 0; i < 50; ++i) launch(100 * kMs + i * 2 * kMs + kMs / 2, true);
+  for (uint64_t ms = 200; ms < 1050; ++ms) launch(ms * kMs + kMs / 2, false);
+  const col::RankResult r = Run({b});
+  const auto g = col::GpuJson(r.gpu);
+  REQUIRE(g["coverage"]["sampled"] == true);
+  CHECK(g["coverage"]["windows"] == 1);
+  CHECK(g["coverage"]["enqueue_share"].get<double>() == Approx(50.0 / 1000));
+  CHECK(g["coverage"]["share"].get<double>() == Approx(0.1 / g["active_s"].get<double>()).epsilon(0.01));
+  // Work scaled by launches, not time: 1000 kernels of 400 us.
+  CHECK(g["kernels"]["count"] == 1000);
+  CHECK(g["busy_s"].get<double>() == Approx(0.4).epsilon(1e-6));
+  CHECK(g["kernels"]["total_s"].get<double>() == Approx(0.4).epsilon(1e-6));
+  // The active span is the host's; idle is the rest of it, split as the window saw it.
+  CHECK(g["active_s"].get<double>() == Approx(Sec(r.host_last_ns - r.host_first_ns)));
+  double idle = 0;
+  for (const auto& [kind, s] : g["idle_breakdown_s"].items()) idle += s.get<double>();
+  CHECK(idle == Approx(g["active_s"].get<double>() - 0.4).epsilon(1e-6));
+  // The window's gaps (1.55 ms, the next launch began after the last kernel ended): host_wait.
+  CHECK(g["idle_breakdown_s"]["host_wait"].get<double>() == Approx(idle).epsilon(1e-6));
+}

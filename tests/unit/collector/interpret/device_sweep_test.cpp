@@ -41,6 +41,7 @@ struct Recorder final : col::EventSink {
 TEST_CASE("collector: device sweep merges busy spans and classifies each gap once") {
   col::DeviceSweep sweep;
   col::RankFacts facts;
+  col::Coverage all;  // recorded whole
   wire::Batch names;
   auto* n = names.add_kernel_names();
   n->set_id(2);
@@ -60,7 +61,7 @@ TEST_CASE("collector: device sweep merges busy spans and classifies each gap onc
                         Act(wire::ACTIVITY_KERNEL, 650 * kUs, 700 * kUs, 4), Act(wire::ACTIVITY_KERNEL, 900 * kUs, 910 * kUs, 5),
                         Act(wire::ACTIVITY_KERNEL, 1000 * kUs, 1010 * kUs, 6)})
     sweep.AddWork(a);
-  sweep.Flush(1500 * kUs, facts, rec);  // the last step ended at 1500: the gap after 1010
+  sweep.Flush(1500 * kUs, facts, all, rec);  // the last step ended at 1500: the gap after 1010
   REQUIRE(rec.idle.size() == 5);
   CHECK(rec.idle[0].kind == col::kIdleHost);
   CHECK(rec.idle[0].end_ns - rec.idle[0].start_ns == 200 * kUs);
@@ -87,6 +88,7 @@ TEST_CASE("collector: device sweep marks the first work of a call, and late work
   lim.max_pending = 2;
   col::DeviceSweep sweep(lim);
   col::RankFacts facts;
+  col::Coverage all;  // recorded whole
   Recorder rec;
   sweep.AddApi(Act(wire::ACTIVITY_API, 0, 5 * kUs, 7));
   // Three pieces of work of one call (a graph launch), then one that arrives after the
@@ -94,9 +96,9 @@ TEST_CASE("collector: device sweep marks the first work of a call, and late work
   sweep.AddWork(Act(wire::ACTIVITY_KERNEL, 100 * kUs, 110 * kUs, 7));
   sweep.AddWork(Act(wire::ACTIVITY_KERNEL, 120 * kUs, 130 * kUs, 7));
   sweep.AddWork(Act(wire::ACTIVITY_KERNEL, 140 * kUs, 150 * kUs, 7));
-  sweep.Advance(UINT64_MAX, facts, rec);
+  sweep.Advance(UINT64_MAX, facts, all, rec);
   sweep.AddWork(Act(wire::ACTIVITY_KERNEL, 50 * kUs, 60 * kUs, 0));
-  sweep.Flush(0, facts, rec);
+  sweep.Flush(0, facts, all, rec);
   REQUIRE(rec.work.size() == 4);
   CHECK(rec.work[0].first_of_api);
   CHECK(rec.work[1].late);  // 50 us: the sweep had already passed it
@@ -108,13 +110,14 @@ TEST_CASE("collector: device sweep marks the first work of a call, and late work
 TEST_CASE("collector: device sweep continues after a flush (a rank that reconnects)") {
   col::DeviceSweep sweep;
   col::RankFacts facts;
+  col::Coverage all;  // recorded whole
   Recorder rec;
   sweep.AddWork(Act(wire::ACTIVITY_KERNEL, 100 * kUs, 200 * kUs, 0));
-  sweep.Flush(0, facts, rec);  // the rank's connection closed
+  sweep.Flush(0, facts, all, rec);  // the rank's connection closed
   // It reconnects: one piece of work overlaps what was emitted, one comes 300 us later.
   sweep.AddWork(Act(wire::ACTIVITY_KERNEL, 150 * kUs, 250 * kUs, 0));
   sweep.AddWork(Act(wire::ACTIVITY_KERNEL, 550 * kUs, 600 * kUs, 0));
-  sweep.Flush(0, facts, rec);
+  sweep.Flush(0, facts, all, rec);
   uint64_t busy = 0;
   for (const auto& b : rec.busy)
     if (!b.noncomm) busy += b.end_ns - b.start_ns;

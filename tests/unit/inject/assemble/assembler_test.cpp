@@ -175,6 +175,61 @@ TEST_CASE("assembler: with CUPTI live a collective waits for its NCCL kernels, a
   CHECK(b.events(0).gpu_ns() == 9000);
 }
 
+TEST_CASE("assembler: a collective CUPTI times has no pair to poll and takes its kernels' time") {
+  Fixture fx;
+  fx.cycle.cupti_live = true;
+  const uint32_t slot = gi::CollectiveTimer::kCuptiTimed | 7;
+  fx.ring.Push(Collective(100, slot, 8, false));  // host call [kEpochNs + 300, + 30]
+  fx.ring.Push(Collective(2000, gi::CollectiveTimer::kCuptiTimed | 8, 8, false));
+  CHECK(fx.Assemble().events_size() == 0);
+  CHECK(fx.pairs.queries.empty());  // never a cudaEventQuery: there is no pair
+  std::vector<gi::ActivityRecord> acts(2);
+  acts[0].kind = gi::kActApi;
+  acts[0].start_ns = kEpochNs + 310;
+  acts[0].correlation_id = 5;
+  acts[1].kind = gi::kActKernel;
+  acts[1].start_ns = kEpochNs + 1000;
+  acts[1].end_ns = kEpochNs + 4000;
+  acts[1].correlation_id = 5;
+  acts[1].comm_kernel = true;
+  fx.cycle.poll_activities = [&](const std::function<void(const gi::ActivityRecord&)>& take) {
+    for (const auto& a : acts) take(a);
+    acts.clear();
+  };
+  w::Batch b = fx.Assemble();
+  REQUIRE(b.events_size() == 1);
+  CHECK(b.events(0).gpu_ns() == 3000);
+  CHECK(fx.pairs.releases.empty());  // nothing to give back to the pool
+  // The second's kernel never comes (CUPTI stopped): after a second, it goes without a time.
+  fx.time.now_ns += 1'001'000'000;
+  b = fx.Assemble();
+  REQUIRE(b.events_size() == 1);
+  CHECK((b.events(0).flags() & w::FLAG_NO_GPU_TIME) != 0);
+  CHECK(fx.pairs.queries.empty());
+}
+
+TEST_CASE("assembler: only the oldest pending pair of a stream is polled") {
+  Fixture fx;
+  for (uint32_t i = 0; i < 4; ++i) {  // slots 1..4 on stream 9, in order; slot 5 on stream 10
+    gi::Record r = Collective(100 + 100 * i, i + 1, 8, false);
+    r.stream = 9;
+    fx.ring.Push(r);
+  }
+  gi::Record other = Collective(150, 5, 8, false);
+  other.stream = 10;
+  fx.ring.Push(other);
+  CHECK(fx.Assemble().events_size() == 0);
+  CHECK(fx.pairs.queries[1] == 1);
+  CHECK(fx.pairs.queries.count(2) == 0);  // behind slot 1 on its stream
+  CHECK(fx.pairs.queries[5] == 1);        // another stream: polled too
+  fx.pairs.state[1] = {gi::CollectiveTimes::Poll::kDone, 10};
+  fx.pairs.state[2] = {gi::CollectiveTimes::Poll::kDone, 20};
+  const w::Batch b = fx.Assemble();
+  CHECK(b.events_size() == 2);  // 1 and 2 done; 3 pending stops the stream there
+  CHECK(fx.pairs.queries[3] == 1);
+  CHECK(fx.pairs.queries.count(4) == 0);
+}
+
 TEST_CASE("assembler: a group's GPU time is shared among its operations by bytes") {
   Fixture fx;
   fx.ring.Push(Collective(100, 3, 100, true));

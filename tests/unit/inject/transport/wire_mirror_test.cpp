@@ -69,6 +69,9 @@ TEST_CASE("every value of the proto's enums has a mirror in the library") {
         std::set<int>{gi::kFlagPageable, gi::kFlagBlockedHost, gi::kFlagInGroup, gi::kFlagNoGpuTime});
   CHECK(ProtoValues(w::ActivityKind_descriptor()) ==
         std::set<int>{gi::kActKernel, gi::kActMemcpy, gi::kActMemset, gi::kActSync, gi::kActApi});
+  CHECK(ProtoValues(w::CuptiMode_descriptor()) ==
+        std::set<int>{static_cast<int>(gi::CuptiBudget::Mode::kBudget) + 1, static_cast<int>(gi::CuptiBudget::Mode::kFull) + 1,
+                      static_cast<int>(gi::CuptiBudget::Mode::kOff) + 1});
   CHECK(ProtoValues(w::GpuSource_descriptor()) ==
         std::set<int>{static_cast<int>(gi::CuptiReader::Source::kCupti),
                       static_cast<int>(gi::CuptiReader::Source::kEvents)});
@@ -108,6 +111,11 @@ TEST_CASE("the encoders write every field of the messages the library sends") {
   gi::AppendProcSample(batch,
                        {.t_ns = 1, .cpu_ns = 2, .read_chars = 3, .read_bytes = 4, .processes = 5, .run_wait_ns = 6});
   gi::AppendCallSite(batch, 2, {"main+0x1 (a.out)"}, "train.py:1 in f");
+  gi::AppendCuptiWindows(batch, {{1, 2}}, 3);
+  gi::CuptiBudget::Figures o{.mode = gi::CuptiBudget::Mode::kFull, .budget = 0.01, .hook_ns = 40, .cupti_ns = 3000,
+                             .cupti_ns_measured = true, .hook_calls = 1, .cupti_calls = 2, .hooks_added_ns = 3,
+                             .cupti_added_ns = 4, .windows = 5, .window_ns = 6, .elapsed_ns = 7};
+  gi::AppendOverhead(batch, o, true);
   CheckEveryFieldSet(Parse(f::frame::kBatch, batch).batch(), not_written);
 
   std::string hb;

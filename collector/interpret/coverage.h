@@ -1,0 +1,44 @@
+// Which spans of a rank's run CUPTI recorded. Under the overhead budget (Batch.overhead's
+// mode CUPTI_MODE_BUDGET) the library records only in windows; the device sweep emits an
+// idle gap only where a window saw both of its ends, a step has device figures only when a
+// window holds it, and the figures are scaled by how much of the active span the windows
+// covered. Any other mode (full, or an older library): everything is covered.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <utility>
+
+namespace gpuwatch::collector {
+
+class Coverage {
+ public:
+  static constexpr size_t kMaxKept = 4096;  // windows kept for the sweep (older ones are passed)
+
+  void SetSampled(bool sampled) { sampled_ = sampled; }
+  bool sampled() const { return sampled_; }
+  // A window that closed; the one open since `since` (0: none). In time order.
+  void AddWindow(uint64_t start, uint64_t end);
+  void SetOpenSince(uint64_t since) { open_since_ = since; }
+
+  // CUPTI recorded all of [a, b].
+  bool Covers(uint64_t a, uint64_t b) const;
+  // The sweep has passed `t`: windows that end before it are no longer needed.
+  void Pass(uint64_t t);
+
+  uint64_t windows() const { return windows_ + (open_since_ ? 1 : 0); }
+  uint64_t closed_windows() const { return windows_; }
+
+  // Recorded time within [first, last] (the device's active span), ns.
+  uint64_t CoveredWithin(uint64_t first, uint64_t last) const;
+
+ private:
+  bool sampled_ = false;
+  std::deque<std::pair<uint64_t, uint64_t>> kept_;  // closed windows the sweep may still ask about
+  uint64_t open_since_ = 0;
+  uint64_t windows_ = 0, closed_ns_ = 0;
+  uint64_t first_start_ = 0, first_end_ = 0;  // the first window
+  uint64_t last_end_ = 0;                     // the latest closed window's end
+};
+
+}  // namespace gpuwatch::collector

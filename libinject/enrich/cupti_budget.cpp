@@ -1,0 +1,98 @@
+// See cupti_budget.h. What a cycle costs: every hooked call pays the hook's own time; while
+// a window is open, every call that enqueues device work also pays CUPTI's instrumentation.
+// Spent = hooks + CUPTI, both from costs measured here; the allowance grows with the wall
+// time. A window closes when spent reaches the allowance, and opens again once the credit
+// covers min_window_ns at the recent rate of calls: a phase with few launches gets long
+// windows, a launch-heavy one short, spaced ones.
+#include "enrich/cupti_budget.h"
+
+#include <algorithm>
+
+namespace gpuwatch::inject {
+
+CuptiBudget::CuptiBudget(const Options& o, uint64_t start_ns) : o_(o), start_ns_(start_ns), last_ns_(start_ns) {
+  if (o_.mode != Mode::kOff) Open(start_ns);  // credit for the allowance: record from the start
+}
+
+bool CuptiBudget::Measured() const {
+  return in_launches_.count() >= o_.min_samples && out_launches_.count() >= o_.min_samples;
+}
+
+double CuptiBudget::CuptiNs() const {
+  if (!Measured()) return o_.prior_cupti_ns;
+  return std::max(0.0, in_launches_.Median() - out_launches_.Median());
+}
+
+void CuptiBudget::Open(uint64_t now) {
+  open_ = true;
+  window_start_ = now;
+}
+
+void CuptiBudget::Close(uint64_t now) {
+  open_ = false;
+  closed_.emplace_back(window_start_, now);
+  ++windows_;
+  window_ns_ += now - window_start_;
+}
+
+bool CuptiBudget::Update(const Cycle& c) {
+  const uint64_t now = std::max(c.now_ns, last_ns_);
+  const uint64_t span = now - last_ns_;
+  last_ns_ = now;
+  hook_calls_ += c.hook_calls;
+  device_records_ += c.device_records;
+  if (open_) {
+    in_launches_.Merge(c.launches);
+    in_enqueues_ += c.enqueues;
+    // Calls the hooks do not see (cuBLAS, NCCL, Triton launch through the driver) are
+    // instrumented too: CUPTI's device records per hooked enqueueing call scale them in.
+    const double seen = in_enqueues_ ? static_cast<double>(device_records_) / static_cast<double>(in_enqueues_) : 1.0;
+    cupti_calls_ += static_cast<double>(c.enqueues) * std::max(1.0, seen);
+  } else {
+    out_launches_.Merge(c.launches);
+  }
+  if (span > 0) {  // the recent rate of enqueueing calls, over about a second
+    const double r = static_cast<double>(c.enqueues) / static_cast<double>(span);
+    const double w = std::min(1.0, static_cast<double>(span) / 1e9);
+    rate_ = rate_ == 0 ? r : rate_ + w * (r - rate_);
+  }
+  if (o_.mode != Mode::kBudget) return open_;
+  if (now >= o_.record_from_ns && now < o_.record_to_ns) {  // asked for: its cost counts all the same
+    if (!open_) Open(now);
+    return open_;
+  }
+  const Figures f = figures();
+  const double spent = static_cast<double>(f.hooks_added_ns + f.cupti_added_ns);
+  const double allowance = o_.budget * static_cast<double>(now - start_ns_) + static_cast<double>(o_.allowance_ns);
+  if (open_ && spent >= allowance) {
+    Close(now);
+  } else if (!open_ && allowance - spent >= CuptiNs() * rate_ * static_cast<double>(o_.min_window_ns)) {
+    Open(now);
+  }
+  return open_;
+}
+
+std::vector<std::pair<uint64_t, uint64_t>> CuptiBudget::TakeClosedWindows() {
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  out.swap(closed_);
+  return out;
+}
+
+CuptiBudget::Figures CuptiBudget::figures() const {
+  Figures f;
+  f.mode = o_.mode;
+  f.budget = o_.budget;
+  f.hook_ns = o_.hook_ns;
+  f.cupti_ns = CuptiNs();
+  f.cupti_ns_measured = Measured();
+  f.hook_calls = hook_calls_;
+  f.cupti_calls = static_cast<uint64_t>(cupti_calls_);
+  f.hooks_added_ns = static_cast<uint64_t>(o_.hook_ns * static_cast<double>(hook_calls_));
+  f.cupti_added_ns = static_cast<uint64_t>(f.cupti_ns * cupti_calls_);
+  f.windows = windows_ + (open_ ? 1 : 0);
+  f.window_ns = window_ns_ + (open_ ? last_ns_ - window_start_ : 0);
+  f.elapsed_ns = last_ns_ - start_ns_;
+  return f;
+}
+
+}  // namespace gpuwatch::inject

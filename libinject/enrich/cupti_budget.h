@@ -1,0 +1,84 @@
+// When CUPTI's records run (the overhead budget, docs/PERFORMANCE.md): windows whose length
+// and spacing keep what gpuwatch adds to the job within GPUWATCH_OVERHEAD of its wall time
+// plus an allowance, from costs measured in this process. Plain logic, sender thread only.
+#pragma once
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "enrich/launch_times.h"
+
+namespace gpuwatch::inject {
+
+class CuptiBudget {
+ public:
+  enum class Mode { kBudget = 0, kFull = 1, kOff = 2 };
+  struct Options {
+    Mode mode = Mode::kBudget;
+    double budget = 0.01;                 // GPUWATCH_OVERHEAD, as a share of wall time
+    uint64_t allowance_ns = 50'000'000;   // on top of it: short runs are recorded whole
+    uint64_t min_window_ns = 25'000'000;  // a window opens only with credit for this long
+    double hook_ns = 0;                   // what a hook adds to its call (measured at start)
+    // What CUPTI adds to a call that enqueues device work, until measured here: NVIDIA's,
+    // +2.5 to 3 us per launch measured on an H200 (docs/PERFORMANCE.md).
+    double prior_cupti_ns = 3000;
+    uint64_t min_samples = 500;           // launches in and out of windows before measuring
+    // A span recorded whole whatever it costs (GPUWATCH_TRACE_WINDOW); to <= from: none.
+    uint64_t record_from_ns = 0, record_to_ns = 0;
+  };
+  // What one sender cycle saw: the hooks' records it drained, CUPTI's records it parsed.
+  struct Cycle {
+    uint64_t now_ns = 0;
+    uint64_t hook_calls = 0;      // every call the hooks recorded
+    LaunchTimes launches;         // kernel launch calls among them: host times
+    uint64_t enqueues = 0;        // calls that enqueue device work (launches, copies, memsets)
+    uint64_t device_records = 0;  // CUPTI kernels, copies, memsets parsed
+  };
+  struct Figures {
+    Mode mode = Mode::kBudget;
+    double budget = 0;
+    double hook_ns = 0;           // per call
+    double cupti_ns = 0;          // per enqueueing call CUPTI instrumented
+    bool cupti_ns_measured = false;
+    uint64_t hook_calls = 0;
+    uint64_t cupti_calls = 0;     // enqueueing calls made while a window was open (all of them,
+                                  // the hooked ones scaled by CUPTI's device records per hooked one)
+    uint64_t hooks_added_ns = 0, cupti_added_ns = 0;
+    uint64_t windows = 0;         // closed, plus the open one
+    uint64_t window_ns = 0;       // their length (the open one up to now)
+    uint64_t elapsed_ns = 0;
+  };
+
+  CuptiBudget(const Options& o, uint64_t start_ns);
+
+  // Accounts for a cycle, which ran with the windows as they were after the previous one,
+  // and says whether a window is open from now.
+  bool Update(const Cycle& c);
+  bool open() const { return open_; }
+  // Since when the open window is open (0: none).
+  uint64_t open_since_ns() const { return open_ ? window_start_ : 0; }
+  // Windows closed since the last call, [start, end) on CLOCK_MONOTONIC.
+  std::vector<std::pair<uint64_t, uint64_t>> TakeClosedWindows();
+  Figures figures() const;
+  // What CUPTI is taken to add per enqueueing call now.
+  double CuptiNs() const;
+
+ private:
+  bool Measured() const;
+  void Open(uint64_t now);
+  void Close(uint64_t now);
+
+  Options o_;
+  uint64_t start_ns_, last_ns_;
+  bool open_ = false;
+  uint64_t window_start_ = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> closed_;
+  uint64_t windows_ = 0, window_ns_ = 0;
+  uint64_t hook_calls_ = 0;
+  LaunchTimes in_launches_, out_launches_;  // launch calls made with CUPTI on, and off
+  uint64_t in_enqueues_ = 0, device_records_ = 0;
+  double cupti_calls_ = 0;
+  double rate_ = 0;  // enqueueing calls per ns, recent
+};
+
+}  // namespace gpuwatch::inject

@@ -1,0 +1,94 @@
+// The overhead budget end to end (issue 15): a launch-heavy run longer than the allowance
+// is sampled in windows under the default GPUWATCH_OVERHEAD, and its device figures,
+// estimated from them, match the simulator's device truth; GPUWATCH_CUPTI=full records it
+// whole, off not at all. The simulated CUPTI costs what NVIDIA's does (docs/simulator.md).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+
+#include "scenario_run.h"
+
+using namespace gpuwatch::e2e;
+
+namespace {
+
+// 4 s of launch-bound steps, 125k launches/s: recording it whole would add ~38% (3 us of
+// CUPTI per 8 us launch), far past 1% x 4 s + 50 ms. The GPU is busy 4 of every 8 us
+// outside windows but 4 of 11 inside them: an estimate scaled by the windows' share of
+// time would fall short by about a quarter.
+const char* kLaunchHeavy = R"({
+  "name": "budget_launch_heavy", "description": "launch-bound, longer than the allowance",
+  "ranks": 1, "steps": 400, "nvtx": true,
+  "gpu": {"launch_us": 8},
+  "step": [{"op": "kernels", "count": 1250, "us": 4, "name": "small_op"}, {"op": "sync"}]
+})";
+
+double Num(const json& j) { return j.get<double>(); }
+
+}  // namespace
+
+TEST_CASE("budget: a launch-heavy run is sampled in windows, and its device figures match the truth") {
+  const JobRun r = RunScenario("budget-default", kLaunchHeavy, {.truth = true, .timeout_s = 180});
+  const json& rank = r.summary["ranks"][0];
+  const json& gpu = rank["gpu"];
+  const json& cov = gpu["coverage"];
+  const json& own = rank["overhead"];
+  const json device = r.Device(0);
+  INFO("coverage " << cov.dump() << "\noverhead " << own.dump());
+
+  // Sampled, in the windows the library reported.
+  CHECK(cov["sampled"] == true);
+  CHECK(Num(cov["share"]) > 0.005);
+  CHECK(Num(cov["share"]) < 0.5);
+  CHECK(cov["windows"].get<int>() >= 2);
+  CHECK(cov["windows"] == own["windows"]);
+  CHECK(Num(cov["covered_s"]) == Approx(Num(own["window_s"])).epsilon(0.1));
+  CHECK(Num(cov["enqueue_share"]) > 0);
+  CHECK(Num(cov["enqueue_share"]) < Num(cov["share"]));  // windows hold fewer launches per second
+
+  // Device figures estimated from the windows: within 5% of the device's own account.
+  const double busy = Num(device["busy_s"]);
+  CHECK(std::abs(Num(gpu["busy_s"]) - busy) <= 0.05 * busy);
+  const double kernels = device["kinds"]["kernel"]["count"].get<double>();
+  CHECK(std::abs(gpu["kernels"]["count"].get<double>() - kernels) <= 0.05 * kernels);
+  CHECK(std::abs(Num(gpu["kernels"]["total_s"]) - busy) <= 0.05 * busy);
+  // Host figures stay exact: the hooks see every launch.
+  CHECK(rank["kernels"]["launches"] == r.Truth(0)["ops"]["kernels"]["count"]);
+
+  // The library's own cost: within the budget, CUPTI's measured here.
+  CHECK(own["cupti_mode"] == "budget");
+  CHECK(own["cupti_cost_measured"] == true);
+  CHECK(Num(own["cupti_us_per_call"]) > 1.5);  // the simulator adds 3 us (2.5 + 0.5 for API records)
+  CHECK(Num(own["cupti_us_per_call"]) < 6.0);
+  CHECK(Num(own["added_s"]) <= 0.01 * Num(own["elapsed_s"]) + 0.05 + 0.01);  // a 10 ms cycle of overshoot
+  CHECK(Num(own["added_s"]) >= 0.5 * (0.01 * Num(own["elapsed_s"]) + 0.05));  // and the budget is used
+
+  // Said where a reader looks.
+  CHECK(r.SummaryText().find("GPU timeline sampled over") != std::string::npos);
+  CHECK(r.summary["job"]["overhead"]["budget"] == 0.01);
+  // Per-step device figures come from the steps a window held whole.
+  CHECK(rank["steps"]["per_step_recorded"].get<int>() >= 1);
+}
+
+TEST_CASE("budget: GPUWATCH_CUPTI=full records the same run whole, off records no device work") {
+  const char* kShortHeavy = R"({
+    "name": "budget_short", "description": "launch-bound, 0.6 s",
+    "ranks": 1, "steps": 60, "gpu": {"launch_us": 8},
+    "step": [{"op": "kernels", "count": 1250, "us": 4}, {"op": "sync"}]
+  })";
+  const JobRun full = RunScenario("budget-full", kShortHeavy, {.truth = true, .env = {{"GPUWATCH_CUPTI", "full"}}});
+  const json& g = full.summary["ranks"][0]["gpu"];
+  CHECK(g["coverage"]["sampled"] == false);
+  CHECK(g["coverage"]["share"] == 1.0);
+  CHECK(g["kernels"]["count"] == full.Device(0)["kinds"]["kernel"]["count"]);
+  CHECK(full.summary["ranks"][0]["overhead"]["cupti_mode"] == "full");
+  CHECK(full.SummaryText().find("GPU timeline sampled") == std::string::npos);
+
+  const JobRun off = RunScenario("budget-off", kShortHeavy, {.env = {{"GPUWATCH_CUPTI", "off"}}});
+  const json& rank = off.summary["ranks"][0];
+  CHECK(rank["overhead"]["cupti_mode"] == "off");
+  CHECK(rank["overhead"]["cupti_s"] == 0.0);
+  CHECK(rank["gpu"]["source"] != "cupti");
+  CHECK(rank["kernels"]["launches"] == 60 * 1250);
+}

@@ -1,0 +1,136 @@
+// The overhead budget's windows (enrich/cupti_budget.h), cycle by cycle with made-up counts:
+// the library's added time stays within budget x wall + the allowance, a quiet phase gets
+// long windows, a launch-heavy one short spaced ones, and CUPTI's cost comes from the launch
+// calls' own times inside and outside windows once there are enough of them.
+#include <catch2/catch.hpp>
+
+#include "enrich/cupti_budget.h"
+
+namespace gi = gpuwatch::inject;
+
+namespace {
+
+constexpr uint64_t kMs = 1'000'000, kS = 1000 * kMs;
+
+// `seconds` of 10 ms cycles at `rate` launches per second; a launch takes `base_ns` of host
+// time, plus `cupti_ns` while a window is open, and with `stall_every` one launch in that many
+// waits 5 ms (a full launch queue, the scheduler). Returns the share of time windows were open.
+double Play(gi::CuptiBudget& b, uint64_t& now, double seconds, double rate, double base_ns, double cupti_ns,
+            uint64_t stall_every = 0) {
+  const uint64_t cycles = static_cast<uint64_t>(seconds * 100);
+  uint64_t open_cycles = 0;
+  for (uint64_t i = 0; i < cycles; ++i) {
+    const bool open = b.open();
+    open_cycles += open;
+    gi::CuptiBudget::Cycle c;
+    now += 10 * kMs;
+    c.now_ns = now;
+    c.enqueues = c.hook_calls = static_cast<uint64_t>(rate / 100);
+    for (uint64_t k = 0; k < c.enqueues; ++k) {
+      const bool stall = stall_every && (i * c.enqueues + k) % stall_every == 0;
+      c.launches.Add(static_cast<uint64_t>(stall ? 5 * kMs : base_ns + (open ? cupti_ns : 0)));
+    }
+    c.device_records = open ? c.enqueues : 0;
+    b.Update(c);
+  }
+  return cycles ? static_cast<double>(open_cycles) / cycles : 0;
+}
+
+}  // namespace
+
+TEST_CASE("overhead budget: added time stays within budget x wall + allowance") {
+  gi::CuptiBudget::Options o;
+  o.hook_ns = 50;
+  uint64_t now = 1 * kS;
+  gi::CuptiBudget b(o, now);
+  REQUIRE(b.open());  // the allowance: record from the start
+  // 10 s at 100k launches/s, CUPTI adding 3 us to each: recording whole would cost 30%.
+  const double open_share = Play(b, now, 10, 100'000, 4000, 3000);
+  const auto f = b.figures();
+  const double added = static_cast<double>(f.hooks_added_ns + f.cupti_added_ns);
+  CHECK(added <= 0.01 * 10 * kS + 50 * kMs + 3 * kMs);  // one cycle of overshoot at most
+  CHECK(added >= 0.8 * (0.01 * 10 * kS + 50 * kMs));     // and it is used
+  CHECK(f.hook_calls == 1'000'000);
+  CHECK(f.hooks_added_ns == 50'000'000);
+  CHECK(open_share > 0.01);
+  CHECK(open_share < 0.08);
+  CHECK(f.windows >= 3);  // spaced windows, not one at the start
+  CHECK(f.cupti_ns_measured);
+  CHECK(f.cupti_ns == Approx(3000).epsilon(0.01));
+}
+
+TEST_CASE("overhead budget: CUPTI's cost is the median launch in windows minus outside, stalls aside") {
+  gi::CuptiBudget::Options o;
+  uint64_t now = 1 * kS;
+  gi::CuptiBudget b(o, now);
+  // One launch in 200 waits 5 ms: a mean would put CUPTI's cost at 25 us in and out alike,
+  // and any imbalance of stalls between them would swamp the 2.5 us.
+  Play(b, now, 10, 100'000, 4000, 2500, 200);
+  const auto f = b.figures();
+  REQUIRE(f.cupti_ns_measured);
+  CHECK(f.cupti_ns == Approx(2500).margin(100));
+  gi::LaunchTimes t;
+  CHECK(t.Median() == 0);
+  for (int i = 0; i < 99; ++i) t.Add(7'050);
+  t.Add(50'000'000);  // counted, in the last bucket
+  CHECK(t.count() == 100);
+  CHECK(t.Median() == Approx(7'050).margin(100));
+}
+
+TEST_CASE("overhead budget: a phase with few launches is recorded whole") {
+  gi::CuptiBudget::Options o;
+  o.hook_ns = 50;
+  uint64_t now = 1 * kS;
+  gi::CuptiBudget b(o, now);
+  Play(b, now, 2, 100'000, 4000, 3000);  // launch-heavy: the allowance is spent
+  CHECK(Play(b, now, 20, 100, 4000, 3000) > 0.95);  // then 100 launches/s: always open
+  const auto f = b.figures();
+  CHECK(f.hooks_added_ns + f.cupti_added_ns <= 0.01 * 22 * kS + 50 * kMs);
+}
+
+TEST_CASE("overhead budget: full and off never change, and a short run is recorded whole") {
+  uint64_t now = 1 * kS;
+  gi::CuptiBudget::Options o;
+  o.mode = gi::CuptiBudget::Mode::kFull;
+  gi::CuptiBudget full(o, now);
+  CHECK(Play(full, now, 5, 100'000, 4000, 3000) == 1.0);
+  CHECK_FALSE(full.figures().cupti_ns_measured);  // never outside a window: NVIDIA's figure
+  CHECK(full.figures().cupti_ns == 3000);
+  o.mode = gi::CuptiBudget::Mode::kOff;
+  gi::CuptiBudget off(o, now);
+  CHECK_FALSE(off.open());
+  CHECK(Play(off, now, 1, 100'000, 4000, 3000) == 0.0);
+  // 0.1 s at 100k launches/s costs 30 ms: within the allowance, so recorded whole.
+  o.mode = gi::CuptiBudget::Mode::kBudget;
+  gi::CuptiBudget short_run(o, now);
+  CHECK(Play(short_run, now, 0.1, 100'000, 4000, 3000) == 1.0);
+  CHECK(short_run.TakeClosedWindows().empty());
+}
+
+TEST_CASE("overhead budget: the trace window is recorded whole, and then the budget resumes") {
+  gi::CuptiBudget::Options o;
+  uint64_t now = 1 * kS;
+  o.record_from_ns = now + 3 * kS;
+  o.record_to_ns = now + 5 * kS;
+  gi::CuptiBudget b(o, now);
+  CHECK(Play(b, now, 3, 100'000, 4000, 3000) < 0.1);  // sampled
+  CHECK(Play(b, now, 2, 100'000, 4000, 3000) == 1.0);  // the window: whole, over budget
+  CHECK(Play(b, now, 3, 100'000, 4000, 3000) < 0.02);  // then closed until the cost is paid back
+  const auto f = b.figures();
+  CHECK(f.cupti_added_ns > 2 * 100'000 * 3000ull);  // its cost is counted
+}
+
+TEST_CASE("overhead budget: windows closed are handed over once, in order") {
+  gi::CuptiBudget::Options o;
+  uint64_t now = 1 * kS;
+  gi::CuptiBudget b(o, now);
+  Play(b, now, 10, 200'000, 4000, 3000);
+  const auto w = b.TakeClosedWindows();
+  REQUIRE(w.size() >= 2);
+  for (size_t i = 0; i < w.size(); ++i) {
+    CHECK(w[i].first < w[i].second);
+    if (i) CHECK(w[i - 1].second <= w[i].first);
+  }
+  CHECK(w.front().first == 1 * kS);
+  CHECK(b.TakeClosedWindows().empty());
+}
