@@ -57,8 +57,9 @@ CLI::App* AddDiffCommand(CLI::App& app, DiffArgs& args) {
       "Examples:\n"
       "  gpuwatch diff runs/monday runs/today\n"
       "  gpuwatch diff base/summary.json new/summary.json --json > diff.json\n"
-      "  gpuwatch diff base new --html diff.html --fail-if step_time>+5% \\\n"
-      "      --fail-if finding:sync_stall>1ms/step --fail-if new-finding:high\n\n"
+      "  gpuwatch diff base new --html diff.html --fail-if 'step_time>+5%' \\\n"
+      "      --fail-if 'finding:sync_stall>1ms/step' --fail-if new-finding:high\n"
+      "(quote rules: > and < are redirections to the shell)\n\n"
       "Exit status: 0 within every rule, 3 a rule tripped, 2 usage error or a summary that\n"
       "cannot be read (a folder without summary.json, another schema, a truncated file).\n"
       "Details and the JSON document: docs/diff.md.");

@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
       "  gpuwatch run -- python train.py\n"
       "  gpuwatch run -o out -- torchrun --nproc_per_node=8 train.py\n"
       "  gpuwatch report out\n"
-      "  gpuwatch diff runs/monday runs/today --fail-if step_time>+5%");
+      "  gpuwatch diff runs/monday runs/today --fail-if 'step_time>+5%'");
   gpuwatch::cli::RunArgs run;
   CLI::App* run_cmd = gpuwatch::cli::AddRunCommand(app, run);
   gpuwatch::cli::ReportArgs report;
