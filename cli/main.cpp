@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "collector_main.h"
+#include "diff.h"
 #include "report.h"
 #include "run.h"
 
@@ -33,18 +34,29 @@ int main(int argc, char** argv) {
       "Examples:\n"
       "  gpuwatch run -- python train.py\n"
       "  gpuwatch run -o out -- torchrun --nproc_per_node=8 train.py\n"
-      "  gpuwatch report out");
+      "  gpuwatch report out\n"
+      "  gpuwatch diff runs/monday runs/today --fail-if 'step_time>+5%'");
   gpuwatch::cli::RunArgs run;
   CLI::App* run_cmd = gpuwatch::cli::AddRunCommand(app, run);
   gpuwatch::cli::ReportArgs report;
   CLI::App* report_cmd = gpuwatch::cli::AddReportCommand(app, report);
+  gpuwatch::cli::DiffArgs diff;
+  CLI::App* diff_cmd = gpuwatch::cli::AddDiffCommand(app, diff);
   // Listed for --help only: handled above, before parsing.
   app.add_subcommand("collector",
                      "A long-lived collector (gpuwatch-collector; 'gpuwatch collector --help')")
       ->allow_extras();
   const int parsed_argc = gpuwatch::cli::SplitRunCommand(argc, argv, run);
-  CLI11_PARSE(app, parsed_argc, argv);
+  try {
+    app.parse(parsed_argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    // A CI gate reads `gpuwatch diff`'s 3 as "regressed": its usage errors are 2, always.
+    const bool diff_usage = argc >= 2 && std::strcmp(argv[1], "diff") == 0 && code != 0;
+    return diff_usage ? gpuwatch::cli::kDiffBadInput : code;
+  }
   if (run_cmd->parsed()) return gpuwatch::cli::RunCommand(run, *run_cmd);
   if (report_cmd->parsed()) return gpuwatch::cli::RunReport(report);
+  if (diff_cmd->parsed()) return gpuwatch::cli::RunDiff(diff);
   return 1;
 }

@@ -22,6 +22,7 @@
 #include "live/http_server.h"
 #include "report/writer.h"
 #include "service/server.h"
+#include "diff.h"
 #include "run_child.h"
 #include "status_line.h"
 #include "trace/job_trace.h"
@@ -108,11 +109,17 @@ CLI::App* AddRunCommand(CLI::App& app, RunArgs& args) {
       "  gpuwatch run -- mpirun -np 4 -x LD_PRELOAD -x GPUWATCH_COLLECTOR -x GPUWATCH_OUT \\\n"
       "      -x GPUWATCH_JOB_ID -x GPUWATCH_AUTOSTART python train.py\n"
       "  gpuwatch run -- srun --ntasks=4 --gpus-per-task=1 python train.py\n"
-      "  gpuwatch run --metrics :9400 --trace summary -- python train.py\n\n"
+      "  gpuwatch run --metrics :9400 --trace summary -- python train.py\n"
+      "  gpuwatch run --baseline runs/monday --fail-if 'step_time>+5%' -- python train.py\n\n"
       "Signals: SIGINT and SIGTERM sent to gpuwatch are passed to COMMAND (Ctrl-C at a\n"
       "terminal reaches COMMAND directly); the summary is written when COMMAND ends.\n\n"
+      "With --baseline DIR the run is compared with DIR (as 'gpuwatch diff DIR OUT') and\n"
+      "the diff printed after the summary; --fail-if RULE (repeatable, rules as in\n"
+      "'gpuwatch diff --help') gates it.\n\n"
       "Exit status: COMMAND's exit status; 128+N if COMMAND was killed by signal N;\n"
-      "126 COMMAND not executable, 127 COMMAND not found, 125 gpuwatch itself failed.");
+      "126 COMMAND not executable, 127 COMMAND not found, 125 gpuwatch itself failed.\n"
+      "With --fail-if: 3 when COMMAND exited 0 and a rule tripped (a failing COMMAND's\n"
+      "own status wins); 2, before anything runs, for a bad rule or an unreadable baseline.");
   if (const char* env = std::getenv("GPUWATCH_OUT"); env && *env) args.out = env;
   cmd->add_option("-o,--out", args.out,
                   "Output directory (default: $GPUWATCH_OUT, else ./gpuwatch-out)");
@@ -124,6 +131,12 @@ CLI::App* AddRunCommand(CLI::App& app, RunArgs& args) {
                   "Serve Prometheus metrics at http://ADDR:PORT/metrics while COMMAND runs "
                   "(ADDR empty: loopback only), e.g. --metrics :9400");
   cmd->add_flag("-q,--quiet", args.quiet, "Do not print summary.txt to stdout");
+  cmd->add_option("--baseline", args.baseline,
+                  "When COMMAND ends, compare the run with this one (an output folder or "
+                  "summary.json) and print the diff");
+  cmd->add_option("--fail-if", args.fail_if,
+                  "Exit 3 when this rule of the diff with --baseline trips (repeatable)")
+      ->allow_extra_args(false);
   // Everything from COMMAND on is COMMAND's, options included. main() takes what follows
   // `--` away before parsing (this CLI11 mangles it); without `--`, the first word that is
   // not an option of ours starts COMMAND.
@@ -148,6 +161,10 @@ int RunCommand(RunArgs& args, CLI::App& command_app) {
     return kRunFailed;
   }
   std::string error;
+  if (!CheckBaseline(args.baseline, args.fail_if, &error)) {
+    spdlog::error("{}", error);
+    return kDiffBadInput;
+  }
   const std::string lib = LibraryPath(&error);
   if (lib.empty()) {
     spdlog::error("{}", error);
@@ -259,6 +276,10 @@ int RunCommand(RunArgs& args, CLI::App& command_app) {
   if (!args.quiet || unwritten)
     for (const std::string& id : order) std::fwrite(texts[id].data(), 1, texts[id].size(), stdout);
   std::fflush(stdout);
+  if (!args.baseline.empty() && pid >= 0) {
+    const int gate = DiffAfterRun(args.baseline, out, args.fail_if);
+    if (code == 0) code = gate;
+  }
   return code;
 }
 

@@ -16,6 +16,8 @@ struct RunArgs {
   std::string trace;    // off, summary, full; default $GPUWATCH_TRACE, else full
   std::string metrics;  // ADDR:PORT, empty: none
   bool quiet = false;   // do not print summary.txt
+  std::string baseline;               // diff the run against this one at the end (diff.h)
+  std::vector<std::string> fail_if;   // gate rules of that diff
   std::vector<std::string> command;
 };
 

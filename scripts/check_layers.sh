@@ -2,17 +2,19 @@
 # The collector's stages include only downwards (docs/ARCHITECTURE.md):
 #   common < ingest < interpret < analyze < report, trace, live < jobs < service < main
 # (report, trace and live are views of the same level and include none of each other's
-# headers but trace -> nothing of report). Prints each include that runs upwards; exit 1 if any.
+# headers but trace -> nothing of report). compare/ (`gpuwatch diff`) reads summary.json
+# documents, not the collector's structs: it includes common/ and report/ (the page's
+# helpers) only, and nothing includes it. Prints each include that breaks this; exit 1 if any.
 set -euo pipefail
 cd "$(dirname "$0")/../collector"
 rank() {
   case "$1" in
     common) echo 0 ;; ingest) echo 1 ;; interpret) echo 2 ;; analyze) echo 3 ;;
-    report|trace|live) echo 4 ;; jobs) echo 5 ;; service) echo 6 ;; *) echo 9 ;;
+    report|trace|live) echo 4 ;; jobs|compare) echo 5 ;; service) echo 6 ;; *) echo 9 ;;
   esac
 }
 bad=0
-for f in $(find common ingest interpret analyze report trace live jobs service -name '*.h' -o -name '*.cpp' | sort); do
+for f in $(find common ingest interpret analyze report trace live jobs compare service -name '*.h' -o -name '*.cpp' | sort); do
   from=${f%%/*}
   while read -r inc; do
     to=${inc%%/*}
@@ -21,6 +23,11 @@ for f in $(find common ingest interpret analyze report trace live jobs service -
     if [ "$rt" = 9 ]; then continue; fi
     if [ "$rt" -gt "$rf" ] || { [ "$rt" = 4 ] && [ "$rf" = 4 ] && [ "$to" != "$from" ]; }; then
       echo "$f includes $inc: $from may not include $to"
+      bad=1
+    fi
+    if { [ "$from" = compare ] && [ "$to" != compare ] && [ "$to" != common ] && [ "$to" != report ]; } ||
+       { [ "$to" = compare ] && [ "$from" != compare ]; }; then
+      echo "$f includes $inc: compare/ reads summary.json only (common/, report/), and no stage includes it"
       bad=1
     fi
   done < <(grep -o '#include "[^"]*"' "$f" | sed 's/#include "//; s/"$//')

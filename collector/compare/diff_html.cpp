@@ -1,0 +1,153 @@
+// The diff as a page, in report.html's look (its CSS, its stacked-bar chart): one
+// self-contained file, no script, nothing fetched; every string from a run is escaped.
+#include <string>
+
+#include "common/format.h"
+#include "compare/diff_views.h"
+#include "report/svg_chart.h"
+
+namespace gpuwatch::collector::compare {
+namespace {
+
+using html::Attr;
+using html::Esc;
+
+// report.html's style sheet (collector/report/html_report.cpp), the rules this page uses,
+// plus the trend badges.
+const char* kCss = R"css(
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:#1d2430;background:#fff}
+body{margin:0 auto;max-width:1000px;padding:16px 20px}
+h1{font-size:20px;margin:0 0 4px}
+h2{font-size:16px;margin:28px 0 8px;border-bottom:1px solid #d8dde6;padding-bottom:4px}
+.meta{color:#5a6475}
+.verdict{background:#f3f6fb;border-left:4px solid #4e79a7;padding:10px 14px;margin:14px 0}
+.verdict{font-size:15px}
+.verdict.bad{border-left-color:#c0392b}
+table{border-collapse:collapse;width:100%;font-size:13px}
+th,td{text-align:left;padding:3px 8px;border-bottom:1px solid #eceff4;vertical-align:top}
+th{background:#f6f8fa}
+td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
+td.name{word-break:break-all}
+svg{max-width:100%;height:auto;display:block}
+svg .lbl{font:12px system-ui,sans-serif;fill:#1d2430}
+svg .axis{stroke:#8a94a6;stroke-width:1}
+svg .grid{stroke:#e3e7ee;stroke-width:1}
+svg .track{fill:#f6f8fa}
+svg .marker{stroke:#1d2430;stroke-width:2}
+.legend{display:flex;flex-wrap:wrap;gap:4px 14px;font-size:12px;margin:4px 0 8px}
+.legend i{display:inline-block;width:11px;height:11px;margin-right:4px;border-radius:2px}
+.legend i{vertical-align:-1px}
+.note{color:#5a6475;font-size:12px}
+.trend{display:inline-block;border-radius:3px;padding:0 6px;font-size:12px;color:#fff}
+.trend-new,.trend-grown,.trend-tripped{background:#c0392b}
+.trend-gone,.trend-shrunk,.trend-ok{background:#2e7d32}
+.trend-same{background:#7f8c8d}
+.trend-changed,.trend-up,.trend-down{background:#d68910}
+)css";
+
+// The parts of steps.per_step_ms, coloured as on report.html.
+const std::vector<html::StackPart>& Parts() {
+  static const std::vector<html::StackPart> kParts = {
+      {"gpu_compute", "GPU compute", "#4e79a7"},
+      {"comm_not_overlapped", "communication not overlapped", "#f28e2b"},
+      {"gpu_idle_waiting_for_host", "GPU idle: waiting for host", "#e15759"},
+      {"gpu_idle_waiting_for_launches", "GPU idle: waiting for launches", "#ff9da7"},
+      {"gpu_idle_in_syncs", "GPU idle: in syncs", "#b07aa1"},
+      {"gpu_idle_other", "GPU idle: other", "#bab0ac"},
+      {"host_blocked_in_syncs", "host blocked in syncs", "#9c755f"},
+      {"copies", "copies", "#59a14f"}};
+  return kParts;
+}
+
+void StepBars(const SummaryDiff& d, std::string& out) {
+  if (!d.comparable || (d.base.step_parts.empty() && d.now.step_parts.empty())) return;
+  std::vector<html::StackRow> rows;
+  int i = 0;
+  for (const RunFigures* r : {&d.base, &d.now}) {
+    html::StackRow row;
+    row.label = i == 0 ? "base" : "new";
+    row.rank = i++;
+    for (const auto& p : Parts()) {
+      auto it = r->step_parts.find(p.key);
+      row.values.push_back(it == r->step_parts.end() ? 0.0 : it->second);
+    }
+    row.marker = r->step_median_ms;
+    rows.push_back(std::move(row));
+  }
+  out += "<section id=\"step-bars\"><h2>Where the step goes, base and new</h2>\n"
+         "<p class=\"note\">Mean milliseconds per step of the median rank; the black tick is "
+         "the median step time. The parts are measured separately and need not add up to "
+         "the step.</p>\n" +
+         html::LegendHtml(Parts()) + html::StackedBarsSvg(Parts(), rows, "ms") + "\n</section>\n";
+}
+
+void Section(const DiffSection& s, std::string& out) {
+  out += "<section" + Attr("id", s.id) + "><h2>" + Esc(s.title) + "</h2>\n";
+  if (!s.note.empty()) out += "<p class=\"note\">" + Esc(s.note) + "</p>\n";
+  if (s.rows.empty()) {
+    out += "</section>\n";
+    return;
+  }
+  out += "<table><tr>";
+  for (size_t c = 0; c < s.columns.size(); ++c)
+    out += std::string(c >= 2 ? "<th class=\"n\">" : "<th>") + Esc(s.columns[c]) + "</th>";
+  out += "</tr>\n";
+  for (const auto& row : s.rows) {
+    const std::string trend = row.size() > 1 ? row[1] : "";
+    out += "<tr data-row" + Attr("data-name", row[0]) + Attr("data-trend", trend) + ">";
+    for (size_t c = 0; c < row.size(); ++c) {
+      if (c == 1)
+        out += trend.empty() ? "<td></td>"
+                             : "<td><span class=\"trend trend-" + Esc(trend) + "\">" + Esc(trend) +
+                                   "</span></td>";
+      else
+        out += std::string(c == 0 ? "<td class=\"name\">" : "<td class=\"n\">") + Esc(row[c]) + "</td>";
+    }
+    out += "</tr>\n";
+  }
+  out += "</table></section>\n";
+}
+
+}  // namespace
+
+std::string DiffHtml(const SummaryDiff& d, const std::vector<RuleResult>& gate) {
+  bool tripped = false;
+  for (const RuleResult& r : gate) tripped |= r.tripped;
+  std::string out =
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+      "style-src 'unsafe-inline'; img-src data:\">\n<title>gpuwatch diff: " +
+      Esc(d.base.job_id) + " vs " + Esc(d.now.job_id) + "</title>\n<style>" + kCss +
+      "</style></head><body>\n";
+  out += "<h1>gpuwatch diff</h1>\n";
+  for (const auto& [name, r] : {std::pair{"base", &d.base}, std::pair{"new", &d.now}})
+    out += "<p class=\"meta\"><b>" + std::string(name) + "</b> " + Esc(r->path) + " &middot; job " +
+           Esc(r->job_id) +
+           Esc(Printf(", %d rank(s), %llu steps (", r->ranks, static_cast<unsigned long long>(r->steps))) +
+           Esc(r->steps_source) + ") &middot; generated " + Esc(r->generated_at) + "</p>\n";
+  const bool bad = !d.comparable || (d.headline.kind != "none" && d.headline.trend != Trend::kShrunk &&
+                                     d.headline.trend != Trend::kGone);
+  out += "<div class=\"verdict" + std::string(bad ? " bad" : "") + "\" id=\"headline\"" +
+         Attr("data-kind", d.headline.kind) + Attr("data-key", d.headline.key) + ">" +
+         Esc(d.headline.text) + "</div>\n";
+  for (const std::string& n : d.notes) out += "<p class=\"note\">" + Esc(n) + "</p>\n";
+  if (!gate.empty()) {
+    out += "<section id=\"gate\"><h2>Gate</h2>\n<table>\n";
+    for (const RuleResult& r : gate) {
+      const char* t = r.tripped ? "tripped" : "ok";
+      out += "<tr data-rule" + Attr("data-trend", t) + "><td><span class=\"trend trend-" + t + "\">" + t +
+             "</span></td><td class=\"name\">" + Esc(r.message) + "</td></tr>\n";
+    }
+    out += "</table>" + std::string(tripped ? "<p class=\"note\">A rule tripped: exit status 3.</p>" : "") +
+           "</section>\n";
+  }
+  StepBars(d, out);
+  for (const DiffSection& s : DiffSections(d)) Section(s, out);
+  out += "<p class=\"note\">Written by gpuwatch diff (" + std::string(kDiffSchema) +
+         ") from two summary.json files; every figure is described in docs/diff.md.</p>\n"
+         "</body></html>\n";
+  return out;
+}
+
+}  // namespace gpuwatch::collector::compare
