@@ -30,6 +30,7 @@ struct OverheadFacts {
   bool cupti_ns_measured = false, hw_trace = false;
   uint64_t hook_calls = 0, cupti_calls = 0, hooks_added_ns = 0, cupti_added_ns = 0;
   uint64_t windows = 0, window_ns = 0, elapsed_ns = 0;
+  uint64_t sender_cpu_ns = 0;
 };
 
 struct CommFacts {

@@ -228,11 +228,12 @@ nlohmann::json OverheadJson(const OverheadFacts& o) {
           {"cupti_hw_trace", o.hw_trace},
           {"windows", o.windows},
           {"window_s", Seconds(o.window_ns)},
-          {"elapsed_s", Seconds(o.elapsed_ns)}};
+          {"elapsed_s", Seconds(o.elapsed_ns)},
+          {"sender_cpu_s", Seconds(o.sender_cpu_ns)}};
 }
 
 nlohmann::json JobOverheadJson(const RankList& ranks) {
-  uint64_t hooks = 0, cupti = 0, elapsed = 0;
+  uint64_t hooks = 0, cupti = 0, elapsed = 0, sender_cpu = 0;
   double max_share = 0, budget = 0;
   bool any = false;
   for (const RankResult& r : ranks) {
@@ -242,6 +243,7 @@ nlohmann::json JobOverheadJson(const RankList& ranks) {
     hooks += o.hooks_added_ns;
     cupti += o.cupti_added_ns;
     elapsed += o.elapsed_ns;
+    sender_cpu += o.sender_cpu_ns;
     budget = std::max(budget, o.budget);
     if (o.elapsed_ns) max_share = std::max(max_share, static_cast<double>(o.hooks_added_ns + o.cupti_added_ns) / o.elapsed_ns);
   }
@@ -251,7 +253,8 @@ nlohmann::json JobOverheadJson(const RankList& ranks) {
           {"hooks_s", Seconds(hooks)},
           {"cupti_s", Seconds(cupti)},
           {"share_of_wall", elapsed ? static_cast<double>(hooks + cupti) / elapsed : 0.0},
-          {"max_share_of_wall", max_share}};
+          {"max_share_of_wall", max_share},
+          {"sender_cpu_s", Seconds(sender_cpu)}};
 }
 
 void AddRankFigures(const RankResult& r, nlohmann::json& obj) {

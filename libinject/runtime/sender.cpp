@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 #include <pthread.h>
 #include <signal.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <condition_variable>
@@ -52,6 +53,7 @@ class Sender {
 
   void Run() {
     tl_internal = true;
+    if (pthread_getcpuclockid(pthread_self(), &sender_clock_) != 0) sender_clock_ = CLOCK_THREAD_CPUTIME_ID;
     WarmUpCallSites();
     // What a hooked call costs here, timed before the application's calls are counted.
     CuptiBudget::Options b;
@@ -153,7 +155,10 @@ class Sender {
     const uint64_t now = NowNs();
     if (!final && closed.empty() && open_since == open_since_sent_ && now - budget_sent_ns_ < 100'000'000ull) return;
     AppendCuptiWindows(batch, closed, open_since);
-    AppendOverhead(batch, budget_->figures(), Cupti().hw_trace());
+    timespec cpu{};
+    if (clock_gettime(sender_clock_, &cpu) != 0) cpu = {};  // the sender's, whichever thread flushes
+    AppendOverhead(batch, budget_->figures(), Cupti().hw_trace(),
+                   static_cast<uint64_t>(cpu.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(cpu.tv_nsec));
     open_since_sent_ = open_since;
     budget_sent_ns_ = now;
   }
@@ -270,6 +275,7 @@ class Sender {
   StampClock clock_;
   Assembler assembler_;
   std::unique_ptr<CuptiBudget> budget_;
+  clockid_t sender_clock_ = CLOCK_THREAD_CPUTIME_ID;
   uint64_t open_since_sent_ = UINT64_MAX, budget_sent_ns_ = 0;
   std::vector<Ring*> rings_;  // every thread's, as of the last CollectRings
   uint64_t last_heartbeat_ns_ = 0;

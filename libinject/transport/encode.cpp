@@ -237,7 +237,7 @@ void AppendCuptiWindows(std::string& batch, const std::vector<std::pair<uint64_t
   UInt(batch, f::batch::kCuptiWindowOpenSinceNs, open_since_ns);
 }
 
-void AppendOverhead(std::string& batch, const CuptiBudget::Figures& x, bool hw_trace) {
+void AppendOverhead(std::string& batch, const CuptiBudget::Figures& x, bool hw_trace, uint64_t sender_cpu_ns) {
   namespace m = f::overhead;
   std::string o;
   UInt(o, m::kCuptiMode, static_cast<uint64_t>(x.mode) + 1);  // the wire's CuptiMode (wire_check.cpp)
@@ -253,6 +253,7 @@ void AppendOverhead(std::string& batch, const CuptiBudget::Figures& x, bool hw_t
   UInt(o, m::kWindowNs, x.window_ns);
   UInt(o, m::kElapsedNs, x.elapsed_ns);
   UInt(o, m::kHwTrace, hw_trace);
+  UInt(o, m::kSenderCpuNs, sender_cpu_ns);
   Message(batch, f::batch::kOverhead, o);
 }
 

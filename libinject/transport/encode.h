@@ -72,10 +72,11 @@ void AppendCallSite(std::string& batch, uint32_t id, const std::vector<std::stri
                     std::string_view python);
 
 // The overhead budget's windows closed since the last batch, the open one's start (0: none),
-// and the library's own cost so far (`hw_trace`: CUPTI's hardware tracing is on).
+// and the library's own cost so far (`hw_trace`: CUPTI's hardware tracing is on; the
+// sender thread's CPU time).
 void AppendCuptiWindows(std::string& batch, const std::vector<std::pair<uint64_t, uint64_t>>& closed,
                         uint64_t open_since_ns);
-void AppendOverhead(std::string& batch, const CuptiBudget::Figures& f, bool hw_trace);
+void AppendOverhead(std::string& batch, const CuptiBudget::Figures& f, bool hw_trace, uint64_t sender_cpu_ns);
 
 // Heartbeat body pieces.
 void AppendHeartbeatNow(std::string& hb, uint64_t now_ns);

@@ -112,6 +112,7 @@ GW_FIELD(overhead, Overhead, Windows);
 GW_FIELD(overhead, Overhead, WindowNs);
 GW_FIELD(overhead, Overhead, ElapsedNs);
 GW_FIELD(overhead, Overhead, HwTrace);
+GW_FIELD(overhead, Overhead, SenderCpuNs);
 
 GW_FIELD(env_var, EnvVar, Name);
 GW_FIELD(env_var, EnvVar, Value);

@@ -25,7 +25,8 @@ const std::set<std::string> kNotTimes = {
     "gpuwatch.wire.Hello.clock_offset_ns",  "gpuwatch.wire.Hello.clock_rtt_ns",
     "gpuwatch.wire.ClockProbe.sent_ns",     "gpuwatch.wire.ClockProbe.root_ns",
     "gpuwatch.wire.Overhead.hooks_added_ns", "gpuwatch.wire.Overhead.cupti_added_ns",
-    "gpuwatch.wire.Overhead.window_ns",     "gpuwatch.wire.Overhead.elapsed_ns"};
+    "gpuwatch.wire.Overhead.window_ns",     "gpuwatch.wire.Overhead.elapsed_ns",
+    "gpuwatch.wire.Overhead.sender_cpu_ns"};
 
 constexpr uint64_t kT = 5'000'000'000;
 

@@ -115,7 +115,7 @@ TEST_CASE("the encoders write every field of the messages the library sends") {
   gi::CuptiBudget::Figures o{.mode = gi::CuptiBudget::Mode::kFull, .budget = 0.01, .hook_ns = 40, .cupti_ns = 3000,
                              .cupti_ns_measured = true, .hook_calls = 1, .cupti_calls = 2, .hooks_added_ns = 3,
                              .cupti_added_ns = 4, .windows = 5, .window_ns = 6, .elapsed_ns = 7};
-  gi::AppendOverhead(batch, o, true);
+  gi::AppendOverhead(batch, o, true, 8);
   CheckEveryFieldSet(Parse(f::frame::kBatch, batch).batch(), not_written);
 
   std::string hb;
