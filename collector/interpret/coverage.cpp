@@ -19,8 +19,7 @@ void Coverage::AddWindow(uint64_t start, uint64_t end) {
   if (open_since_ && open_since_ <= start) open_since_ = 0;  // that window is this one
 }
 
-bool Coverage::Covers(uint64_t a, uint64_t b) const {
-  if (!sampled_) return true;
+bool Coverage::CoversSampled(uint64_t a, uint64_t b) const {
   if (open_since_ && open_since_ <= a) return true;
   for (const auto& [s, e] : kept_)
     if (s <= a && b <= e) return true;

@@ -22,7 +22,8 @@ class Coverage {
   void SetOpenSince(uint64_t since) { open_since_ = since; }
 
   // CUPTI recorded all of [a, b].
-  bool Covers(uint64_t a, uint64_t b) const;
+  bool Covers(uint64_t a, uint64_t b) const { return !sampled_ || CoversSampled(a, b); }
+  bool CoversSampled(uint64_t a, uint64_t b) const;
   // The sweep has passed `t`: windows that end before it are no longer needed.
   void Pass(uint64_t t);
 

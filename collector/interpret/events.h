@@ -33,7 +33,7 @@ struct HostCall {
   bool timed;
   // CUPTI was recording when the call was made (always, unless the overhead budget's
   // windows sample the timeline): the device work it enqueued is on the timeline.
-  bool recorded;
+  bool recorded = true;
 
   uint64_t end_ns() const { return t_ns + dur_ns; }
 };

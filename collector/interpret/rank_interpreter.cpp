@@ -59,7 +59,10 @@ void RankInterpreter::OnBatch(const wire::Batch& b) {
   }
   for (const auto& s : b.proc_samples()) fanout_.OnProcSample(s);
   for (const auto& e : b.events()) {
-    const HostCall c = Interpret(e);
+    HostCall c = Interpret(e);
+    // The batch's windows came first: they hold every call in it (the library decides a
+    // window after draining the calls it sends with it).
+    c.recorded = coverage_.Covers(c.t_ns, c.t_ns);
     host_first_ = std::min(host_first_, c.t_ns);
     host_last_ = std::max(host_last_, c.end_ns());
     // The gap classification needs them before the device sweep reaches them.
@@ -89,9 +92,7 @@ void RankInterpreter::Flush() {
 }
 
 void RankInterpreter::ReleaseHost(bool all) {
-  host_.Release(all, [this](const HostCall& held) {
-    HostCall c = held;
-    c.recorded = coverage_.Covers(c.t_ns, c.t_ns);
+  host_.Release(all, [this](const HostCall& c) {
     fanout_.OnHostCall(c);
     steps_.OnHostCall(c, coverage_, fanout_);
   });
