@@ -100,6 +100,17 @@ void CollectRings(std::vector<Ring*>& out) {
     if (Ring* r = g_rings[i].load(std::memory_order_acquire)) out.push_back(r);
 }
 
+std::atomic<uint64_t> g_hook_cost_max_ticks{0};
+
+HookCostSums SumHookCosts(const std::vector<Ring*>& rings) {
+  HookCostSums s;
+  for (const Ring* r : rings) {
+    s.ticks += r->hook_cost.ticks.load(std::memory_order_relaxed);
+    s.samples += r->hook_cost.samples.load(std::memory_order_relaxed);
+  }
+  return s;
+}
+
 uint64_t DroppedTooManyThreads() { return g_too_many_threads.load(std::memory_order_relaxed); }
 
 void TurnOff() { g_state.store(static_cast<int>(State::kOff), std::memory_order_release); }

@@ -66,6 +66,15 @@ class Ring {
   };
   alignas(64) InFlight inflight;
 
+  // The hooks' own time, timed in place on every kHookCostEvery-th hooked call of the thread
+  // (HookCostProbe, record/recorder.h): the owning thread writes, the sender reads the sums.
+  struct HookCost {
+    uint32_t countdown = 0;             // the owning thread's only: calls to the next sample
+    std::atomic<uint64_t> ticks{0};     // sum of the sampled hooks' own time
+    std::atomic<uint64_t> samples{0};
+  };
+  alignas(64) HookCost hook_cost;
+
  private:
   const uint64_t mask_;
   std::unique_ptr<Record[]> slots_;
