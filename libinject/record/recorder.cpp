@@ -44,7 +44,9 @@ Ring* AcquireRing() {
   Ring* ring = nullptr;
   for (int i = 0; i < n && !ring; ++i) {
     Ring* r = g_rings[i].load(std::memory_order_relaxed);
-    if (!r->owner_alive.load(std::memory_order_acquire)) ring = r;  // a dead thread's ring
+    // A dead thread's ring, once the sender has drained it: records still in it are tagged
+    // with the ring's tid when drained, which must stay the dead thread's.
+    if (!r->owner_alive.load(std::memory_order_acquire) && r->drained()) ring = r;
   }
   if (!ring) {
     if (n == kMaxThreads) return nullptr;

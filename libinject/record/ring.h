@@ -48,6 +48,8 @@ class Ring {
   }
 
   uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
+  // Everything published has been drained (a dead thread's ring may then change hands).
+  bool drained() const { return tail_.load(std::memory_order_acquire) == head_.load(std::memory_order_acquire); }
   size_t capacity() const { return mask_ + 1; }
 
   // The owning thread: its id, and whether it has exited (its ring may then be reused).

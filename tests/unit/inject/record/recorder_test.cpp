@@ -6,6 +6,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -66,6 +67,30 @@ gi::Record At(uint64_t t_ticks) {
 uint32_t Tid() { return static_cast<uint32_t>(syscall(SYS_gettid)); }
 
 }  // namespace
+
+TEST_CASE("recorder: a dead thread's ring changes hands only once drained, so its records keep their thread") {
+  FreshProcess();
+  DrainAll(0);
+  uint32_t tid_a = 0, tid_b = 0;
+  std::thread([&] {
+    tid_a = Tid();
+    gi::Emit(At(1));
+  }).join();
+  std::thread([&] {  // a's records are still in its ring
+    tid_b = Tid();
+    gi::Emit(At(2));
+  }).join();
+  std::vector<gi::Ring*> rings;
+  gi::CollectRings(rings);
+  std::vector<std::pair<uint32_t, uint64_t>> seen;  // (the ring's tid, t_ticks), as the sender sees them
+  for (gi::Ring* r : rings) {
+    const uint32_t tid = r->tid.load();
+    r->Drain([&](const gi::Record& rec) { seen.emplace_back(tid, rec.t_ticks); });
+  }
+  REQUIRE(seen.size() == 2);
+  CHECK(std::count(seen.begin(), seen.end(), std::make_pair(tid_a, uint64_t{1})) == 1);
+  CHECK(std::count(seen.begin(), seen.end(), std::make_pair(tid_b, uint64_t{2})) == 1);
+}
 
 TEST_CASE("recorder: the first record starts recording once, and each thread's records land in its own ring") {
   FreshProcess();
