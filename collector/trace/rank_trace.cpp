@@ -237,7 +237,7 @@ void RankTrace::AfterBatch() {
 
 void RankTrace::OnHostCall(const HostCall& c) {
   if (file_->level() == TraceLevel::kOff) return;
-  const bool launch = c.api == wire::CUDA_LAUNCH_KERNEL;
+  const bool launch = c.api == wire::CUDA_LAUNCH_KERNEL || c.api == wire::CUDA_DRIVER_LAUNCH_KERNEL;
   if (c.blocks_host && c.dur_ns >= kLongStallNs) LongStall(c);
   if (launch && !Detail(c.t_ns)) return;
   const size_t ti = ThreadIndex(c.tid);
