@@ -247,8 +247,9 @@ std::optional<Finding> LaunchBound(const RankContext& c, const std::vector<Findi
                 {"launches", lf.launches},
                 {"launch_call_mean_us", lf.launches ? lf.launch_ns * 1e-3 / lf.launches : 0.0}};
   AddCoverage(c, l);
+  // Of the kernels launched one by one (a graph's kernels share one launch).
   l.summary = Printf("%.0f%% of %llu kernels are shorter than their launch call; GPU idle %s between them",
-                     100 * g.short_fraction(), static_cast<unsigned long long>(g.kernel_count),
+                     100 * g.short_fraction(), static_cast<unsigned long long>(g.kernel_count - g.graph_kernels),
                      c.Per(launch).c_str());
   return l;
 }
