@@ -1,6 +1,7 @@
 // copies: host-side view of host<->device copies (cudaMemcpy and cudaMemcpyAsync), per
 // direction. `ns` is host time inside the copy calls, so a copy that blocked the host is
-// counted here and under sync as well. D2D and H2H copies are not reported (yet). The
+// counted here and under sync as well. D2D copies and memsets are counted apart, H2H
+// copies not at all. Calls recorded into a CUDA graph moved nothing and are left out. The
 // findings' view: pageable copies and large blocking copies, apart from the small blocking
 // copies that are syncs (SyncKind).
 #pragma once
@@ -26,6 +27,8 @@ struct CopyFigures {
   std::array<Direction, kCopyDirections> dir{};  // [CopyDirection()]
   Tally pageable;  // from or to pageable memory, not a small blocking copy
   Tally blocking;  // pinned but blocking the host, not a small blocking copy
+  Tally d2d;       // device-to-device copies (cudaMemcpyPeer included): host calls
+  Tally memset;    // cudaMemset* calls (not recorded into a graph)
 
   void Merge(const CopyFigures& o);
 };

@@ -19,6 +19,7 @@ void GpuFigures::Merge(const GpuFigures& o) {
   kernel_count += o.kernel_count;
   kernel_with_api += o.kernel_with_api;
   kernel_short += o.kernel_short;
+  graph_kernels += o.graph_kernels;
   kernel_dur.Merge(o.kernel_dur);
   for (const auto& [name, st] : o.by_name) {
     auto it = by_name.find(name);
@@ -55,7 +56,7 @@ uint64_t Scaled(uint64_t v, double k) { return static_cast<uint64_t>(static_cast
 // Coverage): device work times k, idle what is left of the span, split as measured.
 void ScaleUp(GpuFigures& r, double k) {
   for (uint64_t* v : {&r.run.busy, &r.run.noncomm_busy, &r.run.compute, &r.run.comm, &r.run.copy, &r.gap_count,
-                      &r.kernel_count, &r.kernel_with_api, &r.kernel_short, &r.comm_kernels, &r.work})
+                      &r.kernel_count, &r.kernel_with_api, &r.kernel_short, &r.graph_kernels, &r.comm_kernels, &r.work})
     *v = Scaled(*v, k);
   const uint64_t idle = r.active_ns > r.run.busy ? r.active_ns - r.run.busy : 0;
   const uint64_t measured = r.run.IdleTotal();
@@ -63,7 +64,8 @@ void ScaleUp(GpuFigures& r, double k) {
   for (uint64_t& v : r.run.idle)
     if (measured) v = Scaled(v, static_cast<double>(idle) / static_cast<double>(measured));
   for (auto* st : {&r.other_kernels}) st->count = Scaled(st->count, k), st->ns = Scaled(st->ns, k);
-  for (auto& [name, st] : r.by_name) st.count = Scaled(st.count, k), st.ns = Scaled(st.ns, k);
+  for (auto& [name, st] : r.by_name)
+    st.count = Scaled(st.count, k), st.ns = Scaled(st.ns, k), st.in_graphs = Scaled(st.in_graphs, k);
   for (auto& c : r.copies)
     c.device.count = Scaled(c.device.count, k), c.device.bytes = Scaled(c.device.bytes, k),
     c.device.ns = Scaled(c.device.ns, k), c.pageable = Scaled(c.pageable, k);
@@ -82,7 +84,7 @@ std::vector<std::pair<std::string, GpuFigures::KernelStat>> GpuFigures::TopByTim
 }
 
 void GpuCounter::OnHostCall(const HostCall& c) {
-  if (EnqueuesWork(c.api)) {
+  if (EnqueuesWork(c.api) && !c.captured) {
     ++enqueues_;
     enqueues_recorded_ += c.recorded;
   }
@@ -107,7 +109,10 @@ void GpuCounter::OnDeviceWork(const DeviceWork& w) {
     }
     ++f_.kernel_count;
     f_.kernel_dur.Add(dur);
-    if (w.api) {
+    f_.graph_kernels += w.graph_id != 0;
+    // Short against its launch call: only a kernel launched on its own has a call of its
+    // own (a graph's kernels share one launch).
+    if (w.api && !w.graph_id) {
       ++f_.kernel_with_api;
       if (dur < w.api->end_ns - w.api->start_ns) ++f_.kernel_short;
     }
@@ -117,6 +122,7 @@ void GpuCounter::OnDeviceWork(const DeviceWork& w) {
     GpuFigures::KernelStat& k = it != by_id_.end() ? it->second : f_.other_kernels;
     ++k.count;
     k.ns += dur;
+    k.in_graphs += w.graph_id != 0;
   } else if (w.kind == wire::ACTIVITY_MEMCPY) {
     const int d = CopyDirection(w.copy_kind);
     if (d < 0) return;

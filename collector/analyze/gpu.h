@@ -25,7 +25,8 @@ namespace gpuwatch::collector {
 struct GpuFigures {
   struct KernelStat {
     uint64_t count = 0, ns = 0;
-    void Add(const KernelStat& o) { count += o.count, ns += o.ns; }
+    uint64_t in_graphs = 0;  // of `count`, run by CUDA graph launches
+    void Add(const KernelStat& o) { count += o.count, ns += o.ns, in_graphs += o.in_graphs; }
   };
   struct CopyStat {
     Tally device;  // copies, bytes, device time
@@ -45,6 +46,7 @@ struct GpuFigures {
   LogHistogram gaps;                 // lengths of the idle gaps (their total: run.IdleTotal())
   LogHistogram launch_delay;         // work start - end of its launching call, clipped at 0
   uint64_t kernel_count = 0, kernel_with_api = 0, kernel_short = 0;  // computation kernels
+  uint64_t graph_kernels = 0;  // of kernel_count, run by CUDA graph launches (not in kernel_with_api)
   LogHistogram kernel_dur;
   std::unordered_map<std::string, KernelStat> by_name;  // mangled name; bounded
   KernelStat other_kernels;  // beyond the name bound

@@ -18,6 +18,8 @@ JobResult MergeRanks(const RankList& ranks) {
     j.copies.Merge(r.copies);
     j.collectives.Merge(r.collectives);
     j.launches.Merge(r.launches);
+    j.graphs.Merge(r.graphs);
+    j.api_calls.Merge(r.api_calls);
     j.gpu.Merge(r.gpu);
     for (const auto& [reason, n] : r.dropped)
       if (j.dropped.size() < RankFacts::kMaxReasons || j.dropped.count(reason)) j.dropped[reason] += n;

@@ -18,6 +18,8 @@ struct JobResult {
   CopyFigures copies;
   CollectiveFigures collectives;
   LaunchFigures launches;
+  GraphFigures graphs;
+  ApiCallFigures api_calls;
   GpuFigures gpu;  // sums; no utilization series (ranks' clocks differ)
   std::map<std::string, uint64_t> dropped;
   uint64_t dropped_total = 0;

@@ -11,6 +11,11 @@ std::string KernelLabel(const RankFacts& facts, uint32_t id) {
 }
 
 void LaunchCounter::OnHostCall(const HostCall& c) {
+  if (c.captured) return;  // recorded into a graph: ran nothing
+  if (c.api == wire::CUDA_DRIVER_LAUNCH_KERNEL) {
+    ++driver_launches_;
+    return;
+  }
   if (c.api != wire::CUDA_LAUNCH_KERNEL) return;
   ++launches_;
   launch_ns_ += c.dur_ns;
@@ -25,6 +30,7 @@ LaunchFigures LaunchCounter::Result(const RankFacts& facts) const {
   LaunchFigures f;
   f.launches = launches_;
   f.launch_ns = launch_ns_;
+  f.driver_launches = driver_launches_;
   for (const auto& [id, n] : by_id_) f.by_name[KernelLabel(facts, id)] += n;
   return f;
 }
@@ -32,6 +38,7 @@ LaunchFigures LaunchCounter::Result(const RankFacts& facts) const {
 void LaunchFigures::Merge(const LaunchFigures& o) {
   launches += o.launches;
   launch_ns += o.launch_ns;
+  driver_launches += o.driver_launches;
   for (const auto& [name, n] : o.by_name) {
     auto it = by_name.find(name);
     if (it != by_name.end())

@@ -1,6 +1,7 @@
 // launches: kernel launch calls the library saw (cudaLaunchKernel and friends; launches
-// made through driver entry points, e.g. by NCCL, cuBLASLt or Triton, are not among them)
-// and the most launched kernels by name.
+// made through driver entry points, e.g. by NCCL, cuBLASLt or Triton, are not among them:
+// those handed out by cudaGetDriverEntryPoint are counted apart) and the most launched
+// kernels by name.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -17,6 +18,7 @@ struct LaunchFigures {
   // Distinct kernels kept (per rank and per job); launches beyond still count in `launches`.
   static constexpr size_t kMaxKernels = 10000;
   uint64_t launches = 0, launch_ns = 0;
+  uint64_t driver_launches = 0;  // cuLaunchKernel through a driver entry point (not in `launches`)
   std::unordered_map<std::string, uint64_t> by_name;  // mangled name -> launches
 
   // The `n` most launched, most first, ties by name (deterministic); names mangled.
@@ -31,7 +33,7 @@ class LaunchCounter final : public EventSink {
   LaunchFigures Result(const RankFacts& facts) const;
 
  private:
-  uint64_t launches_ = 0, launch_ns_ = 0;
+  uint64_t launches_ = 0, launch_ns_ = 0, driver_launches_ = 0;
   std::unordered_map<uint32_t, uint64_t> by_id_;  // launches per name id (bounded)
 };
 

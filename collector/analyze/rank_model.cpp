@@ -9,13 +9,14 @@ namespace gpuwatch::collector {
 
 RankModel::RankModel(const RankModel& o)
     : interp_(o.interp_), sync_(o.sync_), copies_(o.copies_), collectives_(o.collectives_),
-      launches_(o.launches_), gpu_(o.gpu_), steps_(o.steps_), io_(o.io_), sites_(o.sites_), rank_(o.rank_),
+      launches_(o.launches_), gpu_(o.gpu_), graphs_(o.graphs_), api_calls_(o.api_calls_), steps_(o.steps_), io_(o.io_), sites_(o.sites_), rank_(o.rank_),
       host_(o.host_), state_(o.state_), flushed_(o.flushed_) {
   SubscribeAnalyses();
 }
 
 void RankModel::SubscribeAnalyses() {
-  for (EventSink* s : std::initializer_list<EventSink*>{&sync_, &copies_, &collectives_, &launches_, &gpu_,
+  for (EventSink* s : std::initializer_list<EventSink*>{&sync_, &copies_, &collectives_, &launches_, &gpu_, &graphs_,
+                                                         &api_calls_,
                                                          &steps_, &io_, &sites_})
     interp_.Subscribe(s);
 }
@@ -69,6 +70,8 @@ RankResult RankModel::Compute() const {
   r.copies = copies_.figures();
   r.collectives = collectives_.figures();
   r.launches = launches_.Result(facts);
+  r.graphs = graphs_.figures();
+  r.api_calls = api_calls_.figures();
   r.gpu = gpu_.Result(facts, interp_.sweep(), interp_.coverage(), r.host_first_ns, r.host_last_ns);
   r.found = interp_.steps();
   r.steps = steps_.figures();

@@ -6,10 +6,12 @@
 #include <cstdint>
 #include <optional>
 
+#include "analyze/api_calls.h"
 #include "analyze/call_sites.h"
 #include "analyze/collectives.h"
 #include "analyze/copies.h"
 #include "analyze/gpu.h"
+#include "analyze/graphs.h"
 #include "analyze/input_io.h"
 #include "analyze/launches.h"
 #include "analyze/rank_result.h"
@@ -50,6 +52,8 @@ class RankModel {
   CollectiveCounter collectives_;
   LaunchCounter launches_;
   GpuCounter gpu_;
+  GraphCounter graphs_;
+  ApiCallCounter api_calls_;
   StepCharger steps_;
   InputIo io_;
   SiteCounter sites_;

@@ -8,11 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "analyze/api_calls.h"
 #include "analyze/call_sites.h"
 #include "analyze/collectives.h"
 #include "analyze/copies.h"
 #include "analyze/finding.h"
 #include "analyze/gpu.h"
+#include "analyze/graphs.h"
 #include "analyze/input_io.h"
 #include "analyze/launches.h"
 #include "analyze/step_figures.h"
@@ -53,6 +55,8 @@ struct RankResult {
   CopyFigures copies;
   CollectiveFigures collectives;
   LaunchFigures launches;
+  GraphFigures graphs;
+  ApiCallFigures api_calls;
   GpuFigures gpu;
   // Steps: `found` says which and how many; `steps.steps` holds the kept records (NVTX
   // steps with their figures, or inferred steps with none: per_step_device false).

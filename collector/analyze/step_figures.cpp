@@ -19,7 +19,9 @@ void StepCharger::OnHostCall(const HostCall& c) {
     ++pending_n_[c.sync_kind];
     return;
   }
-  // Work follows: the syncs before it were inside the step.
+  // Work follows (a call that puts work on the device, or a collective; not stream
+  // ordering, queries or calls recorded into a graph): the syncs before it were inside the step.
+  if (c.captured || !(EnqueuesWork(c.api) || IsCollective(c.api))) return;
   for (int k = 0; k < kSyncKinds; ++k) {
     f_.sync_mid_ns[k] += pending_[k];
     f_.sync_mid_count[k] += pending_n_[k];

@@ -11,9 +11,10 @@ namespace gpuwatch::collector {
 
 struct SyncFigures {
   // By API, in the order they are printed.
-  static constexpr std::array<wire::Api, 5> kApis = {
+  // A query is here as the polling loop it closed (interpret/poll_folder.h).
+  static constexpr std::array<wire::Api, 7> kApis = {
       wire::CUDA_STREAM_SYNCHRONIZE, wire::CUDA_DEVICE_SYNCHRONIZE, wire::CUDA_EVENT_SYNCHRONIZE,
-      wire::CUDA_MEMCPY, wire::CUDA_MEMCPY_ASYNC};
+      wire::CUDA_MEMCPY, wire::CUDA_MEMCPY_ASYNC, wire::CUDA_STREAM_QUERY, wire::CUDA_EVENT_QUERY};
   std::array<uint64_t, kApis.size()> count{}, ns{};
   // The same calls by SyncKind (explicit syncs and small blocking copies; a large blocking
   // copy is a copy, not a sync).

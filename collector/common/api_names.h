@@ -12,6 +12,17 @@ inline const char* ApiName(wire::Api api) {
     case wire::CUDA_DEVICE_SYNCHRONIZE: return "cudaDeviceSynchronize";
     case wire::CUDA_EVENT_SYNCHRONIZE: return "cudaEventSynchronize";
     case wire::CUDA_LAUNCH_KERNEL: return "cudaLaunchKernel";
+    case wire::CUDA_GRAPH_LAUNCH: return "cudaGraphLaunch";
+    case wire::CUDA_STREAM_BEGIN_CAPTURE: return "cudaStreamBeginCapture";
+    case wire::CUDA_STREAM_END_CAPTURE: return "cudaStreamEndCapture";
+    case wire::CUDA_GRAPH_INSTANTIATE: return "cudaGraphInstantiate";
+    case wire::CUDA_MEMSET: return "cudaMemset";
+    case wire::CUDA_MEMSET_ASYNC: return "cudaMemsetAsync";
+    case wire::CUDA_STREAM_WAIT_EVENT: return "cudaStreamWaitEvent";
+    case wire::CUDA_LAUNCH_HOST_FUNC: return "cudaLaunchHostFunc";
+    case wire::CUDA_STREAM_QUERY: return "cudaStreamQuery";
+    case wire::CUDA_EVENT_QUERY: return "cudaEventQuery";
+    case wire::CUDA_DRIVER_LAUNCH_KERNEL: return "cuLaunchKernel";
     case wire::NCCL_ALL_REDUCE: return "ncclAllReduce";
     case wire::NCCL_ALL_GATHER: return "ncclAllGather";
     case wire::NCCL_REDUCE_SCATTER: return "ncclReduceScatter";

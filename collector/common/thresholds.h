@@ -50,6 +50,10 @@ inline constexpr uint64_t kLaunchGapNs = 100'000;
 // bulk transfers: Nsight Systems' sync-memcpy rule ignores H2D copies of 64 KB or less
 // (field-facts); the same bound is used for D2H here.
 inline constexpr uint64_t kSmallCopyBytes = 64 * 1024;
+// Queries of one polling loop follow each other within this (interpret/poll_folder.h): a
+// loop that sleeps up to a millisecond between queries still waits on the GPU; a query per
+// training step does not.
+inline constexpr uint64_t kPollGapNs = 2'000'000;
 
 // --- Periodic stalls ---------------------------------------------------------------------
 // A step is a stall when it lasts more than this times the median step and most of its

@@ -18,12 +18,22 @@ inline bool IsExplicitSync(wire::Api api) {
   return api == wire::CUDA_STREAM_SYNCHRONIZE || api == wire::CUDA_DEVICE_SYNCHRONIZE ||
          api == wire::CUDA_EVENT_SYNCHRONIZE;
 }
+// Every copy shape (1D, 2D, 3D, peer, symbol) is one of these two.
 inline bool IsCopy(wire::Api api) { return api == wire::CUDA_MEMCPY || api == wire::CUDA_MEMCPY_ASYNC; }
-// A hooked call that puts work on the device (a kernel, a copy).
-inline bool EnqueuesWork(wire::Api api) { return api == wire::CUDA_LAUNCH_KERNEL || IsCopy(api); }
+inline bool IsMemset(wire::Api api) { return api == wire::CUDA_MEMSET || api == wire::CUDA_MEMSET_ASYNC; }
+// cudaStreamQuery / cudaEventQuery: a polling loop spins on them.
+inline bool IsQuery(wire::Api api) { return api == wire::CUDA_STREAM_QUERY || api == wire::CUDA_EVENT_QUERY; }
+// A hooked call that puts work on the device (a kernel, a graph's work, a copy, a memset).
+inline bool EnqueuesWork(wire::Api api) {
+  return api == wire::CUDA_LAUNCH_KERNEL || api == wire::CUDA_DRIVER_LAUNCH_KERNEL || api == wire::CUDA_GRAPH_LAUNCH ||
+         IsCopy(api) || IsMemset(api);
+}
+// Recorded into a CUDA graph while its stream was captured: nothing ran, nothing waited.
+inline bool InCapture(uint32_t flags) { return HasFlag(flags, wire::FLAG_IN_CAPTURE); }
 
 // The call held the host until the GPU had caught up: an explicit sync, or a copy the
 // library flagged FLAG_BLOCKED_HOST (cudaMemcpy, or cudaMemcpyAsync on pageable memory).
+// A polling loop that spun is one too (interpret/poll_folder.h decides it, not the flags).
 inline bool BlocksHost(wire::Api api, uint32_t flags) {
   return IsExplicitSync(api) || (IsCopy(api) && HasFlag(flags, wire::FLAG_BLOCKED_HOST));
 }
@@ -40,7 +50,8 @@ enum SyncKind : int8_t {
   kSyncDevice = 1,
   kSyncEvent = 2,
   kSyncSmallCopy = 3,  // a small blocking H2D/D2H copy: .item(), .cpu() of a scalar
-  kSyncKinds = 4
+  kSyncPoll = 4,       // a polling loop (cudaStreamQuery/cudaEventQuery) that spun: poll_folder.h
+  kSyncKinds = 5
 };
 inline SyncKind SyncKindOf(wire::Api api, uint32_t flags, uint64_t bytes, wire::CopyKind copy) {
   switch (api) {
@@ -57,7 +68,8 @@ inline SyncKind SyncKindOf(wire::Api api, uint32_t flags, uint64_t bytes, wire::
 }
 inline const char* SyncKindName(int kind) {
   static const char* const kNames[kSyncKinds] = {"cudaStreamSynchronize", "cudaDeviceSynchronize",
-                                                 "cudaEventSynchronize", "small blocking copy (.item()/.cpu())"};
+                                                 "cudaEventSynchronize", "small blocking copy (.item()/.cpu())",
+                                                 "polling loop (cudaStreamQuery/cudaEventQuery)"};
   return kind >= 0 && kind < kSyncKinds ? kNames[kind] : "?";
 }
 

@@ -47,6 +47,7 @@ void DeviceSweep::AddWork(const wire::Activity& a) {
   w.kind = static_cast<uint8_t>(a.kind());
   w.copy_kind = static_cast<uint8_t>(a.copy_kind());
   w.pageable = HasFlag(a.flags(), wire::FLAG_PAGEABLE);
+  w.graph_id = a.graph_id();
   newest_ns_ = std::max(newest_ns_, w.end);
   pending_.push(w);
 }
@@ -140,7 +141,7 @@ void DeviceSweep::Release(const Work& w, const RankFacts& facts, const Coverage&
   out.OnDeviceWork(DeviceWork{w.start, w.end, w.bytes, w.corr, w.name_id, w.stream, w.device,
                               static_cast<wire::ActivityKind>(w.kind),
                               static_cast<wire::CopyKind>(w.copy_kind), w.pageable, comm, late, api,
-                              first_of_api});
+                              first_of_api, w.graph_id});
 }
 
 void DeviceSweep::Gap(uint64_t a, uint64_t b, const ApiSpan* next_api, bool trailing, const Coverage& coverage,

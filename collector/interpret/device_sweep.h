@@ -59,6 +59,7 @@ class DeviceSweep {
     uint64_t start, end, bytes;
     uint32_t corr, name_id, stream;
     int32_t device;
+    uint32_t graph_id;
     uint8_t kind, copy_kind;
     bool pageable;
     bool operator>(const Work& o) const {

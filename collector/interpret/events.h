@@ -21,8 +21,11 @@ struct HostCall {
   wire::Api api;
   wire::CopyKind copy_kind;
   // Decided once (common/wire_vocab.h):
-  SyncKind sync_kind;  // kNotSync unless an explicit sync or a small blocking copy
+  SyncKind sync_kind;  // kNotSync unless an explicit sync, a small blocking copy or a spin
   bool blocks_host;
+  // Made while its stream was captured into a CUDA graph: recorded, not executed (no work,
+  // no wait); the analyses count it as a capture, never as a launch, copy or sync.
+  bool captured;
   // Collectives: the communicator's size (the world size when it was never announced),
   // its identity across ranks (unique_hash, else comm_id), S as nccl-tests define it
   // (count x element size, x nranks for AllGather/ReduceScatter), and whether GPU time
@@ -56,6 +59,9 @@ struct DeviceWork {
   bool late;  // released after the sweep had passed its start (the reorder window missed it)
   const ApiSpan* api;  // the launching call; null when unknown (valid during the call only)
   bool first_of_api;   // the first work released for that call (a call can launch several)
+  // Run by a CUDA graph launch: the executable graph's CUPTI id (0: launched on its own).
+  // Its correlation id, and so `api`, is the graph launch's.
+  uint32_t graph_id;
 
   uint64_t dur_ns() const { return end_ns - start_ns; }
 };

@@ -6,7 +6,7 @@
 namespace gpuwatch::collector {
 
 RankInterpreter::RankInterpreter(const RankInterpreter& o)
-    : facts_(o.facts_), host_(o.host_), steps_(o.steps_), sweep_(o.sweep_), coverage_(o.coverage_),
+    : facts_(o.facts_), host_(o.host_), polls_(o.polls_), steps_(o.steps_), sweep_(o.sweep_), coverage_(o.coverage_),
       host_seen_(o.host_seen_),
       host_calls_(o.host_calls_), host_first_(o.host_first_), host_last_(o.host_last_) {}
 
@@ -31,8 +31,9 @@ HostCall RankInterpreter::Interpret(const wire::Event& e) const {
   c.site_id = e.site_id();
   c.api = e.api();
   c.copy_kind = e.copy_kind();
-  c.sync_kind = SyncKindOf(c.api, c.flags, c.bytes, c.copy_kind);
-  c.blocks_host = BlocksHost(c.api, c.flags);
+  c.captured = InCapture(c.flags);
+  c.sync_kind = c.captured ? kNotSync : SyncKindOf(c.api, c.flags, c.bytes, c.copy_kind);
+  c.blocks_host = !c.captured && BlocksHost(c.api, c.flags);
   c.comm_nranks = 0;
   c.comm_hash = 0;
   c.coll_bytes = 0;
@@ -60,6 +61,7 @@ void RankInterpreter::OnBatch(const wire::Batch& b) {
   for (const auto& s : b.proc_samples()) fanout_.OnProcSample(s);
   for (const auto& e : b.events()) {
     HostCall c = Interpret(e);
+    polls_.Fold(c);
     // The batch's windows came first: they hold every call in it (the library decides a
     // window after draining the calls it sends with it).
     c.recorded = coverage_.Covers(c.t_ns, c.t_ns);

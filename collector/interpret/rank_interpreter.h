@@ -12,6 +12,7 @@
 #include "interpret/device_sweep.h"
 #include "interpret/event_sink.h"
 #include "interpret/host_order.h"
+#include "interpret/poll_folder.h"
 #include "interpret/rank_facts.h"
 #include "interpret/step_finder.h"
 
@@ -64,6 +65,7 @@ class RankInterpreter {
 
   RankFacts facts_;
   HostOrder host_;
+  PollFolder polls_;  // polling loops, folded at ingest (one thread's calls arrive in order)
   StepFinder steps_;
   DeviceSweep sweep_;
   Coverage coverage_;

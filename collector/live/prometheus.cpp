@@ -127,6 +127,11 @@ std::string FormatPrometheus(const LiveSnapshot& snap) {
   Write(out, {"gpuwatch_h2d_pageable_bytes_total", "counter",
               "Bytes copied host to device from pageable (not pinned) memory"},
         snap, labels, one([](const RankSample& r) { return double(r.h2d_pageable_bytes); }));
+  Write(out, {"gpuwatch_graph_launches_total", "counter", "CUDA graph launches (cudaGraphLaunch)"}, snap, labels,
+        one([](const RankSample& r) { return double(r.graph_launches); }));
+  Write(out, {"gpuwatch_graph_kernels_total", "counter",
+              "Kernels CUDA graph launches ran on the GPU (CUPTI only)"},
+        snap, labels, gpu([](const RankSample& r) { return double(r.graph_kernels); }));
   Write(out, {"gpuwatch_collective_calls_total", "counter", "NCCL collective calls, by op"},
         snap, labels, per_op([](const OpSample& o) { return double(o.calls); }));
   Write(out, {"gpuwatch_collective_bytes_total", "counter",

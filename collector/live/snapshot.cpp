@@ -12,6 +12,8 @@ RankSample SampleOf(const RankResult& r) {
   s.sync_s = Seconds(r.sync.TotalNs());
   s.h2d_bytes = r.copies.dir[0].calls.bytes;
   s.h2d_pageable_bytes = r.copies.dir[0].pageable.bytes;
+  s.graph_launches = r.graphs.launches;
+  s.graph_kernels = r.graphs.device.kernels;
   if (r.cupti()) {
     s.has_gpu = true;
     s.gpu_busy_s = Seconds(r.gpu.run.busy);

@@ -34,6 +34,7 @@ struct RankSample {
   double gpu_idle_s[kIdleKinds] = {};  // idle gaps by IdleKind
   double sync_s = 0;     // host blocked in sync calls
   uint64_t h2d_bytes = 0, h2d_pageable_bytes = 0;
+  uint64_t graph_launches = 0, graph_kernels = 0;  // CUDA graphs: hooked launches, kernels they ran (CUPTI)
   std::vector<OpSample> ops;
   uint64_t steps = 0;
   PerStepMean per_step;

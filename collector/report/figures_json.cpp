@@ -52,6 +52,7 @@ nlohmann::json CopiesJson(const CopyFigures& c, const GpuFigures& gpu) {
         {"pageable_bytes", c.dir[i].pageable.bytes},
         {"blocking_count", c.dir[i].blocking_count}};
   }
+  out["d2d"] = {{"count", c.d2d.count}, {"bytes", c.d2d.bytes}, {"total_s", Seconds(c.d2d.ns)}};
   return out;
 }
 
@@ -70,7 +71,32 @@ nlohmann::json CollectivesJson(const CollectiveFigures& c) {
 nlohmann::json LaunchesJson(const LaunchFigures& l) {
   nlohmann::json top = nlohmann::json::array();
   for (const auto& [name, n] : l.Top(kTopN)) top.push_back({{"name", DemangleName(name)}, {"launches", n}});
-  return {{"launches", l.launches}, {"top_launched", top}};
+  return {{"launches", l.launches}, {"driver_launches", l.driver_launches}, {"top_launched", top}};
+}
+
+nlohmann::json GraphsJson(const GraphFigures& g) {
+  nlohmann::json per = nlohmann::json::array();
+  for (const auto& [id, x] : g.by_graph)
+    per.push_back({{"graph_id", id}, {"launches", x.launches}, {"kernels", x.kernels}, {"ops", x.ops},
+                   {"device_s", Seconds(x.device_ns)}});
+  return {{"launches", g.launches},
+          {"launch_calls_s", Seconds(g.launch_ns)},
+          {"kernels", g.device.kernels},
+          {"ops", g.device.ops},
+          {"device_s", Seconds(g.device.device_ns)},
+          {"device_launches", g.device.launches},
+          {"captures", g.captures},
+          {"instantiations", g.instantiations},
+          {"captured_calls", g.captured_calls},
+          {"per_graph", per}};
+}
+
+nlohmann::json ApiCallsJson(const ApiCallFigures& a) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [api, x] : a.by_api)
+    out[ApiName(api)] = {{"count", x.count}, {"total_s", Seconds(x.ns)}, {"captured", x.captured},
+                         {"not_ready", x.not_ready}};
+  return out;
 }
 
 nlohmann::json GpuJson(const GpuFigures& s) {
@@ -102,8 +128,10 @@ nlohmann::json GpuJson(const GpuFigures& s) {
                        {"p99_us", Us(s.launch_delay.Quantile(0.99))}};
   nlohmann::json top = nlohmann::json::array();
   for (const auto& [name, k] : s.TopByTime(kTopN))
-    top.push_back({{"name", DemangleName(name)}, {"count", k.count}, {"total_s", Seconds(k.ns)}});
+    top.push_back({{"name", DemangleName(name)}, {"count", k.count}, {"total_s", Seconds(k.ns)},
+                   {"in_graphs", k.in_graphs}});
   g["kernels"] = {{"count", s.kernel_count},
+                  {"in_graphs", s.graph_kernels},
                   {"total_s", Seconds(s.run.compute)},
                   {"median_us", Us(s.kernel_dur.Quantile(0.50))},
                   {"short_fraction", s.short_fraction()},
@@ -191,6 +219,11 @@ void AddMeasured(const Figures& f, nlohmann::json& obj) {
   obj["memcpy"] = CopiesJson(f.copies, f.gpu);
   obj["collectives"] = CollectivesJson(f.collectives);
   obj["kernels"] = LaunchesJson(f.launches);
+  obj["graphs"] = GraphsJson(f.graphs);
+  obj["api_calls"] = ApiCallsJson(f.api_calls);
+  obj["memset"] = {{"count", f.copies.memset.count},
+                   {"bytes", f.copies.memset.bytes},
+                   {"total_s", Seconds(f.copies.memset.ns)}};
   obj["gpu"] = GpuJson(f.gpu);
   obj["dropped"] = DroppedJson(f.dropped);
   obj["dropped_total"] = f.dropped_total;

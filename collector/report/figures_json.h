@@ -17,6 +17,8 @@ nlohmann::json SyncJson(const SyncFigures& s);
 nlohmann::json CopiesJson(const CopyFigures& c, const GpuFigures& gpu);
 nlohmann::json CollectivesJson(const CollectiveFigures& c);
 nlohmann::json LaunchesJson(const LaunchFigures& l);
+nlohmann::json GraphsJson(const GraphFigures& g);
+nlohmann::json ApiCallsJson(const ApiCallFigures& a);
 nlohmann::json GpuJson(const GpuFigures& g);
 nlohmann::json DroppedJson(const std::map<std::string, uint64_t>& d);
 nlohmann::json StepsJson(const RankResult& r);

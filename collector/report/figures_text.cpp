@@ -78,6 +78,18 @@ void LaunchesText(const LaunchFigures& l, std::string& out) {
     out += Printf("    %9llu  %s\n", static_cast<unsigned long long>(n), Clip(DemangleName(name), kTextWidth - 15).c_str());
 }
 
+void GraphsText(const GraphFigures& g, std::string& out) {
+  if (!g.any()) return;
+  out += Printf("  CUDA graphs: %llu launches (%s in the calls), %llu kernels / %llu ops on the device, %s\n",
+                static_cast<unsigned long long>(g.launches), Dur(g.launch_ns).c_str(),
+                static_cast<unsigned long long>(g.device.kernels), static_cast<unsigned long long>(g.device.ops),
+                Dur(g.device.device_ns).c_str());
+  if (g.captures || g.captured_calls)
+    out += Printf("    %llu captures, %llu instantiations, %llu calls recorded into graphs (not run)\n",
+                  static_cast<unsigned long long>(g.captures), static_cast<unsigned long long>(g.instantiations),
+                  static_cast<unsigned long long>(g.captured_calls));
+}
+
 void GpuText(const GpuFigures& s, std::string& out) {
   const uint64_t comm_count = s.comm_kernels + s.coll_events.count, comm_ns = s.run.comm + s.coll_events.ns;
   if (!s.cupti()) {
@@ -105,6 +117,9 @@ void GpuText(const GpuFigures& s, std::string& out) {
                 DurD(s.launch_delay.Quantile(0.99)).c_str());
   out += Printf("    kernels %llu, %s, median %s, %.1f%% short\n", static_cast<unsigned long long>(s.kernel_count),
                 Dur(s.run.compute).c_str(), DurD(s.kernel_dur.Quantile(0.5)).c_str(), 100.0 * s.short_fraction());
+  if (s.graph_kernels)
+    out += Printf("    (%llu of them in CUDA graphs; short counts kernels launched one by one)\n",
+                  static_cast<unsigned long long>(s.graph_kernels));
   for (const auto& [name, k] : s.TopByTime(kTopN))
     out += Printf("      %9llu %11s  %s\n", static_cast<unsigned long long>(k.count), Dur(k.ns).c_str(),
                   Clip(DemangleName(name), kTextWidth - 29).c_str());
@@ -213,6 +228,7 @@ void AppendRankText(const RankResult& r, std::string& out) {
   CopiesText(r.copies, r.gpu, out);
   CollectivesText(r.collectives, out);
   LaunchesText(r.launches, out);
+  GraphsText(r.graphs, out);
   GpuText(r.gpu, out);
   DroppedText(r.dropped, out);
   StepsText(r, out);

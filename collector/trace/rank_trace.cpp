@@ -43,7 +43,7 @@ const char* const kKeyNames[] = {"bytes",          "blocking",           "seq",
                                  "busbw_gbps",     "peer",               "step",
                                  "gpu_compute_ms", "comm_not_overlapped_ms", "idle_host_wait_ms",
                                  "idle_launch_wait_ms", "idle_sync_wait_ms", "idle_other_ms",
-                                 "host_blocked_in_syncs_ms", "copies_ms"};
+                                 "host_blocked_in_syncs_ms", "copies_ms",          "graph_id"};
 
 const char* CopyDir(int kind) {
   switch (kind) {
@@ -237,7 +237,7 @@ void RankTrace::AfterBatch() {
 
 void RankTrace::OnHostCall(const HostCall& c) {
   if (file_->level() == TraceLevel::kOff) return;
-  const bool launch = c.api == wire::CUDA_LAUNCH_KERNEL;
+  const bool launch = c.api == wire::CUDA_LAUNCH_KERNEL || c.api == wire::CUDA_DRIVER_LAUNCH_KERNEL;
   if (c.blocks_host && c.dur_ns >= kLongStallNs) LongStall(c);
   if (launch && !Detail(c.t_ns)) return;
   const size_t ti = ThreadIndex(c.tid);
@@ -292,9 +292,12 @@ void RankTrace::OnDeviceWork(const DeviceWork& w) {
     flow = ids_->next_flow++;
     EmitApi(*w.api, flow);
   }
-  Ann anns[1];
+  Ann anns[2];
   int n = 0;
   uint32_t name;
+  // A graph's work: the flow above comes from its graph launch (one per launch, to the
+  // first node), and every node says which graph it belongs to.
+  if (w.graph_id) anns[n++] = {kKeyGraph, Ann::kUint, w.graph_id, 0};
   if (w.kind == wire::ACTIVITY_KERNEL) {
     name = CachedIid(kDeviceKey | (w.name_id & kIdMask), [&] { return KernelName(w.name_id); });
   } else if (w.kind == wire::ACTIVITY_MEMCPY) {

@@ -86,7 +86,8 @@ class RankTrace final : public EventSink {
   // Annotation keys: their iids in keys_ (filled in this order by the constructor).
   enum Key : uint32_t {
     kKeyBytes = 1, kKeyBlocking, kKeySeq, kKeyBusbw, kKeyPeer, kKeyStep,
-    kKeyCompute, kKeyCommExposed, kKeyIdle0, kKeyIdleLast = kKeyIdle0 + kIdleKinds - 1, kKeySyncMid, kKeyCopies
+    kKeyCompute, kKeyCommExposed, kKeyIdle0, kKeyIdleLast = kKeyIdle0 + kIdleKinds - 1, kKeySyncMid, kKeyCopies,
+    kKeyGraph
   };
   struct Lanes {
     uint64_t last_end[kMaxLanes] = {};

@@ -165,6 +165,8 @@ void DeviceFields(const CuptiState& s, const R* r, ActivityRecord& a) {
   a.correlation_id = r->correlationId;
   a.stream = r->streamId;
   a.device = static_cast<int32_t>(r->deviceId);
+  a.graph_id = r->graphId;
+  a.graph_node_id = r->graphNodeId;
 }
 
 // Parses one completed buffer. Only the record kinds gpuwatch enabled are read; CUPTI's

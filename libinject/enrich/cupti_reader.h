@@ -26,6 +26,8 @@ struct ActivityRecord {
   int32_t device;
   uint32_t name_id;
   uint32_t api_id, api_domain;
+  uint32_t graph_id;       // device work run by a graph launch: CUPTI's graphId; else 0
+  uint64_t graph_node_id;
   bool comm_kernel;    // a kernel of NCCL's (not encoded: used to time collectives)
 };
 

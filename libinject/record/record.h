@@ -14,6 +14,17 @@ enum Api : uint8_t {
   kApiDeviceSynchronize = 4,
   kApiEventSynchronize = 5,
   kApiLaunchKernel = 6,
+  kApiGraphLaunch = 7,
+  kApiStreamBeginCapture = 8,
+  kApiStreamEndCapture = 9,
+  kApiGraphInstantiate = 10,
+  kApiMemset = 11,
+  kApiMemsetAsync = 12,
+  kApiStreamWaitEvent = 13,
+  kApiLaunchHostFunc = 14,
+  kApiStreamQuery = 15,
+  kApiEventQuery = 16,
+  kApiDriverLaunchKernel = 17,  // hooks_cuda_driver.cpp: cuLaunchKernel from an entry point
   kApiAllReduce = 20,
   kApiAllGather = 21,
   kApiReduceScatter = 22,
@@ -26,7 +37,14 @@ enum Api : uint8_t {
   kGroupEnd = 200,  // closes the ncclGroupStart/End group whose events are in `event_slot`
 };
 enum CopyKind : uint8_t { kCopyH2D = 1, kCopyD2H = 2, kCopyD2D = 3, kCopyH2H = 4 };
-enum Flag : uint16_t { kFlagPageable = 1, kFlagBlockedHost = 2, kFlagInGroup = 4, kFlagNoGpuTime = 8 };
+enum Flag : uint16_t {
+  kFlagPageable = 1,
+  kFlagBlockedHost = 2,
+  kFlagInGroup = 4,
+  kFlagNoGpuTime = 8,
+  kFlagInCapture = 16,  // the stream was being captured into a graph: recorded, not executed
+  kFlagNotReady = 32,   // a query answered cudaErrorNotReady
+};
 
 struct Record {
   uint8_t api;          // Api

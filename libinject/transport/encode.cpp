@@ -160,6 +160,8 @@ void AppendActivity(std::string& batch, const ActivityRecord& a) {
   UInt(o, m::kFlags, a.flags);
   UInt(o, m::kApiId, a.api_id);
   UInt(o, m::kApiDomain, a.api_domain);
+  UInt(o, m::kGraphId, a.graph_id);
+  UInt(o, m::kGraphNodeId, a.graph_node_id);
   Message(batch, f::batch::kActivities, o);
 }
 

@@ -69,6 +69,8 @@ GW_FIELD(activity, Activity, CopyKind);
 GW_FIELD(activity, Activity, Flags);
 GW_FIELD(activity, Activity, ApiId);
 GW_FIELD(activity, Activity, ApiDomain);
+GW_FIELD(activity, Activity, GraphId);
+GW_FIELD(activity, Activity, GraphNodeId);
 
 GW_FIELD(kernel_name, KernelName, Id);
 GW_FIELD(kernel_name, KernelName, Name);
@@ -153,6 +155,17 @@ GW_ENUM(gi::kApiStreamSynchronize, w::CUDA_STREAM_SYNCHRONIZE);
 GW_ENUM(gi::kApiDeviceSynchronize, w::CUDA_DEVICE_SYNCHRONIZE);
 GW_ENUM(gi::kApiEventSynchronize, w::CUDA_EVENT_SYNCHRONIZE);
 GW_ENUM(gi::kApiLaunchKernel, w::CUDA_LAUNCH_KERNEL);
+GW_ENUM(gi::kApiGraphLaunch, w::CUDA_GRAPH_LAUNCH);
+GW_ENUM(gi::kApiStreamBeginCapture, w::CUDA_STREAM_BEGIN_CAPTURE);
+GW_ENUM(gi::kApiStreamEndCapture, w::CUDA_STREAM_END_CAPTURE);
+GW_ENUM(gi::kApiGraphInstantiate, w::CUDA_GRAPH_INSTANTIATE);
+GW_ENUM(gi::kApiMemset, w::CUDA_MEMSET);
+GW_ENUM(gi::kApiMemsetAsync, w::CUDA_MEMSET_ASYNC);
+GW_ENUM(gi::kApiStreamWaitEvent, w::CUDA_STREAM_WAIT_EVENT);
+GW_ENUM(gi::kApiLaunchHostFunc, w::CUDA_LAUNCH_HOST_FUNC);
+GW_ENUM(gi::kApiStreamQuery, w::CUDA_STREAM_QUERY);
+GW_ENUM(gi::kApiEventQuery, w::CUDA_EVENT_QUERY);
+GW_ENUM(gi::kApiDriverLaunchKernel, w::CUDA_DRIVER_LAUNCH_KERNEL);
 GW_ENUM(gi::kApiAllReduce, w::NCCL_ALL_REDUCE);
 GW_ENUM(gi::kApiAllGather, w::NCCL_ALL_GATHER);
 GW_ENUM(gi::kApiReduceScatter, w::NCCL_REDUCE_SCATTER);
@@ -173,7 +186,9 @@ GW_ENUM(gi::kFlagPageable, w::FLAG_PAGEABLE);
 GW_ENUM(gi::kFlagBlockedHost, w::FLAG_BLOCKED_HOST);
 GW_ENUM(gi::kFlagInGroup, w::FLAG_IN_GROUP);
 GW_ENUM(gi::kFlagNoGpuTime, w::FLAG_NO_GPU_TIME);
-GW_ENUM(gi::kFlagNoGpuTime, w::EventFlag_MAX);
+GW_ENUM(gi::kFlagInCapture, w::FLAG_IN_CAPTURE);
+GW_ENUM(gi::kFlagNotReady, w::FLAG_NOT_READY);
+GW_ENUM(gi::kFlagNotReady, w::EventFlag_MAX);
 
 // enrich/cupti_reader.h
 GW_ENUM(gi::kActKernel, w::ACTIVITY_KERNEL);

@@ -24,7 +24,8 @@ inline constexpr uint32_t kApi = 1, kTNs = 2, kDurNs = 3, kBytes = 4, kCopyKind 
 
 namespace activity {
 inline constexpr uint32_t kKind = 1, kStartNs = 2, kEndNs = 3, kCorrelationId = 4, kStream = 5, kDevice = 6,
-                          kNameId = 7, kBytes = 8, kCopyKind = 9, kFlags = 10, kApiId = 11, kApiDomain = 12;
+                          kNameId = 7, kBytes = 8, kCopyKind = 9, kFlags = 10, kApiId = 11, kApiDomain = 12,
+                          kGraphId = 13, kGraphNodeId = 14;
 }
 
 namespace kernel_name {

@@ -81,6 +81,8 @@ void CheckRank(const sc::Scenario& s, const json& rank, const json& truth, const
 
   CHECK(rank["world_size"].get<int>() == s.ranks);
   CHECK(U(Sub(rank, "kernels"), "launches") == U(Sub(ops, "kernels"), "count"));
+  // Library kernels: cuLaunchKernel from cudaGetDriverEntryPointByVersion, wrapped there.
+  CHECK(U(Sub(rank, "kernels"), "driver_launches") == U(Sub(ops, "kernels_library"), "count"));
 
   // Copies.
   const json& h2d = Sub(Sub(rank, "memcpy"), "h2d");
@@ -140,6 +142,29 @@ void CheckRank(const sc::Scenario& s, const json& rank, const json& truth, const
   const json& kernels = Sub(gpu, "kernels");
   CHECK(U(kernels, "count") == U(Sub(kinds, "kernel"), "count"));
   CheckGpu("kernel time", D(kernels, "total_s"), D(Sub(kinds, "kernel"), "device_s"));
+
+  // CUDA graphs: launches and captures from the driver, their device work from the device
+  // truth, which counts graph work apart (exactly; time 3%).
+  const json& graphs = Sub(rank, "graphs");
+  const json& dev_graphs = Sub(device, "graphs");
+  uint64_t captured = 0;
+  for (const sc::Op* op : sc::graph_ops(s)) captured += op->count;  // each graph's launches, captured once
+  CHECK(U(graphs, "launches") == U(Sub(ops, "graph"), "count"));
+  CHECK(U(graphs, "captured_calls") == captured);
+  CHECK(U(graphs, "kernels") == U(Sub(ops, "graph_kernels"), "count"));
+  CHECK(U(graphs, "kernels") == U(dev_graphs, "kernels"));
+  CHECK(U(graphs, "device_launches") == U(dev_graphs, "launches"));
+  CHECK(U(kernels, "in_graphs") == U(dev_graphs, "kernels"));
+  CheckGpu("graph work time", D(graphs, "device_s"), D(dev_graphs, "device_s"));
+  uint64_t per_graph_kernels = 0;
+  for (const json& g : Sub(graphs, "per_graph")) per_graph_kernels += U(g, "kernels");
+  CHECK(per_graph_kernels == U(graphs, "kernels"));
+
+  // Memsets: the hooks' calls (host) and the device's.
+  const json& memset = Sub(rank, "memset");
+  CHECK(U(memset, "count") == U(Sub(ops, "memset"), "count"));
+  CHECK(U(memset, "bytes") == U(Sub(ops, "memset"), "bytes"));
+  CHECK(U(Sub(kinds, "memset"), "count") == U(Sub(ops, "memset"), "count"));
 }
 
 void CheckSummaryAgainstTruth(const sc::Scenario& s, const json& summary, const std::string& truth) {

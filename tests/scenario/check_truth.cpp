@@ -77,7 +77,8 @@ void check_rank_truth(const Scenario& sc, int rank, const json& truth) {
   const json ops = truth.value("ops", json::object());
   // Keys that belong to the scenario's ops; others (comm_order, step_join) are extras.
   std::set<std::string> op_keys = {"host", "h2d", "d2h", "kernels", "kernels_library", "item", "sync", "sync_stream", "sync_device",
-                                   "sync_event", "allreduce", "allgather", "reducescatter", "broadcast"};
+                                   "sync_event", "allreduce", "allgather", "reducescatter", "broadcast",
+                                   "graph", "graph_kernels", "memset"};
   for (const auto& [key, t] : want) {
     const json e = ops.value(key, json::object());
     if (u64(e, "count") != t.count) fail(who + " ops." + key + ".count = " + std::to_string(u64(e, "count")) + ", want " + std::to_string(t.count));
@@ -114,6 +115,16 @@ void check_device_truth(const Scenario& sc, int rank, const json& dev) {
     double got = num(kinds["kernel"], "device_s"), w = want.at("kernel").seconds;
     if (!near(got, w)) fail(who + " kinds.kernel.device_s = " + fmt(got) + ", want " + fmt(w) + " (10% or 0.5 ms)");
   }
+
+  // Graph replays: launches and the kernels they ran, apart from eager work.
+  const GraphTotals g = expected_graphs(sc, rank);
+  const json graphs = dev.value("graphs", json::object());
+  if (u64(graphs, "launches") != g.launches)
+    fail(who + " graphs.launches = " + std::to_string(u64(graphs, "launches")) + ", want " + std::to_string(g.launches));
+  if (u64(graphs, "kernels") != g.kernels)
+    fail(who + " graphs.kernels = " + std::to_string(u64(graphs, "kernels")) + ", want " + std::to_string(g.kernels));
+  if (g.kernels && !near(num(graphs, "device_s"), g.kernel_seconds))
+    fail(who + " graphs.device_s = " + fmt(num(graphs, "device_s")) + ", want " + fmt(g.kernel_seconds) + " (10% or 0.5 ms)");
 
   // Copies: bytes / bandwidth, where the scenario sets the bandwidth it needs.
   auto gbps = [&](const char* key) { auto it = sc.gpu.find(key); return it == sc.gpu.end() ? 0.0 : it->second; };

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <map>
 #include <stdexcept>
 #include <sched.h>
 #include <sys/prctl.h>
@@ -50,6 +51,7 @@ class Player {
  private:
   void play(const Op& op);
   void collective(const Op& op);
+  void capture_graphs();
 
   const Scenario& sc_;
   const PlayerOptions& opt_;
@@ -64,7 +66,25 @@ class Player {
   void* pinned_ = nullptr;
   char* pageable_ = nullptr;
   ncclComm_t comm_ = nullptr;
+  std::map<const Op*, cudaGraphExec_t> graphs_;  // each `graph` op, captured at setup
 };
+
+// Each `graph` op becomes one executable graph: its spin kernels captured on the compute
+// stream, as torch.cuda.graphs / torch.compile(mode="reduce-overhead") capture a step.
+void Player::capture_graphs() {
+  for (const Op* op : graph_ops(sc_)) {
+    const auto ns = static_cast<unsigned long long>(op->us * scale_.kernels * 1e3 + 0.5);
+    check(cudaStreamBeginCapture(compute_, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+    for (std::uint64_t i = 0; i < op->count; ++i) launch_spin(ns, compute_);
+    cudaGraph_t graph = nullptr;
+    check(cudaStreamEndCapture(compute_, &graph), "cudaStreamEndCapture");
+    check(cudaGetLastError(), "kernel launch during capture (cudaGetLastError)");
+    cudaGraphExec_t exec = nullptr;
+    check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
+    check(cudaGraphDestroy(graph), "cudaGraphDestroy");
+    graphs_[op] = exec;
+  }
+}
 
 void Player::setup() {
   auto t0 = Clock::now();
@@ -95,6 +115,7 @@ void Player::setup() {
   for (const Every& e : sc_.every)
     for (const Op& op : e.ops) note(op);
   if (library) check(init_library_launch(), "cudaGetDriverEntryPointByVersion(cuLaunchKernel) / cudaGetFuncBySymbol");
+  capture_graphs();
 
   ncclUniqueId id;
   if (opt_.rank == 0) {
@@ -199,6 +220,28 @@ void Player::play(const Op& op) {
       check(cudaGetLastError(), "kernel launch (cudaGetLastError)");
       break;
     }
+    case OpKind::Graph: {
+      // Sum the launch calls only, as for kernels.
+      Clock::duration in_launch{};
+      cudaError_t e = cudaSuccess;
+      for (std::uint64_t i = 0; i < op.replays && e == cudaSuccess; ++i) {
+        auto t0 = Clock::now();
+        e = cudaGraphLaunch(graphs_.at(&op), compute_);
+        in_launch += Clock::now() - t0;
+      }
+      check(e, "cudaGraphLaunch");
+      truth_.add("graph", std::chrono::duration<double>(in_launch).count(), 0, op.replays);
+      truth_.add("graph_kernels", 0, 0, op.replays * op.count);
+      break;
+    }
+    case OpKind::Memset: {
+      auto t0 = Clock::now();
+      cudaError_t e = cudaMemsetAsync(dev_, 0, op.bytes, compute_);
+      auto t1 = Clock::now();
+      check(e, "cudaMemsetAsync");
+      truth_.add("memset", seconds_between(t0, t1), op.bytes);
+      break;
+    }
     case OpKind::Item: {
       // tensor.item(): a 4-byte copy into a pageable local, then wait for the stream.
       float value = 0;
@@ -267,6 +310,7 @@ void Player::teardown() {
   auto t0 = Clock::now();
   check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   truth_.set("final_sync_s", seconds_between(t0, Clock::now()));
+  for (auto& [op, exec] : graphs_) check(cudaGraphExecDestroy(exec), "cudaGraphExecDestroy");
   check(ncclCommDestroy(comm_), "ncclCommDestroy");
   comm_ = nullptr;
   if (pinned_) check(cudaFreeHost(pinned_), "cudaFreeHost");

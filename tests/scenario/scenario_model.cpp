@@ -79,6 +79,8 @@ const std::map<std::string, OpSpec>& op_specs() {
       {"allgather", {OpKind::AllGather, {"bytes"}}},
       {"reducescatter", {OpKind::ReduceScatter, {"bytes"}}},
       {"broadcast", {OpKind::Broadcast, {"bytes"}}},
+      {"graph", {OpKind::Graph, {"kernels", "us", "replays"}}},
+      {"memset", {OpKind::Memset, {"bytes"}}},
   };
   return specs;
 }
@@ -88,7 +90,8 @@ Op parse_op(const json& j, const std::string& source, const std::string& path) {
   const json& opv = required(j, "op", source, path);
   if (!opv.is_string() || !op_specs().count(opv.get<std::string>()))
     fail(source, join(path, "op"),
-         "expected one of host, h2d, d2h, kernels, item, sync, allreduce, allgather, reducescatter, broadcast");
+         "expected one of host, h2d, d2h, kernels, item, sync, allreduce, allgather, reducescatter, broadcast, "
+         "graph, memset");
   const std::string opname = opv.get<std::string>();
   const OpSpec& spec = op_specs().at(opname);
   std::set<std::string> allowed = spec.keys;
@@ -133,6 +136,14 @@ Op parse_op(const json& j, const std::string& source, const std::string& path) {
       }
       break;
     case OpKind::Item:
+      break;
+    case OpKind::Graph:
+      op.count = positive_int(required(j, "kernels", source, path), source, join(path, "kernels"), 100000);
+      op.us = number(required(j, "us", source, path), source, join(path, "us"), false);
+      op.replays = positive_int(required(j, "replays", source, path), source, join(path, "replays"), 100000);
+      break;
+    case OpKind::Memset:
+      op.bytes = positive_int(required(j, "bytes", source, path), source, join(path, "bytes"));
       break;
     case OpKind::Sync:
       if (j.contains("what")) {
@@ -272,6 +283,8 @@ const char* op_name(OpKind k) {
     case OpKind::AllGather: return "allgather";
     case OpKind::ReduceScatter: return "reducescatter";
     case OpKind::Broadcast: return "broadcast";
+    case OpKind::Graph: return "graph";
+    case OpKind::Memset: return "memset";
   }
   return "?";
 }
@@ -296,7 +309,7 @@ void for_each_op(const Scenario& sc, F&& f) {
 std::uint64_t device_buffer_bytes(const Scenario& sc) {
   std::uint64_t n = 4;  // item's 4-byte copy
   auto consider = [&](const Op& op) {
-    if (op.kind == OpKind::H2D || op.kind == OpKind::D2H) n = std::max(n, op.bytes);
+    if (op.kind == OpKind::H2D || op.kind == OpKind::D2H || op.kind == OpKind::Memset) n = std::max(n, op.bytes);
     if (is_collective(op.kind)) n = std::max(n, collective_bytes(op.kind, op.bytes, sc.ranks));
   };
   for (const Op& op : sc.step) consider(op);
@@ -341,6 +354,12 @@ std::map<std::string, Totals> expected_truth_ops(const Scenario& sc, int rank) {
         break;
       }
       case OpKind::Item: t["item"].count++; t["item"].bytes += 4; break;
+      case OpKind::Memset: t["memset"].count++; t["memset"].bytes += op.bytes; break;
+      case OpKind::Graph:
+        t["graph"].count += op.replays;
+        t["graph_kernels"].count += op.replays * op.count;
+        t["graph_kernels"].seconds += double(op.replays * op.count) * op.us * scale.kernels / 1e6;
+        break;
       case OpKind::Sync: {
         t["sync"].count++;
         const char* sub = op.what == SyncWhat::Stream ? "sync_stream" : op.what == SyncWhat::Device ? "sync_device" : "sync_event";
@@ -367,6 +386,11 @@ std::map<std::string, Totals> expected_device_kinds(const Scenario& sc, int rank
       case OpKind::H2D: t["h2d"].count++; t["h2d"].bytes += op.bytes; break;
       case OpKind::D2H: t["d2h"].count++; t["d2h"].bytes += op.bytes; break;
       case OpKind::Item: t["d2h"].count++; t["d2h"].bytes += 4; break;
+      case OpKind::Memset: t["memset"].count++; t["memset"].bytes += op.bytes; break;
+      case OpKind::Graph:
+        t["kernel"].count += op.replays * op.count;
+        t["kernel"].seconds += double(op.replays * op.count) * op.us * scale.kernels / 1e6;
+        break;
       case OpKind::Kernels:
         t["kernel"].count += op.count;
         t["kernel"].seconds += double(op.count) * op.us * scale.kernels / 1e6;
@@ -379,6 +403,28 @@ std::map<std::string, Totals> expected_device_kinds(const Scenario& sc, int rank
     }
   });
   return t;
+}
+
+GraphTotals expected_graphs(const Scenario& sc, int rank) {
+  GraphTotals g;
+  const RankScale scale = sc.scale_for(rank);
+  for_each_op(sc, [&](const Op& op) {
+    if (op.kind != OpKind::Graph) return;
+    g.launches += op.replays;
+    g.kernels += op.replays * op.count;
+    g.kernel_seconds += double(op.replays * op.count) * op.us * scale.kernels / 1e6;
+  });
+  return g;
+}
+
+std::vector<const Op*> graph_ops(const Scenario& sc) {
+  std::vector<const Op*> out;
+  for (const Op& op : sc.step)
+    if (op.kind == OpKind::Graph) out.push_back(&op);
+  for (const Every& e : sc.every)
+    for (const Op& op : e.ops)
+      if (op.kind == OpKind::Graph) out.push_back(&op);
+  return out;
 }
 
 }  // namespace gpuwatch::scenario

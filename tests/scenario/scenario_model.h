@@ -15,7 +15,7 @@
 
 namespace gpuwatch::scenario {
 
-enum class OpKind { Host, H2D, D2H, Kernels, Item, Sync, AllReduce, AllGather, ReduceScatter, Broadcast };
+enum class OpKind { Host, H2D, D2H, Kernels, Item, Sync, AllReduce, AllGather, ReduceScatter, Broadcast, Graph, Memset };
 enum class SyncWhat { Stream, Device, Event };
 // How `kernels` are launched: through the runtime (<<<>>>, seen by cudaLaunchKernel hooks) or
 // as a library such as cuBLAS does (driver cuLaunchKernel, invisible to runtime hooks).
@@ -30,11 +30,12 @@ struct Op {
   double ms = 0;         // host
   HostWait wait = HostWait::Sleep;  // host
   double read_mbps = 100;  // host with wait = read
-  std::uint64_t bytes = 0;  // h2d, d2h, collectives (per rank)
+  std::uint64_t bytes = 0;  // h2d, d2h, memset, collectives (per rank)
   bool pinned = true;    // h2d, d2h
   bool async = true;     // h2d, d2h
-  std::uint64_t count = 0;  // kernels
-  double us = 0;         // kernels
+  std::uint64_t count = 0;  // kernels; graph: its kernels (the "kernels" key)
+  double us = 0;         // kernels, graph
+  std::uint64_t replays = 0;  // graph: launches per step (captured once, at setup)
   std::string name;      // kernels: NVTX range name (optional)
   Via via = Via::Runtime;  // kernels
   SyncWhat what = SyncWhat::Stream;  // sync
@@ -101,16 +102,29 @@ struct Totals {
 };
 
 // What truth-rank-R.json's "ops" must contain for `rank` (count and bytes exactly).
-// seconds: host = ms x scale summed; kernels and kernels_library = us x scale summed
-// (device time, not the launch-call time the truth file reports); 0 for the others. Keys:
-// host, h2d, d2h, kernels (via runtime), kernels_library (via library), item, sync,
-// sync_stream, sync_device, sync_event, and each collective; only keys with count > 0 are
-// present.
+// seconds: host = ms x scale summed; kernels, kernels_library and graph_kernels = us x
+// scale summed (device time, not the launch-call time the truth file reports); 0 for the
+// others. Keys: host, h2d, d2h, memset, kernels (via runtime), kernels_library (via
+// library), graph (graph launches), graph_kernels (kernels those launches ran), item,
+// sync, sync_stream, sync_device, sync_event, and each collective; only keys with count >
+// 0 are present.
 std::map<std::string, Totals> expected_truth_ops(const Scenario& sc, int rank);
 
 // What the simulator's device-rank-R.json "kinds" must contain for `rank`: kernel (count,
-// device seconds; both launch paths), h2d, d2h (item's 4-byte copies included), and each collective with
-// bytes S. Only kinds with count > 0 are present.
+// device seconds; both launch paths and graph replays), h2d, d2h (item's 4-byte copies included), memset, and
+// each collective with bytes S. Only kinds with count > 0 are present.
 std::map<std::string, Totals> expected_device_kinds(const Scenario& sc, int rank);
+
+// What the device file's "graphs" must say: launches and the kernels they ran (count,
+// device seconds).
+struct GraphTotals {
+  std::uint64_t launches = 0, kernels = 0;
+  double kernel_seconds = 0;
+};
+GraphTotals expected_graphs(const Scenario& sc, int rank);
+
+// The `graph` ops of the scenario, in file order (step, then every block): each is captured
+// once at setup.
+std::vector<const Op*> graph_ops(const Scenario& sc);
 
 }  // namespace gpuwatch::scenario

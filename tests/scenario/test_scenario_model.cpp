@@ -275,3 +275,40 @@ TEST_CASE("scenario: every bundled scenario is valid and described") {
   }
   CHECK(n >= 8);
 }
+
+TEST_CASE("scenario: graph and memset ops, their truth keys and device kinds") {
+  json doc = minimal();
+  doc["ranks"] = 1;
+  doc["steps"] = 4;
+  doc["step"] = json::parse(R"([{"op": "graph", "kernels": 10, "us": 20, "replays": 3},
+                                {"op": "kernels", "count": 5, "us": 10},
+                                {"op": "memset", "bytes": 4096}])");
+  doc["every"] = json::parse(R"([{"period": 2, "ops": [{"op": "graph", "kernels": 2, "us": 100, "replays": 1}]}])");
+  const Scenario sc = parse_scenario(doc, "s.json");
+  REQUIRE(sc.step[0].kind == OpKind::Graph);
+  CHECK(sc.step[0].count == 10);
+  CHECK(sc.step[0].replays == 3);
+  CHECK(sc.step[2].kind == OpKind::Memset);
+  REQUIRE(graph_ops(sc).size() == 2);
+  CHECK(graph_ops(sc)[1]->count == 2);
+  const auto ops = expected_truth_ops(sc, 0);
+  CHECK(ops.at("graph").count == 4 * 3 + 2);
+  CHECK(ops.at("graph_kernels").count == 4 * 30 + 2 * 2);
+  CHECK(ops.at("kernels").count == 20);
+  CHECK(ops.at("memset").count == 4);
+  CHECK(ops.at("memset").bytes == 4 * 4096);
+  const auto dev = expected_device_kinds(sc, 0);
+  CHECK(dev.at("kernel").count == 4 * 30 + 2 * 2 + 20);
+  CHECK(dev.at("kernel").seconds == Approx(4 * 30 * 20e-6 + 2 * 2 * 100e-6 + 20 * 10e-6));
+  CHECK(dev.at("memset").count == 4);
+  const GraphTotals g = expected_graphs(sc, 0);
+  CHECK(g.launches == 14);
+  CHECK(g.kernels == 124);
+  CHECK(g.kernel_seconds == Approx(4 * 30 * 20e-6 + 2 * 2 * 100e-6));
+  CHECK(device_buffer_bytes(sc) >= 4096);
+  // Every key is required, and no other is allowed.
+  CHECK(error_with_op({{"op", "graph"}, {"kernels", 2}, {"us", 1}}).find("step[1].replays: missing") != std::string::npos);
+  CHECK(error_with_op({{"op", "graph"}, {"kernels", 2}, {"us", 1}, {"replays", 1}, {"count", 2}})
+            .find("step[1].count: unknown key") != std::string::npos);
+  CHECK(error_with_op({{"op", "memset"}}).find("step[1].bytes: missing") != std::string::npos);
+}

@@ -57,6 +57,8 @@ typedef struct simgpu_activity {
   uint32_t correlation_id; /* id of the API call that enqueued the op */
   const char* name;        /* kernel or collective name; valid for the process lifetime */
   uint64_t wait_ns;        /* collectives: time spent waiting for the slowest peer */
+  uint32_t graph_id;       /* run by a graph launch: the executable graph's id (CUPTI graphId); else 0 */
+  uint64_t graph_node_id;  /* run by a graph launch: the node's id (CUPTI graphNodeId); else 0 */
 } simgpu_activity;
 
 typedef void (*simgpu_activity_observer)(const simgpu_activity* record, void* user);

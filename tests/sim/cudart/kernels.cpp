@@ -80,7 +80,7 @@ cudaError_t launch(const void* host_fun, cudaKernel_t handle, void** args, cudaS
   d.kind = SIMGPU_KERNEL;
   d.dur_ns = dur;
   d.name = k->name.c_str();
-  m.enqueue(s, d);
+  if (!capture_into_graph(s, d)) m.enqueue(s, d);
   return cudaSuccess;
 }
 
@@ -95,7 +95,7 @@ cudaError_t launch_driver(cudaStream_t stream, bool per_thread, const char* name
   d.kind = SIMGPU_KERNEL;
   d.dur_ns = dur_ns;
   d.name = name;
-  m.enqueue(s, d);
+  if (!capture_into_graph(s, d)) m.enqueue(s, d);
   return cudaSuccess;
 }
 
@@ -194,6 +194,18 @@ SIMGPU_EXPORT cudaError_t cudaLaunchKernel_ptsz(const void* func, dim3 grid, dim
   return launch(func, nullptr, args, stream, true, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000);
 }
 
+SIMGPU_EXPORT cudaError_t cudaLaunchCooperativeKernel(const void* func, dim3 grid, dim3 block, void** args,
+                                                      size_t smem, cudaStream_t stream) {
+  (void)grid, (void)block, (void)smem;
+  return launch(func, nullptr, args, stream, false, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000);
+}
+
+SIMGPU_EXPORT cudaError_t cudaLaunchCooperativeKernel_ptsz(const void* func, dim3 grid, dim3 block, void** args,
+                                                           size_t smem, cudaStream_t stream) {
+  (void)grid, (void)block, (void)smem;
+  return launch(func, nullptr, args, stream, true, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000);
+}
+
 SIMGPU_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func, void** args) {
   if (!config) return fail(cudaErrorInvalidValue);
   return launch(func, nullptr, args, config->stream, false, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060);
@@ -242,7 +254,13 @@ CUresult CUDAAPI sim_cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy,
   return driver_launch(f, params, extra, stream, true);
 }
 
-// Only cuLaunchKernel is simulated; anything else is "symbol not found", which callers
+}  // namespace
+namespace simgpu {
+CUresult CUDAAPI sim_cuGraphLaunch(CUgraphExec exec, CUstream stream);  // graph_api.cpp
+}  // namespace simgpu
+namespace {
+
+// Only cuLaunchKernel and cuGraphLaunch are simulated; anything else is "symbol not found", which callers
 // (cuBLAS, Triton) treat as an old driver.
 cudaError_t entry_point(const char* symbol, void** fn, unsigned long long flags,
                         cudaDriverEntryPointQueryResult* status, bool per_thread_default) {
@@ -254,6 +272,7 @@ cudaError_t entry_point(const char* symbol, void** fn, unsigned long long flags,
   *fn = nullptr;
   if (s == "cuLaunchKernel") *fn = reinterpret_cast<void*>(per_thread ? sim_cuLaunchKernel_ptsz : sim_cuLaunchKernel);
   else if (s == "cuLaunchKernel_ptsz") *fn = reinterpret_cast<void*>(sim_cuLaunchKernel_ptsz);
+  else if (s == "cuGraphLaunch") *fn = reinterpret_cast<void*>(sim_cuGraphLaunch);
   if (status) *status = *fn ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
   return cudaSuccess;
 }

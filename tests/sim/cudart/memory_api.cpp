@@ -71,6 +71,7 @@ cudaError_t copy(void* dst, const void* src, size_t n, cudaMemcpyKind kind, cuda
   d.name = p.kind == SIMGPU_H2D ? "memcpyHtoD" : p.kind == SIMGPU_D2H ? "memcpyDtoH" : "memcpyDtoD";
   if (p.kind != SIMGPU_D2D) d.flags = p.pageable ? SIMGPU_FLAG_HOST_PAGEABLE : SIMGPU_FLAG_HOST_PINNED;
   if (sync_api) d.flags |= SIMGPU_FLAG_SYNC_API;
+  if (capture_into_graph(s, d)) return cudaSuccess;
   OpRef op = m.enqueue(s, d);
   if (sync_api || p.pageable) m.wait(op);
   return cudaSuccess;
@@ -89,6 +90,7 @@ cudaError_t memset_impl(void* p, size_t n, cudaStream_t stream, bool per_thread,
   d.bytes = n;
   d.name = "memset";
   d.flags = sync_api ? SIMGPU_FLAG_SYNC_API : 0;
+  if (capture_into_graph(s, d)) return cudaSuccess;
   OpRef op = m.enqueue(s, d);
   // cudaMemset is asynchronous to the host except on pinned host memory (runtime API docs).
   if (sync_api && MemoryMap::get().kind(p) == MemKind::Pinned) m.wait(op);
@@ -281,4 +283,81 @@ SIMGPU_EXPORT cudaError_t cudaMemsetAsync(void* p, int value, size_t n, cudaStre
 SIMGPU_EXPORT cudaError_t cudaMemsetAsync_ptsz(void* p, int value, size_t n, cudaStream_t stream) {
   (void)value;
   return memset_impl(p, n, stream, true, false, CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000);
+}
+
+// ---- the other copy and memset shapes: same model, bytes = the area moved ----------------
+// Pitched (2D/3D) copies and memsets move width x height (x depth) bytes; peer copies are
+// device to device; symbols are device memory (__cudaRegisterVar keeps no address, so the
+// direction comes from `kind`).
+
+SIMGPU_EXPORT cudaError_t cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                                       size_t height, cudaMemcpyKind kind) {
+  (void)dpitch, (void)spitch;
+  return copy(dst, src, width * height, kind, cudaStreamLegacy, false, true, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2D_v3020);
+}
+SIMGPU_EXPORT cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                                            size_t height, cudaMemcpyKind kind, cudaStream_t stream) {
+  (void)dpitch, (void)spitch;
+  return copy(dst, src, width * height, kind, stream, false, false, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_v3020);
+}
+namespace {
+size_t extent_bytes(const cudaMemcpy3DParms* p) {
+  return p->extent.width * (p->extent.height ? p->extent.height : 1) * (p->extent.depth ? p->extent.depth : 1);
+}
+}  // namespace
+SIMGPU_EXPORT cudaError_t cudaMemcpy3D(const cudaMemcpy3DParms* p) {
+  if (!p) return fail(cudaErrorInvalidValue);
+  return copy(p->dstPtr.ptr, p->srcPtr.ptr, extent_bytes(p), p->kind, cudaStreamLegacy, false, true,
+              CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3D_v3020);
+}
+SIMGPU_EXPORT cudaError_t cudaMemcpy3DAsync(const cudaMemcpy3DParms* p, cudaStream_t stream) {
+  if (!p) return fail(cudaErrorInvalidValue);
+  return copy(p->dstPtr.ptr, p->srcPtr.ptr, extent_bytes(p), p->kind, stream, false, false,
+              CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DAsync_v3020);
+}
+SIMGPU_EXPORT cudaError_t cudaMemcpyPeer(void* dst, int dst_dev, const void* src, int src_dev, size_t n) {
+  (void)dst_dev, (void)src_dev;
+  return copy(dst, src, n, cudaMemcpyDeviceToDevice, cudaStreamLegacy, false, true,
+              CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeer_v4000);
+}
+SIMGPU_EXPORT cudaError_t cudaMemcpyPeerAsync(void* dst, int dst_dev, const void* src, int src_dev, size_t n,
+                                              cudaStream_t stream) {
+  (void)dst_dev, (void)src_dev;
+  return copy(dst, src, n, cudaMemcpyDeviceToDevice, stream, false, false,
+              CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeerAsync_v4000);
+}
+SIMGPU_EXPORT cudaError_t cudaMemcpyToSymbol(const void* symbol, const void* src, size_t n, size_t offset,
+                                             cudaMemcpyKind kind) {
+  (void)offset;
+  if (kind == cudaMemcpyDefault) kind = cudaMemcpyHostToDevice;
+  return copy(const_cast<void*>(symbol), src, n, kind, cudaStreamLegacy, false, true,
+              CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbol_v3020);
+}
+SIMGPU_EXPORT cudaError_t cudaMemcpyFromSymbol(void* dst, const void* symbol, size_t n, size_t offset,
+                                               cudaMemcpyKind kind) {
+  (void)offset;
+  if (kind == cudaMemcpyDefault) kind = cudaMemcpyDeviceToHost;
+  return copy(dst, symbol, n, kind, cudaStreamLegacy, false, true, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbol_v3020);
+}
+SIMGPU_EXPORT cudaError_t cudaMemcpyToSymbolAsync(const void* symbol, const void* src, size_t n, size_t offset,
+                                                  cudaMemcpyKind kind, cudaStream_t stream) {
+  (void)offset;
+  if (kind == cudaMemcpyDefault) kind = cudaMemcpyHostToDevice;
+  return copy(const_cast<void*>(symbol), src, n, kind, stream, false, false,
+              CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbolAsync_v3020);
+}
+SIMGPU_EXPORT cudaError_t cudaMemcpyFromSymbolAsync(void* dst, const void* symbol, size_t n, size_t offset,
+                                                    cudaMemcpyKind kind, cudaStream_t stream) {
+  (void)offset;
+  if (kind == cudaMemcpyDefault) kind = cudaMemcpyDeviceToHost;
+  return copy(dst, symbol, n, kind, stream, false, false, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbolAsync_v3020);
+}
+SIMGPU_EXPORT cudaError_t cudaMemset2D(void* p, size_t pitch, int value, size_t width, size_t height) {
+  (void)pitch, (void)value;
+  return memset_impl(p, width * height, cudaStreamLegacy, false, true, CUPTI_RUNTIME_TRACE_CBID_cudaMemset2D_v3020);
+}
+SIMGPU_EXPORT cudaError_t cudaMemset2DAsync(void* p, size_t pitch, int value, size_t width, size_t height,
+                                            cudaStream_t stream) {
+  (void)pitch, (void)value;
+  return memset_impl(p, width * height, stream, false, false, CUPTI_RUNTIME_TRACE_CBID_cudaMemset2DAsync_v3020);
 }

@@ -36,4 +36,9 @@ cudaError_t launch(const void* host_fun, cudaKernel_t kernel, void** args, cudaS
 cudaError_t launch_driver(cudaStream_t stream, bool per_thread, const char* name, uint64_t dur_ns,
                           uint32_t cbid);
 
+// Stream capture (graph_api.cpp): true when `s` is being captured and `d` was recorded into
+// its graph instead of running (the caller enqueues nothing and does not wait).
+bool capture_into_graph(Stream* s, const OpDesc& d);
+cudaStreamCaptureStatus capture_status(Stream* s);
+
 }  // namespace simgpu

@@ -1,4 +1,6 @@
 // Streams and events of the simulated runtime.
+#include <thread>
+
 #include "runtime.h"
 
 using namespace simgpu;
@@ -43,8 +45,9 @@ cudaError_t event_record(cudaEvent_t event, cudaStream_t stream, bool per_thread
 
 cudaError_t is_capturing(cudaStream_t stream, cudaStreamCaptureStatus* status, bool per_thread) {
   if (!status) return fail(cudaErrorInvalidValue);
-  if (!stream_of(stream, per_thread)) return fail(cudaErrorInvalidResourceHandle);
-  *status = cudaStreamCaptureStatusNone;  // graphs are not simulated
+  Stream* s = stream_of(stream, per_thread);
+  if (!s) return fail(cudaErrorInvalidResourceHandle);
+  *status = capture_status(s);
   return cudaSuccess;
 }
 
@@ -74,6 +77,28 @@ SIMGPU_EXPORT cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, uns
 SIMGPU_EXPORT cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t s, cudaEvent_t e, unsigned int flags) {
   (void)flags;
   return stream_wait_event(s, e, true);
+}
+
+// A host function runs on a thread of the runtime's once the stream reaches it (later work
+// on the stream does not wait for it to return: the simulator's one simplification).
+namespace {
+cudaError_t launch_host_func(cudaStream_t stream, cudaHostFn_t fn, void* data, bool per_thread) {
+  Stream* s = stream_of(stream, per_thread);
+  if (!s) return fail(cudaErrorInvalidResourceHandle);
+  if (!fn) return fail(cudaErrorInvalidValue);
+  OpRef m = M().enqueue(s, OpDesc{});
+  std::thread([m, fn, data] {
+    M().wait(m);
+    fn(data);
+  }).detach();
+  return cudaSuccess;
+}
+}  // namespace
+SIMGPU_EXPORT cudaError_t cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, void* data) {
+  return launch_host_func(s, fn, data, false);
+}
+SIMGPU_EXPORT cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t s, cudaHostFn_t fn, void* data) {
+  return launch_host_func(s, fn, data, true);
 }
 
 SIMGPU_EXPORT cudaError_t cudaStreamIsCapturing(cudaStream_t s, cudaStreamCaptureStatus* st) {

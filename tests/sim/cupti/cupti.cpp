@@ -177,6 +177,8 @@ size_t encode(State& s, const Pending& p, CUpti_ActivityKind kind, uint8_t* out)
     r->correlationId = a.correlation_id;
     r->channelType = CUPTI_CHANNEL_TYPE_ASYNC_MEMCPY;
     r->copyCount = 1;
+    r->graphId = a.graph_id;
+    r->graphNodeId = a.graph_node_id;
     return sizeof *r;
   }
   if (kind == CUPTI_ACTIVITY_KIND_MEMSET) {
@@ -192,6 +194,8 @@ size_t encode(State& s, const Pending& p, CUpti_ActivityKind kind, uint8_t* out)
     r->flags = (a.flags & SIMGPU_FLAG_SYNC_API) ? 0 : CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC;
     r->memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
     r->channelType = CUPTI_CHANNEL_TYPE_COMPUTE;
+    r->graphId = a.graph_id;
+    r->graphNodeId = a.graph_node_id;
     return sizeof *r;
   }
   auto* r = reinterpret_cast<CUpti_ActivityKernel10*>(out);
@@ -208,6 +212,8 @@ size_t encode(State& s, const Pending& p, CUpti_ActivityKind kind, uint8_t* out)
   r->name = a.name ? a.name : "kernel";
   r->launchType = CUPTI_ACTIVITY_LAUNCH_TYPE_REGULAR;
   r->channelType = CUPTI_CHANNEL_TYPE_COMPUTE;
+  r->graphId = a.graph_id;
+  r->graphNodeId = a.graph_node_id;
   return sizeof *r;
 }
 

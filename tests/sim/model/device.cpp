@@ -212,8 +212,10 @@ std::vector<OpRef> Model::enqueue(Stream* s, const std::vector<OpDesc>& descs, O
         op->rec.bytes = desc.bytes;
         op->rec.stream_id = s->id;
         op->rec.device = s->device;
-        op->rec.correlation_id = next_correlation_id();
+        op->rec.correlation_id = desc.correlation_id ? desc.correlation_id : next_correlation_id();
         op->rec.name = desc.name;
+        op->rec.graph_id = desc.graph_id;
+        op->rec.graph_node_id = desc.graph_node_id;
       }
       ops.push_back(op);
     }
@@ -245,6 +247,11 @@ std::vector<OpRef> Model::enqueue(Stream* s, const std::vector<OpDesc>& descs, O
   }
   deliver(out, counted);
   return ops;
+}
+
+void Model::count_graph_launch() {
+  std::lock_guard<std::mutex> lk(mu_);
+  truth_.add_graph_launch();
 }
 
 void Model::record_event(Event* e, Stream* s) {

@@ -41,8 +41,11 @@ struct Op {
 };
 using OpRef = std::shared_ptr<Op>;
 
+struct Graph;  // cudart/graph_api.cpp: a graph being captured or captured
+
 struct Stream {
   uint64_t id = 0;
+  Graph* capture = nullptr;  // being captured (cudaStreamBeginCapture): work is recorded, not run
   int device = 0;
   unsigned flags = 0;
   int priority = 0;
@@ -63,6 +66,11 @@ struct OpDesc {
   uint32_t flags = 0;
   const char* name = nullptr;
   bool external = false;
+  // Graph replays: every node of one launch carries the launch's correlation id (0: take a
+  // new one) and the graph's ids, as CUPTI reports them.
+  uint32_t correlation_id = 0;
+  uint32_t graph_id = 0;
+  uint64_t graph_node_id = 0;
 };
 
 class Model {
@@ -103,6 +111,7 @@ class Model {
   void complete(const OpRef& op, uint64_t end_ns, uint64_t wait_ns);
 
   void set_observer(simgpu_activity_observer cb, void* user);
+  void count_graph_launch();  // for the truth file
 
   uint32_t next_correlation_id();
   static uint32_t last_correlation_id();  // of the calling thread

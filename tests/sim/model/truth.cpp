@@ -13,6 +13,11 @@ void Truth::add(const simgpu_activity& op) {
   k.device_ns += op.end_ns - op.start_ns;
   wait_ns_ += op.wait_ns;
   ops_++;
+  if (op.graph_id) {
+    graph_ops_++;
+    graph_kernels_ += op.kind == SIMGPU_KERNEL;
+    graph_ns_ += op.end_ns - op.start_ns;
+  }
   if (op.start_ns < first_start_) first_start_ = op.start_ns;
   if (op.end_ns > last_end_) last_end_ = op.end_ns;
   buffered_.emplace(op.start_ns, op.end_ns);
@@ -57,7 +62,9 @@ std::string Truth::json(int rank) {
       << ", \"bytes\": " << kinds_[i].bytes << ", \"device_s\": " << sec(kinds_[i].device_ns) << "}";
     first = false;
   }
-  o << "}, \"collective_wait_s\": " << sec(wait_ns_) << ", \"ops\": " << ops_
+  o << "}, \"graphs\": {\"launches\": " << graph_launches_ << ", \"kernels\": " << graph_kernels_
+    << ", \"ops\": " << graph_ops_ << ", \"device_s\": " << sec(graph_ns_) << "}";
+  o << ", \"collective_wait_s\": " << sec(wait_ns_) << ", \"ops\": " << ops_
     << ", \"first_start_ns\": " << (ops_ ? first_start_ : 0) << ", \"last_end_ns\": " << last_end_
     << ", \"clock\": \"CLOCK_MONOTONIC\"}\n";
   return o.str();

@@ -18,6 +18,7 @@ namespace simgpu {
 class Truth {
  public:
   void add(const simgpu_activity& op);
+  void add_graph_launch() { graph_launches_++; }
 
   // No op added from now on starts before `watermark`: merge what starts before it.
   void advance(uint64_t watermark);
@@ -39,6 +40,8 @@ class Truth {
   uint64_t busy_ns_ = 0, gap_count_ = 0, gap_ns_ = 0;
   uint64_t first_start_ = UINT64_MAX, last_end_ = 0;
   uint64_t wait_ns_ = 0, ops_ = 0;
+  // Work run by graph launches, counted apart too (it is also in kinds_).
+  uint64_t graph_launches_ = 0, graph_kernels_ = 0, graph_ops_ = 0, graph_ns_ = 0;
 };
 
 }  // namespace simgpu

@@ -139,6 +139,8 @@ TEST_CASE("activities and the GPU source encode as the proto declares") {
   k.stream = 13;
   k.device = 0;
   k.name_id = 4;
+  k.graph_id = 9;
+  k.graph_node_id = 1ull << 40;
   gi::AppendActivity(batch, k);
   gi::ActivityRecord m{};
   m.kind = gi::kActMemcpy;
@@ -165,6 +167,9 @@ TEST_CASE("activities and the GPU source encode as the proto declares") {
   CHECK(b.activities(0).correlation_id() == 77);
   CHECK(b.activities(0).stream() == 13);
   CHECK(b.activities(0).name_id() == 4);
+  CHECK(b.activities(0).graph_id() == 9);
+  CHECK(b.activities(0).graph_node_id() == (1ull << 40));
+  CHECK(b.activities(1).graph_id() == 0);
   CHECK(b.activities(1).kind() == w::ACTIVITY_MEMCPY);
   CHECK(b.activities(1).bytes() == (1u << 20));
   CHECK(b.activities(1).copy_kind() == w::COPY_D2H);

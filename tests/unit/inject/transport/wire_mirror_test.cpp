@@ -61,12 +61,16 @@ w::Frame Parse(uint32_t frame_field, const std::string& body) {
 TEST_CASE("every value of the proto's enums has a mirror in the library") {
   CHECK(ProtoValues(w::Api_descriptor()) ==
         std::set<int>{gi::kApiMemcpy, gi::kApiMemcpyAsync, gi::kApiStreamSynchronize, gi::kApiDeviceSynchronize,
-                      gi::kApiEventSynchronize, gi::kApiLaunchKernel, gi::kApiAllReduce, gi::kApiAllGather,
+                      gi::kApiEventSynchronize, gi::kApiLaunchKernel, gi::kApiGraphLaunch,
+                      gi::kApiStreamBeginCapture, gi::kApiStreamEndCapture, gi::kApiGraphInstantiate, gi::kApiMemset,
+                      gi::kApiMemsetAsync, gi::kApiStreamWaitEvent, gi::kApiLaunchHostFunc, gi::kApiStreamQuery,
+                      gi::kApiEventQuery, gi::kApiDriverLaunchKernel, gi::kApiAllReduce, gi::kApiAllGather,
                       gi::kApiReduceScatter, gi::kApiBroadcast, gi::kApiReduce, gi::kApiSend, gi::kApiRecv,
                       gi::kApiNvtxRange});
   CHECK(ProtoValues(w::CopyKind_descriptor()) == std::set<int>{gi::kCopyH2D, gi::kCopyD2H, gi::kCopyD2D, gi::kCopyH2H});
   CHECK(ProtoValues(w::EventFlag_descriptor()) ==
-        std::set<int>{gi::kFlagPageable, gi::kFlagBlockedHost, gi::kFlagInGroup, gi::kFlagNoGpuTime});
+        std::set<int>{gi::kFlagPageable, gi::kFlagBlockedHost, gi::kFlagInGroup, gi::kFlagNoGpuTime,
+                      gi::kFlagInCapture, gi::kFlagNotReady});
   CHECK(ProtoValues(w::ActivityKind_descriptor()) ==
         std::set<int>{gi::kActKernel, gi::kActMemcpy, gi::kActMemset, gi::kActSync, gi::kActApi});
   CHECK(ProtoValues(w::CuptiMode_descriptor()) ==
@@ -104,7 +108,8 @@ TEST_CASE("the encoders write every field of the messages the library sends") {
   gi::AppendDropCounts(batch, f::batch::kDropped, drops);
   gi::AppendActivity(batch, {.kind = gi::kActApi, .copy_kind = gi::kCopyH2D, .flags = gi::kFlagPageable,
                              .correlation_id = 1, .start_ns = 2, .end_ns = 3, .bytes = 4, .stream = 5, .device = 6,
-                             .name_id = 7, .api_id = 8, .api_domain = gi::kApiDomainDriver, .comm_kernel = false});
+                             .name_id = 7, .api_id = 8, .api_domain = gi::kApiDomainDriver, .graph_id = 9,
+                             .graph_node_id = 10, .comm_kernel = false});
   gi::AppendGpuSource(batch, 1, "CUPTI");
   gi::AppendEnvironment(batch, {.cuda_runtime = 13000, .cuda_driver = 13010, .nccl = 22800,
                                 .settings = {{"NCCL_ALGO", "Ring"}}});

@@ -1,0 +1,47 @@
+// Stream ordering and polling wrappers: cross-stream waits (cudaStreamWaitEvent), host
+// functions on a stream, and the queries that polling loops spin on (a "not ready" answer
+// is flagged: the collector counts a spinning loop as sync time).
+#include <cuda_runtime_api.h>
+
+#include "hooks/cuda_call.h"
+
+namespace gi = gpuwatch::inject;
+using gi::hooks::Timed;
+
+extern "C" {
+
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int flags) {
+  GW_REAL(cudaStreamWaitEvent);
+  return Timed(gi::kApiStreamWaitEvent, s, 0, [&] { return real(s, e, flags); });
+}
+cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t s, cudaEvent_t e, unsigned int flags) {
+  GW_REAL_T(decltype(&cudaStreamWaitEvent), "cudaStreamWaitEvent_ptsz");
+  if (!real) return cudaErrorNotSupported;
+  return Timed(gi::kApiStreamWaitEvent, s, 0, [&] { return real(s, e, flags); });
+}
+
+cudaError_t cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, void* data) {
+  GW_REAL(cudaLaunchHostFunc);
+  return Timed(gi::kApiLaunchHostFunc, s, 0, [&] { return real(s, fn, data); });
+}
+cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t s, cudaHostFn_t fn, void* data) {
+  GW_REAL_T(decltype(&cudaLaunchHostFunc), "cudaLaunchHostFunc_ptsz");
+  if (!real) return cudaErrorNotSupported;
+  return Timed(gi::kApiLaunchHostFunc, s, 0, [&] { return real(s, fn, data); });
+}
+
+cudaError_t cudaStreamQuery(cudaStream_t s) {
+  GW_REAL(cudaStreamQuery);
+  return Timed(gi::kApiStreamQuery, s, 0, [&] { return real(s); });
+}
+cudaError_t cudaStreamQuery_ptsz(cudaStream_t s) {
+  GW_REAL_T(decltype(&cudaStreamQuery), "cudaStreamQuery_ptsz");
+  if (!real) return cudaErrorNotSupported;
+  return Timed(gi::kApiStreamQuery, s, 0, [&] { return real(s); });
+}
+cudaError_t cudaEventQuery(cudaEvent_t e) {
+  GW_REAL(cudaEventQuery);
+  return Timed(gi::kApiEventQuery, nullptr, 0, [&] { return real(e); });
+}
+
+}  // extern "C"
