@@ -18,6 +18,11 @@ inline bool IsExplicitSync(wire::Api api) {
   return api == wire::CUDA_STREAM_SYNCHRONIZE || api == wire::CUDA_DEVICE_SYNCHRONIZE ||
          api == wire::CUDA_EVENT_SYNCHRONIZE;
 }
+// Device memory: allocations (bytes, address) and frees (address) of the rank's device.
+inline bool AllocatesMemory(wire::Api api) {
+  return api == wire::CUDA_MALLOC || api == wire::CUDA_MALLOC_ASYNC || api == wire::CUDA_MALLOC_MANAGED;
+}
+inline bool FreesMemory(wire::Api api) { return api == wire::CUDA_FREE || api == wire::CUDA_FREE_ASYNC; }
 inline bool IsCopy(wire::Api api) { return api == wire::CUDA_MEMCPY || api == wire::CUDA_MEMCPY_ASYNC; }
 // A hooked call that puts work on the device (a kernel, a copy).
 inline bool EnqueuesWork(wire::Api api) { return api == wire::CUDA_LAUNCH_KERNEL || IsCopy(api); }

@@ -36,4 +36,8 @@ cudaError_t launch(const void* host_fun, cudaKernel_t kernel, void** args, cudaS
 cudaError_t launch_driver(cudaStream_t stream, bool per_thread, const char* name, uint64_t dur_ns,
                           uint32_t cbid);
 
+// Device memory the process may hold: the device's memory (memory_gib) less what the
+// configured other processes hold (device_memory.cpp).
+uint64_t device_memory_limit();
+
 }  // namespace simgpu
