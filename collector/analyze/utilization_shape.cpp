@@ -1,4 +1,7 @@
-// See utilization_shape.h. The rules, first that applies:
+// See utilization_shape.h. A window is idle under kIdleBusy, or under a quarter of the
+// curve's high level (its 90th percentile) when that is lower; idle runs that touch the
+// first or last window (set-up, teardown) are not counted as runs or drops. A curve whose
+// high level is under kMinHighBusy is steady_low outright. Then the rules, first that applies:
 //   periodic_drops  at least two drops (kDropWindows idle windows in a row), and at most one
 //                   drop per three steps (without steps: busy stretches between drops of at
 //                   least 5 windows on average): idle now and then, not every step;
@@ -67,23 +70,34 @@ UtilizationShape ClassifyUtilization(const std::vector<double>& v, size_t steps)
   s.mean = Mean(v, 0, n);
   s.first_third = Mean(v, 0, n / 3);
   s.last_third = Mean(v, n - n / 3, n);
-  size_t idle = 0, run = 0, busy_run_total = 0, busy_runs = 0, busy_run = 0;
-  auto close_run = [&] {
+  std::vector<double> sorted = v;
+  std::sort(sorted.begin(), sorted.end());
+  s.high = sorted[std::min(n - 1, n * 9 / 10)];
+  if (s.high < kMinHighBusy) {
+    s.kind = UtilizationShape::kSteadyLow;
+    return s;
+  }
+  const double idle_below = std::min(kIdleBusy, s.high / 4);
+  size_t idle = 0, run = 0, run_start = 0, busy_run_total = 0, busy_runs = 0, busy_run = 0;
+  auto close_run = [&](size_t end) {
     if (run == 0) return;
-    s.idle_runs++;
-    if (run >= kDropWindows) s.drops++;
+    if (run_start > 0 && end < n) {  // not set-up or teardown
+      s.idle_runs++;
+      if (run >= kDropWindows) s.drops++;
+    }
     run = 0;
   };
-  for (double b : v) {
-    if (b < kIdleBusy) {
-      ++idle, ++run;
+  for (size_t i = 0; i < n; ++i) {
+    if (v[i] < idle_below) {
+      if (run++ == 0) run_start = i;
+      ++idle;
       if (busy_run) busy_run_total += busy_run, ++busy_runs, busy_run = 0;
     } else {
-      close_run();
+      close_run(i);
       ++busy_run;
     }
   }
-  close_run();
+  close_run(n);
   if (busy_run) busy_run_total += busy_run, ++busy_runs;
   s.idle_share = static_cast<double>(idle) / static_cast<double>(n);
 

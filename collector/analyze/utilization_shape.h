@@ -17,9 +17,10 @@ struct UtilizationShape {
   Kind kind = kUnknown;
   size_t windows = 0;        // windows read
   double mean = 0;           // their mean busy share
+  double high = 0;           // the 90th percentile of the windows' busy shares
   double idle_share = 0;     // share of windows below kIdleBusy
-  size_t idle_runs = 0;      // runs of consecutive idle windows
-  size_t drops = 0;          // idle runs of at least kDropWindows
+  size_t idle_runs = 0;      // runs of consecutive idle windows (not touching either end)
+  size_t drops = 0;          // of those, runs of at least kDropWindows
   double first_third = 0, last_third = 0;  // mean busy share of the first and last third
 
   // summary.json's `utilization_shape`; null (nullptr here) when unknown.
@@ -28,7 +29,8 @@ struct UtilizationShape {
   const char* reading() const;
 };
 
-inline constexpr double kIdleBusy = 0.10;        // a window under 10% busy is idle
+inline constexpr double kIdleBusy = 0.10;        // a window under 10% busy is idle (or under high / 4)
+inline constexpr double kMinHighBusy = 0.05;     // a curve whose high level is under 5%: steady_low
 inline constexpr size_t kDropWindows = 3;        // a drop: at least 3 idle windows in a row
 inline constexpr size_t kMinShapeWindows = 10;   // fewer windows: no shape
 inline constexpr double kSteadyHighMean = 0.80;  // steady at or above: steady_high

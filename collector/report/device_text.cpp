@@ -29,8 +29,7 @@ void DeviceStateText(const RankResult& r, std::string& out) {
                 static_cast<unsigned long long>(d.samples), 100 * d.gpu_util_mean, FmtBytes(d.memory_used_max).c_str(),
                 FmtBytes(d.memory_total).c_str());
   const uint64_t held = std::max({d.throttled_power, d.throttled_thermal, d.throttled_hw});
-  out += Clip(Printf("    SM clock %.0f of %u MHz while busy, held back in %.0f%% of busy samples; %.0f of %.0f W, "
-                     "max %u C",
+  out += Clip(Printf("    SM clock %.0f/%u MHz when busy (held back %.0f%%), power %.0f/%.0f W, max %u C",
                      d.sm_clock_busy_mean_mhz, d.sm_clock_max_mhz, d.busy_samples ? 100.0 * held / d.busy_samples : 0.0,
                      d.power_mean_w, d.power_limit_w, d.temperature_max_c),
               kTextWidth) +

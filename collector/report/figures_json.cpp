@@ -328,7 +328,7 @@ nlohmann::json DeviceJson(const DeviceStateFigures& d, const std::string& detail
 
 nlohmann::json ShapeEvidenceJson(const UtilizationShape& s) {
   if (s.kind == UtilizationShape::kUnknown) return nullptr;
-  return {{"windows", s.windows},       {"mean", s.mean},
+  return {{"windows", s.windows},       {"mean", s.mean},             {"high", s.high},
           {"idle_share", s.idle_share}, {"idle_runs", s.idle_runs},
           {"drops", s.drops},           {"first_third", s.first_third},
           {"last_third", s.last_third}};
