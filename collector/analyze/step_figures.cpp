@@ -14,6 +14,9 @@ uint64_t StepFigures::SyncMidCount() const {
 
 void StepCharger::OnHostCall(const HostCall& c) {
   if (c.api == wire::NVTX_RANGE) return;
+  // Allocations and frees are not work that follows a sync (a teardown frees after its
+  // final synchronize).
+  if (AllocatesMemory(c.api) || FreesMemory(c.api) || c.api == wire::CUDA_MEM_GET_INFO) return;
   if (c.sync_kind != kNotSync) {
     pending_[c.sync_kind] += c.dur_ns;
     ++pending_n_[c.sync_kind];

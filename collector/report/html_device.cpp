@@ -43,7 +43,7 @@ void MemoryChart(const json& s, std::string& out) {
   }
   out += "<p class=\"note\">Device memory the rank's allocations held (PyTorch's reserved memory), as a share of the "
          "device's memory: the most in each window, from the rank's first allocation.</p>\n";
-  out += html::UtilizationSvg(rows) + "\n</section>\n";
+  out += html::UtilizationSvg(rows, "memory", "Device memory held over time, one row per rank") + "\n</section>\n";
 }
 
 std::string Cell(const std::string& v) { return "<td class=\"n\">" + Esc(v) + "</td>"; }
