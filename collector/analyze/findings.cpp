@@ -73,6 +73,22 @@ const Rule kRules[] = {
      "use cudaMemcpyAsync / .to(non_blocking=True) from pinned memory; move checkpoint "
      "copies off the critical path",
      BlockingCopy},
+    {"gpu_shared", "another process on the GPU",
+     "run the job alone on its GPUs: a scheduler that allocates whole GPUs, exclusive-process "
+     "compute mode, or MIG/MPS with guaranteed shares; nvidia-smi lists the other processes",
+     GpuShared},
+    {"clocks_throttled", "GPU clocks held back (power or heat)",
+     "check cooling and airflow and the power limit (nvidia-smi -q -d PERFORMANCE,POWER,TEMPERATURE); "
+     "a GPU that throttles alone needs service",
+     ClocksThrottled},
+    {"pcie_link", "PCIe link below its generation or width",
+     "reseat the GPU in a full x16 slot at the full generation; check BIOS PCIe settings and risers "
+     "(nvidia-smi -q -d PCIE); keep copies off the critical path (pinned, asynchronous)",
+     PcieLink},
+    {"mixed_precision", "matrix math in FP32",
+     "torch.autocast(\"cuda\", dtype=torch.bfloat16) (AMP); or TF32 for FP32 matmuls: "
+     "torch.set_float32_matmul_precision(\"high\"), torch.backends.cudnn.allow_tf32 = True",
+     MixedPrecision},
     {"environment", "", "", EnvironmentFinding},
     {"straggler", "a straggler rank",
      "find what makes that rank slower: its host work (data loading), its GPU (clocks, "
@@ -522,6 +538,12 @@ std::string Verdict(const RankList& ranks, const std::vector<Finding>& f) {
     v += Printf(" (GPU timeline sampled over %.1f%% of the run, %llu window%s)", 100.0 * covered / active_ns,
                 static_cast<unsigned long long>(windows), windows == 1 ? "" : "s");
   v += ".";
+  // The utilization curve's shape, as most ranks have it (the first rank's on a tie).
+  int shapes[UtilizationShape::kSteadyHigh + 1] = {}, shape = UtilizationShape::kUnknown;
+  for (const auto& r : ranks)
+    if (r.gpu_shape.kind != UtilizationShape::kUnknown && ++shapes[r.gpu_shape.kind] > shapes[shape]) shape = r.gpu_shape.kind;
+  if (shape != UtilizationShape::kUnknown)
+    v += Printf(" Utilization curve: %s.", UtilizationShape{static_cast<UtilizationShape::Kind>(shape)}.reading());
   const double steps = JobSteps(ranks);
   // The biggest measured loss; `environment` (no measured time) is added after it, and
   // `input_io` says which kind of data loading it was.

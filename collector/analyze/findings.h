@@ -63,6 +63,14 @@ std::vector<Finding> JobFindings(const RankList& ranks);
 std::optional<Finding> InputIoFinding(const RankContext& c, const std::vector<Finding>& found);
 std::optional<Finding> EnvironmentFinding(const RankContext& c, const std::vector<Finding>& found);
 
+// findings_device.cpp: gpu_shared, clocks_throttled, pcie_link from the rank's NVML samples
+// (none without samples).
+std::optional<Finding> GpuShared(const RankContext& c, const std::vector<Finding>& found);
+std::optional<Finding> ClocksThrottled(const RankContext& c, const std::vector<Finding>& found);
+std::optional<Finding> PcieLink(const RankContext& c, const std::vector<Finding>& found);
+// mixed_precision: GEMM/convolution time in FP32 kernels, by kernel name (precision.h).
+std::optional<Finding> MixedPrecision(const RankContext& c, const std::vector<Finding>& found);
+
 // "GPU busy 41% of the time. Biggest loss: data loading, 6.1 ms per step (47%) ..."
 std::string Verdict(const RankList& ranks, const std::vector<Finding>& f);
 // Median over ranks of their step counts (the job's steps).

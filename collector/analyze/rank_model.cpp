@@ -9,15 +9,15 @@ namespace gpuwatch::collector {
 
 RankModel::RankModel(const RankModel& o)
     : interp_(o.interp_), sync_(o.sync_), copies_(o.copies_), collectives_(o.collectives_),
-      launches_(o.launches_), gpu_(o.gpu_), graphs_(o.graphs_), api_calls_(o.api_calls_), steps_(o.steps_), io_(o.io_), sites_(o.sites_), rank_(o.rank_),
+      launches_(o.launches_), gpu_(o.gpu_), graphs_(o.graphs_), api_calls_(o.api_calls_), steps_(o.steps_),
+      io_(o.io_), sites_(o.sites_), memory_(o.memory_), device_(o.device_), rank_(o.rank_),
       host_(o.host_), state_(o.state_), flushed_(o.flushed_) {
   SubscribeAnalyses();
 }
 
 void RankModel::SubscribeAnalyses() {
   for (EventSink* s : std::initializer_list<EventSink*>{&sync_, &copies_, &collectives_, &launches_, &gpu_, &graphs_,
-                                                         &api_calls_,
-                                                         &steps_, &io_, &sites_})
+                                                         &api_calls_, &steps_, &io_, &sites_, &memory_, &device_})
     interp_.Subscribe(s);
 }
 
@@ -25,6 +25,7 @@ void RankModel::OnHello(const wire::Hello& h) {
   ++state_;
   rank_ = h.rank();
   host_ = h.host();
+  device_.SetOwnPid(static_cast<uint32_t>(h.pid()));
   interp_.OnHello(h);
 }
 
@@ -90,6 +91,16 @@ RankResult RankModel::Compute() const {
   r.io = io_.figures();
   r.sites = sites_.Result(facts);
   r.env = facts.env();
+  r.memory = memory_.Result(r.env);
+  r.device = device_.figures();
+  r.device_sampler_detail = facts.device_sampler_detail();
+  // A sampled timeline's series is empty outside CUPTI's windows: no shape to read.
+  if (!r.gpu.coverage.sampled) {
+    const auto& st = r.steps.steps;
+    r.gpu_shape = st.empty() ? ClassifyUtilization(SeriesWindows(r.gpu.series, 0, 0), 0)
+                             : ClassifyUtilization(SeriesWindows(r.gpu.series, st.front().start, st.back().end),
+                                                   st.size());
+  }
   r.dropped = facts.dropped();
   r.dropped_total = facts.dropped_total();
   r.overhead = facts.overhead();

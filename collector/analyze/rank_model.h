@@ -10,10 +10,12 @@
 #include "analyze/call_sites.h"
 #include "analyze/collectives.h"
 #include "analyze/copies.h"
+#include "analyze/device_state.h"
 #include "analyze/gpu.h"
 #include "analyze/graphs.h"
 #include "analyze/input_io.h"
 #include "analyze/launches.h"
+#include "analyze/memory.h"
 #include "analyze/rank_result.h"
 #include "analyze/step_figures.h"
 #include "analyze/sync.h"
@@ -57,6 +59,8 @@ class RankModel {
   StepCharger steps_;
   InputIo io_;
   SiteCounter sites_;
+  MemoryCounter memory_;
+  DeviceStateCounter device_;
   int rank_ = -1;
   std::string host_;
   uint64_t state_ = 0;          // changes with every input

@@ -12,11 +12,14 @@
 #include "analyze/call_sites.h"
 #include "analyze/collectives.h"
 #include "analyze/copies.h"
+#include "analyze/device_state.h"
 #include "analyze/finding.h"
 #include "analyze/gpu.h"
 #include "analyze/graphs.h"
 #include "analyze/input_io.h"
 #include "analyze/launches.h"
+#include "analyze/memory.h"
+#include "analyze/utilization_shape.h"
 #include "analyze/step_figures.h"
 #include "analyze/sync.h"
 #include "interpret/rank_facts.h"
@@ -64,6 +67,10 @@ struct RankResult {
   StepFigures steps;
   bool per_step_device = false;
   InputIoFigures io;
+  MemoryFigures memory;        // device memory the rank's allocations held
+  DeviceStateFigures device;   // its device as NVML saw it
+  std::string device_sampler_detail;  // why there are no NVML samples
+  UtilizationShape gpu_shape;  // the utilization curve read as the guide reads it
   std::vector<SiteStat> sites;  // the call sites that blocked longest
   EnvFacts env;
   std::map<std::string, uint64_t> dropped;

@@ -20,7 +20,8 @@ void StepCharger::OnHostCall(const HostCall& c) {
     return;
   }
   // Work follows (a call that puts work on the device, or a collective; not stream
-  // ordering, queries or calls recorded into a graph): the syncs before it were inside the step.
+  // ordering, queries, allocations and frees — a teardown frees after its final synchronize —
+  // or calls recorded into a graph): the syncs before it were inside the step.
   if (c.captured || !(EnqueuesWork(c.api) || IsCollective(c.api))) return;
   for (int k = 0; k < kSyncKinds; ++k) {
     f_.sync_mid_ns[k] += pending_[k];

@@ -30,6 +30,12 @@ inline const char* ApiName(wire::Api api) {
     case wire::NCCL_REDUCE: return "ncclReduce";
     case wire::NCCL_SEND: return "ncclSend";
     case wire::NCCL_RECV: return "ncclRecv";
+    case wire::CUDA_MALLOC: return "cudaMalloc";
+    case wire::CUDA_FREE: return "cudaFree";
+    case wire::CUDA_MALLOC_ASYNC: return "cudaMallocAsync";
+    case wire::CUDA_FREE_ASYNC: return "cudaFreeAsync";
+    case wire::CUDA_MALLOC_MANAGED: return "cudaMallocManaged";
+    case wire::CUDA_MEM_GET_INFO: return "cudaMemGetInfo";
     default: return "unknown";
   }
 }

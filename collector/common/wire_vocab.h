@@ -18,6 +18,11 @@ inline bool IsExplicitSync(wire::Api api) {
   return api == wire::CUDA_STREAM_SYNCHRONIZE || api == wire::CUDA_DEVICE_SYNCHRONIZE ||
          api == wire::CUDA_EVENT_SYNCHRONIZE;
 }
+// Device memory: allocations (bytes, address) and frees (address) of the rank's device.
+inline bool AllocatesMemory(wire::Api api) {
+  return api == wire::CUDA_MALLOC || api == wire::CUDA_MALLOC_ASYNC || api == wire::CUDA_MALLOC_MANAGED;
+}
+inline bool FreesMemory(wire::Api api) { return api == wire::CUDA_FREE || api == wire::CUDA_FREE_ASYNC; }
 // Every copy shape (1D, 2D, 3D, peer, symbol) is one of these two.
 inline bool IsCopy(wire::Api api) { return api == wire::CUDA_MEMCPY || api == wire::CUDA_MEMCPY_ASYNC; }
 inline bool IsMemset(wire::Api api) { return api == wire::CUDA_MEMSET || api == wire::CUDA_MEMSET_ASYNC; }

@@ -24,6 +24,8 @@ class EventSink {
   virtual void OnStepsReset() {}
   // The rank's process tree, sampled about every 100 ms (at arrival; in order).
   virtual void OnProcSample(const wire::ProcSample&) {}
+  // The rank's device as NVML saw it, about once a second (at arrival; in order).
+  virtual void OnDeviceSample(const wire::DeviceSample&) {}
   // No idle gap emitted from now on starts before `ns`.
   virtual void OnDeviceSettled(uint64_t) {}
 };

@@ -18,6 +18,8 @@ struct HostCall {
   uint32_t tid, flags;
   uint32_t name_id;  // kernel launches and NVTX ranges: id of a KernelName
   uint32_t site_id;  // long syncs and blocking copies: id of a CallSite
+  uint64_t address;      // memory calls: the allocation's address
+  uint64_t total_bytes;  // cudaMemGetInfo: the device's total memory (bytes = free)
   wire::Api api;
   wire::CopyKind copy_kind;
   // Decided once (common/wire_vocab.h):

@@ -16,6 +16,9 @@ void EnvFacts::Merge(const wire::Environment& e) {
   if (e.cuda_runtime_version()) cuda_runtime = e.cuda_runtime_version();
   if (e.cuda_driver_version()) cuda_driver = e.cuda_driver_version();
   if (e.nccl_version()) nccl = e.nccl_version();
+  if (e.device_memory_bytes()) device_memory_bytes = e.device_memory_bytes();
+  if (e.device_sm_count()) device_sm_count = e.device_sm_count();
+  if (!e.device_name().empty()) device_name = e.device_name().substr(0, 128);
   settings.clear();
   for (const auto& s : e.settings())
     if (settings.size() < 64) settings.emplace_back(s.name().substr(0, 64), s.value().substr(0, 128));
@@ -43,6 +46,7 @@ void RankFacts::OnBatch(const wire::Batch& b) {
   }
   if (b.gpu_source() != wire::GPU_SOURCE_UNSPECIFIED) gpu_source_ = b.gpu_source();
   if (!b.gpu_source_detail().empty()) gpu_source_detail_ = b.gpu_source_detail().substr(0, kMaxDetail);
+  if (!b.device_sampler_detail().empty()) device_sampler_detail_ = b.device_sampler_detail().substr(0, kMaxDetail);
   if (b.has_environment()) env_.Merge(b.environment());
   if (b.has_overhead()) {
     const wire::Overhead& o = b.overhead();

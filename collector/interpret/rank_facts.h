@@ -18,6 +18,9 @@ struct EnvFacts {
   bool known = false;
   int cuda_runtime = 0, cuda_driver = 0, nccl = 0;  // the APIs' encodings; 0 = unknown
   std::vector<std::pair<std::string, std::string>> settings;
+  uint64_t device_memory_bytes = 0;  // the rank's device: total memory, SMs, name (0/"": unknown)
+  int device_sm_count = 0;
+  std::string device_name;
   // The latest message wins field by field (a later one adds NCCL's version).
   void Merge(const wire::Environment& e);
 };
@@ -65,6 +68,8 @@ class RankFacts {
 
   int gpu_source() const { return gpu_source_; }  // wire::GpuSource
   const std::string& gpu_source_detail() const { return gpu_source_detail_; }
+  // Why the library has no NVML samples of the device ("libnvidia-ml.so.1 not found").
+  const std::string& device_sampler_detail() const { return device_sampler_detail_; }
   const EnvFacts& env() const { return env_; }
   const OverheadFacts& overhead() const { return overhead_; }
   // Cumulative records the library lost, per reason (the largest total it reported).
@@ -81,6 +86,7 @@ class RankFacts {
   std::unordered_map<uint32_t, SiteText> sites_;
   int gpu_source_ = wire::GPU_SOURCE_UNSPECIFIED;
   std::string gpu_source_detail_;
+  std::string device_sampler_detail_;
   EnvFacts env_;
   OverheadFacts overhead_;
   std::map<std::string, uint64_t> dropped_;  // ordered: deterministic output

@@ -29,6 +29,8 @@ HostCall RankInterpreter::Interpret(const wire::Event& e) const {
   c.flags = e.flags();
   c.name_id = e.name_id();
   c.site_id = e.site_id();
+  c.address = e.address();
+  c.total_bytes = e.total_bytes();
   c.api = e.api();
   c.copy_kind = e.copy_kind();
   c.captured = InCapture(c.flags);
@@ -59,6 +61,7 @@ void RankInterpreter::OnBatch(const wire::Batch& b) {
     coverage_.SetOpenSince(b.cupti_window_open_since_ns());
   }
   for (const auto& s : b.proc_samples()) fanout_.OnProcSample(s);
+  for (const auto& s : b.device_samples()) fanout_.OnDeviceSample(s);
   for (const auto& e : b.events()) {
     HostCall c = Interpret(e);
     polls_.Fold(c);
@@ -120,6 +123,9 @@ void RankInterpreter::Fanout::OnStepsReset() {
 }
 void RankInterpreter::Fanout::OnProcSample(const wire::ProcSample& p) {
   for (EventSink* s : sinks) s->OnProcSample(p);
+}
+void RankInterpreter::Fanout::OnDeviceSample(const wire::DeviceSample& d) {
+  for (EventSink* s : sinks) s->OnDeviceSample(d);
 }
 void RankInterpreter::Fanout::OnDeviceSettled(uint64_t ns) {
   for (EventSink* s : sinks) s->OnDeviceSettled(ns);

@@ -57,6 +57,7 @@ class RankInterpreter {
     void OnStep(const StepMark& s) override;
     void OnStepsReset() override;
     void OnProcSample(const wire::ProcSample& s) override;
+    void OnDeviceSample(const wire::DeviceSample& s) override;
     void OnDeviceSettled(uint64_t ns) override;
   };
 

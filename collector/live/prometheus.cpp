@@ -151,6 +151,41 @@ std::string FormatPrometheus(const LiveSnapshot& snap) {
           if (!r.per_step.known) return;
           for (const auto& [part, ms] : r.per_step.Parts()) emit(std::string("part=\"") + part + "\"", ms * 1e-3);
         });
+  auto memory = [](double (*get)(const RankSample&)) {
+    return [get](const RankSample& r, const Emit& emit) {
+      if (r.has_memory) emit("", get(r));
+    };
+  };
+  auto device = [](double (*get)(const RankSample&)) {
+    return [get](const RankSample& r, const Emit& emit) {
+      if (r.has_device) emit("", get(r));
+    };
+  };
+  Write(out, {"gpuwatch_memory_reserved_bytes", "gauge", "Device memory the rank's allocations hold now (cudaMalloc...)"},
+        snap, labels, memory([](const RankSample& r) { return r.memory_reserved; }));
+  Write(out, {"gpuwatch_memory_peak_bytes", "gauge", "The most device memory the rank's allocations held at once"},
+        snap, labels, memory([](const RankSample& r) { return r.memory_peak; }));
+  Write(out, {"gpuwatch_memory_total_bytes", "gauge", "The rank's device's memory"},
+        snap, labels, memory([](const RankSample& r) { return r.memory_total; }));
+  Write(out, {"gpuwatch_device_utilization_ratio", "gauge", "NVML: the device's utilization (any process), latest sample"},
+        snap, labels, device([](const RankSample& r) { return r.device_util; }));
+  Write(out, {"gpuwatch_device_memory_used_bytes", "gauge", "NVML: device memory in use by every process, latest sample"},
+        snap, labels, device([](const RankSample& r) { return r.device_memory_used; }));
+  Write(out, {"gpuwatch_device_sm_clock_mhz", "gauge", "NVML: SM clock, latest sample"},
+        snap, labels, device([](const RankSample& r) { return r.device_sm_clock_mhz; }));
+  Write(out, {"gpuwatch_device_power_watts", "gauge", "NVML: power draw, latest sample"},
+        snap, labels, device([](const RankSample& r) { return r.device_power_w; }));
+  Write(out, {"gpuwatch_device_temperature_celsius", "gauge", "NVML: GPU temperature, latest sample"},
+        snap, labels, device([](const RankSample& r) { return r.device_temperature_c; }));
+  Write(out, {"gpuwatch_device_pcie_link_ratio", "gauge",
+              "NVML: the PCIe link's bandwidth as trained over its maximum generation and width"},
+        snap, labels, device([](const RankSample& r) { return r.device_pcie_link_share; }));
+  Write(out, {"gpuwatch_device_throttled_seconds_total", "counter",
+              "NVML: busy time with the clocks held back by power, heat or a hardware slowdown"},
+        snap, labels, device([](const RankSample& r) { return r.device_throttled_s; }));
+  Write(out, {"gpuwatch_device_other_processes_busy_seconds_total", "counter",
+              "NVML: time other processes kept the rank's GPU busy"},
+        snap, labels, device([](const RankSample& r) { return r.device_others_busy_s; }));
   Write(out, {"gpuwatch_dropped_records_total", "counter",
               "Records the library could not send (ring full, buffer cap, ...)"},
         snap, labels, one([](const RankSample& r) { return double(r.dropped); }));

@@ -31,6 +31,22 @@ RankSample SampleOf(const RankResult& r) {
   s.hooks_s = Seconds(r.overhead.hooks_added_ns);
   s.cupti_s = Seconds(r.overhead.cupti_added_ns);
   s.elapsed_s = Seconds(r.overhead.elapsed_ns);
+  if ((s.has_memory = r.memory.known())) {
+    s.memory_reserved = static_cast<double>(r.memory.reserved_bytes);
+    s.memory_peak = static_cast<double>(r.memory.peak_bytes);
+    s.memory_total = static_cast<double>(r.memory.total_bytes);
+  }
+  if ((s.has_device = r.device.known())) {
+    const DeviceStateFigures& d = r.device;
+    s.device_util = d.last_util;
+    s.device_sm_clock_mhz = d.last_sm_clock_mhz;
+    s.device_power_w = d.last_power_w;
+    s.device_temperature_c = d.last_temperature_c;
+    s.device_memory_used = static_cast<double>(d.last_memory_used);
+    s.device_pcie_link_share = d.PcieLinkShare();
+    s.device_throttled_s = d.throttled_busy_s;
+    s.device_others_busy_s = d.others_busy_s;
+  }
   return s;
 }
 

@@ -42,6 +42,12 @@ struct RankSample {
   double coverage = 1;  // share of the active span the GPU timeline recorded (the budget's windows)
   // gpuwatch's own cost so far: hooks, CUPTI, over the time the library ran.
   double hooks_s = 0, cupti_s = 0, elapsed_s = 0;
+  // Device memory the rank's allocations hold (has_memory), and its GPU's latest NVML sample
+  // (has_device).
+  bool has_memory = false, has_device = false;
+  double memory_reserved = 0, memory_peak = 0, memory_total = 0;
+  double device_util = 0, device_sm_clock_mhz = 0, device_power_w = 0, device_temperature_c = 0;
+  double device_memory_used = 0, device_pcie_link_share = 1, device_throttled_s = 0, device_others_busy_s = 0;
 };
 
 // The figures of `r` a live view shows, the same numbers summary.json has.

@@ -207,6 +207,9 @@ nlohmann::json EnvJson(const EnvFacts& e) {
           {"cuda_runtime_version", e.cuda_runtime},
           {"cuda_driver_version", e.cuda_driver},
           {"nccl_version", e.nccl},
+          {"device_name", e.device_name.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.device_name)},
+          {"device_memory_bytes", e.device_memory_bytes ? nlohmann::json(e.device_memory_bytes) : nlohmann::json(nullptr)},
+          {"device_sm_count", e.device_sm_count ? nlohmann::json(e.device_sm_count) : nlohmann::json(nullptr)},
           {"settings", s}};
 }
 
@@ -291,8 +294,89 @@ nlohmann::json JobOverheadJson(const RankList& ranks) {
           {"sender_cpu_s", Seconds(sender_cpu)}};
 }
 
+namespace {
+
+nlohmann::json MemoryJson(const MemoryFigures& m) {
+  if (!m.known()) return nullptr;
+  nlohmann::json series = nullptr;
+  if (!m.series.empty()) {
+    nlohmann::json peak = nlohmann::json::array();
+    for (size_t i = 0; i < m.series.size(); ++i) peak.push_back(m.series.Peak(i));
+    series = {{"start_ns", m.series.origin_ns()},
+              {"window_s", static_cast<double>(m.series.window_ns()) / 1e9},
+              {"peak_bytes", peak}};
+  }
+  auto or_null = [](uint64_t v) { return v ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  return {{"peak_bytes", m.peak_bytes},
+          {"total_bytes", or_null(m.total_bytes)},
+          {"headroom_bytes", m.total_bytes ? nlohmann::json(m.headroom_bytes()) : nlohmann::json(nullptr)},
+          {"peak_share", m.total_bytes ? nlohmann::json(m.peak_share()) : nlohmann::json(nullptr)},
+          {"reserved_bytes", m.reserved_bytes},
+          {"allocations", m.allocations},
+          {"allocated_bytes", m.allocated_bytes},
+          {"frees", m.frees},
+          {"untracked_frees", m.untracked},
+          {"min_free_bytes", m.mem_get_info_calls ? nlohmann::json(m.min_free_bytes) : nlohmann::json(nullptr)},
+          {"reserved_series", series}};
+}
+
+// The rank's device as NVML saw it; null without samples (sampler_detail says why).
+nlohmann::json DeviceJson(const DeviceStateFigures& d, const std::string& detail) {
+  if (!d.known()) return detail.empty() ? nlohmann::json(nullptr) : nlohmann::json({{"sampler_detail", detail}});
+  nlohmann::json others = nlohmann::json::array();
+  for (const auto& [pid, o] : d.others)
+    others.push_back({{"pid", pid},
+                      {"memory_bytes", o.memory_bytes_max},
+                      {"busy", d.sampled_s > 0 ? std::min(1.0, o.busy_s / d.sampled_s) : 0.0},
+                      {"samples", o.samples}});
+  nlohmann::json series = nlohmann::json::array();
+  for (size_t i = 0; i < d.util_series.size(); ++i)
+    series.push_back({d.util_series[i].first, std::round(d.util_series[i].second * 1000) / 1000, d.clock_series[i].second});
+  const double throttled = d.busy_samples ? static_cast<double>(std::max({d.throttled_power, d.throttled_thermal,
+                                                                          d.throttled_hw})) / d.busy_samples
+                                          : 0.0;
+  return {{"samples", d.samples},
+          {"sampled_s", d.sampled_s},
+          {"utilization", d.gpu_util_mean},
+          {"memory_utilization", d.memory_util_mean},
+          {"memory_used_max_bytes", d.memory_used_max},
+          {"memory_total_bytes", d.memory_total},
+          {"sm_clock_busy_mhz", d.sm_clock_busy_mean_mhz},
+          {"sm_clock_max_mhz", d.sm_clock_max_mhz},
+          {"memory_clock_max_mhz", d.memory_clock_max_mhz},
+          {"power_mean_w", d.power_mean_w},
+          {"power_limit_w", d.power_limit_w},
+          {"temperature_max_c", d.temperature_max_c},
+          {"throttled_share", throttled},
+          {"throttled_samples", {{"power", d.throttled_power}, {"thermal", d.throttled_thermal},
+                                 {"hw_slowdown", d.throttled_hw}}},
+          {"pcie", {{"gen", d.pcie_gen}, {"width", d.pcie_width}, {"gen_max", d.pcie_gen_max},
+                    {"width_max", d.pcie_width_max}, {"link_share", d.PcieLinkShare()},
+                    {"tx_mbps", d.pcie_tx_mbps}, {"rx_mbps", d.pcie_rx_mbps}}},
+          {"ecc_uncorrected", d.ecc_uncorrected},
+          {"mig", d.mig},
+          {"other_processes", others},
+          {"series", {{"columns", {"t_ns", "utilization", "sm_clock_mhz"}}, {"rows", series}}},
+          {"sampler_detail", detail.empty() ? nlohmann::json(nullptr) : nlohmann::json(detail)}};
+}
+
+nlohmann::json ShapeEvidenceJson(const UtilizationShape& s) {
+  if (s.kind == UtilizationShape::kUnknown) return nullptr;
+  return {{"windows", s.windows},       {"mean", s.mean},             {"high", s.high},
+          {"idle_share", s.idle_share}, {"idle_runs", s.idle_runs},
+          {"drops", s.drops},           {"first_third", s.first_third},
+          {"last_third", s.last_third}};
+}
+
+}  // namespace
+
 void AddRankFigures(const RankResult& r, nlohmann::json& obj) {
   AddMeasured(r, obj);
+  const char* shape = r.gpu_shape.key();
+  obj["gpu"]["utilization_shape"] = shape ? nlohmann::json(shape) : nlohmann::json(nullptr);
+  obj["gpu"]["utilization_shape_evidence"] = ShapeEvidenceJson(r.gpu_shape);
+  obj["memory"] = MemoryJson(r.memory);
+  obj["device"] = DeviceJson(r.device, r.device_sampler_detail);
   obj["overhead"] = OverheadJson(r.overhead);
   obj["steps"] = StepsJson(r);
   obj["findings"] = FindingsJson(r.findings);

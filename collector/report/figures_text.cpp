@@ -4,6 +4,7 @@
 #include "common/api_names.h"
 #include "common/format.h"
 #include "common/kernel_names.h"
+#include "report/device_text.h"
 
 namespace gpuwatch::collector {
 
@@ -230,6 +231,7 @@ void AppendRankText(const RankResult& r, std::string& out) {
   LaunchesText(r.launches, out);
   GraphsText(r.graphs, out);
   GpuText(r.gpu, out);
+  DeviceStateText(r, out);
   DroppedText(r.dropped, out);
   StepsText(r, out);
   OverheadText(r.overhead, out);

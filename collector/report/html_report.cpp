@@ -7,6 +7,7 @@
 
 #include "common/format.h"
 #include "common/json_read.h"
+#include "report/html_device.h"
 #include "report/html_page.h"
 #include "report/summary.h"
 #include "report/svg_chart.h"
@@ -23,10 +24,6 @@ using json_read::Get;
 using json_read::Int;
 using json_read::Num;
 using json_read::Str;
-
-std::string RankLabel(const json& r) {
-  return Printf("rank %d", Int(r, "rank")) + " \xc2\xb7 " + Clip(Str(r, "host", "?"), 18);
-}
 
 // A JSON value of a finding's evidence as short text: 4 significant digits, nested
 // objects and arrays written out the same way.
@@ -325,6 +322,10 @@ void Hangs(const json& s, std::string& out) {
 
 }  // namespace
 
+std::string RankLabel(const json& r) {
+  return Printf("rank %d", Int(r, "rank")) + " \xc2\xb7 " + Clip(Str(r, "host", "?"), 18);
+}
+
 std::string BuildHtmlReport(const json& s) {
   std::string out =
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
@@ -336,6 +337,7 @@ std::string BuildHtmlReport(const json& s) {
   Header(s, out);
   Findings(s, out);
   Utilization(s, out);
+  DeviceSections(s, out);
   Idle(s, out);
   Steps(s, out);
   Collectives(s, out);

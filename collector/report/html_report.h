@@ -15,4 +15,7 @@ inline constexpr size_t kHtmlMaxChartRanks = 64;
 
 std::string BuildHtmlReport(const nlohmann::json& summary);
 
+// "rank 0 · host", the label of a rank's row in every chart and table.
+std::string RankLabel(const nlohmann::json& rank);
+
 }  // namespace gpuwatch::collector

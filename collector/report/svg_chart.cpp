@@ -91,7 +91,7 @@ std::string Tick(double v) {
   return Printf("%.3g", v);
 }
 
-std::string UtilizationSvg(const std::vector<UtilRow>& rows) {
+std::string UtilizationSvg(const std::vector<UtilRow>& rows, const std::string& chart, const std::string& caption) {
   constexpr double kLeft = 170, kRight = 10, kRowH = 30, kGap = 8, kTop = 6;
   double t_max = 0;
   for (const auto& r : rows)
@@ -100,7 +100,7 @@ std::string UtilizationSvg(const std::vector<UtilRow>& rows) {
   const double x0 = kLeft, x1 = kWidth - kRight;
   const auto X = [&](double t) { return x0 + (x1 - x0) * t / t_max; };
   const double height = kTop + rows.size() * (kRowH + kGap) + 26;
-  std::string out = Open(height, "GPU busy share over time, one row per rank");
+  std::string out = Open(height, caption);
   double y = kTop;
   for (const auto& r : rows) {
     const double base = y + kRowH;
@@ -119,7 +119,7 @@ std::string UtilizationSvg(const std::vector<UtilRow>& rows) {
     d += " L" + N(X(r.offset_s + r.window_s * r.busy.size())) + "," + N(base) + " Z";
     double sum = 0;
     for (double v : r.busy) sum += v;
-    out += "<path d=\"" + d + "\" class=\"util\" data-chart=\"util\"" +
+    out += "<path d=\"" + d + "\" class=\"util\"" + Attr("data-chart", chart) +
            Attr("data-rank", std::to_string(r.rank)) +
            Attr("data-points", std::to_string(r.busy.size())) +
            Attr("data-window-s", Printf("%g", r.window_s)) +

@@ -23,8 +23,10 @@ struct UtilRow {
   double window_s = 0;   // width of each window
   std::vector<double> busy;
 };
-// Small multiples on one time axis (0 .. the latest row end).
-std::string UtilizationSvg(const std::vector<UtilRow>& rows);
+// Small multiples on one time axis (0 .. the latest row end). `chart`: the paths'
+// data-chart (device memory uses the same drawing), `caption` the chart's label.
+std::string UtilizationSvg(const std::vector<UtilRow>& rows, const std::string& chart = "util",
+                           const std::string& caption = "GPU busy share over time, one row per rank");
 
 // Horizontal stacked bars, one row per rank; `parts` names the segments (with colours),
 // `marker` (if >= 0) draws a tick at that value, e.g. the median step time.

@@ -21,13 +21,13 @@ constexpr uint32_t kProcessLocal = 0;
 constexpr int kHostLanes = 8;
 constexpr uint32_t kThreadBase = 1;         // + thread index * kHostLanes + lane (512 threads)
 constexpr uint32_t kApiBase = 0x1001;       // + lane
-constexpr uint32_t kBusyLocal = 0x1011, kH2dLocal = 0x1012;
+constexpr uint32_t kBusyLocal = 0x1011, kH2dLocal = 0x1012;  // then the NVML counters, up to 0x1016
 constexpr uint32_t kStepsLocal = 0x1020;    // + lane
 constexpr uint32_t kIdleLocal = 0x1030;     // + lane
 constexpr uint32_t kStreamBase = 0x1100;    // + stream index * kMaxLanes + lane (512 streams)
 // Each base has room for its lanes: no two tracks of a rank share a uuid.
 static_assert(kThreadBase + 512 * 8 <= kApiBase && kApiBase + RankTrace::kMaxLanes <= kBusyLocal &&
-              kH2dLocal < kStepsLocal && kStepsLocal + RankTrace::kMaxLanes <= kIdleLocal &&
+              kBusyLocal + 6 <= kStepsLocal && kStepsLocal + RankTrace::kMaxLanes <= kIdleLocal &&
               kIdleLocal + RankTrace::kMaxLanes <= kStreamBase &&
               kStreamBase + 512 * RankTrace::kMaxLanes <= (1u << 14));
 constexpr size_t kMaxNameChars = 200;
@@ -361,10 +361,16 @@ void RankTrace::EmitApi(const ApiSpan& span, uint64_t flow_out) {
 void RankTrace::EmitCounter(int i, uint64_t ts, int64_t value) {
   if (file_->level() == TraceLevel::kOff) return;
   if (counters_.empty()) {
-    DescribeCounter(kBusyLocal, "GPU busy % (10 ms)", "%");
-    DescribeCounter(kH2dLocal, "H2D MB/s (10 ms)", "MB/s");
-    counters_.emplace_back(ids_->next_sequence++, Uuid(kBusyLocal));
-    counters_.emplace_back(ids_->next_sequence++, Uuid(kH2dLocal));
+    static const struct {
+      const char* name;
+      const char* unit;
+    } kNames[kCounters] = {{"GPU busy % (10 ms)", "%"},       {"H2D MB/s (10 ms)", "MB/s"},
+                           {"NVML GPU utilization %", "%"},  {"NVML SM clock MHz", "MHz"},
+                           {"NVML power W", "W"},             {"NVML temperature C", "C"}};
+    for (int k = 0; k < kCounters; ++k) {
+      DescribeCounter(kBusyLocal + k, kNames[k].name, kNames[k].unit);
+      counters_.emplace_back(ids_->next_sequence++, Uuid(kBusyLocal + k));
+    }
   }
   if (value == last_value_[i]) return;  // a counter holds its value until the next sample
   last_value_[i] = value;
@@ -377,6 +383,13 @@ void RankTrace::OnHang(const Hang& h) {
   name += Printf(" (%.0f s when found)", h.inside_s);
   Instant(h.since_ns, name);
   file_->Flush();
+}
+
+void RankTrace::OnDeviceSample(const wire::DeviceSample& s) {
+  EmitCounter(kDevUtil, s.t_ns(), s.gpu_util_pct());
+  EmitCounter(kSmClock, s.t_ns(), s.sm_clock_mhz());
+  EmitCounter(kPower, s.t_ns(), s.power_mw() / 1000);
+  EmitCounter(kTemperature, s.t_ns(), s.temperature_c());
 }
 
 void RankTrace::Finish() {

@@ -12,6 +12,7 @@
 //   ├─ "GPU D · stream S" (+ lanes)            kernels, memcpy, memset; flows end here
 //   ├─ "GPU idle"                              idle gaps, named by why (IdleKind)
 //   ├─ counters "GPU busy %", "H2D MB/s"       10 ms windows
+//   ├─ counters "NVML GPU util %", "SM clock MHz", "power W", "temperature C"   each NVML sample
 //   └─ "steps"                                 the steps found, with their figures (job end)
 // Slices on one track always nest: a slice goes to the first lane of its track whose last
 // slice ended at or before its start; at most kMaxLanes lanes, beyond that it is dropped and
@@ -61,6 +62,8 @@ class RankTrace final : public EventSink {
   void OnDeviceWork(const DeviceWork& w) override;
   void OnBusy(const BusySpan& b) override;
   void OnIdle(const IdleGap& g) override;
+  // NVML: the device's utilization, SM clock, power and temperature as counters.
+  void OnDeviceSample(const wire::DeviceSample& s) override;
   // After each batch: what it produced goes to the file (one write per batch).
   void AfterBatch();
   void OnHang(const Hang& hang);
@@ -153,11 +156,12 @@ class RankTrace final : public EventSink {
   std::vector<Lanes> stream_lanes_;
   Lanes api_lanes_;
   Lanes idle_lanes_;
-  enum Counter { kBusy = 0, kH2d = 1, kCounters = 2 };
-  std::vector<TrackSequence> counters_;  // busy, h2d (once described)
+  // Busy and H2D in 10 ms windows; the NVML counters at each sample.
+  enum Counter { kBusy = 0, kH2d, kDevUtil, kSmClock, kPower, kTemperature, kCounters };
+  std::vector<TrackSequence> counters_;  // one per Counter (all described at the first value)
   Lanes step_lanes_;
-  int64_t last_value_[kCounters] = {-1, -1};
-  CounterWindows windows_[kCounters];
+  int64_t last_value_[kCounters] = {-1, -1, -1, -1, -1, -1};
+  CounterWindows windows_[2];  // kBusy, kH2d
 
   const RankFacts* facts_ = nullptr;
   uint64_t newest_device_ns_ = 0;

@@ -23,8 +23,14 @@ HostEvent ToHostEvent(const Record& r, uint32_t tid, const TimeBase& time) {
   e.bytes = r.bytes;
   e.stream = r.stream;
   e.comm_id = r.comm_id;
-  e.seq = r.seq;
   e.peer = r.peer;
+  if (r.api == kApiMemGetInfo) {
+    e.total_bytes = r.seq;
+  } else if (IsMemoryApi(r.api)) {
+    e.address = r.seq;
+  } else {
+    e.seq = r.seq;
+  }
   return e;
 }
 

@@ -3,8 +3,11 @@
 
 #include <dlfcn.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+
+#include <cuda_runtime_api.h>
 
 #include "record/real.h"
 
@@ -50,13 +53,25 @@ int NcclVersion() {
 
 }  // namespace
 
-bool EnvironmentProbe::Probe(uint64_t now_ns) {
+bool EnvironmentProbe::Probe(uint64_t now_ns, int device) {
   bool changed = false;
   if (!cuda_done_) {
     cuda_done_ = true;
     // The runtime the application uses (the next definition after this library).
     if (auto rt = Real<VersionFn>("cudaRuntimeGetVersion")) rt(&info_.cuda_runtime);
     if (auto drv = Real<VersionFn>("cudaDriverGetVersion")) drv(&info_.cuda_driver);
+    // A device attribute query: no context is created, nothing the application set changes.
+    static const auto props = Real<decltype(&cudaGetDeviceProperties)>("cudaGetDeviceProperties");
+    cudaDeviceProp p{};
+    if (device >= 0 && props && props(&p, device) == cudaSuccess) {
+      info_.device_memory_bytes = p.totalGlobalMem;
+      info_.device_sm_count = p.multiProcessorCount;
+      info_.device_name.assign(p.name, strnlen(p.name, sizeof p.name));
+      char bus[32];
+      std::snprintf(bus, sizeof bus, "%08x:%02x:%02x.0", static_cast<unsigned>(p.pciDomainID),
+                    static_cast<unsigned>(p.pciBusID), static_cast<unsigned>(p.pciDeviceID));
+      info_.device_pci_bus_id = bus;
+    }
     info_.settings = WatchedSettings();
     changed = true;
   }

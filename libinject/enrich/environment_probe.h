@@ -12,6 +12,10 @@ struct EnvironmentInfo {
   int cuda_runtime = 0;  // cudaRuntimeGetVersion, 0 = unknown
   int cuda_driver = 0;   // cudaDriverGetVersion
   int nccl = 0;          // ncclGetVersion, 0 = NCCL not in the process (yet)
+  uint64_t device_memory_bytes = 0;  // the rank's device (cudaGetDeviceProperties); 0 = unknown
+  int device_sm_count = 0;
+  std::string device_name;
+  std::string device_pci_bus_id;  // "00000000:BB:DD.0", as NVML names devices
   std::vector<std::pair<std::string, std::string>> settings;  // set variables of kWatchedVariables
 };
 
@@ -30,8 +34,9 @@ std::vector<std::pair<std::string, std::string>> WatchedSettings();
 class EnvironmentProbe {
  public:
   // Looks again; true when something new became known since the last call (info() is then
-  // due on the wire).
-  bool Probe(uint64_t now_ns);
+  // due on the wire). `device`: the rank's device (the application thread's cudaGetDevice at
+  // its first call), -1 when unknown.
+  bool Probe(uint64_t now_ns, int device);
   const EnvironmentInfo& info() const { return info_; }
 
  private:

@@ -33,6 +33,13 @@ enum Api : uint8_t {
   kApiSend = 25,
   kApiRecv = 26,
   kApiNvtxRange = 40,  // hooks_nvtx.cpp: a closed NVTX range (name_id = range name, seq = depth)
+  // hooks_memory.cpp: bytes = size (allocations), seq = the address (allocations and frees).
+  kApiMalloc = 50,
+  kApiFree = 51,
+  kApiMallocAsync = 52,
+  kApiFreeAsync = 53,
+  kApiMallocManaged = 54,
+  kApiMemGetInfo = 55,  // bytes = free, seq = total
   // 200+: records that never leave the process.
   kGroupEnd = 200,  // closes the ncclGroupStart/End group whose events are in `event_slot`
 };
@@ -55,7 +62,7 @@ struct Record {
   uint64_t dur_ticks;   // Stamp() ticks inside the call
   uint64_t bytes;
   uint64_t stream;
-  uint64_t seq;         // collectives: per-communicator sequence number
+  uint64_t seq;         // collectives: per-communicator sequence number; memory calls: see Api
   uint32_t comm_id;     // collectives: Comms id (at most Comms::kMax, registry.h)
   int32_t peer;
   uint32_t event_slot;  // collectives: 1 + index of the CUDA event pair timing it; 0 = none;
@@ -63,5 +70,7 @@ struct Record {
   uint32_t site_id;     // calls that blocked the host long: call site id (call_sites.h); else 0
 };
 static_assert(sizeof(Record) == 64, "one record is one cache line");
+
+inline bool IsMemoryApi(uint8_t api) { return api >= kApiMalloc && api <= kApiMemGetInfo; }
 
 }  // namespace gpuwatch::inject

@@ -14,6 +14,7 @@ struct Config {
   int flush_ms = 10;             // GPUWATCH_FLUSH_MS: how often the sender drains the rings
   double call_site_ms = 1.0;     // GPUWATCH_CALLSITE_US (µs, default 1000): syncs blocking this long record where from (0: never)
   int exit_timeout_ms = 3000;    // GPUWATCH_EXIT_TIMEOUT_MS: most time spent at exit
+  int nvml_ms = 1000;            // GPUWATCH_NVML_MS: the rank's device through NVML this often (100..10000; 0: never)
   size_t max_buffer_bytes = 8u << 20;  // GPUWATCH_BUFFER_BYTES: encoded data held while
                                        // the collector is unreachable
   size_t spool_max_bytes = 256u << 20;  // GPUWATCH_SPOOL_BYTES: the spool file's cap

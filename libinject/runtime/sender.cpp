@@ -19,6 +19,7 @@
 #include "enrich/cupti_budget.h"
 #include "enrich/cupti_reader.h"
 #include "enrich/environment_probe.h"
+#include "enrich/nvml_sampler.h"
 #include "enrich/proc_sampler.h"
 #include "record/call_sites.h"
 #include "record/collective_timer.h"
@@ -121,8 +122,12 @@ class Sender {
     };
     in.append_samples = [this, final](std::string& batch, const CuptiBudget::Cycle& drained) {
       if (!recording_.load(std::memory_order_acquire)) return;  // after the app's first CUDA call
-      if (env_probe_.Probe(NowNs())) AppendEnvironment(batch, env_probe_.info());
+      if (env_probe_.Probe(NowNs(), device_.load(std::memory_order_relaxed))) AppendEnvironment(batch, env_probe_.info());
       if (auto sample = proc_sampler_.SampleIfDue(NowNs())) AppendProcSample(batch, *sample);
+      const EnvironmentInfo& env = env_probe_.info();
+      if (auto dev = nvml_sampler_.SampleIfDue(NowNs(), final, env.device_pci_bus_id, device_.load(std::memory_order_relaxed)))
+        AppendDeviceSample(batch, *dev);
+      if (const std::string why = nvml_sampler_.TakeDetail(); !why.empty()) AppendDeviceSamplerDetail(batch, why);
       UpdateBudget(drained);
       AppendBudget(batch, final);
     };
@@ -289,6 +294,7 @@ class Sender {
   std::unique_ptr<Outbox> outbox_;
   EnvironmentProbe env_probe_;
   ProcSampler proc_sampler_{getpid()};
+  NvmlSampler nvml_sampler_{static_cast<uint64_t>(cfg_.nvml_ms) * 1'000'000};
 };
 
 Sender* g_sender = nullptr;

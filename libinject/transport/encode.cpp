@@ -5,6 +5,7 @@
 
 #include "enrich/cupti_reader.h"
 #include "enrich/environment_probe.h"
+#include "enrich/nvml_sampler.h"
 #include "enrich/proc_sampler.h"
 #include "transport/wire_fields.h"
 #include "wire_encode.h"
@@ -94,6 +95,8 @@ void AppendEvent(std::string& batch, const HostEvent& ev) {
     Int(e, m::kPeer, ev.peer);
   }
   UInt(e, m::kGpuNs, ev.gpu_ns);
+  UInt(e, m::kAddress, ev.address);
+  UInt(e, m::kTotalBytes, ev.total_bytes);
   Message(batch, f::batch::kEvents, e);
 }
 
@@ -206,6 +209,10 @@ void AppendEnvironment(std::string& batch, const EnvironmentInfo& e) {
   Int(o, m::kCudaRuntimeVersion, e.cuda_runtime);
   Int(o, m::kCudaDriverVersion, e.cuda_driver);
   Int(o, m::kNcclVersion, e.nccl);
+  UInt(o, m::kDeviceMemoryBytes, e.device_memory_bytes);
+  Int(o, m::kDeviceSmCount, e.device_sm_count);
+  Text(o, m::kDeviceName, e.device_name);
+  Text(o, m::kDevicePciBusId, e.device_pci_bus_id);
   for (const auto& [name, value] : e.settings) {
     std::string v;
     Text(v, f::env_var::kName, name);
@@ -225,6 +232,44 @@ void AppendProcSample(std::string& batch, const ProcTotals& s) {
   UInt(o, m::kProcesses, s.processes);
   UInt(o, m::kRunWaitNs, s.run_wait_ns);
   Message(batch, f::batch::kProcSamples, o);
+}
+
+void AppendDeviceSample(std::string& batch, const DeviceSample& s) {
+  namespace m = f::device_sample;
+  std::string o;
+  UInt(o, m::kTNs, s.t_ns);
+  UInt(o, m::kGpuUtilPct, s.gpu_util_pct);
+  UInt(o, m::kMemoryUtilPct, s.memory_util_pct);
+  UInt(o, m::kMemoryUsedBytes, s.memory_used_bytes);
+  UInt(o, m::kMemoryTotalBytes, s.memory_total_bytes);
+  UInt(o, m::kSmClockMhz, s.sm_clock_mhz);
+  UInt(o, m::kSmClockMaxMhz, s.sm_clock_max_mhz);
+  UInt(o, m::kMemoryClockMhz, s.memory_clock_mhz);
+  UInt(o, m::kMemoryClockMaxMhz, s.memory_clock_max_mhz);
+  UInt(o, m::kPowerMw, s.power_mw);
+  UInt(o, m::kPowerLimitMw, s.power_limit_mw);
+  UInt(o, m::kTemperatureC, s.temperature_c);
+  UInt(o, m::kThrottleReasons, s.throttle_reasons);
+  UInt(o, m::kPcieGen, s.pcie_gen);
+  UInt(o, m::kPcieGenMax, s.pcie_gen_max);
+  UInt(o, m::kPcieWidth, s.pcie_width);
+  UInt(o, m::kPcieWidthMax, s.pcie_width_max);
+  UInt(o, m::kPcieTxKbps, s.pcie_tx_kbps);
+  UInt(o, m::kPcieRxKbps, s.pcie_rx_kbps);
+  for (const DeviceProcessSample& p : s.processes) {
+    std::string q;
+    UInt(q, f::device_process::kPid, p.pid);
+    UInt(q, f::device_process::kMemoryBytes, p.memory_bytes);
+    UInt(q, f::device_process::kSmUtilPct, p.sm_util_pct);
+    Message(o, m::kProcesses, q);
+  }
+  UInt(o, m::kEccUncorrected, s.ecc_uncorrected);
+  UInt(o, m::kMigMode, s.mig_mode);
+  Message(batch, f::batch::kDeviceSamples, o);
+}
+
+void AppendDeviceSamplerDetail(std::string& batch, const std::string& detail) {
+  Text(batch, f::batch::kDeviceSamplerDetail, detail);
 }
 
 void AppendCuptiWindows(std::string& batch, const std::vector<std::pair<uint64_t, uint64_t>>& closed,

@@ -15,6 +15,7 @@ namespace gpuwatch::inject {
 struct ActivityRecord;
 struct EnvironmentInfo;
 struct ProcTotals;
+struct DeviceSample;
 
 struct HelloInfo {
   const Identity* id;
@@ -43,6 +44,8 @@ struct HostEvent {
   uint64_t seq = 0;
   int32_t peer = 0;
   uint64_t gpu_ns = 0;    // collectives: GPU time
+  uint64_t address = 0;   // memory calls: the allocation's address
+  uint64_t total_bytes = 0;  // cudaMemGetInfo: the device's total memory
 };
 
 // Cumulative drop counts, one per reason the collector knows.
@@ -67,6 +70,8 @@ void AppendActivity(std::string& batch, const ActivityRecord& a);
 void AppendGpuSource(std::string& batch, int source, std::string_view detail);
 void AppendEnvironment(std::string& batch, const EnvironmentInfo& e);
 void AppendProcSample(std::string& batch, const ProcTotals& s);
+void AppendDeviceSample(std::string& batch, const DeviceSample& s);
+void AppendDeviceSamplerDetail(std::string& batch, const std::string& detail);
 // Where a long sync or blocking copy was called from.
 void AppendCallSite(std::string& batch, uint32_t id, const std::vector<std::string>& frames,
                     std::string_view python);

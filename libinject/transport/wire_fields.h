@@ -19,7 +19,8 @@ inline constexpr uint32_t kProtocolVersion = 1, kJobId = 2, kRank = 3, kLocalRan
 
 namespace event {
 inline constexpr uint32_t kApi = 1, kTNs = 2, kDurNs = 3, kBytes = 4, kCopyKind = 5, kFlags = 6, kStream = 7,
-                          kTid = 8, kNameId = 9, kCommId = 10, kSeq = 11, kPeer = 12, kGpuNs = 13, kSiteId = 14;
+                          kTid = 8, kNameId = 9, kCommId = 10, kSeq = 11, kPeer = 12, kGpuNs = 13, kSiteId = 14,
+                          kAddress = 25, kTotalBytes = 26;
 }
 
 namespace activity {
@@ -49,6 +50,19 @@ inline constexpr uint32_t kEvents = 1, kKernelNames = 2, kCommunicators = 3, kDr
                           kGpuSource = 6, kGpuSourceDetail = 7, kSeq = 8, kEnvironment = 9, kProcSamples = 10,
                           kCallSites = 11, kSettledNs = 12, kCuptiWindows = 13, kCuptiWindowOpenSinceNs = 14,
                           kOverhead = 15;
+inline constexpr uint32_t kDeviceSamples = 25, kDeviceSamplerDetail = 26;
+}
+
+namespace device_sample {
+inline constexpr uint32_t kTNs = 1, kGpuUtilPct = 2, kMemoryUtilPct = 3, kMemoryUsedBytes = 4, kMemoryTotalBytes = 5,
+                          kSmClockMhz = 6, kSmClockMaxMhz = 7, kMemoryClockMhz = 8, kMemoryClockMaxMhz = 9,
+                          kPowerMw = 10, kPowerLimitMw = 11, kTemperatureC = 12, kThrottleReasons = 13,
+                          kPcieGen = 14, kPcieGenMax = 15, kPcieWidth = 16, kPcieWidthMax = 17, kPcieTxKbps = 18,
+                          kPcieRxKbps = 19, kProcesses = 20, kEccUncorrected = 21, kMigMode = 22;
+}
+
+namespace device_process {
+inline constexpr uint32_t kPid = 1, kMemoryBytes = 2, kSmUtilPct = 3;
 }
 
 namespace cupti_window {
@@ -67,7 +81,9 @@ inline constexpr uint32_t kName = 1, kValue = 2;
 }
 
 namespace environment {
-inline constexpr uint32_t kCudaRuntimeVersion = 1, kCudaDriverVersion = 2, kNcclVersion = 3, kSettings = 4;
+inline constexpr uint32_t kCudaRuntimeVersion = 1, kCudaDriverVersion = 2, kNcclVersion = 3, kSettings = 4,
+                          kDeviceMemoryBytes = 5, kDeviceSmCount = 6, kDeviceName = 7,
+                          kDevicePciBusId = 8;
 }
 
 namespace proc_sample {

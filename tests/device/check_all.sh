@@ -125,6 +125,17 @@ done
 for v in plain hooks cupti; do echo "$v: wall_s $(tr '\n' ' ' <"$W/lh-$v") median $(median <"$W/lh-$v")"; done
 
 fi
+if want G; then
+say "G. device state (issue 17; untested until a device run): NVML and memory vs nvidia-smi and torch"
+for dt in fp32 bf16; do
+  nvidia-smi --query-gpu=utilization.gpu,memory.used,memory.total,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu,pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,pcie.link.width.max,clocks_event_reasons.active --format=csv,nounits -lms 200 >"$W/smi-$dt.csv" &
+  smi=$!
+  GPUWATCH_OUT=$W/dev-$dt GPUWATCH_SOCKET_DIR=$W/dev-$dt.sock GPUWATCH_NVML_MS=200 timeout 120 env LD_PRELOAD=$LIB python3 tests/device/device_state.py run $dt 15 "$W/dev-$dt-truth.json"; echo "exit $?"
+  kill $smi
+  wait_file "$W/dev-$dt/summary.json" && python3 tests/device/device_state.py compare "$W/dev-$dt/summary.json" "$W/dev-$dt-truth.json" "$W/smi-$dt.csv"
+done
+
+fi
 say done
 (cd "$W" && find . -maxdepth 3 -type f -not -path '*/.gpuwatch/*' \( -name 'summary.*' -o -name '*.json' -o -name '*.err' \
   -o \( -name trace.perfetto-trace \( -path './tvp/*' -o -path './nccl/*' -o -path './scn-*' \) \) \) -print0 |

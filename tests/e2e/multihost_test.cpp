@@ -184,10 +184,18 @@ TEST_CASE("multihost: the root undoes each host's clock offset and sees what the
     json x = *here, y = *there;
     x.erase("storage");
     y.erase("storage");
-    const json::json_pointer start("/gpu/utilization_series/start_ns");
-    const int64_t moved = y[start].get<int64_t>() - x[start].get<int64_t>();
-    CHECK(std::llabs(moved) <= clocks[r < 2 ? "ha" : "hb"]["clock_uncertainty_ns"].get<int64_t>() + 1000);
-    x[start] = y[start];
+    // The absolute times in them (the series' starts, NVML samples' times) moved by it.
+    std::vector<json::json_pointer> times = {json::json_pointer("/gpu/utilization_series/start_ns"),
+                                             json::json_pointer("/memory/reserved_series/start_ns")};
+    for (size_t i = 0; i < x["device"]["series"]["rows"].size(); ++i)
+      times.emplace_back("/device/series/rows/" + std::to_string(i) + "/0");
+    for (const json::json_pointer& t : times) {
+      INFO(t.to_string());
+      REQUIRE(x.contains(t));
+      const int64_t moved = y[t].get<int64_t>() - x[t].get<int64_t>();
+      CHECK(std::llabs(moved) <= clocks[r < 2 ? "ha" : "hb"]["clock_uncertainty_ns"].get<int64_t>() + 1000);
+      x[t] = y[t];
+    }
     INFO("rank " << r << ", host's -> root's: " << json::diff(x, y).dump());
     CHECK(x == y);
   }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "device_keys.h"
 #include "scenario_model.h"
 
 namespace fs = std::filesystem;
@@ -78,7 +79,7 @@ void check_rank_truth(const Scenario& sc, int rank, const json& truth) {
   // Keys that belong to the scenario's ops; others (comm_order, step_join) are extras.
   std::set<std::string> op_keys = {"host", "h2d", "d2h", "kernels", "kernels_library", "item", "sync", "sync_stream", "sync_device",
                                    "sync_event", "allreduce", "allgather", "reducescatter", "broadcast",
-                                   "graph", "graph_kernels", "memset"};
+                                   "graph", "graph_kernels", "memset", "alloc"};
   for (const auto& [key, t] : want) {
     const json e = ops.value(key, json::object());
     if (u64(e, "count") != t.count) fail(who + " ops." + key + ".count = " + std::to_string(u64(e, "count")) + ", want " + std::to_string(t.count));
@@ -137,7 +138,7 @@ void check_device_truth(const Scenario& sc, int rank, const json& dev) {
       const double bw = i == 0 ? gbps(op->pinned ? "h2d_pinned_gbps" : "h2d_pageable_gbps")
                                : gbps(op->pinned ? "d2h_gbps" : "d2h_pageable_gbps");
       if (bw <= 0) known[i] = false;
-      else want_s[i] += double(op->bytes) / (bw * 1e9);
+      else want_s[i] += double(op->bytes) / (bw * 1e9 * pcie_link_fraction(sc));
     }
   const char* names[2] = {"h2d", "d2h"};
   for (int i = 0; i < 2; ++i) {
@@ -160,6 +161,13 @@ void check_device_truth(const Scenario& sc, int rank, const json& dev) {
     double got = num(kinds[kind], "device_s");
     if (got < 0.9 * floor_s) fail(who + " kinds." + k + ".device_s = " + fmt(got) + ", below latency + bytes/busbw = " + fmt(floor_s));
   }
+  // Device memory: the setup's buffer plus every `alloc`, on a device of memory_gib.
+  const json mem = dev.value("memory", json::object());
+  const std::uint64_t peak = expected_memory_peak(sc);
+  const double gib = sc.gpu.count("memory_gib") ? sc.gpu.at("memory_gib") : 141;
+  const auto total = static_cast<std::uint64_t>(gib * double(1ull << 30));
+  if (u64(mem, "peak_bytes") != peak) fail(who + " memory.peak_bytes = " + std::to_string(u64(mem, "peak_bytes")) + ", want " + std::to_string(peak));
+  if (u64(mem, "total_bytes") != total) fail(who + " memory.total_bytes = " + std::to_string(u64(mem, "total_bytes")) + ", want " + std::to_string(total));
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <ctime>
 #include <map>
 #include <stdexcept>
+#include <vector>
 #include <sched.h>
 #include <sys/prctl.h>
 
@@ -63,6 +64,7 @@ class Player {
   cudaStream_t compute_ = nullptr, comm_stream_ = nullptr;
   cudaEvent_t compute_ready_ = nullptr, comm_done_ = nullptr, sync_event_ = nullptr;
   void* dev_ = nullptr;
+  std::vector<void*> kept_;  // `alloc` ops' memory, freed at teardown
   void* pinned_ = nullptr;
   char* pageable_ = nullptr;
   ncclComm_t comm_ = nullptr;
@@ -254,6 +256,17 @@ void Player::play(const Op& op) {
       truth_.add("item", seconds_between(t0, t1), sizeof value);
       break;
     }
+    case OpKind::Alloc: {
+      // A tensor that stays: the device memory the rank holds grows by `bytes`.
+      void* p = nullptr;
+      auto t0 = Clock::now();
+      cudaError_t e = cudaMalloc(&p, op.bytes);
+      auto t1 = Clock::now();
+      check(e, "cudaMalloc");
+      kept_.push_back(p);
+      truth_.add("alloc", seconds_between(t0, t1), op.bytes);
+      break;
+    }
     case OpKind::Sync: {
       auto t0 = Clock::now();
       const char* key = "sync_stream";
@@ -316,6 +329,7 @@ void Player::teardown() {
   if (pinned_) check(cudaFreeHost(pinned_), "cudaFreeHost");
   std::free(pageable_);
   check(cudaFree(dev_), "cudaFree");
+  for (void* p : kept_) check(cudaFree(p), "cudaFree");
   for (cudaEvent_t ev : {compute_ready_, comm_done_, sync_event_}) check(cudaEventDestroy(ev), "cudaEventDestroy");
   check(cudaStreamDestroy(comm_stream_), "cudaStreamDestroy");
   check(cudaStreamDestroy(compute_), "cudaStreamDestroy");

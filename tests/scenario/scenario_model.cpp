@@ -1,6 +1,8 @@
 // Scenario format v1: parsing and validation (see scenario_model.h, docs/scenarios.md).
 #include "scenario_model.h"
 
+#include "device_keys.h"
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -81,6 +83,7 @@ const std::map<std::string, OpSpec>& op_specs() {
       {"broadcast", {OpKind::Broadcast, {"bytes"}}},
       {"graph", {OpKind::Graph, {"kernels", "us", "replays"}}},
       {"memset", {OpKind::Memset, {"bytes"}}},
+      {"alloc", {OpKind::Alloc, {"bytes"}}},
   };
   return specs;
 }
@@ -91,7 +94,7 @@ Op parse_op(const json& j, const std::string& source, const std::string& path) {
   if (!opv.is_string() || !op_specs().count(opv.get<std::string>()))
     fail(source, join(path, "op"),
          "expected one of host, h2d, d2h, kernels, item, sync, allreduce, allgather, reducescatter, broadcast, "
-         "graph, memset");
+         "graph, memset, alloc");
   const std::string opname = opv.get<std::string>();
   const OpSpec& spec = op_specs().at(opname);
   std::set<std::string> allowed = spec.keys;
@@ -143,6 +146,7 @@ Op parse_op(const json& j, const std::string& source, const std::string& path) {
       op.replays = positive_int(required(j, "replays", source, path), source, join(path, "replays"), 100000);
       break;
     case OpKind::Memset:
+    case OpKind::Alloc:
       op.bytes = positive_int(required(j, "bytes", source, path), source, join(path, "bytes"));
       break;
     case OpKind::Sync:
@@ -212,6 +216,7 @@ Scenario parse_scenario(const json& doc, const std::string& source) {
       const std::string path = "gpu." + it.key();
       if (kGbpsKeys.count(it.key())) sc.gpu[it.key()] = number(it.value(), source, path, false);
       else if (kTimeKeys.count(it.key())) sc.gpu[it.key()] = number(it.value(), source, path, true);
+      else if (parse_device_key(sc, it.key(), it.value(), source)) continue;
       else fail(source, path, "unknown simulator key");
     }
   }
@@ -285,6 +290,7 @@ const char* op_name(OpKind k) {
     case OpKind::Broadcast: return "broadcast";
     case OpKind::Graph: return "graph";
     case OpKind::Memset: return "memset";
+    case OpKind::Alloc: return "alloc";
   }
   return "?";
 }
@@ -336,7 +342,19 @@ std::string simgpu_config(const Scenario& sc) {
     os << (first ? "" : ",") << k << "=" << v;
     first = false;
   }
+  for (const auto& [k, v] : sc.gpu_text) {
+    os << (first ? "" : ",") << k << "=" << v;
+    first = false;
+  }
   return os.str();
+}
+
+std::uint64_t expected_memory_peak(const Scenario& sc) {
+  std::uint64_t n = device_buffer_bytes(sc);
+  for_each_op(sc, [&](const Op& op) {
+    if (op.kind == OpKind::Alloc) n += op.bytes;
+  });
+  return n;
 }
 
 std::map<std::string, Totals> expected_truth_ops(const Scenario& sc, int rank) {
@@ -360,6 +378,7 @@ std::map<std::string, Totals> expected_truth_ops(const Scenario& sc, int rank) {
         t["graph_kernels"].count += op.replays * op.count;
         t["graph_kernels"].seconds += double(op.replays * op.count) * op.us * scale.kernels / 1e6;
         break;
+      case OpKind::Alloc: t["alloc"].count++; t["alloc"].bytes += op.bytes; break;
       case OpKind::Sync: {
         t["sync"].count++;
         const char* sub = op.what == SyncWhat::Stream ? "sync_stream" : op.what == SyncWhat::Device ? "sync_device" : "sync_event";
@@ -382,6 +401,7 @@ std::map<std::string, Totals> expected_device_kinds(const Scenario& sc, int rank
   for_each_op(sc, [&](const Op& op) {
     switch (op.kind) {
       case OpKind::Host:
+      case OpKind::Alloc:
       case OpKind::Sync: break;
       case OpKind::H2D: t["h2d"].count++; t["h2d"].bytes += op.bytes; break;
       case OpKind::D2H: t["d2h"].count++; t["d2h"].bytes += op.bytes; break;

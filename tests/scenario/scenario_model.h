@@ -15,7 +15,8 @@
 
 namespace gpuwatch::scenario {
 
-enum class OpKind { Host, H2D, D2H, Kernels, Item, Sync, AllReduce, AllGather, ReduceScatter, Broadcast, Graph, Memset };
+enum class OpKind { Host, H2D, D2H, Kernels, Item, Sync, AllReduce, AllGather, ReduceScatter, Broadcast, Graph, Memset,
+                    Alloc };
 enum class SyncWhat { Stream, Device, Event };
 // How `kernels` are launched: through the runtime (<<<>>>, seen by cudaLaunchKernel hooks) or
 // as a library such as cuBLAS does (driver cuLaunchKernel, invisible to runtime hooks).
@@ -30,7 +31,7 @@ struct Op {
   double ms = 0;         // host
   HostWait wait = HostWait::Sleep;  // host
   double read_mbps = 100;  // host with wait = read
-  std::uint64_t bytes = 0;  // h2d, d2h, memset, collectives (per rank)
+  std::uint64_t bytes = 0;  // h2d, d2h, memset, collectives (per rank), alloc
   bool pinned = true;    // h2d, d2h
   bool async = true;     // h2d, d2h
   std::uint64_t count = 0;  // kernels; graph: its kernels (the "kernels" key)
@@ -60,6 +61,7 @@ struct Scenario {
   int steps = 1;
   bool nvtx = true;
   std::map<std::string, double> gpu;  // simulator device keys, in file order irrelevant
+  std::map<std::string, std::string> gpu_text;  // device keys whose values are not one number (device_keys.h)
   std::vector<Op> step;
   std::vector<Every> every;
   std::map<int, RankScale> rank_scale;
@@ -94,6 +96,9 @@ std::uint64_t host_buffer_bytes(const Scenario& sc, bool pinned);
 
 // "key=value,..." for SIMGPU_CONFIG from the scenario's "gpu" object ("" when empty).
 std::string simgpu_config(const Scenario& sc);
+
+// The most device memory a rank holds: the setup's buffer plus every `alloc` op (kept to the end).
+std::uint64_t expected_memory_peak(const Scenario& sc);
 
 struct Totals {
   std::uint64_t count = 0;

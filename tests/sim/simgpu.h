@@ -141,6 +141,21 @@ void simgpu_op_release(simgpu_op* op);
  * bad SIMGPU_CONFIG does. Lets other simulated libraries share one configuration. */
 double simgpu_config_value(const char* key);
 
+/* ---- Device state (for the simulated NVML, libnvidia-ml.so.1) ---------------------------- */
+#define SIMGPU_MAX_OTHER_PROCESSES 8
+typedef struct simgpu_device_state {
+  uint64_t memory_total;  /* memory_gib */
+  uint64_t memory_held;   /* device memory this process holds now */
+  uint64_t busy_ns;       /* device time busy so far (this process, all streams merged) */
+  uint64_t now_ns;        /* when busy_ns was read */
+  int sm_count, pcie_gen, pcie_width;
+  int throttle;           /* 0 none, 1 power, 2 thermal */
+  int other_processes;    /* configured other processes (at most SIMGPU_MAX_OTHER_PROCESSES) */
+  uint64_t other_memory[SIMGPU_MAX_OTHER_PROCESSES];
+  double other_busy[SIMGPU_MAX_OTHER_PROCESSES];
+} simgpu_device_state;
+void simgpu_get_device_state(simgpu_device_state* out);
+
 #ifdef __cplusplus
 }
 #endif

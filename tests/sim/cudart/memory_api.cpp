@@ -33,6 +33,7 @@ CopyPlan plan_copy(void* dst, const void* src, size_t n, cudaMemcpyKind kind) {
     default: break;  // cudaMemcpyDefault: infer from the pointers
   }
   const Config& c = config();
+  const double link = c.pcie_link_fraction();  // a link trained below gen 5 x16 is slower
   CopyPlan p;
   if (src_dev && dst_dev) {
     p.kind = SIMGPU_D2D;
@@ -40,11 +41,11 @@ CopyPlan plan_copy(void* dst, const void* src, size_t n, cudaMemcpyKind kind) {
   } else if (dst_dev) {
     p.kind = SIMGPU_H2D;
     p.pageable = sk != MemKind::Pinned;
-    p.dur_ns = transfer_ns(n, p.pageable ? c.h2d_pageable_gbps : c.h2d_pinned_gbps);
+    p.dur_ns = transfer_ns(n, (p.pageable ? c.h2d_pageable_gbps : c.h2d_pinned_gbps) * link);
   } else if (src_dev) {
     p.kind = SIMGPU_D2H;
     p.pageable = dk != MemKind::Pinned;
-    p.dur_ns = transfer_ns(n, p.pageable ? c.d2h_pageable_gbps : c.d2h_gbps);
+    p.dur_ns = transfer_ns(n, (p.pageable ? c.d2h_pageable_gbps : c.d2h_gbps) * link);
   }
   return p;
 }
@@ -126,7 +127,7 @@ SIMGPU_EXPORT cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int devi
   std::memset(prop, 0, sizeof *prop);
   std::strncpy(prop->name, "gpuwatch simulated GPU", sizeof prop->name - 1);
   prop->uuid.bytes[0] = static_cast<char>(device);
-  prop->totalGlobalMem = 80ull << 30;
+  prop->totalGlobalMem = simgpu::config().memory_bytes();
   prop->sharedMemPerBlock = 48 << 10;
   prop->regsPerBlock = 65536;
   prop->warpSize = 32;
@@ -137,7 +138,7 @@ SIMGPU_EXPORT cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int devi
   prop->maxGridSize[1] = prop->maxGridSize[2] = 65535;
   prop->major = 9;
   prop->minor = 0;
-  prop->multiProcessorCount = 132;
+  prop->multiProcessorCount = static_cast<int>(simgpu::config().sm_count);
   prop->concurrentKernels = 1;
   prop->asyncEngineCount = 2;
   prop->unifiedAddressing = 1;
@@ -175,7 +176,7 @@ SIMGPU_EXPORT cudaError_t cudaMalloc(void** p, size_t size) {
     *p = nullptr;
     return cudaSuccess;
   }
-  *p = MemoryMap::get().device_alloc(size, Model::current_device());
+  *p = MemoryMap::get().device_alloc(size, Model::current_device(), device_memory_limit());
   return *p ? cudaSuccess : fail(cudaErrorMemoryAllocation);
 }
 

@@ -40,5 +40,8 @@ cudaError_t launch_driver(cudaStream_t stream, bool per_thread, const char* name
 // its graph instead of running (the caller enqueues nothing and does not wait).
 bool capture_into_graph(Stream* s, const OpDesc& d);
 cudaStreamCaptureStatus capture_status(Stream* s);
+// Device memory the process may hold: the device's memory (memory_gib) less what the
+// configured other processes hold (device_memory.cpp).
+uint64_t device_memory_limit();
 
 }  // namespace simgpu

@@ -27,6 +27,10 @@ constexpr Key kKeys[] = {
     {"cuda_version", &Config::cuda_version},
     {"driver_version", &Config::driver_version},
     {"nccl_version", &Config::nccl_version},
+    {"memory_gib", &Config::memory_gib},
+    {"sm_count", &Config::sm_count},
+    {"pcie_gen", &Config::pcie_gen},
+    {"pcie_width", &Config::pcie_width},
 };
 
 std::string trim(const std::string& s) {
@@ -52,6 +56,10 @@ bool Config::parse(const std::string& text, std::string& error) {
     if (item.empty()) continue;
     size_t eq = item.find('=');
     std::string key = trim(item.substr(0, eq));
+    if (eq != std::string::npos && (key == "throttle" || key == "other_processes")) {
+      if (!parse_text_key(key, trim(item.substr(eq + 1)), error)) return false;
+      continue;
+    }
     const Key* found = nullptr;
     for (const Key& k : kKeys)
       if (key == k.name) found = &k;
@@ -75,6 +83,37 @@ bool Config::parse(const std::string& text, std::string& error) {
       return false;
     }
     this->*(found->field) = v;
+  }
+  return true;
+}
+
+bool Config::parse_text_key(const std::string& key, const std::string& value, std::string& error) {
+  if (key == "throttle") {
+    if (value == "none") throttle = kThrottleNone;
+    else if (value == "power") throttle = kThrottlePower;
+    else if (value == "thermal") throttle = kThrottleThermal;
+    else {
+      error = "key 'throttle' has bad value '" + value + "' (expected none, power or thermal)";
+      return false;
+    }
+    return true;
+  }
+  other_processes.clear();
+  size_t pos = 0;
+  while (pos < value.size()) {
+    size_t semi = value.find(';', pos);
+    if (semi == std::string::npos) semi = value.size();
+    const std::string one = value.substr(pos, semi - pos);
+    pos = semi + 1;
+    OtherProcess p;
+    char* end = nullptr;
+    p.memory_gib = std::strtod(one.c_str(), &end);
+    if (*end == ':') p.busy = std::strtod(end + 1, &end);
+    if (one.empty() || *end != '\0' || !(p.memory_gib >= 0) || !(p.busy >= 0 && p.busy <= 1)) {
+      error = "key 'other_processes' has bad value '" + value + "' (expected GIB:BUSY;GIB:BUSY, busy 0..1)";
+      return false;
+    }
+    other_processes.push_back(p);
   }
   return true;
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace simgpu {
 
@@ -22,10 +23,44 @@ struct Config {
   double cuda_version = 13000;
   double driver_version = 13000;
   double nccl_version = 22800;
+  // The device (docs/simulator.md, "Device memory"): what cudaGetDeviceProperties and
+  // cudaMemGetInfo answer, and the limit allocations fail beyond.
+  double memory_gib = 141;
+  double sm_count = 132;
+  // What the simulated NVML answers (libnvidia-ml.so.1): the PCIe link as trained (its
+  // maximum is always gen 5 x16), clocks held back by power or heat while busy, and other
+  // processes on the device (their memory counts against memory_gib).
+  double pcie_gen = 5;
+  double pcie_width = 16;
+  enum Throttle { kThrottleNone = 0, kThrottlePower = 1, kThrottleThermal = 2 };
+  int throttle = kThrottleNone;  // throttle=none|power|thermal
+  struct OtherProcess {
+    double memory_gib = 0, busy = 0;
+  };
+  std::vector<OtherProcess> other_processes;  // other_processes=GIB:BUSY;GIB:BUSY
+
+  // The link's bandwidth as a share of gen 5 x16 (per-lane rates of gens 1-5: 2.5, 5, 8,
+  // 16, 32 GT/s with 8b/10b coding up to gen 2, 128b/130b after). H2D/D2H copies scale by it.
+  double pcie_link_fraction() const {
+    static const double kLaneGbps[] = {0, 0.25, 0.5, 0.985, 1.969, 3.938};
+    const int gen = pcie_gen < 1 ? 1 : pcie_gen > 5 ? 5 : static_cast<int>(pcie_gen);
+    return kLaneGbps[gen] * pcie_width / (kLaneGbps[5] * 16);
+  }
+
+  unsigned long long other_processes_bytes() const {
+    double gib = 0;
+    for (const OtherProcess& p : other_processes) gib += p.memory_gib;
+    return static_cast<unsigned long long>(gib * (1ull << 30));
+  }
+
+  unsigned long long memory_bytes() const { return static_cast<unsigned long long>(memory_gib * (1ull << 30)); }
 
   // Parses `text`; on an unknown key or a bad value returns false and sets `error` to one
   // line naming the key.
   bool parse(const std::string& text, std::string& error);
+
+  // throttle and other_processes, the keys whose values are not one number.
+  bool parse_text_key(const std::string& key, const std::string& value, std::string& error);
 
   // Looks a key up by name; nullptr when unknown.
   const double* find(const std::string& key) const;

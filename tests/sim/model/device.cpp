@@ -359,6 +359,12 @@ void Model::deliver(std::vector<simgpu_activity>& records, bool counted) {
   if (--delivering_ == 0) resolved_cv_.notify_all();
 }
 
+uint64_t Model::busy_ns_until(uint64_t now) {
+  std::lock_guard<std::mutex> lk(mu_);
+  advance_truth();
+  return truth_.busy_until(now);
+}
+
 void Model::write_truth() {
   const char* dir = std::getenv("SIMGPU_TRUTH");
   if (!dir || !*dir) return;

@@ -116,6 +116,9 @@ class Model {
   uint32_t next_correlation_id();
   static uint32_t last_correlation_id();  // of the calling thread
 
+  // Device time busy (all devices, merged) up to `now`: the simulated NVML's utilization.
+  uint64_t busy_ns_until(uint64_t now);
+
  private:
   Model();
   struct DeviceState {

@@ -2,6 +2,8 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
+
 namespace simgpu {
 
 MemoryMap& MemoryMap::get() {
@@ -9,12 +11,24 @@ MemoryMap& MemoryMap::get() {
   return *m;
 }
 
-void* MemoryMap::device_alloc(size_t bytes, int device) {
+void* MemoryMap::device_alloc(size_t bytes, int device, uint64_t limit) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (use_.held + bytes > limit) return nullptr;  // cudaErrorMemoryAllocation, as a full device
+  }
   void* p = mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) return nullptr;
   std::lock_guard<std::mutex> lk(mu_);
   device_[reinterpret_cast<uintptr_t>(p)] = Range{bytes, device};
+  use_.held += bytes;
+  use_.peak = std::max(use_.peak, use_.held);
+  use_.allocations++;
   return p;
+}
+
+MemoryMap::DeviceUse MemoryMap::device_use() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return use_;
 }
 
 bool MemoryMap::device_free(void* p) {
@@ -24,6 +38,7 @@ bool MemoryMap::device_free(void* p) {
     auto it = device_.find(reinterpret_cast<uintptr_t>(p));
     if (it == device_.end()) return false;
     bytes = it->second.bytes;
+    use_.held -= bytes;
     device_.erase(it);
   }
   munmap(p, bytes);

@@ -18,7 +18,9 @@ class MemoryMap {
  public:
   static MemoryMap& get();
 
-  void* device_alloc(size_t bytes, int device);  // nullptr when out of address space
+  // nullptr when out of address space, or when the process would hold more than `limit`
+  // bytes of device memory (the device's memory less what other processes hold).
+  void* device_alloc(size_t bytes, int device, uint64_t limit = UINT64_MAX);
   bool device_free(void* p);                     // false when p is not a live allocation
 
   void add_pinned(void* p, size_t bytes, bool owned);
@@ -28,6 +30,12 @@ class MemoryMap {
 
   MemKind kind(const void* p, int* device = nullptr) const;
 
+  // Device memory the process holds now, and the most it held at once (all devices).
+  struct DeviceUse {
+    uint64_t held = 0, peak = 0, allocations = 0;
+  };
+  DeviceUse device_use() const;
+
  private:
   struct Range {
     size_t bytes;
@@ -36,6 +44,7 @@ class MemoryMap {
   static const Range* find(const std::map<uintptr_t, Range>& m, uintptr_t a);
   mutable std::mutex mu_;
   std::map<uintptr_t, Range> device_, pinned_;
+  DeviceUse use_;
 };
 
 }  // namespace simgpu

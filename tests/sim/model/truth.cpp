@@ -3,6 +3,9 @@
 #include <cstdio>
 #include <sstream>
 
+#include "config.h"
+#include "memory.h"
+
 namespace simgpu {
 
 void Truth::add(const simgpu_activity& op) {
@@ -64,6 +67,20 @@ std::string Truth::json(int rank) {
   }
   o << "}, \"graphs\": {\"launches\": " << graph_launches_ << ", \"kernels\": " << graph_kernels_
     << ", \"ops\": " << graph_ops_ << ", \"device_s\": " << sec(graph_ns_) << "}";
+  const MemoryMap::DeviceUse mem = MemoryMap::get().device_use();
+  o << "}, \"memory\": {\"peak_bytes\": " << mem.peak << ", \"total_bytes\": " << config().memory_bytes()
+    << ", \"allocations\": " << mem.allocations << "}";
+  // The device state as configured: what the simulated NVML reports.
+  const Config& c = config();
+  static const char* const kThrottle[] = {"none", "power", "thermal"};
+  o << ", \"device\": {\"sm_count\": " << c.sm_count << ", \"pcie_gen\": " << c.pcie_gen
+    << ", \"pcie_width\": " << c.pcie_width << ", \"pcie_gen_max\": 5, \"pcie_width_max\": 16"
+    << ", \"throttle\": \"" << kThrottle[c.throttle] << "\", \"other_processes\": [";
+  for (size_t i = 0; i < c.other_processes.size(); ++i)
+    o << (i ? ", " : "") << "{\"memory_bytes\": "
+      << static_cast<unsigned long long>(c.other_processes[i].memory_gib * (1ull << 30))
+      << ", \"busy\": " << c.other_processes[i].busy << "}";
+  o << "]}";
   o << ", \"collective_wait_s\": " << sec(wait_ns_) << ", \"ops\": " << ops_
     << ", \"first_start_ns\": " << (ops_ ? first_start_ : 0) << ", \"last_end_ns\": " << last_end_
     << ", \"clock\": \"CLOCK_MONOTONIC\"}\n";

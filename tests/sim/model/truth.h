@@ -7,6 +7,7 @@
 // start order. The buffer therefore holds only work scheduled in the future.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -25,6 +26,12 @@ class Truth {
 
   // Merges everything and writes DIR/device-rank-R.json; false (and errno) on failure.
   bool write(const std::string& dir, int rank);
+
+  // Busy time merged so far, up to `now` (the open interval clipped at it).
+  uint64_t busy_until(uint64_t now) const {
+    const uint64_t open = open_ && now > open_start_ ? std::min(now, open_end_) - open_start_ : 0;
+    return busy_ns_ + open;
+  }
 
   // For tests and the file: seconds of union, first-start-to-last-end, etc.
   std::string json(int rank);

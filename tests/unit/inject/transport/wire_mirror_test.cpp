@@ -9,6 +9,7 @@
 
 #include "enrich/cupti_reader.h"
 #include "enrich/environment_probe.h"
+#include "enrich/nvml_sampler.h"
 #include "enrich/proc_sampler.h"
 #include "frame.h"
 #include "gpuwatch.pb.h"
@@ -66,7 +67,8 @@ TEST_CASE("every value of the proto's enums has a mirror in the library") {
                       gi::kApiMemsetAsync, gi::kApiStreamWaitEvent, gi::kApiLaunchHostFunc, gi::kApiStreamQuery,
                       gi::kApiEventQuery, gi::kApiDriverLaunchKernel, gi::kApiAllReduce, gi::kApiAllGather,
                       gi::kApiReduceScatter, gi::kApiBroadcast, gi::kApiReduce, gi::kApiSend, gi::kApiRecv,
-                      gi::kApiNvtxRange});
+                      gi::kApiNvtxRange, gi::kApiMalloc, gi::kApiFree, gi::kApiMallocAsync, gi::kApiFreeAsync,
+                      gi::kApiMallocManaged, gi::kApiMemGetInfo});
   CHECK(ProtoValues(w::CopyKind_descriptor()) == std::set<int>{gi::kCopyH2D, gi::kCopyD2H, gi::kCopyD2D, gi::kCopyH2H});
   CHECK(ProtoValues(w::EventFlag_descriptor()) ==
         std::set<int>{gi::kFlagPageable, gi::kFlagBlockedHost, gi::kFlagInGroup, gi::kFlagNoGpuTime,
@@ -101,7 +103,7 @@ TEST_CASE("the encoders write every field of the messages the library sends") {
   gi::AppendBatchSettled(batch, 2);
   gi::AppendEvent(batch, {.api = gi::kApiAllReduce, .copy_kind = gi::kCopyD2D, .flags = gi::kFlagInGroup,
                           .name_id = 1, .site_id = 2, .tid = 3, .t_ns = 4, .dur_ns = 5, .bytes = 6, .stream = 7,
-                          .comm_id = 8, .seq = 9, .peer = 10, .gpu_ns = 11});
+                          .comm_id = 8, .seq = 9, .peer = 10, .gpu_ns = 11, .address = 12, .total_bytes = 13});
   gi::AppendKernelName(batch, 1, "k");
   gi::AppendCommunicator(batch, 8, 2, 1, 0xabc);
   const gi::DropCounts drops{.ring_full = 1};
@@ -112,9 +114,20 @@ TEST_CASE("the encoders write every field of the messages the library sends") {
                              .graph_node_id = 10, .comm_kernel = false});
   gi::AppendGpuSource(batch, 1, "CUPTI");
   gi::AppendEnvironment(batch, {.cuda_runtime = 13000, .cuda_driver = 13010, .nccl = 22800,
+                                .device_memory_bytes = 1, .device_sm_count = 2, .device_name = "gpu",
+                                .device_pci_bus_id = "00000000:01:00.0",
                                 .settings = {{"NCCL_ALGO", "Ring"}}});
   gi::AppendProcSample(batch,
                        {.t_ns = 1, .cpu_ns = 2, .read_chars = 3, .read_bytes = 4, .processes = 5, .run_wait_ns = 6});
+  gi::DeviceSample dev{.t_ns = 1, .gpu_util_pct = 2, .memory_util_pct = 3, .memory_used_bytes = 4,
+                       .memory_total_bytes = 5, .sm_clock_mhz = 6, .sm_clock_max_mhz = 7, .memory_clock_mhz = 8,
+                       .memory_clock_max_mhz = 9, .power_mw = 10, .power_limit_mw = 11, .temperature_c = 12,
+                       .throttle_reasons = 13, .pcie_gen = 14, .pcie_gen_max = 15, .pcie_width = 16,
+                       .pcie_width_max = 17, .pcie_tx_kbps = 18, .pcie_rx_kbps = 19,
+                       .processes = {{.pid = 1, .memory_bytes = 2, .sm_util_pct = 3}}, .ecc_uncorrected = 21,
+                       .mig_mode = 1};
+  gi::AppendDeviceSample(batch, dev);
+  gi::AppendDeviceSamplerDetail(batch, "libnvidia-ml.so.1 not found");
   gi::AppendCallSite(batch, 2, {"main+0x1 (a.out)"}, "train.py:1 in f");
   gi::AppendCuptiWindows(batch, {{1, 2}}, 3);
   gi::CuptiBudget::Figures o{.mode = gi::CuptiBudget::Mode::kFull, .budget = 0.01, .hook_ns = 40, .cupti_ns = 3000,

@@ -1,0 +1,45 @@
+// See device_text.h.
+#include "report/device_text.h"
+
+#include <algorithm>
+
+#include "common/format.h"
+
+namespace gpuwatch::collector {
+
+void DeviceStateText(const RankResult& r, std::string& out) {
+  if (const char* shape = r.gpu_shape.key())
+    out += Printf("  utilization curve: %s (mean %.0f%%, %zu windows)\n", shape, 100 * r.gpu_shape.mean,
+                  r.gpu_shape.windows);
+  const MemoryFigures& m = r.memory;
+  if (m.known()) {
+    std::string line = "  memory: peak " + FmtBytes(m.peak_bytes);
+    if (m.total_bytes)
+      line += Printf(" of %s (%.1f%%), headroom %s", FmtBytes(m.total_bytes).c_str(), 100 * m.peak_share(),
+                     FmtBytes(m.headroom_bytes()).c_str());
+    line += Printf(", %llu allocations", static_cast<unsigned long long>(m.allocations));
+    out += Clip(line, kTextWidth) + "\n";
+  }
+  const DeviceStateFigures& d = r.device;
+  if (!d.known()) {
+    if (!r.device_sampler_detail.empty()) out += Clip("  device (NVML): " + r.device_sampler_detail, kTextWidth) + "\n";
+    return;
+  }
+  out += Printf("  device (NVML, %llu samples): utilization %.0f%%, memory used %s of %s\n",
+                static_cast<unsigned long long>(d.samples), 100 * d.gpu_util_mean, FmtBytes(d.memory_used_max).c_str(),
+                FmtBytes(d.memory_total).c_str());
+  const uint64_t held = std::max({d.throttled_power, d.throttled_thermal, d.throttled_hw});
+  out += Clip(Printf("    SM clock %.0f/%u MHz when busy (held back %.0f%%), power %.0f/%.0f W, max %u C",
+                     d.sm_clock_busy_mean_mhz, d.sm_clock_max_mhz, d.busy_samples ? 100.0 * held / d.busy_samples : 0.0,
+                     d.power_mean_w, d.power_limit_w, d.temperature_max_c),
+              kTextWidth) +
+         "\n";
+  out += Printf("    PCIe gen %u x%u of gen %u x%u (%.0f%%)%s%s\n", d.pcie_gen, d.pcie_width, d.pcie_gen_max,
+                d.pcie_width_max, 100 * d.PcieLinkShare(), d.ecc_uncorrected ? ", uncorrected ECC errors" : "",
+                d.mig ? ", MIG on" : "");
+  for (const auto& [pid, o] : d.others)
+    out += Printf("    other process %u: %s, %.0f%% busy\n", pid, FmtBytes(o.memory_bytes_max).c_str(),
+                  d.sampled_s > 0 ? 100 * std::min(1.0, o.busy_s / d.sampled_s) : 0.0);
+}
+
+}  // namespace gpuwatch::collector

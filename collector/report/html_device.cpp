@@ -1,0 +1,92 @@
+// See html_device.h. Lookups go through common/json_read.h (an older summary has neither
+// `memory` nor `device`: the sections then say so).
+#include "report/html_device.h"
+
+#include <algorithm>
+
+#include "common/format.h"
+#include "common/json_read.h"
+#include "report/html_page.h"
+#include "report/html_report.h"
+#include "report/svg_chart.h"
+
+namespace gpuwatch::collector {
+namespace {
+
+using html::Esc;
+using nlohmann::json;
+using json_read::Arr;
+using json_read::Get;
+using json_read::Int;
+using json_read::Num;
+using json_read::Str;
+
+void MemoryChart(const json& s, std::string& out) {
+  out += "<section id=\"memory\"><h2>Device memory over time</h2>\n";
+  std::vector<html::UtilRow> rows;
+  for (const json& r : Arr(s, "ranks")) {
+    const json& m = Get(r, "memory");
+    const json& ser = Get(m, "reserved_series");
+    const double total = Num(m, "total_bytes");
+    if (!ser.is_object() || total <= 0 || rows.size() >= kHtmlMaxChartRanks) continue;
+    html::UtilRow row;
+    row.rank = Int(r, "rank");
+    row.window_s = Num(ser, "window_s");
+    for (const json& v : Arr(ser, "peak_bytes")) row.busy.push_back(v.is_number() ? v.get<double>() / total : 0);
+    row.label = RankLabel(r) + "  peak " + FmtBytes(static_cast<uint64_t>(Num(m, "peak_bytes"))) + " of " +
+                FmtBytes(static_cast<uint64_t>(total));
+    rows.push_back(std::move(row));
+  }
+  if (rows.empty()) {
+    out += "<p class=\"note\">No allocation was recorded (cudaMalloc, cudaMallocAsync, cudaMallocManaged).</p></section>\n";
+    return;
+  }
+  out += "<p class=\"note\">Device memory the rank's allocations held (PyTorch's reserved memory), as a share of the "
+         "device's memory: the most in each window, from the rank's first allocation.</p>\n";
+  out += html::UtilizationSvg(rows, "memory", "Device memory held over time, one row per rank") + "\n</section>\n";
+}
+
+std::string Cell(const std::string& v) { return "<td class=\"n\">" + Esc(v) + "</td>"; }
+
+void DeviceTable(const json& s, std::string& out) {
+  out += "<section id=\"device\"><h2>Devices (NVML)</h2>\n<table><tr><th>rank</th><th>device</th>"
+         "<th>utilization curve</th><th class=\"n\">NVML util</th><th class=\"n\">SM clock busy / max</th>"
+         "<th class=\"n\">held back</th><th class=\"n\">power / limit</th><th class=\"n\">max temp</th>"
+         "<th class=\"n\">PCIe</th><th class=\"n\">memory used / total</th><th>other processes</th></tr>\n";
+  for (const json& r : Arr(s, "ranks")) {
+    const json& d = Get(r, "device");
+    const json& env = Get(r, "environment");
+    const json& shape = Get(Get(r, "gpu"), "utilization_shape");
+    out += "<tr><td>" + Esc(RankLabel(r)) + "</td><td>" + Esc(Str(env, "device_name", "-")) + "</td><td>" +
+           Esc(shape.is_string() ? shape.get<std::string>() : "-") + "</td>";
+    if (!d.is_object() || Num(d, "samples") <= 0) {
+      out += "<td colspan=\"8\">" + Esc(Str(d, "sampler_detail", "no NVML samples")) + "</td></tr>\n";
+      continue;
+    }
+    const json& pcie = Get(d, "pcie");
+    std::string others;
+    for (const json& o : Arr(d, "other_processes"))
+      others += Printf("%s%d: %s, %.0f%% busy", others.empty() ? "" : "; ", Int(o, "pid"),
+                       FmtBytes(static_cast<uint64_t>(Num(o, "memory_bytes"))).c_str(), 100 * Num(o, "busy"));
+    out += Cell(Printf("%.0f%%", 100 * Num(d, "utilization"))) +
+           Cell(Printf("%.0f / %.0f MHz", Num(d, "sm_clock_busy_mhz"), Num(d, "sm_clock_max_mhz"))) +
+           Cell(Printf("%.0f%%", 100 * Num(d, "throttled_share"))) +
+           Cell(Printf("%.0f / %.0f W", Num(d, "power_mean_w"), Num(d, "power_limit_w"))) +
+           Cell(Printf("%.0f C", Num(d, "temperature_max_c"))) +
+           Cell(Printf("gen %d x%d of %d x%d", Int(pcie, "gen"), Int(pcie, "width"), Int(pcie, "gen_max"),
+                       Int(pcie, "width_max"))) +
+           Cell(FmtBytes(static_cast<uint64_t>(Num(d, "memory_used_max_bytes"))) + " / " +
+                FmtBytes(static_cast<uint64_t>(Num(d, "memory_total_bytes")))) +
+           "<td>" + Esc(others.empty() ? "none" : others) + "</td></tr>\n";
+  }
+  out += "</table></section>\n";
+}
+
+}  // namespace
+
+void DeviceSections(const json& s, std::string& out) {
+  MemoryChart(s, out);
+  DeviceTable(s, out);
+}
+
+}  // namespace gpuwatch::collector

@@ -1,0 +1,204 @@
+// The device's state end to end (issue 17): the memory a rank's allocations hold against
+// the simulator's account, every allocation API the library hooks, and the shape of the
+// utilization curve on the bundled scenarios made to show one.
+#include <catch2/catch.hpp>
+
+#include <sstream>
+#include <string>
+
+#include "scenario_run.h"
+
+using namespace gpuwatch::e2e;
+
+namespace {
+
+constexpr uint64_t kGiB = 1ull << 30, kMiB = 1ull << 20;
+
+// Each step keeps 64 MiB more (a leak, or a cache that only grows), on an 80 GiB device.
+const char* kGrowing = R"({"name": "memory_growth", "ranks": 2, "steps": 12,
+  "gpu": {"memory_gib": 80, "sm_count": 108},
+  "step": [{"op": "host", "ms": 2}, {"op": "kernels", "count": 4, "us": 500},
+           {"op": "alloc", "bytes": 67108864}, {"op": "allreduce", "bytes": 1048576}, {"op": "sync"}],
+  "every": [{"period": 4, "ops": [{"op": "alloc", "bytes": 268435456}]}]})";
+
+}  // namespace
+
+TEST_CASE("memory: each rank's peak and its device's total match the simulator's truth") {
+  JobRun r = RunScenario("memory-growth", kGrowing, {.truth = true});
+  INFO("driver stderr:\n" << r.job.err);
+  REQUIRE(r.summary["ranks"].size() == 2);
+  for (const json& rank : r.summary["ranks"]) {
+    const int id = rank["rank"];
+    const json truth = r.Device(id)["memory"];
+    const json& m = rank["memory"];
+    INFO("rank " << id << " memory " << m.dump() << " truth " << truth.dump());
+    REQUIRE(m.is_object());
+    // The setup's buffer (the largest copy or collective) plus 12 x 64 MiB plus 3 x 256 MiB.
+    CHECK(truth["peak_bytes"] == 1 * kMiB + 12 * 64 * kMiB + 3 * 256 * kMiB);
+    CHECK(m["peak_bytes"] == truth["peak_bytes"]);
+    CHECK(m["total_bytes"] == truth["total_bytes"]);
+    CHECK(m["total_bytes"] == 80 * kGiB);
+    CHECK(m["headroom_bytes"] == 80 * kGiB - truth["peak_bytes"].get<uint64_t>());
+    CHECK(m["allocations"] == 1 + 12 + 3);
+    CHECK(m["frees"] == 1 + 12 + 3);  // teardown frees everything
+    CHECK(m["reserved_bytes"] == 0);
+    // Reserved memory over time: it only grows during the steps, and reaches the peak.
+    const json& series = m["reserved_series"]["peak_bytes"];
+    REQUIRE(series.is_array());
+    REQUIRE(!series.empty());
+    uint64_t top = 0;
+    for (const json& v : series) top = std::max(top, v.get<uint64_t>());
+    CHECK(top == truth["peak_bytes"]);
+    const json& env = rank["environment"];
+    CHECK(env["device_memory_bytes"] == 80 * kGiB);
+    CHECK(env["device_sm_count"] == 108);
+    CHECK(env["device_name"] == "gpuwatch simulated GPU");
+  }
+}
+
+TEST_CASE("memory: cudaMalloc, cudaMallocAsync, cudaMallocManaged, their frees and cudaMemGetInfo") {
+  JobRun r = RunJob("memory-apis", {GPUWATCH_BIN_DIR "/gw_memory_app"},
+                    {.env = {{"SIMGPU_CONFIG", "memory_gib=40,other_processes=8:0.5"}}});
+  INFO("app stdout:\n" << r.job.out << "\nstderr:\n" << r.job.err);
+  std::istringstream said(r.job.out);
+  std::string word;
+  uint64_t peak = 0, free_bytes = 0, total = 0;
+  said >> word >> peak >> word >> free_bytes >> word >> total;
+  REQUIRE(peak == 3328 * kMiB);
+  // Another process holds 8 GiB; the app held 1.75 GiB when it asked.
+  CHECK(free_bytes == 40 * kGiB - 8 * kGiB - 1792 * kMiB);
+  CHECK(total == 40 * kGiB);
+  const json& m = r.summary["ranks"][0]["memory"];
+  INFO(m.dump());
+  CHECK(m["peak_bytes"] == peak);
+  CHECK(m["total_bytes"] == total);
+  CHECK(m["min_free_bytes"] == free_bytes);
+  CHECK(m["allocations"] == 4);
+  CHECK(m["frees"] == 4);  // cudaFree(nullptr) is not a free
+  CHECK(m["untracked_frees"] == 0);
+  CHECK(m["reserved_bytes"] == 0);
+}
+
+TEST_CASE("utilization shape: sawtooth, steady low and periodic drops on the scenarios that show them") {
+  const struct {
+    const char* scenario;
+    const char* shape;
+    const char* reading;
+  } kCases[] = {
+      {"dataloader_bound", "sawtooth", "Utilization curve: a sawtooth"},
+      {"launch_bound", "steady_low", "Utilization curve: steady and low"},
+      {"checkpoint_stall", "periodic_drops", "Utilization curve: periodic drops"},
+  };
+  for (const auto& c : kCases) {
+    JobRun r = RunScenario(std::string("shape-") + c.scenario, c.scenario);
+    INFO(c.scenario << " verdict: " << r.summary["job"]["verdict"]);
+    for (const json& rank : r.summary["ranks"]) {
+      INFO("rank " << rank["rank"] << " evidence " << rank["gpu"]["utilization_shape_evidence"].dump());
+      CHECK(rank["gpu"]["utilization_shape"] == c.shape);
+    }
+    CHECK(r.summary["job"]["verdict"].get<std::string>().find(c.reading) != std::string::npos);
+  }
+}
+
+namespace {
+
+// A bundled scenario with NVML sampled at 10 Hz (the default, 1 Hz, gives a 1-2 s run
+// only a few samples).
+JobRun RunSampled(const std::string& work, const std::string& scenario) {
+  JobRun r = RunScenario(work, scenario, {.truth = true, .env = {{"GPUWATCH_NVML_MS", "100"}}});
+  INFO("driver stderr:\n" << r.job.err);
+  return r;
+}
+
+bool HasFinding(const json& findings, const std::string& id) {
+  for (const json& f : findings)
+    if (f["id"] == id) return true;
+  return false;
+}
+
+const json& TopFinding(const JobRun& r) {
+  const json& f = r.summary["job"]["findings"];
+  REQUIRE(f.is_array());
+  REQUIRE(!f.empty());
+  return f[0];
+}
+
+}  // namespace
+
+TEST_CASE("nvml: another process on the GPU is gpu_shared, with its memory and busy share") {
+  JobRun r = RunSampled("nvml-gpu-shared", "gpu_shared");
+  INFO("verdict: " << r.summary["job"]["verdict"]);
+  CHECK(TopFinding(r)["id"] == "gpu_shared");
+  for (const json& rank : r.summary["ranks"]) {
+    const json truth = r.Device(rank["rank"])["device"];
+    const json& d = rank["device"];
+    INFO("device " << d.dump().substr(0, 2000));
+    REQUIRE(d.is_object());
+    CHECK(d["samples"].get<int>() >= 5);
+    REQUIRE(d["other_processes"].size() == truth["other_processes"].size());
+    const json& other = d["other_processes"][0];
+    CHECK(other["memory_bytes"] == truth["other_processes"][0]["memory_bytes"]);
+    CHECK(other["busy"].get<double>() == Approx(truth["other_processes"][0]["busy"].get<double>()).margin(0.05));
+    // NVML's memory in use: the other process's and this rank's own.
+    CHECK(d["memory_used_max_bytes"].get<uint64_t>() >= other["memory_bytes"].get<uint64_t>());
+    CHECK(d["memory_total_bytes"] == r.Device(rank["rank"])["memory"]["total_bytes"]);
+    const json f = rank["findings"][0];
+    CHECK(f["id"] == "gpu_shared");
+    CHECK(f["evidence"]["others_busy"].get<double>() == Approx(0.5).margin(0.05));
+  }
+}
+
+TEST_CASE("nvml: clocks held at the power cap are clocks_throttled") {
+  JobRun r = RunSampled("nvml-throttled", "clocks_throttled");
+  INFO("verdict: " << r.summary["job"]["verdict"]);
+  CHECK(TopFinding(r)["id"] == "clocks_throttled");
+  for (const json& rank : r.summary["ranks"]) {
+    CHECK(r.Device(rank["rank"])["device"]["throttle"] == "power");
+    const json& d = rank["device"];
+    INFO("device " << d.dump().substr(0, 2000));
+    CHECK(d["throttled_samples"]["power"].get<int>() > 0);
+    CHECK(d["throttled_samples"]["thermal"] == 0);
+    CHECK(d["sm_clock_busy_mhz"].get<double>() < d["sm_clock_max_mhz"].get<double>());
+    const json f = rank["findings"][0];
+    CHECK(f["id"] == "clocks_throttled");
+    CHECK(f["evidence"]["cause"] == "power");
+    CHECK(f["evidence"]["clock_share"].get<double>() == Approx(0.75).margin(0.01));
+  }
+}
+
+TEST_CASE("nvml: a PCIe link below gen 5 x16 is pcie_link, its time lost the copies' extra time") {
+  JobRun r = RunSampled("nvml-pcie", "pcie_link");
+  INFO("verdict: " << r.summary["job"]["verdict"]);
+  CHECK(TopFinding(r)["id"] == "pcie_link");
+  const json& rank = r.summary["ranks"][0];
+  const json truth = r.Device(0);
+  const json& pcie = rank["device"]["pcie"];
+  CHECK(pcie["gen"] == truth["device"]["pcie_gen"]);
+  CHECK(pcie["width"] == truth["device"]["pcie_width"]);
+  CHECK(pcie["gen_max"] == 5);
+  CHECK(pcie["width_max"] == 16);
+  CHECK(pcie["link_share"].get<double>() == Approx(0.985 * 8 / (3.938 * 16)));
+  // Gen 3 x8 makes each copy 1/share times longer; the time lost is the part beyond gen 5 x16.
+  const double copies_s = truth["kinds"]["h2d"]["device_s"];
+  const json f = rank["findings"][0];
+  REQUIRE(f["id"] == "pcie_link");
+  CHECK(f["time_lost_s"].get<double>() ==
+        Approx(copies_s * (1 - pcie["link_share"].get<double>())).epsilon(0.05));
+}
+
+TEST_CASE("nvml: the healthy scenario raises none of the device findings") {
+  JobRun r = RunSampled("nvml-healthy", "healthy");
+  for (const char* id : {"gpu_shared", "clocks_throttled", "pcie_link"}) {
+    INFO(id);
+    CHECK_FALSE(HasFinding(r.summary["job"]["findings"], id));
+    for (const json& rank : r.summary["ranks"]) CHECK_FALSE(HasFinding(rank["findings"], id));
+  }
+  for (const json& rank : r.summary["ranks"]) {
+    const json& d = rank["device"];
+    REQUIRE(d.is_object());
+    CHECK(d["samples"].get<int>() >= 5);
+    CHECK(d["other_processes"].empty());
+    CHECK(d["pcie"]["link_share"] == 1.0);
+    CHECK(d["utilization"].get<double>() > 0.5);
+  }
+}
