@@ -63,6 +63,11 @@ std::vector<Finding> JobFindings(const RankList& ranks);
 std::optional<Finding> InputIoFinding(const RankContext& c, const std::vector<Finding>& found);
 std::optional<Finding> EnvironmentFinding(const RankContext& c, const std::vector<Finding>& found);
 
+// host_frames (issue 16): `evidence.host_frames` [{where, share}] of a finding about GPU
+// time lost waiting for the host, and the fix of `host_overhead`, which names the frames.
+void AddHostFrames(const HostFramesFigures& hf, Finding& f);
+std::string HostOverheadFix(const HostFramesFigures& hf);
+
 // "GPU busy 41% of the time. Biggest loss: data loading, 6.1 ms per step (47%) ..."
 std::string Verdict(const RankList& ranks, const std::vector<Finding>& f);
 // Median over ranks of their step counts (the job's steps).

@@ -17,6 +17,26 @@ const char* SeverityName(int r) { return r >= 2 ? "high" : r == 1 ? "medium" : "
 
 }  // namespace
 
+void AddHostFrames(const HostFramesFigures& hf, Finding& f) {
+  if (!hf.known()) return;
+  nlohmann::json frames = nlohmann::json::array();
+  for (const HostFrame& h : hf.frames) frames.push_back({{"where", h.where}, {"share", h.share}});
+  f.evidence["host_frames"] = frames;
+  f.evidence["host_samples"] = hf.samples;
+  f.evidence["data_loading_share"] = hf.data_loading_share;
+}
+
+// What fits depends on what the frames are; the frames themselves say where.
+std::string HostOverheadFix(const HostFramesFigures& hf) {
+  std::string names;
+  for (size_t i = 0; i < hf.frames.size() && i < 2; ++i)
+    names += (i ? ", " : "") + Clip(hf.frames[i].where, 80);
+  return "the GPU waited while the training thread ran " + names +
+         ": do that work less often (log/metrics every N steps), asynchronously or off the training "
+         "thread (evaluation and checkpoint writing in another process or async), keep values on the "
+         "GPU; for Python overhead per step, torch.compile or CUDA graphs";
+}
+
 std::optional<Finding> InputIoFinding(const RankContext& c, const std::vector<Finding>& found) {
   const auto dl = std::find_if(found.begin(), found.end(), [](const Finding& f) { return f.id == "data_loading"; });
   if (dl == found.end() || dl->share < kReportShare) return std::nullopt;

@@ -9,14 +9,14 @@ namespace gpuwatch::collector {
 
 RankModel::RankModel(const RankModel& o)
     : interp_(o.interp_), sync_(o.sync_), copies_(o.copies_), collectives_(o.collectives_),
-      launches_(o.launches_), gpu_(o.gpu_), steps_(o.steps_), io_(o.io_), sites_(o.sites_), rank_(o.rank_),
+      launches_(o.launches_), gpu_(o.gpu_), steps_(o.steps_), io_(o.io_), sites_(o.sites_), host_frames_(o.host_frames_), rank_(o.rank_),
       host_(o.host_), state_(o.state_), flushed_(o.flushed_) {
   SubscribeAnalyses();
 }
 
 void RankModel::SubscribeAnalyses() {
   for (EventSink* s : std::initializer_list<EventSink*>{&sync_, &copies_, &collectives_, &launches_, &gpu_,
-                                                         &steps_, &io_, &sites_})
+                                                         &steps_, &io_, &sites_, &host_frames_})
     interp_.Subscribe(s);
 }
 
@@ -86,6 +86,8 @@ RankResult RankModel::Compute() const {
   }
   r.io = io_.figures();
   r.sites = sites_.Result(facts);
+  r.host_frames = host_frames_.Result(facts);
+  r.sampling = facts.sampling();
   r.env = facts.env();
   r.dropped = facts.dropped();
   r.dropped_total = facts.dropped_total();

@@ -10,6 +10,7 @@
 #include "analyze/collectives.h"
 #include "analyze/copies.h"
 #include "analyze/gpu.h"
+#include "analyze/host_frames.h"
 #include "analyze/input_io.h"
 #include "analyze/launches.h"
 #include "analyze/rank_result.h"
@@ -53,6 +54,7 @@ class RankModel {
   StepCharger steps_;
   InputIo io_;
   SiteCounter sites_;
+  HostFrames host_frames_;
   int rank_ = -1;
   std::string host_;
   uint64_t state_ = 0;          // changes with every input

@@ -13,6 +13,7 @@
 #include "analyze/copies.h"
 #include "analyze/finding.h"
 #include "analyze/gpu.h"
+#include "analyze/host_frames.h"
 #include "analyze/input_io.h"
 #include "analyze/launches.h"
 #include "analyze/step_figures.h"
@@ -61,6 +62,8 @@ struct RankResult {
   bool per_step_device = false;
   InputIoFigures io;
   std::vector<SiteStat> sites;  // the call sites that blocked longest
+  HostFramesFigures host_frames;  // where the training thread was while the GPU waited for it
+  SamplingFacts sampling;         // the library's host sampler (its rate and cost)
   EnvFacts env;
   std::map<std::string, uint64_t> dropped;
   uint64_t dropped_total = 0;

@@ -24,6 +24,8 @@ class EventSink {
   virtual void OnStepsReset() {}
   // The rank's process tree, sampled about every 100 ms (at arrival; in order).
   virtual void OnProcSample(const wire::ProcSample&) {}
+  // The host sampler's samples of the CUDA-calling threads (at arrival; in time order).
+  virtual void OnThreadSample(const ThreadSample&) {}
   // No idle gap emitted from now on starts before `ns`.
   virtual void OnDeviceSettled(uint64_t) {}
 };

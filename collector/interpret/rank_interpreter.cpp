@@ -58,6 +58,7 @@ void RankInterpreter::OnBatch(const wire::Batch& b) {
     coverage_.SetOpenSince(b.cupti_window_open_since_ns());
   }
   for (const auto& s : b.proc_samples()) fanout_.OnProcSample(s);
+  for (const auto& s : b.host_samples()) fanout_.OnThreadSample(ThreadSample{s.t_ns(), s.tid(), s.stack_id(), s.in_cuda()});
   for (const auto& e : b.events()) {
     HostCall c = Interpret(e);
     // The batch's windows came first: they hold every call in it (the library decides a
@@ -118,6 +119,9 @@ void RankInterpreter::Fanout::OnStepsReset() {
 }
 void RankInterpreter::Fanout::OnProcSample(const wire::ProcSample& p) {
   for (EventSink* s : sinks) s->OnProcSample(p);
+}
+void RankInterpreter::Fanout::OnThreadSample(const ThreadSample& t) {
+  for (EventSink* s : sinks) s->OnThreadSample(t);
 }
 void RankInterpreter::Fanout::OnDeviceSettled(uint64_t ns) {
   for (EventSink* s : sinks) s->OnDeviceSettled(ns);

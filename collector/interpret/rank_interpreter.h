@@ -56,6 +56,7 @@ class RankInterpreter {
     void OnStep(const StepMark& s) override;
     void OnStepsReset() override;
     void OnProcSample(const wire::ProcSample& s) override;
+    void OnThreadSample(const ThreadSample& s) override;
     void OnDeviceSettled(uint64_t ns) override;
   };
 

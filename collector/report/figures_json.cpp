@@ -260,6 +260,12 @@ nlohmann::json JobOverheadJson(const RankList& ranks) {
 void AddRankFigures(const RankResult& r, nlohmann::json& obj) {
   AddMeasured(r, obj);
   obj["overhead"] = OverheadJson(r.overhead);
+  // The host sampler (issue 16): its CPU counts in the overhead budget's spending.
+  if (r.sampling.known && obj["overhead"].is_object())
+    obj["overhead"]["host_sampler"] = {{"hz", r.sampling.hz},
+                                       {"samples", r.sampling.samples},
+                                       {"cpu_s", Seconds(r.sampling.cpu_ns)},
+                                       {"dropped", r.sampling.dropped}};
   obj["steps"] = StepsJson(r);
   obj["findings"] = FindingsJson(r.findings);
   obj["environment"] = EnvJson(r.env);

@@ -12,7 +12,9 @@
 //   ├─ "GPU D · stream S" (+ lanes)            kernels, memcpy, memset; flows end here
 //   ├─ "GPU idle"                              idle gaps, named by why (IdleKind)
 //   ├─ counters "GPU busy %", "H2D MB/s"       10 ms windows
-//   └─ "steps"                                 the steps found, with their figures (job end)
+//   ├─ "steps"                                 the steps found, with their figures (job end)
+//   └─ "python · thread T (sampled)"           the host sampler's stacks: a slice per run of
+//                                              samples with one stack, named by its user frame
 // Slices on one track always nest: a slice goes to the first lane of its track whose last
 // slice ended at or before its start; at most kMaxLanes lanes, beyond that it is dropped and
 // counted. Memory is bounded: threads, streams and names each have a cap.
@@ -45,6 +47,7 @@ class RankTrace final : public EventSink {
     size_t max_names = 20000;
   };
   static constexpr int kMaxLanes = 16;
+  static constexpr size_t kMaxSampledThreads = 256;
 
   // `trace_pid`: the pid written into the ProcessDescriptor (the real one unless another
   // rank of the job already uses it).
@@ -61,6 +64,7 @@ class RankTrace final : public EventSink {
   void OnDeviceWork(const DeviceWork& w) override;
   void OnBusy(const BusySpan& b) override;
   void OnIdle(const IdleGap& g) override;
+  void OnThreadSample(const ThreadSample& s) override;
   // After each batch: what it produced goes to the file (one write per batch).
   void AfterBatch();
   void OnHang(const Hang& hang);
@@ -120,6 +124,8 @@ class RankTrace final : public EventSink {
   // Demangled and clipped; "kernel#N" for a name the rank never sent.
   std::string KernelName(uint32_t id) const;
   size_t ThreadIndex(uint32_t tid);
+  uint64_t SamplePeriodNs() const;
+  void CloseSampleSlice(size_t index, uint64_t end);
   size_t StreamIndex(int32_t device, uint32_t stream);
 
   TraceFile* file_;
@@ -155,6 +161,16 @@ class RankTrace final : public EventSink {
   enum Counter { kBusy = 0, kH2d = 1, kCounters = 2 };
   std::vector<TrackSequence> counters_;  // busy, h2d (once described)
   Lanes step_lanes_;
+  // Sampled threads (host samples): the run of samples with one stack not yet written.
+  struct SampledThread {
+    Lanes lanes;
+    uint32_t tid = 0;
+    uint64_t start = 0, last = 0;
+    uint32_t stack = 0;
+    bool open = false;
+  };
+  std::unordered_map<uint32_t, size_t> sampled_;  // tid -> index
+  std::vector<SampledThread> sampled_threads_;
   int64_t last_value_[kCounters] = {-1, -1};
   CounterWindows windows_[kCounters];
 

@@ -19,6 +19,7 @@
 #include "enrich/cupti_budget.h"
 #include "enrich/cupti_reader.h"
 #include "enrich/environment_probe.h"
+#include "enrich/host_sampler.h"
 #include "enrich/proc_sampler.h"
 #include "record/call_sites.h"
 #include "record/collective_timer.h"
@@ -122,6 +123,7 @@ class Sender {
       if (!recording_.load(std::memory_order_acquire)) return;  // after the app's first CUDA call
       if (env_probe_.Probe(NowNs())) AppendEnvironment(batch, env_probe_.info());
       if (auto sample = proc_sampler_.SampleIfDue(NowNs())) AppendProcSample(batch, *sample);
+      AppendHostSamples(batch, final);
       UpdateBudget(drained);
       AppendBudget(batch, final);
     };
@@ -134,6 +136,19 @@ class Sender {
     Transmit(final ? cfg_.exit_timeout_ms / 2 : 0);
   }
 
+  // The host sampler's samples since the last cycle, their stacks' definitions first, and
+  // its totals when they changed.
+  void AppendHostSamples(std::string& batch, bool final) {
+    Sampler().Drain(host_samples_);
+    for (const HostSampler::Sample& s : host_samples_) assembler_.UseStack(s.stack_id, batch);
+    for (const HostSampler::Sample& s : host_samples_) AppendHostSample(batch, s.t_ns, s.tid, s.stack_id, s.in_cuda);
+    const HostSampler::Totals t = Sampler().totals();
+    if (t.hz > 0 && (final || t.samples != sampling_sent_.samples || t.dropped != sampling_sent_.dropped)) {
+      AppendHostSampling(batch, t.hz, t.samples, t.cpu_ns, t.dropped);
+      sampling_sent_ = t;
+    }
+  }
+
   // The overhead budget: this cycle's counts in, CUPTI's records on or off from now. The
   // records drained were all made before now, so a window opened now covers none of them.
   // Collectives go without their event pair only while CUPTI's kernels time them: the flag
@@ -141,6 +156,7 @@ class Sender {
   void UpdateBudget(const CuptiBudget::Cycle& drained) {
     CuptiBudget::Cycle c = drained;
     c.now_ns = NowNs();
+    c.sampler_cpu_ns = Sampler().totals().cpu_ns;  // its thread's cost counts in the budget
     const bool open = budget_->Update(c);
     if (!open) Timer().SetCuptiTimes(false);
     Cupti().SetRecording(open);
@@ -283,6 +299,8 @@ class Sender {
   std::unique_ptr<Outbox> outbox_;
   EnvironmentProbe env_probe_;
   ProcSampler proc_sampler_{getpid()};
+  std::vector<HostSampler::Sample> host_samples_;  // reused each cycle
+  HostSampler::Totals sampling_sent_;
 };
 
 Sender* g_sender = nullptr;
@@ -332,6 +350,7 @@ void OnFirstRecord() {
     Cupti().Start();  // no-op when already started at load
     tl_internal = false;
     std::atexit(StopSender);
+    Sampler().Start(GetConfig().sample_hz);  // after the first CUDA call: Python is up by now
     InstallExitSignalHandlers();
     g_sender->MarkRecording();
   });

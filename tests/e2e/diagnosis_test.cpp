@@ -331,3 +331,52 @@ TEST_CASE("diagnosis: a stall called from Python names its file and line") {
   CHECK(!site["frames"].empty());
   CHECK((*stall)["summary"].get<std::string>().find("python_item.py:19") != std::string::npos);
 }
+
+// Issue 16: the Python stack is read without the GIL. The loop's CUDA calls go through
+// ctypes.CDLL, which releases the GIL (as torch does inside .item()): the stall must still
+// be named by its line, with the whole stack in the evidence.
+namespace {
+const json* SyncStall(const JobRun& run) {
+  for (const json& f : run.summary["ranks"][0]["findings"])
+    if (f["id"] == "sync_stall") return &f;
+  return nullptr;
+}
+}  // namespace
+
+TEST_CASE("diagnosis: a stall called from Python without the GIL names its line") {
+  const JobRun run = RunJob("diagnosis-python-nogil",
+                            {"python3", std::string(GPUWATCH_SOURCE_DIR) + "/tests/e2e/python_frames/python_nogil.py",
+                             "direct"},
+                            {.env = {{"SIMGPU_CONFIG", "h2d_pinned_gbps=8"}}});
+  INFO(run.job.out << run.job.err);
+  const json* stall = SyncStall(run);
+  REQUIRE(stall != nullptr);
+  const json& site = (*stall)["evidence"]["call_site"];
+  REQUIRE(site.is_object());
+  INFO(site.dump());
+  CHECK(site["python"].get<std::string>().ends_with("python_nogil.py:27 in read_back"));
+  const json& stack = site["python_stack"];
+  REQUIRE(stack.size() >= 3);
+  CHECK(stack[0].get<std::string>().ends_with("python_nogil.py:27 in read_back"));
+  CHECK(stack[1].get<std::string>().ends_with("python_nogil.py:33 in train"));
+  CHECK(stack[2].get<std::string>().ends_with("python_nogil.py:37 in <module>"));
+  CHECK((*stall)["summary"].get<std::string>().find("python_nogil.py:27 in read_back") != std::string::npos);
+}
+
+TEST_CASE("diagnosis: a framework frame between the user's code and the stall is skipped") {
+  const JobRun run = RunJob("diagnosis-python-framework",
+                            {"python3", std::string(GPUWATCH_SOURCE_DIR) + "/tests/e2e/python_frames/python_nogil.py",
+                             "framework"},
+                            {.env = {{"SIMGPU_CONFIG", "h2d_pinned_gbps=8"}}});
+  INFO(run.job.out << run.job.err);
+  const json* stall = SyncStall(run);
+  REQUIRE(stall != nullptr);
+  const json& site = (*stall)["evidence"]["call_site"];
+  REQUIRE(site.is_object());
+  INFO(site.dump());
+  CHECK(site["python"].get<std::string>().ends_with("python_nogil.py:26 in read_back"));
+  const json& stack = site["python_stack"];
+  REQUIRE(stack.size() >= 2);
+  CHECK(stack[0].get<std::string>().ends_with("site-packages/torch/fake_item.py:7 in item"));
+  CHECK(stack[1].get<std::string>().ends_with("python_nogil.py:26 in read_back"));
+}
