@@ -6,6 +6,8 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 
@@ -379,4 +381,68 @@ TEST_CASE("diagnosis: a framework frame between the user's code and the stall is
   REQUIRE(stack.size() >= 2);
   CHECK(stack[0].get<std::string>().ends_with("site-packages/torch/fake_item.py:7 in item"));
   CHECK(stack[1].get<std::string>().ends_with("python_nogil.py:26 in read_back"));
+}
+
+// Issue 16: what the host was doing while the GPU waited for it. The library samples the
+// training thread's Python stack (100 Hz by default); the collector joins the samples with
+// the GPU's host-wait gaps.
+namespace {
+const json* RankFindingOf(const JobRun& run, const std::string& id) {
+  for (const json& f : run.summary["ranks"][0]["findings"])
+    if (f["id"] == id) return &f;
+  return nullptr;
+}
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+}  // namespace
+
+TEST_CASE("diagnosis: host frames name the host function the GPU waited for most, first") {
+  const JobRun run = RunJob("diagnosis-host-frames",
+                            {"python3", std::string(GPUWATCH_SOURCE_DIR) + "/tests/e2e/python_frames/host_frames.py",
+                             "functions"},
+                            {.env = {{"SIMGPU_CONFIG", "h2d_pinned_gbps=8"}}});
+  INFO(run.job.out << run.job.err);
+  INFO(run.summary["ranks"][0]["findings"].dump());
+  CHECK(RankFindingOf(run, "data_loading") == nullptr);  // no DataLoader in the frames
+  const json* f = RankFindingOf(run, "host_overhead");
+  REQUIRE(f != nullptr);
+  const json& frames = (*f)["evidence"]["host_frames"];
+  REQUIRE(frames.size() >= 2);
+  CHECK(frames[0]["where"].get<std::string>().ends_with("host_frames.py:26 in log_metrics"));
+  CHECK(frames[1]["where"].get<std::string>().ends_with("host_frames.py:31 in compute_stats"));
+  // 6 ms against 2 ms of every step's host time.
+  const double a = frames[0]["share"], b = frames[1]["share"];
+  CHECK(a > 2 * b);
+  CHECK(a + b > 0.8);
+  CHECK((*f)["evidence"]["data_loading_share"].get<double>() < 0.1);
+  CHECK((*f)["fix"].get<std::string>().find("log_metrics") != std::string::npos);
+  CHECK((*f)["summary"].get<std::string>().find("log_metrics") != std::string::npos);
+  // The sampler's cost is reported with the library's.
+  const json& sampler = run.summary["ranks"][0]["overhead"]["host_sampler"];
+  REQUIRE(sampler.is_object());
+  CHECK(sampler["hz"] == 100);
+  CHECK(sampler["samples"].get<int>() >= 50);
+  // report.html names the frames in the finding.
+  const std::string html = ReadFile(run.out + "/report.html");
+  CHECK(html.find("data-host-frames") != std::string::npos);
+  CHECK(html.find("in log_metrics") != std::string::npos);
+}
+
+TEST_CASE("diagnosis: host frames inside a DataLoader make the GPU's wait data loading") {
+  const JobRun run = RunJob("diagnosis-host-frames-loader",
+                            {"python3", std::string(GPUWATCH_SOURCE_DIR) + "/tests/e2e/python_frames/host_frames.py",
+                             "dataloader"},
+                            {.env = {{"SIMGPU_CONFIG", "h2d_pinned_gbps=8"}}});
+  INFO(run.job.out << run.job.err);
+  INFO(run.summary["ranks"][0]["findings"].dump());
+  CHECK(RankFindingOf(run, "host_overhead") == nullptr);
+  const json* f = RankFindingOf(run, "data_loading");
+  REQUIRE(f != nullptr);
+  const json& frames = (*f)["evidence"]["host_frames"];
+  REQUIRE(!frames.empty());
+  CHECK(frames[0]["where"].get<std::string>().ends_with("host_frames.py:46 in train_dataloader"));
+  CHECK(frames[0]["share"].get<double>() > 0.8);
+  CHECK((*f)["evidence"]["data_loading_share"].get<double>() > 0.8);
 }
