@@ -78,7 +78,7 @@ void HostSampler::SampleOnce(std::span<Ring* const> rings, uint64_t now_ns) {
     const uintptr_t tstate = r->py_thread_state.load(std::memory_order_acquire);
     if (!tstate) continue;
     const bool in_cuda = r->inflight.since_ticks.load(std::memory_order_relaxed) != 0;
-    const int n = ReadPythonStack(*layout, tstate, frames, kFramesPerSample);
+    const int n = ReadPythonStack(*layout, tstate, frames, kFramesPerSample, &cache_);
     const Sample s{now_ns, r->tid.load(std::memory_order_relaxed), InternPythonStack(frames, n), in_cuda};
     std::lock_guard<std::mutex> lock(mu_);
     ++samples_;

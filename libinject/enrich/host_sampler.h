@@ -14,6 +14,7 @@
 #include <span>
 #include <vector>
 
+#include "record/python_stack.h"
 #include "record/ring.h"
 
 namespace gpuwatch::inject {
@@ -55,6 +56,7 @@ class HostSampler {
   uint64_t samples_ = 0, dropped_ = 0;
   std::atomic<uint64_t> cpu_ns_{0};
   std::vector<Ring*> rings_;  // the sampler's own copy of the ring list
+  PyCodeCache cache_;         // the sampler's thread only
 };
 
 // The process's sampler (started by the sender when GPUWATCH_SAMPLE_HZ > 0).

@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -120,9 +121,13 @@ bool ReadSvarint(const uint8_t*& p, const uint8_t* end, int64_t* v) {
 
 // A str object's text (compact ASCII, or the UTF-8 CPython cached for a non-ASCII one).
 bool ReadStr(const PyLayout& l, uintptr_t obj, char* out, size_t cap) {
+  uint8_t head[128];
+  const size_t head_len = std::max<size_t>(l.str_length + 8, l.str_state + 4);  // no further: a short str ends soon after
+  if (head_len > sizeof head || !SafeRead(obj, head, head_len)) return false;
   uint64_t length = 0;
   uint32_t state = 0;
-  if (!SafeReadValue(obj + l.str_length, &length) || !SafeReadValue(obj + l.str_state, &state)) return false;
+  std::memcpy(&length, head + l.str_length, 8);
+  std::memcpy(&state, head + l.str_state, 4);
   const bool compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
   if (!compact) return false;
   uintptr_t data = obj + l.ascii_size;
@@ -138,27 +143,64 @@ bool ReadStr(const PyLayout& l, uintptr_t obj, char* out, size_t cap) {
   return true;
 }
 
-// "file:line in function" of code object `code` at instruction pointer `instr`.
-bool DescribeFrame(const PyLayout& l, uintptr_t code, uintptr_t instr, PyFrameText* out) {
+// A field of a struct read whole into `buf`.
+template <typename T>
+T Field(const uint8_t* buf, uint32_t off) {
+  T v;
+  std::memcpy(&v, buf + off, sizeof v);
+  return v;
+}
+
+// The code object's fields a frame needs, read in one go.
+struct CodeHead {
+  uintptr_t type, file, func, table;
+  int32_t first_line;
+};
+
+bool ReadCodeHead(const PyLayout& l, uintptr_t code, CodeHead* h) {
+  uint8_t buf[512];
+  const uint32_t len = std::max({l.ob_type, l.code_filename, l.code_qualname, l.code_linetable}) + 8;
+  if (len > sizeof buf || l.code_firstlineno + 4 > len || !SafeRead(code, buf, len)) return false;
+  *h = {Field<uintptr_t>(buf, l.ob_type), Field<uintptr_t>(buf, l.code_filename), Field<uintptr_t>(buf, l.code_qualname),
+        Field<uintptr_t>(buf, l.code_linetable), Field<int32_t>(buf, l.code_firstlineno)};
+  return true;
+}
+
+// Names and location table of a code object, read once.
+bool ReadCode(const PyLayout& l, uintptr_t code, const CodeHead& h, PyCodeCache::Entry* e) {
   char file[kMaxStr + 1], func[kMaxStr + 1];
-  uintptr_t file_obj = 0, func_obj = 0, table_obj = 0;
-  int32_t first_line = 0;
-  if (!SafeReadValue(code + l.code_filename, &file_obj) || !SafeReadValue(code + l.code_qualname, &func_obj) ||
-      !SafeReadValue(code + l.code_linetable, &table_obj) || !SafeReadValue(code + l.code_firstlineno, &first_line))
-    return false;
-  if (!ReadStr(l, file_obj, file, sizeof file)) return false;
-  if (!ReadStr(l, func_obj, func, sizeof func)) std::strcpy(func, "?");
+  if (!ReadStr(l, h.file, file, sizeof file)) return false;
+  if (!ReadStr(l, h.func, func, sizeof func)) std::strcpy(func, "?");
+  e->code = code, e->file_obj = h.file, e->func_obj = h.func, e->table_obj = h.table, e->first_line = h.first_line;
+  e->file = file;
+  e->func = func;
+  e->table.clear();
+  int64_t table_len = 0;
+  if (SafeReadValue(h.table + l.bytes_size, &table_len) && table_len > 0) {
+    e->table.resize(std::min<size_t>(static_cast<size_t>(table_len), kMaxTable));
+    if (!SafeRead(h.table + l.bytes_data, e->table.data(), e->table.size())) e->table.clear();
+  }
+  return true;
+}
+
+// "file:line in function" of code object `code` at instruction pointer `instr`.
+bool DescribeFrame(const PyLayout& l, uintptr_t code, const CodeHead& h, uintptr_t instr, PyCodeCache* cache,
+                   PyFrameText* out) {
   const int64_t unit = (static_cast<int64_t>(instr) - static_cast<int64_t>(code + l.code_adaptive)) / 2;
   if (unit < 0 || unit > (1 << 24)) return false;  // a frame not started yet, or not this code's
-  int line = -1;
-  int64_t table_len = 0;
-  if (SafeReadValue(table_obj + l.bytes_size, &table_len) && table_len > 0) {
-    uint8_t table[kMaxTable];
-    const size_t n = static_cast<size_t>(table_len) < kMaxTable ? static_cast<size_t>(table_len) : kMaxTable;
-    if (SafeRead(table_obj + l.bytes_data, table, n)) line = LineFromLocationTable(table, n, first_line, unit);
+  PyCodeCache::Entry local;
+  PyCodeCache::Entry* e = cache ? &cache->Slot(code) : &local;
+  // A cached code object is the same one only if its fields still read the same (a freed
+  // code object's address may be reused).
+  const bool hit = cache && e->code == code && e->file_obj == h.file && e->func_obj == h.func &&
+                   e->table_obj == h.table && e->first_line == h.first_line;
+  if (!hit && !ReadCode(l, code, h, e)) {
+    e->code = 0;
+    return false;
   }
-  if (line < 0) line = first_line;
-  std::snprintf(out->where, sizeof out->where, "%s:%d in %s", file, line, func);
+  int line = e->table.empty() ? -1 : LineFromLocationTable(e->table.data(), e->table.size(), e->first_line, unit);
+  if (line < 0) line = e->first_line;
+  std::snprintf(out->where, sizeof out->where, "%s:%d in %s", e->file.c_str(), line, e->func.c_str());
   return true;
 }
 
@@ -216,23 +258,26 @@ int LineFromLocationTable(const uint8_t* table, size_t len, int first_line, int6
   return -1;
 }
 
-int ReadPythonStack(const PyLayout& l, uintptr_t tstate, PyFrameText* out, int max) {
+int ReadPythonStack(const PyLayout& l, uintptr_t tstate, PyFrameText* out, int max, PyCodeCache* cache) {
   if (!tstate || max <= 0) return 0;
   uintptr_t frame = 0;
   if (!SafeReadValue(tstate + l.tstate_frame, &frame)) return 0;
   if (l.cframe_current >= 0 && (!frame || !SafeReadValue(frame + static_cast<uint32_t>(l.cframe_current), &frame)))
     return 0;
+  const uint32_t frame_len = std::max({l.frame_code + 8, l.frame_previous + 8, l.frame_instr + 8, l.frame_owner + 1});
+  uint8_t buf[256];
+  if (frame_len > sizeof buf) return 0;
   int n = 0;
   for (int walked = 0; frame && n < max && walked < kMaxWalk; ++walked) {
-    uintptr_t code = 0, instr = 0, previous = 0, type = 0;
-    uint8_t owner = 0;
-    if (!SafeReadValue(frame + l.frame_code, &code) || !SafeReadValue(frame + l.frame_instr, &instr) ||
-        !SafeReadValue(frame + l.frame_previous, &previous) || !SafeReadValue(frame + l.frame_owner, &owner))
-      break;
-    const bool shim = l.owner_skips_cstack && owner == kOwnedByCStack;
+    if (!SafeRead(frame, buf, frame_len)) break;  // one read per frame
+    const auto code = Field<uintptr_t>(buf, l.frame_code);
+    const auto instr = Field<uintptr_t>(buf, l.frame_instr);
+    const auto previous = Field<uintptr_t>(buf, l.frame_previous);
+    const bool shim = l.owner_skips_cstack && buf[l.frame_owner] == kOwnedByCStack;
     if (!shim) {
-      if (!code || !SafeReadValue(code + l.ob_type, &type) || type != l.code_type) break;  // not a frame
-      if (DescribeFrame(l, code, instr, &out[n])) ++n;
+      CodeHead h;
+      if (!code || !ReadCodeHead(l, code, &h) || h.type != l.code_type) break;  // not a frame
+      if (DescribeFrame(l, code, h, instr, cache, &out[n])) ++n;
     }
     if (previous == frame) break;
     frame = previous;

@@ -12,6 +12,8 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace gpuwatch::inject {
 
@@ -46,11 +48,31 @@ struct PyFrameText {
   char where[kMax];
 };
 
+// Code objects already read (names, location table), so that a stack seen again costs two
+// reads a frame: the frame and its code object's head, compared with the cached one. One
+// owner at a time (the host sampler's thread). Bounded: kSlots entries, direct-mapped.
+class PyCodeCache {
+ public:
+  static constexpr size_t kSlots = 256;
+  struct Entry {
+    uintptr_t code = 0, file_obj = 0, func_obj = 0, table_obj = 0;
+    int32_t first_line = 0;
+    std::string file, func;
+    std::vector<uint8_t> table;  // co_linetable (at most 4 KiB)
+  };
+  Entry& Slot(uintptr_t code) { return slots_[(code >> 4) % kSlots]; }
+
+ private:
+  Entry slots_[kSlots];
+};
+
 // Up to `max` frames of the thread whose state is `tstate`, innermost first. Stops at the
 // first read that fails or at a frame whose code object is not one. The thread should be
 // stopped inside a hook (its frames cannot change then); for a running thread (the host
 // sampler) a frame may be torn, and is then dropped or misread, never followed into a crash.
-int ReadPythonStack(const PyLayout& layout, uintptr_t tstate, PyFrameText* out, int max);
+// `cache`: null reads every code object's names again (a call site, after a long wait).
+int ReadPythonStack(const PyLayout& layout, uintptr_t tstate, PyFrameText* out, int max,
+                    PyCodeCache* cache = nullptr);
 
 // The line of code-unit offset `unit` in a 3.11+ location table (co_linetable), counting
 // from `first_line`; -1 when the offset has no line or the table ends first.

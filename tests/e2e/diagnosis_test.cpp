@@ -6,8 +6,6 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <string>
 
@@ -391,10 +389,6 @@ const json* RankFindingOf(const JobRun& run, const std::string& id) {
   for (const json& f : run.summary["ranks"][0]["findings"])
     if (f["id"] == id) return &f;
   return nullptr;
-}
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 }  // namespace
 

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -94,9 +95,9 @@ uintptr_t ThreadState(Arena& a, const gi::PyLayout& l, uint8_t* innermost) {
   return reinterpret_cast<uintptr_t>(ts);
 }
 
-std::vector<std::string> Walk(const gi::PyLayout& l, uintptr_t tstate) {
+std::vector<std::string> Walk(const gi::PyLayout& l, uintptr_t tstate, gi::PyCodeCache* cache = nullptr) {
   gi::PyFrameText out[16];
-  const int n = gi::ReadPythonStack(l, tstate, out, 16);
+  const int n = gi::ReadPythonStack(l, tstate, out, 16, cache);
   std::vector<std::string> v;
   for (int i = 0; i < n; ++i) v.emplace_back(out[i].where);
   return v;
@@ -218,4 +219,23 @@ TEST_CASE("safe read: mapped memory reads, unmapped fails, both ways") {
     CHECK(gi::SafeReadValue(reinterpret_cast<uintptr_t>(src.data()), &v));  // still usable after a failure
   }
   gi::UsePipeReadsForTest(false);
+}
+
+TEST_CASE("python stack: the code cache gives the same frames, and notices a reused code object") {
+  Arena a;
+  const gi::PyLayout l = FakeLayout(reinterpret_cast<uintptr_t>(&g_code_type_marker));
+  uint8_t* code = Code(a, l, "/home/u/train.py", "step", 10);
+  uint8_t* outer_code = Code(a, l, "/home/u/train.py", "<module>", 1);
+  const uintptr_t ts = ThreadState(a, l, Frame(a, l, code, 2, Frame(a, l, outer_code, 0, nullptr)));
+  auto cache = std::make_unique<gi::PyCodeCache>();
+  const std::vector<std::string> want = {"/home/u/train.py:11 in step", "/home/u/train.py:1 in <module>"};
+  CHECK(Walk(l, ts, cache.get()) == want);
+  CHECK(Walk(l, ts, cache.get()) == want);  // from the cache
+  // The same address now holds another function (freed, reused): read again, not the cache's.
+  Arena::Put<uintptr_t>(code, l.code_qualname, reinterpret_cast<uintptr_t>(Str(a, l, "evaluate")));
+  CHECK(Walk(l, ts, cache.get())[0] == "/home/u/train.py:11 in evaluate");
+  // A cached code object whose file name cannot be read any more: that frame is dropped,
+  // its caller still read.
+  Arena::Put<uintptr_t>(code, l.code_filename, UnmappedPage());
+  CHECK(Walk(l, ts, cache.get()) == std::vector<std::string>{"/home/u/train.py:1 in <module>"});
 }
