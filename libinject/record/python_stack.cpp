@@ -17,6 +17,8 @@ constexpr size_t kMaxTable = 4096;         // location-table bytes read per fram
 constexpr size_t kMaxStr = 200;            // characters of a file name or function
 constexpr uint8_t kOwnedByCStack = 3;      // 3.12+: an entry shim, not a Python frame
 
+}  // namespace
+
 PyLayout Layout311() {
   PyLayout l;
   l.minor = 11;
@@ -39,6 +41,8 @@ PyLayout Layout312() {
   l.ascii_size = 40;
   return l;
 }
+
+namespace {
 
 // 3.13's _Py_DebugOffsets: where each offset sits in it (its own layout, fixed for 3.13.x).
 struct DebugOffsets313 {

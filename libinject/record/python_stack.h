@@ -32,6 +32,10 @@ struct PyLayout {
   uintptr_t code_type = 0;       // &PyCode_Type: every frame's code object is checked against it
 };
 
+// The layouts of 3.11 and 3.12 (without code_type: the running interpreter's PyCode_Type).
+PyLayout Layout311();
+PyLayout Layout312();
+
 // The interpreter in this process, found once (dlsym of Py_Version, _PyRuntime,
 // PyCode_Type). Null without a supported CPython. The first call does the dlsyms: call it
 // off the hot path first (WarmUpCallSites does).

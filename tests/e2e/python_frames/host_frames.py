@@ -5,20 +5,15 @@ compute_stats, and host_frames must name log_metrics first (host_overhead). Argu
 `dataloader`: the host time is a DataLoader's (the fake torch.utils.data beside this file),
 which is data_loading."""
 import ctypes
-import os
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "site-packages"))
-from torch.utils.data.dataloader import DataLoader  # noqa: E402  (the fake one)
+import sim_cuda
+from torch.utils.data.dataloader import DataLoader  # the fake one in site-packages/
 
 STEPS = 100
 N = 8 << 20
-ctypes.CDLL("libcudart.so.13", mode=os.RTLD_GLOBAL)  # the simulator's, via LD_LIBRARY_PATH
-cuda = ctypes.CDLL(None)  # gpuwatch's wrappers come first on the process scope
-dev, pinned = ctypes.c_void_p(), ctypes.c_void_p()
-assert cuda.cudaMalloc(ctypes.byref(dev), ctypes.c_size_t(N)) == 0
-assert cuda.cudaMallocHost(ctypes.byref(pinned), ctypes.c_size_t(N)) == 0
+cuda, dev, pinned = sim_cuda.load(N)
 
 
 def log_metrics():

@@ -5,18 +5,13 @@ Used by diagnosis_test.cpp: the sync_stall finding must name the line of `read_b
 (argument `framework`), still the user's line in `read_back`, with the torch frame in the
 stack."""
 import ctypes
-import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "site-packages"))
-from torch import fake_item  # noqa: E402  (the fake one above)
+import sim_cuda
+from torch import fake_item  # the fake one in site-packages/
 
 N = 32 << 20
-ctypes.CDLL("libcudart.so.13", mode=os.RTLD_GLOBAL)  # the simulator's, via LD_LIBRARY_PATH
-cuda = ctypes.CDLL(None)  # gpuwatch's wrappers come first on the process scope
-dev, pinned = ctypes.c_void_p(), ctypes.c_void_p()
-assert cuda.cudaMalloc(ctypes.byref(dev), ctypes.c_size_t(N)) == 0
-assert cuda.cudaMallocHost(ctypes.byref(pinned), ctypes.c_size_t(N)) == 0
+cuda, dev, pinned = sim_cuda.load(N)
 value = ctypes.c_float()
 through_framework = sys.argv[1:] == ["framework"]
 

@@ -18,16 +18,9 @@ namespace gi = gpuwatch::inject;
 
 namespace {
 
-// A 3.12-shaped layout (the offsets do not matter to the reader, only that they agree).
+// 3.12's layout, with a fake PyCode_Type: the fake interpreter's objects are laid out by it.
 gi::PyLayout FakeLayout(uintptr_t code_type) {
-  gi::PyLayout l;
-  l.minor = 12;
-  l.tstate_frame = 56, l.cframe_current = 0;
-  l.frame_code = 0, l.frame_previous = 8, l.frame_instr = 56, l.frame_owner = 70;
-  l.owner_skips_cstack = true;
-  l.code_filename = 112, l.code_qualname = 128, l.code_firstlineno = 68, l.code_linetable = 136;
-  l.code_adaptive = 192;
-  l.ascii_size = 40;
+  gi::PyLayout l = gi::Layout312();
   l.code_type = code_type;
   return l;
 }
