@@ -247,14 +247,15 @@ int LineFromLocationTable(const uint8_t* table, size_t len, int first_line, int6
         if (!ReadSvarint(p, end, &delta)) return -1;
         break;
       case 10: case 11: case 12:  // one-line forms: the delta is in the code, two column bytes
+        if (end - p < 2) return -1;
         delta = code - 10;
         p += 2;
         break;
       default:  // short forms: same line, one column byte
+        if (end - p < 1) return -1;
         p += 1;
         break;
     }
-    if (p > end) return -1;
     line += delta;
     if (unit >= addr && unit < addr + units) return has_line ? static_cast<int>(line) : -1;
     addr += units;
