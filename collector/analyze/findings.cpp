@@ -7,6 +7,7 @@
 
 #include "common/format.h"
 #include "common/thresholds.h"
+#include "interpret/python_frames.h"
 
 namespace gpuwatch::collector {
 namespace {
@@ -236,7 +237,7 @@ std::optional<Finding> DataLoading(const RankContext& c, const std::vector<Findi
   AddCoverage(c, f);
   AddHostFrames(hf, f);
   if (overhead) {
-    const std::string top = Clip(hf.frames.front().where, 80);
+    const std::string top = Clip(ShortWhere(hf.frames.front().where), 80);
     f.fix = HostOverheadFix(hf);
     f.summary = Printf("GPU idle %s waiting for the host, which was running %s (%.0f%% of the time sampled)",
                        c.Per(host).c_str(), top.c_str(), 100 * hf.frames.front().share);

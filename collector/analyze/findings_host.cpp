@@ -6,6 +6,7 @@
 
 #include "analyze/environment.h"
 #include "analyze/findings.h"
+#include "interpret/python_frames.h"
 #include "common/format.h"
 #include "common/thresholds.h"
 
@@ -30,7 +31,7 @@ void AddHostFrames(const HostFramesFigures& hf, Finding& f) {
 std::string HostOverheadFix(const HostFramesFigures& hf) {
   std::string names;
   for (size_t i = 0; i < hf.frames.size() && i < 2; ++i)
-    names += (i ? ", " : "") + Clip(hf.frames[i].where, 80);
+    names += (i ? ", " : "") + Clip(ShortWhere(hf.frames[i].where), 80);
   return "the GPU waited while the training thread ran " + names +
          ": do that work less often (log/metrics every N steps), asynchronously or off the training "
          "thread (evaluation and checkpoint writing in another process or async), keep values on the "

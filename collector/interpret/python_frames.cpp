@@ -27,6 +27,14 @@ bool IsFrameworkFrame(std::string_view where) {
   return lib != std::string_view::npos || lib64 != std::string_view::npos;
 }
 
+std::string ShortWhere(std::string_view where) {
+  const std::string_view file = FileOf(where);
+  const size_t last = file.rfind('/');
+  if (last == std::string_view::npos || last == 0) return std::string(where);
+  const size_t before = file.rfind('/', last - 1);
+  return std::string(before == std::string_view::npos ? where : where.substr(before + 1));
+}
+
 std::string UserFrame(const std::vector<std::string>& stack) {
   for (const std::string& f : stack)
     if (!IsFrameworkFrame(f)) return f;

@@ -13,6 +13,10 @@ namespace gpuwatch::collector {
 // standard library (…/lib/python3.X/…, <frozen …>).
 bool IsFrameworkFrame(std::string_view where);
 
+// `where` with its file cut to its last two path parts, for sentences:
+// "/home/u/proj/train.py:42 in step" -> "proj/train.py:42 in step".
+std::string ShortWhere(std::string_view where);
+
 // The innermost frame outside the framework (stack innermost first); the innermost frame
 // when every one is the framework's; empty for an empty stack.
 std::string UserFrame(const std::vector<std::string>& stack);
