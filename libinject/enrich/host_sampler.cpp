@@ -25,9 +25,10 @@ HostSampler& Sampler() {
   return *s;
 }
 
-bool HostSampler::Start(double hz) {
+bool HostSampler::Start(double hz, double max_cpu_share) {
   if (hz <= 0 || !PythonLayout()) return false;
   hz_ = hz;
+  max_cpu_share_ = max_cpu_share;
   buffer_.reserve(1024);
   sigset_t all, old;
   sigfillset(&all);
@@ -62,7 +63,7 @@ void HostSampler::Run() {
     const uint64_t cpu = Clock(CLOCK_THREAD_CPUTIME_ID);
     cpu_ns_.store(cpu, std::memory_order_relaxed);
     // The cost bound: a tick is skipped while the sampler is over its share of wall time.
-    if (static_cast<double>(cpu) > kMaxCpuShare * static_cast<double>(now - start) + 1e6) continue;
+    if (static_cast<double>(cpu) > max_cpu_share_ * static_cast<double>(now - start) + kAllowanceNs) continue;
     if (g_state.load(std::memory_order_relaxed) == static_cast<int>(State::kOff)) return;
     CollectRings(rings_);
     SampleOnce(rings_, now);

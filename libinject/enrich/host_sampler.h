@@ -5,8 +5,9 @@
 // waited for it.
 //
 // Bounded: samples wait for the sender in a buffer of kMaxBuffered (more are counted as
-// dropped); the sampler skips a tick whenever its own CPU time would pass kMaxCpuShare of
-// the wall time, and its CPU time counts in the overhead budget (enrich/cupti_budget.h).
+// dropped); the sampler skips a tick whenever its own CPU time is past half of the overhead
+// budget's share of the wall time (plus kAllowanceNs), and its CPU time counts in the
+// budget's spending (enrich/cupti_budget.h).
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -22,7 +23,7 @@ namespace gpuwatch::inject {
 class HostSampler {
  public:
   static constexpr size_t kMaxBuffered = 16384;
-  static constexpr double kMaxCpuShare = 0.005;  // of wall time: half the default budget
+  static constexpr uint64_t kAllowanceNs = 5'000'000;  // a short run is sampled whole
   static constexpr int kFramesPerSample = 16;
 
   struct Sample {
@@ -36,9 +37,10 @@ class HostSampler {
     uint64_t samples = 0, cpu_ns = 0, dropped = 0;
   };
 
-  // Starts the thread (signals blocked, its own calls unrecorded). False: not started
-  // (hz <= 0, no readable Python, or no thread).
-  bool Start(double hz);
+  // Starts the thread (signals blocked, its own calls unrecorded) at `hz`, its CPU time kept
+  // within `max_cpu_share` of the wall time. False: not started (hz <= 0, no readable
+  // Python, or no thread).
+  bool Start(double hz, double max_cpu_share);
   // One pass: a sample of every ring's thread that is alive and has a Python thread state.
   // The thread's body; tests call it with their own rings.
   void SampleOnce(std::span<Ring* const> rings, uint64_t now_ns);
@@ -50,7 +52,7 @@ class HostSampler {
   void Run();
   static void* Main(void* self);
 
-  double hz_ = 0;
+  double hz_ = 0, max_cpu_share_ = 0;
   mutable std::mutex mu_;  // buffer_ and the counts: the sampler and the sender
   std::vector<Sample> buffer_;
   uint64_t samples_ = 0, dropped_ = 0;

@@ -350,7 +350,8 @@ void OnFirstRecord() {
     Cupti().Start();  // no-op when already started at load
     tl_internal = false;
     std::atexit(StopSender);
-    Sampler().Start(GetConfig().sample_hz);  // after the first CUDA call: Python is up by now
+    // After the first CUDA call: Python is up by now. Half the overhead budget at most.
+    Sampler().Start(GetConfig().sample_hz, GetConfig().overhead / 2);
     InstallExitSignalHandlers();
     g_sender->MarkRecording();
   });
