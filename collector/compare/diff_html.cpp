@@ -4,6 +4,7 @@
 
 #include "common/format.h"
 #include "compare/diff_views.h"
+#include "report/html_page.h"
 #include "report/svg_chart.h"
 
 namespace gpuwatch::collector::compare {
@@ -11,53 +12,6 @@ namespace {
 
 using html::Attr;
 using html::Esc;
-
-// report.html's style sheet (collector/report/html_report.cpp), the rules this page uses,
-// plus the trend badges.
-const char* kCss = R"css(
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:#1d2430;background:#fff}
-body{margin:0 auto;max-width:1000px;padding:16px 20px}
-h1{font-size:20px;margin:0 0 4px}
-h2{font-size:16px;margin:28px 0 8px;border-bottom:1px solid #d8dde6;padding-bottom:4px}
-.meta{color:#5a6475}
-.verdict{background:#f3f6fb;border-left:4px solid #4e79a7;padding:10px 14px;margin:14px 0}
-.verdict{font-size:15px}
-.verdict.bad{border-left-color:#c0392b}
-table{border-collapse:collapse;width:100%;font-size:13px}
-th,td{text-align:left;padding:3px 8px;border-bottom:1px solid #eceff4;vertical-align:top}
-th{background:#f6f8fa}
-td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
-td.name{word-break:break-all}
-svg{max-width:100%;height:auto;display:block}
-svg .lbl{font:12px system-ui,sans-serif;fill:#1d2430}
-svg .axis{stroke:#8a94a6;stroke-width:1}
-svg .grid{stroke:#e3e7ee;stroke-width:1}
-svg .track{fill:#f6f8fa}
-svg .marker{stroke:#1d2430;stroke-width:2}
-.legend{display:flex;flex-wrap:wrap;gap:4px 14px;font-size:12px;margin:4px 0 8px}
-.legend i{display:inline-block;width:11px;height:11px;margin-right:4px;border-radius:2px}
-.legend i{vertical-align:-1px}
-.note{color:#5a6475;font-size:12px}
-.trend{display:inline-block;border-radius:3px;padding:0 6px;font-size:12px;color:#fff}
-.trend-new,.trend-grown,.trend-tripped{background:#c0392b}
-.trend-gone,.trend-shrunk,.trend-ok{background:#2e7d32}
-.trend-same{background:#7f8c8d}
-.trend-changed,.trend-up,.trend-down{background:#d68910}
-)css";
-
-// The parts of steps.per_step_ms, coloured as on report.html.
-const std::vector<html::StackPart>& Parts() {
-  static const std::vector<html::StackPart> kParts = {
-      {"gpu_compute", "GPU compute", "#4e79a7"},
-      {"comm_not_overlapped", "communication not overlapped", "#f28e2b"},
-      {"gpu_idle_waiting_for_host", "GPU idle: waiting for host", "#e15759"},
-      {"gpu_idle_waiting_for_launches", "GPU idle: waiting for launches", "#ff9da7"},
-      {"gpu_idle_in_syncs", "GPU idle: in syncs", "#b07aa1"},
-      {"gpu_idle_other", "GPU idle: other", "#bab0ac"},
-      {"host_blocked_in_syncs", "host blocked in syncs", "#9c755f"},
-      {"copies", "copies", "#59a14f"}};
-  return kParts;
-}
 
 void StepBars(const SummaryDiff& d, std::string& out) {
   if (!d.comparable || (d.base.step_parts.empty() && d.now.step_parts.empty())) return;
@@ -67,7 +21,7 @@ void StepBars(const SummaryDiff& d, std::string& out) {
     html::StackRow row;
     row.label = i == 0 ? "base" : "new";
     row.rank = i++;
-    for (const auto& p : Parts()) {
+    for (const auto& p : html::StepParts()) {
       auto it = r->step_parts.find(p.key);
       row.values.push_back(it == r->step_parts.end() ? 0.0 : it->second);
     }
@@ -78,7 +32,8 @@ void StepBars(const SummaryDiff& d, std::string& out) {
          "<p class=\"note\">Mean milliseconds per step of the median rank; the black tick is "
          "the median step time. The parts are measured separately and need not add up to "
          "the step.</p>\n" +
-         html::LegendHtml(Parts()) + html::StackedBarsSvg(Parts(), rows, "ms") + "\n</section>\n";
+         html::LegendHtml(html::StepParts()) + html::StackedBarsSvg(html::StepParts(), rows, "ms") +
+         "\n</section>\n";
 }
 
 void Section(const DiffSection& s, std::string& out) {
@@ -118,7 +73,7 @@ std::string DiffHtml(const SummaryDiff& d, const std::vector<RuleResult>& gate) 
       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
       "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
       "style-src 'unsafe-inline'; img-src data:\">\n<title>gpuwatch diff: " +
-      Esc(d.base.job_id) + " vs " + Esc(d.now.job_id) + "</title>\n<style>" + kCss +
+      Esc(d.base.job_id) + " vs " + Esc(d.now.job_id) + "</title>\n<style>" + html::PageCss() +
       "</style></head><body>\n";
   out += "<h1>gpuwatch diff</h1>\n";
   for (const auto& [name, r] : {std::pair{"base", &d.base}, std::pair{"new", &d.now}})

@@ -1,5 +1,5 @@
-// See run_figures.h. Lookups go through Get/Num/Str, which return a default for a missing
-// key or a value of another type, so a partial document never throws here.
+// See run_figures.h. Lookups go through common/json_read.h, so a partial document never
+// throws here.
 #include "compare/run_figures.h"
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "common/format.h"
+#include "common/json_read.h"
 
 namespace gpuwatch::collector::compare {
 namespace {
@@ -17,30 +18,11 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-const json& Get(const json& j, const char* key) {
-  static const json kNull;
-  if (!j.is_object()) return kNull;
-  auto it = j.find(key);
-  return it == j.end() ? kNull : *it;
-}
-double Num(const json& j, const char* key, double def = 0) {
-  const json& v = Get(j, key);
-  return v.is_number() ? v.get<double>() : def;
-}
-std::string Str(const json& j, const char* key, const std::string& def = "") {
-  const json& v = Get(j, key);
-  return v.is_string() ? v.get<std::string>() : def;
-}
-const json& Arr(const json& j, const char* key) {
-  static const json kEmpty = json::array();
-  const json& v = Get(j, key);
-  return v.is_array() ? v : kEmpty;
-}
-const json& Obj(const json& j, const char* key) {
-  static const json kEmpty = json::object();
-  const json& v = Get(j, key);
-  return v.is_object() ? v : kEmpty;
-}
+using json_read::Arr;
+using json_read::Get;
+using json_read::Num;
+using json_read::Obj;
+using json_read::Str;
 
 // The median of the values the ranks gave (the upper one of an even count, as the job's
 // step median is taken); 0 when none did.

@@ -31,6 +31,7 @@ struct OverheadFacts {
   uint64_t hook_calls = 0, cupti_calls = 0, hooks_added_ns = 0, cupti_added_ns = 0;
   uint64_t windows = 0, window_ns = 0, elapsed_ns = 0;
   uint64_t sender_cpu_ns = 0;
+  uint64_t hook_samples = 0;  // 0: hook_ns was timed at start, not in place
 };
 
 // The library's host sampler (wire HostSampling, the latest; known once sent).

@@ -221,6 +221,7 @@ nlohmann::json OverheadJson(const OverheadFacts& o) {
           {"cupti_s", Seconds(o.cupti_added_ns)},
           {"share_of_wall", o.elapsed_ns ? static_cast<double>(added) / o.elapsed_ns : 0.0},
           {"hook_ns_per_call", o.hook_ns},
+          {"hook_ns_timed_in_place", o.hook_samples > 0},
           {"hook_calls", o.hook_calls},
           {"cupti_us_per_call", o.cupti_ns * 1e-3},
           {"cupti_cost_measured", o.cupti_ns_measured},

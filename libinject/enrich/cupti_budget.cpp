@@ -10,7 +10,8 @@
 
 namespace gpuwatch::inject {
 
-CuptiBudget::CuptiBudget(const Options& o, uint64_t start_ns) : o_(o), start_ns_(start_ns), last_ns_(start_ns) {
+CuptiBudget::CuptiBudget(const Options& o, uint64_t start_ns)
+    : o_(o), start_ns_(start_ns), last_ns_(start_ns), hook_ns_(o.hook_ns) {
   if (o_.mode != Mode::kOff) Open(start_ns);  // credit for the allowance: record from the start
 }
 
@@ -40,6 +41,10 @@ bool CuptiBudget::Update(const Cycle& c) {
   const uint64_t span = now - last_ns_;
   last_ns_ = now;
   hook_calls_ += c.hook_calls;
+  if (c.hook_samples >= kMinHookSamples) {  // every call so far charged at the in-place mean
+    hook_ns_ = c.hook_ns;
+    hook_samples_ = c.hook_samples;
+  }
   device_records_ += c.device_records;
   if (open_) {
     in_launches_.Merge(c.launches);
@@ -84,12 +89,13 @@ CuptiBudget::Figures CuptiBudget::figures() const {
   Figures f;
   f.mode = o_.mode;
   f.budget = o_.budget;
-  f.hook_ns = o_.hook_ns;
+  f.hook_ns = hook_ns_;
+  f.hook_samples = hook_samples_;
   f.cupti_ns = CuptiNs();
   f.cupti_ns_measured = Measured();
   f.hook_calls = hook_calls_;
   f.cupti_calls = static_cast<uint64_t>(cupti_calls_);
-  f.hooks_added_ns = static_cast<uint64_t>(o_.hook_ns * static_cast<double>(hook_calls_));
+  f.hooks_added_ns = static_cast<uint64_t>(hook_ns_ * static_cast<double>(hook_calls_));
   f.cupti_added_ns = static_cast<uint64_t>(f.cupti_ns * cupti_calls_);
   f.windows = windows_ + (open_ ? 1 : 0);
   f.window_ns = window_ns_ + (open_ ? last_ns_ - window_start_ : 0);

@@ -18,7 +18,8 @@ class CuptiBudget {
     double budget = 0.01;                 // GPUWATCH_OVERHEAD, as a share of wall time
     uint64_t allowance_ns = 50'000'000;   // on top of it: short runs are recorded whole
     uint64_t min_window_ns = 25'000'000;  // a window opens only with credit for this long
-    double hook_ns = 0;                   // what a hook adds to its call (measured at start)
+    double hook_ns = 0;                   // what a hook adds to its call, timed at start: until
+                                          // the hooks' own samples (Cycle) say better
     // What CUPTI adds to a call that enqueues device work, until measured here: NVIDIA's,
     // +2.5 to 3 us per launch measured on an H200 (docs/PERFORMANCE.md).
     double prior_cupti_ns = 3000;
@@ -34,11 +35,17 @@ class CuptiBudget {
     uint64_t enqueues = 0;        // calls that enqueue device work (launches, copies, memsets)
     uint64_t device_records = 0;  // CUPTI kernels, copies, memsets parsed
     uint64_t sampler_cpu_ns = 0;  // the host sampler's CPU time so far (enrich/host_sampler.h)
+    // The hooks' own cost timed in place so far (record/recorder.h: HookCostProbe), mean ns
+    // over `hook_samples` samples; used from kMinHookSamples on.
+    double hook_ns = 0;
+    uint64_t hook_samples = 0;
   };
+  static constexpr uint64_t kMinHookSamples = 16;
   struct Figures {
     Mode mode = Mode::kBudget;
     double budget = 0;
     double hook_ns = 0;           // per call
+    uint64_t hook_samples = 0;    // 0: hook_ns is the figure timed at start
     double cupti_ns = 0;          // per enqueueing call CUPTI instrumented
     bool cupti_ns_measured = false;
     uint64_t hook_calls = 0;
@@ -77,6 +84,8 @@ class CuptiBudget {
   std::vector<std::pair<uint64_t, uint64_t>> closed_;
   uint64_t windows_ = 0, window_ns_ = 0;
   uint64_t hook_calls_ = 0;
+  double hook_ns_;              // the start-up figure, then the in-place mean
+  uint64_t hook_samples_ = 0;
   LaunchTimes in_launches_, out_launches_;  // launch calls made with CUPTI on, and off
   uint64_t in_enqueues_ = 0, device_records_ = 0;
   double cupti_calls_ = 0;

@@ -45,6 +45,7 @@ template <typename F>
 cudaError_t Copy(gi::Api api, void* dst, const void* src, size_t n, cudaMemcpyKind kind, cudaStream_t s, F&& call) {
   if (!gi::Recording()) return call();
   gi::EnsureRing();
+  const gi::HookCostProbe cost;
   gi::Record r{};
   r.t_ticks = gi::Stamp();
   r.stream = StreamId(s);
@@ -61,6 +62,7 @@ cudaError_t Copy(gi::Api api, void* dst, const void* src, size_t n, cudaMemcpyKi
   if (gi::WantsCallSite(r)) r.site_id = gi::CaptureCallSite();  // a blocking copy that waited long: where from
   gi::Emit(r);
   gi::LeaveCall();  // after Emit: the settled time counts on it (assemble/assembler.h)
+  cost.Done(r.dur_ticks);
   return rc;
 }
 
@@ -69,6 +71,7 @@ cudaError_t Timed(gi::Api api, uint64_t stream, uint32_t name_id, F&& call) {
   if (!gi::Recording()) return call();
   const bool may_hang = api != gi::kApiLaunchKernel;  // a sync waits on the GPU
   if (may_hang) gi::EnsureRing();
+  const gi::HookCostProbe cost;
   gi::Record r{};
   r.t_ticks = gi::Stamp();
   if (may_hang) gi::EnterCall(api, r.t_ticks, stream);
@@ -80,6 +83,7 @@ cudaError_t Timed(gi::Api api, uint64_t stream, uint32_t name_id, F&& call) {
   if (gi::WantsCallSite(r)) r.site_id = gi::CaptureCallSite();  // a sync that waited long: where from
   gi::Emit(r);
   if (may_hang) gi::LeaveCall();  // after Emit: the settled time counts on it
+  cost.Done(r.dur_ticks);
   return rc;
 }
 

@@ -54,6 +54,7 @@ template <typename F>
 ncclResult_t Collective(gi::Api api, size_t count, ncclDataType_t type, int peer, ncclComm_t comm,
                         cudaStream_t stream, F&& call) {
   if (!gi::Recording()) return call();
+  const gi::HookCostProbe cost;  // with the event pair: the hook's cost where it pays one
   gi::Record r{};
   r.api = api;
   r.bytes = count * ElementSize(type);
@@ -90,6 +91,7 @@ ncclResult_t Collective(gi::Api api, size_t count, ncclDataType_t type, int peer
   r.event_slot = slot;
   gi::Emit(r);
   gi::LeaveCall();  // after Emit: the settled time counts on it (assemble/assembler.h)
+  cost.Done(r.dur_ticks);
   return rc;
 }
 

@@ -45,7 +45,9 @@ Ring* AcquireRing() {
   Ring* ring = nullptr;
   for (int i = 0; i < n && !ring; ++i) {
     Ring* r = g_rings[i].load(std::memory_order_relaxed);
-    if (!r->owner_alive.load(std::memory_order_acquire)) ring = r;  // a dead thread's ring
+    // A dead thread's ring, once the sender has drained it: records still in it are tagged
+    // with the ring's tid when drained, which must stay the dead thread's.
+    if (!r->owner_alive.load(std::memory_order_acquire) && r->drained()) ring = r;
   }
   if (!ring) {
     if (n == kMaxThreads) return nullptr;
@@ -100,6 +102,17 @@ void CollectRings(std::vector<Ring*>& out) {
   const int n = g_ring_count.load(std::memory_order_acquire);
   for (int i = 0; i < n; ++i)
     if (Ring* r = g_rings[i].load(std::memory_order_acquire)) out.push_back(r);
+}
+
+std::atomic<uint64_t> g_hook_cost_max_ticks{0};
+
+HookCostSums SumHookCosts(const std::vector<Ring*>& rings) {
+  HookCostSums s;
+  for (const Ring* r : rings) {
+    s.ticks += r->hook_cost.ticks.load(std::memory_order_relaxed);
+    s.samples += r->hook_cost.samples.load(std::memory_order_relaxed);
+  }
+  return s;
 }
 
 uint64_t DroppedTooManyThreads() { return g_too_many_threads.load(std::memory_order_relaxed); }

@@ -9,6 +9,7 @@
 
 #include "record/record.h"
 #include "record/ring.h"
+#include "record/stamp_clock.h"
 
 namespace gpuwatch::inject {
 
@@ -75,6 +76,44 @@ inline void EnterCall(uint8_t api, uint64_t since_ticks, uint64_t stream, uint64
 inline void LeaveCall() {
   if (Ring* r = tl_ring) r->inflight.since_ticks.store(0, std::memory_order_relaxed);
 }
+
+// The hook's own time, timed where it runs: every kHookCostEvery-th hooked call on a thread
+// takes one more stamp at the hook's entry and one after its record is stored, and adds
+// (exit - entry - the real call's time) to its ring's sums. In place it pays what a start-up
+// timing cannot see: the ring's cache line taken back from the sender thread, a cold
+// kernel-name table, a busy core. The other calls pay a decrement and a branch.
+constexpr uint32_t kHookCostEvery = 1024;
+// Samples over this many ticks (a preemption inside the hook) are left out; 0 until the
+// sender has calibrated the clock (no sample is kept before).
+extern std::atomic<uint64_t> g_hook_cost_max_ticks;
+
+class HookCostProbe {
+ public:
+  HookCostProbe() {
+    Ring* r = tl_ring;
+    if (r == nullptr || r->hook_cost.countdown-- != 0) return;
+    r->hook_cost.countdown = kHookCostEvery - 1;
+    entry_ = Stamp();
+  }
+  // After the hook's Emit; `call_ticks`: the real call's time (the record's dur_ticks).
+  void Done(uint64_t call_ticks) const {
+    if (entry_ == 0) return;
+    const uint64_t own = Stamp() - entry_ - call_ticks;
+    if (own > g_hook_cost_max_ticks.load(std::memory_order_relaxed)) return;
+    Ring::HookCost& c = tl_ring->hook_cost;  // this thread's ring: it had one at entry
+    c.ticks.store(c.ticks.load(std::memory_order_relaxed) + own, std::memory_order_relaxed);
+    c.samples.store(c.samples.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+
+ private:
+  uint64_t entry_ = 0;
+};
+
+// The sums of every ring's in-place samples (sender thread).
+struct HookCostSums {
+  uint64_t ticks = 0, samples = 0;
+};
+HookCostSums SumHookCosts(const std::vector<Ring*>& rings);
 
 // What recording adds to a hooked call, in ns, timed now on the calling thread (the sender,
 // at start): the hook's steps around the real call (the recording check, two stamps, a

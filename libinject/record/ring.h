@@ -48,6 +48,8 @@ class Ring {
   }
 
   uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
+  // Everything published has been drained (a dead thread's ring may then change hands).
+  bool drained() const { return tail_.load(std::memory_order_acquire) == head_.load(std::memory_order_acquire); }
   size_t capacity() const { return mask_ + 1; }
 
   // The owning thread: its id, and whether it has exited (its ring may then be reused).
@@ -68,6 +70,15 @@ class Ring {
     std::atomic<uint8_t> api{0};
   };
   alignas(64) InFlight inflight;
+
+  // The hooks' own time, timed in place on every kHookCostEvery-th hooked call of the thread
+  // (HookCostProbe, record/recorder.h): the owning thread writes, the sender reads the sums.
+  struct HookCost {
+    uint32_t countdown = 0;             // the owning thread's only: calls to the next sample
+    std::atomic<uint64_t> ticks{0};     // sum of the sampled hooks' own time
+    std::atomic<uint64_t> samples{0};
+  };
+  alignas(64) HookCost hook_cost;
 
  private:
   const uint64_t mask_;

@@ -108,6 +108,7 @@ class Sender {
     if (cfg_.call_site_ms > 0)  // the hooks compare stamp ticks, not nanoseconds
       g_call_site_min_ticks.store(clock_.TicksIn(static_cast<uint64_t>(cfg_.call_site_ms * 1e6)),
                                   std::memory_order_relaxed);
+    g_hook_cost_max_ticks.store(clock_.TicksIn(20'000), std::memory_order_relaxed);  // 20 us: preempted
     CollectRings(rings_);
     Assembler::Cycle in;
     in.final = final;
@@ -157,6 +158,11 @@ class Sender {
     CuptiBudget::Cycle c = drained;
     c.now_ns = NowNs();
     c.sampler_cpu_ns = Sampler().totals().cpu_ns;  // its thread's cost counts in the budget
+    const HookCostSums own = SumHookCosts(rings_);
+    if (own.samples > 0) {
+      c.hook_ns = static_cast<double>(clock_.DurationNs(own.ticks)) / static_cast<double>(own.samples);
+      c.hook_samples = own.samples;
+    }
     const bool open = budget_->Update(c);
     if (!open) Timer().SetCuptiTimes(false);
     Cupti().SetRecording(open);

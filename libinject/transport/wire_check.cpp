@@ -116,6 +116,7 @@ GW_FIELD(cupti_window, CuptiWindow, EndNs);
 GW_FIELD(overhead, Overhead, CuptiMode);
 GW_FIELD(overhead, Overhead, Budget);
 GW_FIELD(overhead, Overhead, HookNs);
+GW_FIELD(overhead, Overhead, HookSamples);
 GW_FIELD(overhead, Overhead, CuptiNs);
 GW_FIELD(overhead, Overhead, CuptiNsMeasured);
 GW_FIELD(overhead, Overhead, HookCalls);

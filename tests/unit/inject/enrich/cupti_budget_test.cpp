@@ -134,3 +134,48 @@ TEST_CASE("overhead budget: windows closed are handed over once, in order") {
   CHECK(w.front().first == 1 * kS);
   CHECK(b.TakeClosedWindows().empty());
 }
+
+TEST_CASE("overhead budget: the hooks' in-place samples replace the start-up figure, for every call") {
+  gi::CuptiBudget::Options o;
+  o.hook_ns = 20;
+  uint64_t now = 1 * kS;
+  gi::CuptiBudget b(o, now);
+  gi::CuptiBudget::Cycle c;
+  c.now_ns = now += 10 * kMs;
+  c.hook_calls = 1000;
+  c.hook_ns = 150;
+  c.hook_samples = gi::CuptiBudget::kMinHookSamples - 1;  // too few yet: the start-up figure
+  b.Update(c);
+  CHECK(b.figures().hook_ns == 20);
+  CHECK(b.figures().hook_samples == 0);
+  CHECK(b.figures().hooks_added_ns == 20'000);
+  c.now_ns = now += 10 * kMs;
+  c.hook_samples = gi::CuptiBudget::kMinHookSamples;
+  b.Update(c);
+  const auto f = b.figures();
+  CHECK(f.hook_ns == 150);
+  CHECK(f.hook_samples == gi::CuptiBudget::kMinHookSamples);
+  CHECK(f.hooks_added_ns == 300'000);  // all 2000 calls at the in-place cost
+}
+
+TEST_CASE("overhead budget: hooks that cost more than the budget leave CUPTI no window once they have spent it") {
+  gi::CuptiBudget::Options o;
+  uint64_t now = 1 * kS;
+  gi::CuptiBudget b(o, now);
+  // 100k calls/s at 200 ns each, timed in place: 2% of the wall time, over the 1% budget.
+  // From 5 s on the hooks alone have spent budget x wall + the allowance (20 ms/s against
+  // 10 ms/s + 50 ms).
+  uint64_t open_late = 0;
+  for (int i = 0; i < 1000; ++i) {
+    gi::CuptiBudget::Cycle c;
+    c.now_ns = now += 10 * kMs;
+    c.hook_calls = c.enqueues = 1000;
+    c.hook_ns = 200;
+    c.hook_samples = 1000;
+    for (int k = 0; k < 1000; ++k) c.launches.Add(4000);
+    b.Update(c);
+    if (i >= 500) open_late += b.open();
+  }
+  CHECK(open_late == 0);
+  CHECK(b.figures().hooks_added_ns == 200ull * 1'000'000);
+}

@@ -6,7 +6,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -65,6 +67,30 @@ gi::Record At(uint64_t t_ticks) {
 uint32_t Tid() { return static_cast<uint32_t>(syscall(SYS_gettid)); }
 
 }  // namespace
+
+TEST_CASE("recorder: a dead thread's ring changes hands only once drained, so its records keep their thread") {
+  FreshProcess();
+  DrainAll(0);
+  uint32_t tid_a = 0, tid_b = 0;
+  std::thread([&] {
+    tid_a = Tid();
+    gi::Emit(At(1));
+  }).join();
+  std::thread([&] {  // a's records are still in its ring
+    tid_b = Tid();
+    gi::Emit(At(2));
+  }).join();
+  std::vector<gi::Ring*> rings;
+  gi::CollectRings(rings);
+  std::vector<std::pair<uint32_t, uint64_t>> seen;  // (the ring's tid, t_ticks), as the sender sees them
+  for (gi::Ring* r : rings) {
+    const uint32_t tid = r->tid.load();
+    r->Drain([&](const gi::Record& rec) { seen.emplace_back(tid, rec.t_ticks); });
+  }
+  REQUIRE(seen.size() == 2);
+  CHECK(std::count(seen.begin(), seen.end(), std::make_pair(tid_a, uint64_t{1})) == 1);
+  CHECK(std::count(seen.begin(), seen.end(), std::make_pair(tid_b, uint64_t{2})) == 1);
+}
 
 TEST_CASE("recorder: the first record starts recording once, and each thread's records land in its own ring") {
   FreshProcess();
@@ -228,4 +254,42 @@ TEST_CASE("recorder: past kMaxThreads live threads, records are counted as too_m
   gi::CollectRings(rings);
   CHECK(rings.size() == static_cast<size_t>(gi::kMaxThreads));
   DrainAll(0);
+}
+
+TEST_CASE("recorder: one hooked call in kHookCostEvery times its hook in place, the real call left out") {
+  FreshProcess();
+  gi::g_hook_cost_max_ticks.store(UINT64_MAX);
+  uint64_t ticks = 0, samples = 0, calls = 0;
+  std::thread([&] {
+    gi::EnsureRing();
+    gi::Ring* ring = gi::tl_ring;
+    if (!ring) return;
+    // A "real call" of ~20 us between the stamps: left out of what the probe adds.
+    for (uint32_t i = 0; i < 3 * gi::kHookCostEvery; ++i, ++calls) {
+      const gi::HookCostProbe probe;
+      const uint64_t t0 = gi::Stamp();
+      if (i % gi::kHookCostEvery == 0) std::this_thread::sleep_for(std::chrono::microseconds(20));
+      const uint64_t dur = gi::Stamp() - t0;
+      probe.Done(dur);
+    }
+    ticks = ring->hook_cost.ticks.load();
+    samples = ring->hook_cost.samples.load();
+    const gi::HookCostSums sums = gi::SumHookCosts({ring});
+    CHECK(sums.ticks == ticks);
+    CHECK(sums.samples == samples);
+  }).join();
+  REQUIRE(calls == 3 * gi::kHookCostEvery);
+  CHECK(samples == 3);  // the first call of each kHookCostEvery, which slept
+  // Each sample is the probe's own few stamps, not the 20 us "call": far under 20 us of ticks
+  // (on TSC, a few GHz x 20 us = tens of thousands of ticks; as ns, 20000).
+  CHECK(ticks / samples < 5000);
+
+  // A sample over the limit (a preemption) is left out.
+  gi::g_hook_cost_max_ticks.store(0);
+  std::thread([&] {
+    gi::EnsureRing();
+    const uint64_t before = gi::tl_ring->hook_cost.samples.load();  // a reused ring keeps its sums
+    for (uint32_t i = 0; i < gi::kHookCostEvery; ++i) gi::HookCostProbe().Done(0);
+    CHECK(gi::tl_ring->hook_cost.samples.load() == before);
+  }).join();
 }

@@ -1,0 +1,16 @@
+// What report.html and the diff page share: one style sheet, and the parts of a step
+// (steps.per_step_ms) with their colours, so both pages draw a step the same way.
+#pragma once
+#include <vector>
+
+#include "report/svg_chart.h"
+
+namespace gpuwatch::collector::html {
+
+// The pages' CSS (report.html, diff.html): no script, nothing fetched.
+const char* PageCss();
+
+// The parts of steps.per_step_ms in drawing order: key (the summary.json name), label, colour.
+const std::vector<StackPart>& StepParts();
+
+}  // namespace gpuwatch::collector::html
