@@ -18,6 +18,7 @@ std::vector<SiteStat> SiteCounter::Result(const RankFacts& facts) const {
     SiteStat s;
     if (const SiteText* text = facts.Site(id)) {
       s.python = text->python;
+      s.python_stack = text->python_stack;
       s.frames = text->frames;
     }
     s.ns = t.ns;

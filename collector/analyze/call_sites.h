@@ -15,7 +15,8 @@ namespace gpuwatch::collector {
 inline constexpr size_t kMaxSitesShown = 5;
 
 struct SiteStat {
-  std::string python;               // "train.py:42 in step", or empty
+  std::string python;               // the user's Python frame, "train.py:42 in step", or empty
+  std::vector<std::string> python_stack;  // the whole Python stack, innermost first
   std::vector<std::string> frames;  // native, innermost first
   uint64_t ns = 0, count = 0;       // host time blocked there, calls
 };

@@ -7,6 +7,7 @@
 
 #include "common/format.h"
 #include "common/thresholds.h"
+#include "interpret/python_frames.h"
 
 namespace gpuwatch::collector {
 namespace {
@@ -51,6 +52,9 @@ const Rule kRules[] = {
      "more DataLoader workers (num_workers), prefetch_factor, pin_memory=True; preprocess "
      "offline; faster formats; data on local NVMe",
      DataLoading},
+    // Measured by DataLoading: the same loss when the host frames show the training thread
+    // was not iterating a DataLoader. Its fix names the frames (HostOverheadFix).
+    {"host_overhead", "host work while the GPU waited", "", nullptr},
     {"input_io", "", "", InputIoFinding},
     {"launch_bound", "kernel launch overhead",
      "the kernels are launched one by one: capture the step in a CUDA graph so one launch "
@@ -235,15 +239,28 @@ void AddCoverage(const RankContext& c, Finding& f) {
     f.evidence["gpu_timeline_sampled"] = {{"share", c.r.gpu.coverage_share()}, {"windows", c.r.gpu.coverage.windows}};
 }
 
+// The host frames (analyze/host_frames.h) say what the GPU waited for: DataLoader
+// iteration is data loading; anything else is the user's host work, named by its frames.
+// Without samples (no Python, sampling off) it stays data loading, as before them.
 std::optional<Finding> DataLoading(const RankContext& c, const std::vector<Finding>&) {
   if (!c.r.cupti()) return std::nullopt;
   const double host = S(c.dev.idle[kIdleHost]) * c.scale;
-  Finding f = MakeFinding("data_loading", host, c.fig_base);
+  const HostFramesFigures& hf = c.r.host_frames;
+  const bool overhead = hf.samples >= kHostFramesMinSamples && hf.data_loading_share < 0.5;
+  Finding f = MakeFinding(overhead ? "host_overhead" : "data_loading", host, c.fig_base);
   f.evidence = {{"gpu_idle_waiting_for_host_s", host},
                 {"per_step_ms", c.PerStepMs(host)},
                 {"gpu_utilization", c.r.ActiveS() > 0 ? S(c.r.gpu.run.busy) / c.r.ActiveS() : 0.0}};
   AddCoverage(c, f);
-  f.summary = Printf("GPU idle %s waiting for the host, which was not waiting on the GPU", c.Per(host).c_str());
+  AddHostFrames(hf, f);
+  if (overhead) {
+    const std::string top = Clip(ShortWhere(hf.frames.front().where), 80);
+    f.fix = HostOverheadFix(hf);
+    f.summary = Printf("GPU idle %s waiting for the host, which was running %s (%.0f%% of the time sampled)",
+                       c.Per(host).c_str(), top.c_str(), 100 * hf.frames.front().share);
+  } else {
+    f.summary = Printf("GPU idle %s waiting for the host, which was not waiting on the GPU", c.Per(host).c_str());
+  }
   return f;
 }
 
@@ -307,6 +324,7 @@ std::optional<Finding> SyncStall(const RankContext& c, const std::vector<Finding
     nlohmann::json frames = nlohmann::json::array();
     for (size_t i = 0; i < s.frames.size() && i < 6; ++i) frames.push_back(s.frames[i]);
     site = {{"python", s.python.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.python)},
+            {"python_stack", s.python_stack},
             {"frames", frames},
             {"calls", s.count},
             {"blocked_s", S(s.ns)}};

@@ -70,6 +70,10 @@ std::optional<Finding> ClocksThrottled(const RankContext& c, const std::vector<F
 std::optional<Finding> PcieLink(const RankContext& c, const std::vector<Finding>& found);
 // mixed_precision: GEMM/convolution time in FP32 kernels, by kernel name (precision.h).
 std::optional<Finding> MixedPrecision(const RankContext& c, const std::vector<Finding>& found);
+// host_frames (issue 16): `evidence.host_frames` [{where, share}] of a finding about GPU
+// time lost waiting for the host, and the fix of `host_overhead`, which names the frames.
+void AddHostFrames(const HostFramesFigures& hf, Finding& f);
+std::string HostOverheadFix(const HostFramesFigures& hf);
 
 // "GPU busy 41% of the time. Biggest loss: data loading, 6.1 ms per step (47%) ..."
 std::string Verdict(const RankList& ranks, const std::vector<Finding>& f);

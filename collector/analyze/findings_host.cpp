@@ -6,6 +6,7 @@
 
 #include "analyze/environment.h"
 #include "analyze/findings.h"
+#include "interpret/python_frames.h"
 #include "common/format.h"
 #include "common/thresholds.h"
 
@@ -16,6 +17,26 @@ int SeverityRank(const std::string& s) { return s == "high" ? 2 : s == "medium" 
 const char* SeverityName(int r) { return r >= 2 ? "high" : r == 1 ? "medium" : "low"; }
 
 }  // namespace
+
+void AddHostFrames(const HostFramesFigures& hf, Finding& f) {
+  if (!hf.known()) return;
+  nlohmann::json frames = nlohmann::json::array();
+  for (const HostFrame& h : hf.frames) frames.push_back({{"where", h.where}, {"share", h.share}});
+  f.evidence["host_frames"] = frames;
+  f.evidence["host_samples"] = hf.samples;
+  f.evidence["data_loading_share"] = hf.data_loading_share;
+}
+
+// What fits depends on what the frames are; the frames themselves say where.
+std::string HostOverheadFix(const HostFramesFigures& hf) {
+  std::string names;
+  for (size_t i = 0; i < hf.frames.size() && i < 2; ++i)
+    names += (i ? ", " : "") + Clip(ShortWhere(hf.frames[i].where), 80);
+  return "the GPU waited while the training thread ran " + names +
+         ": do that work less often (log/metrics every N steps), asynchronously or off the training "
+         "thread (evaluation and checkpoint writing in another process or async), keep values on the "
+         "GPU; for Python overhead per step, torch.compile or CUDA graphs";
+}
 
 std::optional<Finding> InputIoFinding(const RankContext& c, const std::vector<Finding>& found) {
   const auto dl = std::find_if(found.begin(), found.end(), [](const Finding& f) { return f.id == "data_loading"; });

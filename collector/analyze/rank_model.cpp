@@ -10,14 +10,16 @@ namespace gpuwatch::collector {
 RankModel::RankModel(const RankModel& o)
     : interp_(o.interp_), sync_(o.sync_), copies_(o.copies_), collectives_(o.collectives_),
       launches_(o.launches_), gpu_(o.gpu_), graphs_(o.graphs_), api_calls_(o.api_calls_), steps_(o.steps_),
-      io_(o.io_), sites_(o.sites_), memory_(o.memory_), device_(o.device_), rank_(o.rank_),
+      io_(o.io_), sites_(o.sites_), memory_(o.memory_), device_(o.device_), host_frames_(o.host_frames_),
+      rank_(o.rank_),
       host_(o.host_), state_(o.state_), flushed_(o.flushed_) {
   SubscribeAnalyses();
 }
 
 void RankModel::SubscribeAnalyses() {
   for (EventSink* s : std::initializer_list<EventSink*>{&sync_, &copies_, &collectives_, &launches_, &gpu_, &graphs_,
-                                                         &api_calls_, &steps_, &io_, &sites_, &memory_, &device_})
+                                                         &api_calls_, &steps_, &io_, &sites_, &memory_, &device_,
+                                                         &host_frames_})
     interp_.Subscribe(s);
 }
 
@@ -90,6 +92,8 @@ RankResult RankModel::Compute() const {
   }
   r.io = io_.figures();
   r.sites = sites_.Result(facts);
+  r.host_frames = host_frames_.Result(facts);
+  r.sampling = facts.sampling();
   r.env = facts.env();
   r.memory = memory_.Result(r.env);
   r.device = device_.figures();

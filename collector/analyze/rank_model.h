@@ -13,6 +13,7 @@
 #include "analyze/device_state.h"
 #include "analyze/gpu.h"
 #include "analyze/graphs.h"
+#include "analyze/host_frames.h"
 #include "analyze/input_io.h"
 #include "analyze/launches.h"
 #include "analyze/memory.h"
@@ -61,6 +62,7 @@ class RankModel {
   SiteCounter sites_;
   MemoryCounter memory_;
   DeviceStateCounter device_;
+  HostFrames host_frames_;
   int rank_ = -1;
   std::string host_;
   uint64_t state_ = 0;          // changes with every input

@@ -16,6 +16,7 @@
 #include "analyze/finding.h"
 #include "analyze/gpu.h"
 #include "analyze/graphs.h"
+#include "analyze/host_frames.h"
 #include "analyze/input_io.h"
 #include "analyze/launches.h"
 #include "analyze/memory.h"
@@ -72,6 +73,8 @@ struct RankResult {
   std::string device_sampler_detail;  // why there are no NVML samples
   UtilizationShape gpu_shape;  // the utilization curve read as the guide reads it
   std::vector<SiteStat> sites;  // the call sites that blocked longest
+  HostFramesFigures host_frames;  // where the training thread was while the GPU waited for it
+  SamplingFacts sampling;         // the library's host sampler (its rate and cost)
   EnvFacts env;
   std::map<std::string, uint64_t> dropped;
   uint64_t dropped_total = 0;

@@ -114,5 +114,10 @@ inline constexpr double kInputReadMinMBps = 1.0;
 // input_io is reported only when samples cover at least this share of the host-wait gaps
 // (samples start at the first CUDA call and come every ~100 ms). Inferred.
 inline constexpr double kInputMinCoverage = 0.5;
+// Host frames (issue 16): the host sampler's samples of the training thread during the GPU's
+// host-wait gaps (analyze/host_frames.h). Below this many (10 ms of waiting at the default
+// 100 Hz is one) they name nothing and the loss stays `data_loading`; with them, it is
+// `data_loading` only when at least half show DataLoader iteration, else `host_overhead`.
+inline constexpr uint64_t kHostFramesMinSamples = 5;
 
 }  // namespace gpuwatch::collector

@@ -33,6 +33,7 @@ void ShiftFrame(wire::Frame& frame, int64_t delta) {
       }
       for (wire::ProcSample& p : *b.mutable_proc_samples()) p.set_t_ns(ShiftNs(p.t_ns(), delta));
       for (wire::DeviceSample& d : *b.mutable_device_samples()) d.set_t_ns(ShiftNs(d.t_ns(), delta));
+      for (wire::HostSample& s : *b.mutable_host_samples()) s.set_t_ns(ShiftNs(s.t_ns(), delta));
       if (b.settled_ns()) b.set_settled_ns(ShiftNs(b.settled_ns(), delta));
       for (wire::CuptiWindow& w : *b.mutable_cupti_windows()) {
         w.set_start_ns(ShiftNs(w.start_ns(), delta));

@@ -26,6 +26,8 @@ class EventSink {
   virtual void OnProcSample(const wire::ProcSample&) {}
   // The rank's device as NVML saw it, about once a second (at arrival; in order).
   virtual void OnDeviceSample(const wire::DeviceSample&) {}
+  // The host sampler's samples of the CUDA-calling threads (at arrival; in time order).
+  virtual void OnThreadSample(const ThreadSample&) {}
   // No idle gap emitted from now on starts before `ns`.
   virtual void OnDeviceSettled(uint64_t) {}
 };

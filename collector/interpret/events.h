@@ -98,6 +98,15 @@ struct IdleGap {
   bool trailing;
 };
 
+// Where a thread that called CUDA was at one instant (the library's host sampler, issue
+// 16): its Python stack by id (RankFacts::Stack; 0: none read).
+struct ThreadSample {
+  uint64_t t_ns;
+  uint32_t tid;
+  uint32_t stack_id;
+  bool in_cuda;  // inside a hooked call that can block (waiting on the GPU)
+};
+
 // A training step, as the step finder saw it close (NVTX steps, in order).
 struct StepMark {
   uint64_t start_ns, end_ns;

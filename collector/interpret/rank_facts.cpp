@@ -2,6 +2,7 @@
 #include "interpret/rank_facts.h"
 
 #include "common/kernel_names.h"
+#include "interpret/python_frames.h"
 
 namespace gpuwatch::collector {
 namespace {
@@ -44,6 +45,20 @@ void RankFacts::OnBatch(const wire::Batch& b) {
     for (int i = 0; i < c.frames_size() && i < static_cast<int>(kMaxFrames); ++i)
       s.frames.push_back(c.frames(i).substr(0, kMaxText));
   }
+  // After the call sites: a site's stack is sent after the site.
+  for (const auto& p : b.python_stacks()) {
+    std::vector<std::string> frames;
+    for (int i = 0; i < p.frames_size() && i < static_cast<int>(kMaxFrames); ++i)
+      frames.push_back(p.frames(i).substr(0, kMaxText));
+    if (p.call_site_id() != 0) {
+      auto site = sites_.find(p.call_site_id());
+      if (site != sites_.end()) {
+        site->second.python = UserFrame(frames);
+        site->second.python_stack = frames;
+      }
+    }
+    if (stacks_.size() < kMaxStacks || stacks_.count(p.id())) stacks_[p.id()] = std::move(frames);
+  }
   if (b.gpu_source() != wire::GPU_SOURCE_UNSPECIFIED) gpu_source_ = b.gpu_source();
   if (!b.gpu_source_detail().empty()) gpu_source_detail_ = b.gpu_source_detail().substr(0, kMaxDetail);
   if (!b.device_sampler_detail().empty()) device_sampler_detail_ = b.device_sampler_detail().substr(0, kMaxDetail);
@@ -54,6 +69,10 @@ void RankFacts::OnBatch(const wire::Batch& b) {
                               o.cupti_ns(),   o.cupti_ns_measured(), o.hw_trace(),    o.hook_calls(),
                               o.cupti_calls(), o.hooks_added_ns(), o.cupti_added_ns(), o.windows(),
                               o.window_ns(),  o.elapsed_ns(),      o.sender_cpu_ns(),  o.hook_samples()};
+  }
+  if (b.has_host_sampling()) {
+    const wire::HostSampling& h = b.host_sampling();
+    sampling_ = SamplingFacts{true, h.hz(), h.samples(), h.cpu_ns(), h.dropped()};
   }
   for (const auto& d : b.dropped()) NoteDropped(d);
 }
@@ -92,6 +111,11 @@ const CommFacts* RankFacts::Comm(uint64_t comm_id) const {
 const SiteText* RankFacts::Site(uint32_t id) const {
   auto it = sites_.find(id);
   return it == sites_.end() ? nullptr : &it->second;
+}
+
+const std::vector<std::string>* RankFacts::Stack(uint32_t id) const {
+  auto it = stacks_.find(id);
+  return it == stacks_.end() ? nullptr : &it->second;
 }
 
 }  // namespace gpuwatch::collector

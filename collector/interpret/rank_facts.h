@@ -37,6 +37,13 @@ struct OverheadFacts {
   uint64_t hook_samples = 0;  // 0: hook_ns was timed at start, not in place
 };
 
+// The library's host sampler (wire HostSampling, the latest; known once sent).
+struct SamplingFacts {
+  bool known = false;
+  double hz = 0;
+  uint64_t samples = 0, cpu_ns = 0, dropped = 0;
+};
+
 struct CommFacts {
   int32_t nranks = 0, rank = 0;
   uint64_t unique_hash = 0;
@@ -44,14 +51,15 @@ struct CommFacts {
 
 // Where a long sync or blocking copy was called from (libinject's call sites).
 struct SiteText {
-  std::string python;               // "train.py:42 in step", or empty
+  std::string python;               // the user's frame (python_frames.h), "train.py:42 in step", or empty
+  std::vector<std::string> python_stack;  // the whole Python stack, innermost first (at most 16)
   std::vector<std::string> frames;  // native, innermost first
 };
 
 class RankFacts {
  public:
   static constexpr size_t kMaxNames = 16384, kMaxNameBytes = 4096;
-  static constexpr size_t kMaxComms = 4096, kMaxSites = 1024, kMaxReasons = 64;
+  static constexpr size_t kMaxComms = 4096, kMaxSites = 1024, kMaxReasons = 64, kMaxStacks = 4096;
 
   void OnHello(const wire::Hello& h) { world_size_ = h.world_size(); }
   // Definitions first: events of the same batch may use them.
@@ -64,6 +72,8 @@ class RankFacts {
   bool IsCommKernel(uint32_t id) const { return id < comm_kernel_.size() && comm_kernel_[id]; }
   const CommFacts* Comm(uint64_t comm_id) const;
   const SiteText* Site(uint32_t id) const;
+  // A Python stack the library interned (a call site's or a host sample's), innermost first.
+  const std::vector<std::string>* Stack(uint32_t id) const;
   int world_size() const { return world_size_; }
 
   int gpu_source() const { return gpu_source_; }  // wire::GpuSource
@@ -72,6 +82,7 @@ class RankFacts {
   const std::string& device_sampler_detail() const { return device_sampler_detail_; }
   const EnvFacts& env() const { return env_; }
   const OverheadFacts& overhead() const { return overhead_; }
+  const SamplingFacts& sampling() const { return sampling_; }
   // Cumulative records the library lost, per reason (the largest total it reported).
   const std::map<std::string, uint64_t>& dropped() const { return dropped_; }
   uint64_t dropped_total() const;
@@ -84,11 +95,13 @@ class RankFacts {
   std::vector<bool> comm_kernel_;  // by name id (ids are dense, bounded by the library)
   std::unordered_map<uint64_t, CommFacts> comms_;
   std::unordered_map<uint32_t, SiteText> sites_;
+  std::unordered_map<uint32_t, std::vector<std::string>> stacks_;
   int gpu_source_ = wire::GPU_SOURCE_UNSPECIFIED;
   std::string gpu_source_detail_;
   std::string device_sampler_detail_;
   EnvFacts env_;
   OverheadFacts overhead_;
+  SamplingFacts sampling_;
   std::map<std::string, uint64_t> dropped_;  // ordered: deterministic output
 };
 

@@ -62,6 +62,7 @@ void RankInterpreter::OnBatch(const wire::Batch& b) {
   }
   for (const auto& s : b.proc_samples()) fanout_.OnProcSample(s);
   for (const auto& s : b.device_samples()) fanout_.OnDeviceSample(s);
+  for (const auto& s : b.host_samples()) fanout_.OnThreadSample(ThreadSample{s.t_ns(), s.tid(), s.stack_id(), s.in_cuda()});
   for (const auto& e : b.events()) {
     HostCall c = Interpret(e);
     polls_.Fold(c);
@@ -126,6 +127,8 @@ void RankInterpreter::Fanout::OnProcSample(const wire::ProcSample& p) {
 }
 void RankInterpreter::Fanout::OnDeviceSample(const wire::DeviceSample& d) {
   for (EventSink* s : sinks) s->OnDeviceSample(d);
+void RankInterpreter::Fanout::OnThreadSample(const ThreadSample& t) {
+  for (EventSink* s : sinks) s->OnThreadSample(t);
 }
 void RankInterpreter::Fanout::OnDeviceSettled(uint64_t ns) {
   for (EventSink* s : sinks) s->OnDeviceSettled(ns);

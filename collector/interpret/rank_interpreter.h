@@ -58,6 +58,7 @@ class RankInterpreter {
     void OnStepsReset() override;
     void OnProcSample(const wire::ProcSample& s) override;
     void OnDeviceSample(const wire::DeviceSample& s) override;
+    void OnThreadSample(const ThreadSample& s) override;
     void OnDeviceSettled(uint64_t ns) override;
   };
 

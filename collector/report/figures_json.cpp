@@ -378,6 +378,12 @@ void AddRankFigures(const RankResult& r, nlohmann::json& obj) {
   obj["memory"] = MemoryJson(r.memory);
   obj["device"] = DeviceJson(r.device, r.device_sampler_detail);
   obj["overhead"] = OverheadJson(r.overhead);
+  // The host sampler (issue 16): its CPU counts in the overhead budget's spending.
+  if (r.sampling.known && obj["overhead"].is_object())
+    obj["overhead"]["host_sampler"] = {{"hz", r.sampling.hz},
+                                       {"samples", r.sampling.samples},
+                                       {"cpu_s", Seconds(r.sampling.cpu_ns)},
+                                       {"dropped", r.sampling.dropped}};
   obj["steps"] = StepsJson(r);
   obj["findings"] = FindingsJson(r.findings);
   obj["environment"] = EnvJson(r.env);

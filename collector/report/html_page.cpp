@@ -15,6 +15,7 @@ h2{font-size:16px;margin:28px 0 8px;border-bottom:1px solid #d8dde6;padding-bott
 .verdict.bad{border-left-color:#c0392b}
 .finding{border:1px solid #d8dde6;border-radius:6px;padding:8px 12px;margin:8px 0}
 .finding h3{font-size:15px;margin:0 0 4px}
+.frames{margin:4px 0}.frames ol{margin:2px 0 2px 20px;padding:0}
 .sev{display:inline-block;border-radius:3px;padding:0 6px;margin-right:6px}
 .sev{color:#fff;font-size:12px}
 .sev-high{background:#c0392b}

@@ -59,6 +59,21 @@ void Header(const json& s, std::string& out) {
     out += "<p class=\"meta\">ended abnormally: rank " + Esc(ValueText(abnormal)) + "</p>\n";
 }
 
+// The code a finding is about, named (issue 16): where the host was while the GPU waited
+// (evidence.host_frames, by share), and where a stall was called from (call_site).
+void Frames(const json& ev, std::string& out) {
+  const json& host = Arr(ev, "host_frames");
+  if (!host.empty()) {
+    out += "<div class=\"frames\" data-host-frames>While the GPU waited, the host was in:<ol>";
+    for (const json& h : host)
+      out += "<li><code>" + Esc(Str(h, "where")) + "</code> " + Esc(Printf("%.0f%%", 100 * Num(h, "share"))) + "</li>";
+    out += "</ol></div>\n";
+  }
+  const json& site = Get(ev, "call_site");
+  if (site.is_object() && !Str(site, "python").empty())
+    out += "<div class=\"frames\" data-call-site>Called from <code>" + Esc(Str(site, "python")) + "</code></div>\n";
+}
+
 void Findings(const json& s, std::string& out) {
   const json& job = Get(s, "job");
   out += "<section id=\"findings\"><h2>Verdict and findings</h2>\n";
@@ -82,6 +97,7 @@ void Findings(const json& s, std::string& out) {
              Esc(ValueText(ranks)) + "</div>\n";
     out += "<div>" + Esc(Str(x, "summary")) + "</div>\n";
     const json& ev = Get(x, "evidence");
+    Frames(ev, out);
     if (ev.is_object() && !ev.empty()) {
       out += "<dl class=\"ev\">";
       for (auto it = ev.begin(); it != ev.end(); ++it)

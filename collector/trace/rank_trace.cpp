@@ -1,6 +1,8 @@
 // See rank_trace.h.
 #include "trace/rank_trace.h"
 
+#include "interpret/python_frames.h"
+
 #include <algorithm>
 
 #include "common/api_names.h"
@@ -25,11 +27,13 @@ constexpr uint32_t kBusyLocal = 0x1011, kH2dLocal = 0x1012;  // then the NVML co
 constexpr uint32_t kStepsLocal = 0x1020;    // + lane
 constexpr uint32_t kIdleLocal = 0x1030;     // + lane
 constexpr uint32_t kStreamBase = 0x1100;    // + stream index * kMaxLanes + lane (512 streams)
+constexpr uint32_t kSampledBase = 0x3100;   // + sampled thread index (kMaxSampledThreads)
 // Each base has room for its lanes: no two tracks of a rank share a uuid.
 static_assert(kThreadBase + 512 * 8 <= kApiBase && kApiBase + RankTrace::kMaxLanes <= kBusyLocal &&
               kBusyLocal + 6 <= kStepsLocal && kStepsLocal + RankTrace::kMaxLanes <= kIdleLocal &&
               kIdleLocal + RankTrace::kMaxLanes <= kStreamBase &&
-              kStreamBase + 512 * RankTrace::kMaxLanes <= (1u << 14));
+              kStreamBase + 512 * RankTrace::kMaxLanes <= kSampledBase &&
+              kSampledBase + RankTrace::kMaxSampledThreads <= (1u << 14));
 constexpr size_t kMaxNameChars = 200;
 
 // Keys of RankTrace::iid_cache_: a kernel (or NVTX message) id, or a copy's
@@ -37,6 +41,7 @@ constexpr size_t kMaxNameChars = 200;
 constexpr uint32_t kIdMask = (uint32_t{1} << 29) - 1;
 constexpr uint32_t kDeviceKey = uint32_t{1} << 31, kCopyKey = uint32_t{1} << 30,
                    kNvtxKey = uint32_t{1} << 29;
+constexpr uint32_t kStackKey = kCopyKey | kNvtxKey;  // a Python stack's id (host samples)
 
 // In Key order (rank_trace.h). A step's figures are those of summary.json's per_step_ms.
 const char* const kKeyNames[] = {"bytes",          "blocking",           "seq",
@@ -390,9 +395,50 @@ void RankTrace::OnDeviceSample(const wire::DeviceSample& s) {
   EmitCounter(kSmClock, s.t_ns(), s.sm_clock_mhz());
   EmitCounter(kPower, s.t_ns(), s.power_mw() / 1000);
   EmitCounter(kTemperature, s.t_ns(), s.temperature_c());
+// A sampled thread's track: a slice per run of samples with the same stack, named by its
+// user frame (interpret/python_frames.h), from its first sample to the next different one
+// (or one period past its last, after a pause in sampling).
+void RankTrace::OnThreadSample(const ThreadSample& s) {
+  if (file_->level() == TraceLevel::kOff) return;
+  auto it = sampled_.find(s.tid);
+  if (it == sampled_.end()) {
+    if (sampled_threads_.size() >= kMaxSampledThreads) return;
+    it = sampled_.emplace(s.tid, sampled_threads_.size()).first;
+    sampled_threads_.emplace_back();
+    sampled_threads_.back().tid = s.tid;
+  }
+  const size_t index = it->second;
+  SampledThread& t = sampled_threads_[index];
+  const uint64_t period = SamplePeriodNs();
+  if (t.open && t.stack == s.stack_id && s.t_ns <= t.last + 3 * period) {
+    t.last = s.t_ns;
+    return;
+  }
+  if (t.open) CloseSampleSlice(index, s.t_ns <= t.last + 3 * period ? s.t_ns : t.last + period);
+  t = SampledThread{std::move(t.lanes), s.tid, s.t_ns, s.t_ns, s.stack_id, true};
+}
+
+uint64_t RankTrace::SamplePeriodNs() const {
+  const double hz = facts_ ? facts_->sampling().hz : 0;
+  return hz > 0 ? static_cast<uint64_t>(1e9 / hz) : 10'000'000;
+}
+
+void RankTrace::CloseSampleSlice(size_t index, uint64_t end) {
+  SampledThread& t = sampled_threads_[index];
+  t.open = false;
+  const uint32_t stack = t.stack;
+  const uint32_t name = CachedIid(kStackKey | (stack & kIdMask), [&] {
+    const std::vector<std::string>* frames = facts_ && stack ? facts_->Stack(stack) : nullptr;
+    return frames && !frames->empty() ? Clip(UserFrame(*frames), kMaxNameChars) : std::string("(no Python frame)");
+  });
+  const uint32_t tid = t.tid;
+  Slice(kSampledBase + static_cast<uint32_t>(index), t.lanes, static_cast<int32_t>(kSampledBase + index), t.start,
+        end, name, nullptr, 0, 0, 0, [tid] { return Printf("python · thread %u (sampled)", tid); });
 }
 
 void RankTrace::Finish() {
+  for (size_t i = 0; i < sampled_threads_.size(); ++i)
+    if (sampled_threads_[i].open) CloseSampleSlice(i, sampled_threads_[i].last + SamplePeriodNs());
   windows_[kBusy].Drain([this](uint64_t ts, double busy_ns) { EmitCounter(kBusy, ts, BusyPct(busy_ns)); });
   windows_[kH2d].Drain([this](uint64_t ts, double bytes) { EmitCounter(kH2d, ts, H2dMBps(bytes)); });
   file_->Flush();

@@ -13,7 +13,9 @@
 //   ├─ "GPU idle"                              idle gaps, named by why (IdleKind)
 //   ├─ counters "GPU busy %", "H2D MB/s"       10 ms windows
 //   ├─ counters "NVML GPU util %", "SM clock MHz", "power W", "temperature C"   each NVML sample
-//   └─ "steps"                                 the steps found, with their figures (job end)
+//   ├─ "steps"                                 the steps found, with their figures (job end)
+//   └─ "python · thread T (sampled)"           the host sampler's stacks: a slice per run of
+//                                              samples with one stack, named by its user frame
 // Slices on one track always nest: a slice goes to the first lane of its track whose last
 // slice ended at or before its start; at most kMaxLanes lanes, beyond that it is dropped and
 // counted. Memory is bounded: threads, streams and names each have a cap.
@@ -46,6 +48,7 @@ class RankTrace final : public EventSink {
     size_t max_names = 20000;
   };
   static constexpr int kMaxLanes = 16;
+  static constexpr size_t kMaxSampledThreads = 256;
 
   // `trace_pid`: the pid written into the ProcessDescriptor (the real one unless another
   // rank of the job already uses it).
@@ -64,6 +67,7 @@ class RankTrace final : public EventSink {
   void OnIdle(const IdleGap& g) override;
   // NVML: the device's utilization, SM clock, power and temperature as counters.
   void OnDeviceSample(const wire::DeviceSample& s) override;
+  void OnThreadSample(const ThreadSample& s) override;
   // After each batch: what it produced goes to the file (one write per batch).
   void AfterBatch();
   void OnHang(const Hang& hang);
@@ -124,6 +128,8 @@ class RankTrace final : public EventSink {
   // Demangled and clipped; "kernel#N" for a name the rank never sent.
   std::string KernelName(uint32_t id) const;
   size_t ThreadIndex(uint32_t tid);
+  uint64_t SamplePeriodNs() const;
+  void CloseSampleSlice(size_t index, uint64_t end);
   size_t StreamIndex(int32_t device, uint32_t stream);
 
   TraceFile* file_;
@@ -162,6 +168,16 @@ class RankTrace final : public EventSink {
   Lanes step_lanes_;
   int64_t last_value_[kCounters] = {-1, -1, -1, -1, -1, -1};
   CounterWindows windows_[2];  // kBusy, kH2d
+  // Sampled threads (host samples): the run of samples with one stack not yet written.
+  struct SampledThread {
+    Lanes lanes;
+    uint32_t tid = 0;
+    uint64_t start = 0, last = 0;
+    uint32_t stack = 0;
+    bool open = false;
+  };
+  std::unordered_map<uint32_t, size_t> sampled_;  // tid -> index
+  std::vector<SampledThread> sampled_threads_;
 
   const RankFacts* facts_ = nullptr;
   uint64_t newest_device_ns_ = 0;

@@ -55,6 +55,9 @@ class Assembler {
   // Builds the next batch from `rings` (numbered 1, 2, 3...; a batch not worth sending gives
   // its number to the next). Everything the rings held is in it or held back.
   const Batch& AssembleBatch(std::span<Ring* const> rings, const Cycle& in);
+  // A sample of the host sampler uses Python stack `id`: its definition goes into `batch`
+  // now unless sent before (append_samples calls it, before the samples).
+  void UseStack(uint32_t id, std::string& batch) { definitions_.UseStack(id, batch); }
   // Collectives are still held for their GPU time.
   bool holding_collectives() const { return !held_.empty(); }
   // The drop counts so far: `others`, with ring_full counted in `rings`.

@@ -18,7 +18,21 @@ void Definitions::UseName(uint32_t id) {
 void Definitions::UseSite(uint32_t id, std::string& batch) {
   if (id == 0 || !sites_sent_.insert(id).second) return;
   CallSiteText t;
-  if (src_.describe_site(id, &t)) AppendCallSite(batch, id, t.frames, t.python);
+  if (!src_.describe_site(id, &t)) return;
+  AppendCallSite(batch, id, t.frames, t.python);
+  // The site's whole Python stack, tied to it (sent with each site: a stack shared with
+  // samples goes out again here, with the site's id).
+  std::vector<std::string> frames;
+  if (t.python_stack && src_.find_stack && src_.find_stack(t.python_stack, &frames)) {
+    AppendPythonStack(batch, t.python_stack, frames, id);
+    stacks_sent_.insert(t.python_stack);
+  }
+}
+
+void Definitions::UseStack(uint32_t id, std::string& batch) {
+  if (id == 0 || !stacks_sent_.insert(id).second) return;
+  std::vector<std::string> frames;
+  if (src_.find_stack && src_.find_stack(id, &frames)) AppendPythonStack(batch, id, frames, 0);
 }
 
 void Definitions::AppendDue(std::string& batch, int gpu_source, std::string_view gpu_source_detail,
@@ -33,6 +47,7 @@ void Definitions::AppendDue(std::string& batch, int gpu_source, std::string_view
     lost_seen_ = frames_lost;
     std::fill(name_sent_.begin(), name_sent_.end(), false);
     sites_sent_.clear();
+    stacks_sent_.clear();
     for (uint32_t id : names_due_) name_sent_[id] = true;  // in this batch
     comms_sent_ = 0;
   }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "enrich/call_site_names.h"
+#include "record/python_stacks.h"
 #include "record/registry.h"
 
 namespace gpuwatch::inject {
@@ -19,6 +20,7 @@ class Definitions {
     KernelNames* names = &Kernels();
     Comms* comms = &Communicators();
     bool (*describe_site)(uint32_t id, CallSiteText* out) = DescribeCallSite;
+    bool (*find_stack)(uint32_t id, std::vector<std::string>* frames) = FindPythonStack;
   };
   explicit Definitions(Sources s) : src_(s) {}
 
@@ -26,6 +28,8 @@ class Definitions {
   void UseName(uint32_t id);
   // A record uses call site `id`: appended to `batch` now, symbolized, unless sent before.
   void UseSite(uint32_t id, std::string& batch);
+  // A host sample uses Python stack `id`: appended to `batch` now unless sent before.
+  void UseStack(uint32_t id, std::string& batch);
   // Appends the GPU source when it changed, the names used since the last call, and the
   // communicators created since. `frames_lost`: frames the transport could not keep so far;
   // when it grows, lost frames may have carried definitions, so every one is sent again on
@@ -37,6 +41,7 @@ class Definitions {
   std::vector<bool> name_sent_;              // by name id (dense and bounded)
   std::vector<uint32_t> names_due_;          // used in this batch, not sent before
   std::unordered_set<uint32_t> sites_sent_;  // call site ids (at most kMaxCallSites)
+  std::unordered_set<uint32_t> stacks_sent_;  // Python stack ids (at most kMaxPythonStacks)
   uint64_t comms_sent_ = 0;                  // communicators with ids up to this one went out
   int source_sent_ = 0;
   std::string detail_sent_;

@@ -45,6 +45,7 @@ bool DescribeCallSite(uint32_t id, CallSiteText* out) {
   out->frames.clear();
   for (int i = 0; i < s.n && i < kSentFrames; ++i) out->frames.push_back(Symbolize(s.pcs[i]));
   out->python = s.python;
+  out->python_stack = s.python_stack;
   return true;
 }
 

@@ -9,7 +9,8 @@ namespace gpuwatch::inject {
 
 struct CallSiteText {
   std::vector<std::string> frames;  // "symbol+0x1c (libfoo.so)", innermost first, at most 16
-  std::string python;               // "train.py:42 in step", or empty
+  std::string python;               // innermost Python frame, "train.py:42 in step", or empty
+  uint32_t python_stack = 0;        // record/python_stacks.h id of its Python stack, or 0
 };
 
 // Sender thread: site `id` symbolized. False for an unknown id.

@@ -67,7 +67,9 @@ bool CuptiBudget::Update(const Cycle& c) {
     return open_;
   }
   const Figures f = figures();
-  const double spent = static_cast<double>(f.hooks_added_ns + f.cupti_added_ns);
+  // The host sampler runs beside the job, not inside its calls; its CPU is counted anyway.
+  sampler_ns_ = c.sampler_cpu_ns;
+  const double spent = static_cast<double>(f.hooks_added_ns + f.cupti_added_ns + sampler_ns_);
   const double allowance = o_.budget * static_cast<double>(now - start_ns_) + static_cast<double>(o_.allowance_ns);
   if (open_ && spent >= allowance) {
     Close(now);

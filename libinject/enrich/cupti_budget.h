@@ -34,6 +34,7 @@ class CuptiBudget {
     LaunchTimes launches;         // kernel launch calls among them: host times
     uint64_t enqueues = 0;        // calls that enqueue device work (launches, copies, memsets)
     uint64_t device_records = 0;  // CUPTI kernels, copies, memsets parsed
+    uint64_t sampler_cpu_ns = 0;  // the host sampler's CPU time so far (enrich/host_sampler.h)
     // The hooks' own cost timed in place so far (record/recorder.h: HookCostProbe), mean ns
     // over `hook_samples` samples; used from kMinHookSamples on.
     double hook_ns = 0;
@@ -71,6 +72,7 @@ class CuptiBudget {
   double CuptiNs() const;
 
  private:
+  uint64_t sampler_ns_ = 0;
   bool Measured() const;
   void Open(uint64_t now);
   void Close(uint64_t now);

@@ -11,6 +11,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "record/python_stack.h"
+#include "record/python_stacks.h"
 #include "record/registry.h"
 
 namespace gpuwatch::inject {
@@ -33,8 +35,9 @@ Sites& S() {
   return *s;
 }
 
-// CPython's C API, looked up in the process (the python executable exports it). Only used
-// while the calling thread holds the GIL, so nothing here can run Python concurrently.
+// CPython's C API, looked up in the process (the python executable exports it): the
+// fallback for interpreters python_stack.h cannot read (3.10 and older), only while the
+// calling thread holds the GIL, so nothing here can run Python concurrently.
 struct PyApi {
   int (*gil_check)();
   void* (*get_frame)();
@@ -65,8 +68,8 @@ const PyApi& Py() {
 }
 
 // "file:line in function" of the innermost Python frame, when this thread holds the GIL
-// (torch's .item() does; calls that release it get the native frames only).
-void PythonFrame(char* out, size_t cap) {
+// (an interpreter python_stack.h cannot read: calls that release the GIL get native frames).
+void PythonFrameWithGil(char* out, size_t cap) {
   const PyApi& py = Py();
   if (!py.ok() || !py.gil_check()) return;
   void* frame = py.get_frame();  // borrowed
@@ -87,9 +90,21 @@ void PythonFrame(char* out, size_t cap) {
   py.err_clear();
 }
 
+// The calling thread's Python stack, read without the GIL: it is blocked in our hook, so
+// its frames stay as they are while we read them.
+void PythonStack(Site* s) {
+  const PyLayout* layout = PythonLayout();
+  if (!layout) return PythonFrameWithGil(s->python, sizeof s->python);
+  PyFrameText frames[Site::kMaxPythonFrames];
+  const int n = ReadPythonStack(*layout, ThisThreadPyState(), frames, Site::kMaxPythonFrames);
+  if (n == 0) return;
+  std::snprintf(s->python, sizeof s->python, "%s", frames[0].where);
+  s->python_stack = InternPythonStack(frames, n);
+}
+
 uint64_t Hash(const Site& s) {
   uint64_t h = HashBytes(s.pcs, sizeof(void*) * static_cast<size_t>(s.n));
-  return h ^ (HashBytes(s.python, std::strlen(s.python)) * 31);
+  return h ^ (HashBytes(s.python, std::strlen(s.python)) * 31) ^ (uint64_t{s.python_stack} << 40);
 }
 
 }  // namespace
@@ -98,6 +113,8 @@ void WarmUpCallSites() {
   void* pcs[4];
   backtrace(pcs, 4);
   (void)Py();
+  (void)PythonLayout();
+  (void)ThisThreadPyState();
 }
 
 uint32_t CaptureCallSite() {
@@ -107,7 +124,7 @@ uint32_t CaptureCallSite() {
   if (n <= kSkipFrames) return 0;
   s.n = n - kSkipFrames;
   std::memcpy(s.pcs, pcs + kSkipFrames, sizeof(void*) * static_cast<size_t>(s.n));
-  PythonFrame(s.python, sizeof s.python);
+  PythonStack(&s);
   const uint64_t h = Hash(s);
   Sites& all = S();
   std::lock_guard<std::mutex> lock(all.mu);  // after a wait of a millisecond or more

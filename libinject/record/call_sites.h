@@ -1,6 +1,6 @@
 // Where the host blocked: after a call that blocked it long (GPUWATCH_CALLSITE_US, default
-// 1 ms), the hook captures the caller's return addresses and, when the thread holds
-// CPython's GIL, the Python frame that made the call. enrich/call_site_names.h names them.
+// 1 ms), the hook captures the caller's return addresses and the thread's Python stack,
+// read without the GIL (python_stack.h). enrich/call_site_names.h names them.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -29,13 +29,15 @@ inline bool WantsCallSite(const Record& r) {
 uint32_t CaptureCallSite();
 constexpr size_t kMaxCallSites = 1024;
 
-// A captured site as it was taken: return addresses, innermost first, and the Python frame.
+// A captured site as it was taken: return addresses, innermost first, and the Python stack.
 struct CapturedSite {
   static constexpr int kMaxFrames = 24;
+  static constexpr int kMaxPythonFrames = 16;
   static constexpr size_t kMaxPython = 256;
   void* pcs[kMaxFrames];
   int n = 0;
-  char python[kMaxPython] = {};  // "train.py:42 in step", or empty
+  char python[kMaxPython] = {};  // innermost Python frame, "train.py:42 in step", or empty
+  uint32_t python_stack = 0;     // python_stacks.h id of the whole stack (up to 16), or 0
 };
 // Sender thread: a copy of site `id`. False for an unknown id.
 bool FindCallSite(uint32_t id, CapturedSite* out);

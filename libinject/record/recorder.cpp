@@ -2,6 +2,7 @@
 // starts recording through the setup runtime/ gave), and the ring list the sender reads.
 #include "record/recorder.h"
 
+#include "record/python_stack.h"
 #include "record/registry.h"
 #include "record/stamp_clock.h"
 
@@ -55,6 +56,7 @@ Ring* AcquireRing() {
     g_ring_count.store(n + 1, std::memory_order_release);
   }
   ring->tid.store(static_cast<uint32_t>(syscall(SYS_gettid)), std::memory_order_relaxed);
+  ring->py_thread_state.store(ThisThreadPyState(), std::memory_order_release);
   ring->owner_alive.store(true, std::memory_order_release);
   return ring;
 }

@@ -54,6 +54,9 @@ class Ring {
 
   // The owning thread: its id, and whether it has exited (its ring may then be reused).
   std::atomic<uint32_t> tid{0};
+  // The owner thread's PyThreadState (record/python_stack.h), taken with its ring; 0 without
+  // Python. The host sampler reads its stack through it.
+  std::atomic<uintptr_t> py_thread_state{0};
   std::atomic<bool> owner_alive{false};
 
   // The call the owning thread is inside now (a sync, a copy or a collective), for the

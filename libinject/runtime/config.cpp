@@ -83,6 +83,7 @@ Config Load() {
   c.ring_records = pow2;
   c.flush_ms = static_cast<int>(EnvLong("GPUWATCH_FLUSH_MS", 10, 1, 10000));
   c.call_site_ms = static_cast<double>(EnvLong("GPUWATCH_CALLSITE_US", 1000, 0, 60'000'000)) / 1000.0;
+  c.sample_hz = static_cast<double>(EnvLong("GPUWATCH_SAMPLE_HZ", 100, 0, 1000));
   c.exit_timeout_ms = static_cast<int>(EnvLong("GPUWATCH_EXIT_TIMEOUT_MS", 3000, 0, 600000));
   c.nvml_ms = static_cast<int>(EnvLong("GPUWATCH_NVML_MS", 1000, 0, 10000));
   if (c.nvml_ms > 0 && c.nvml_ms < 100) c.nvml_ms = 100;  // at most 10 Hz

@@ -13,6 +13,7 @@ struct Config {
   size_t ring_records = 16384;   // GPUWATCH_RING_RECORDS: per-thread ring (rounded to 2^k)
   int flush_ms = 10;             // GPUWATCH_FLUSH_MS: how often the sender drains the rings
   double call_site_ms = 1.0;     // GPUWATCH_CALLSITE_US (µs, default 1000): syncs blocking this long record where from (0: never)
+  double sample_hz = 100;        // GPUWATCH_SAMPLE_HZ: Python stacks of CUDA-calling threads per second (0: off)
   int exit_timeout_ms = 3000;    // GPUWATCH_EXIT_TIMEOUT_MS: most time spent at exit
   int nvml_ms = 1000;            // GPUWATCH_NVML_MS: the rank's device through NVML this often (100..10000; 0: never)
   size_t max_buffer_bytes = 8u << 20;  // GPUWATCH_BUFFER_BYTES: encoded data held while

@@ -20,6 +20,7 @@
 #include "enrich/cupti_reader.h"
 #include "enrich/environment_probe.h"
 #include "enrich/nvml_sampler.h"
+#include "enrich/host_sampler.h"
 #include "enrich/proc_sampler.h"
 #include "record/call_sites.h"
 #include "record/collective_timer.h"
@@ -128,6 +129,7 @@ class Sender {
       if (auto dev = nvml_sampler_.SampleIfDue(NowNs(), final, env.device_pci_bus_id, device_.load(std::memory_order_relaxed)))
         AppendDeviceSample(batch, *dev);
       if (const std::string why = nvml_sampler_.TakeDetail(); !why.empty()) AppendDeviceSamplerDetail(batch, why);
+      AppendHostSamples(batch, final);
       UpdateBudget(drained);
       AppendBudget(batch, final);
     };
@@ -140,6 +142,19 @@ class Sender {
     Transmit(final ? cfg_.exit_timeout_ms / 2 : 0);
   }
 
+  // The host sampler's samples since the last cycle, their stacks' definitions first, and
+  // its totals when they changed.
+  void AppendHostSamples(std::string& batch, bool final) {
+    Sampler().Drain(host_samples_);
+    for (const HostSampler::Sample& s : host_samples_) assembler_.UseStack(s.stack_id, batch);
+    for (const HostSampler::Sample& s : host_samples_) AppendHostSample(batch, s.t_ns, s.tid, s.stack_id, s.in_cuda);
+    const HostSampler::Totals t = Sampler().totals();
+    if (t.hz > 0 && (final || t.samples != sampling_sent_.samples || t.dropped != sampling_sent_.dropped)) {
+      AppendHostSampling(batch, t.hz, t.samples, t.cpu_ns, t.dropped);
+      sampling_sent_ = t;
+    }
+  }
+
   // The overhead budget: this cycle's counts in, CUPTI's records on or off from now. The
   // records drained were all made before now, so a window opened now covers none of them.
   // Collectives go without their event pair only while CUPTI's kernels time them: the flag
@@ -147,6 +162,7 @@ class Sender {
   void UpdateBudget(const CuptiBudget::Cycle& drained) {
     CuptiBudget::Cycle c = drained;
     c.now_ns = NowNs();
+    c.sampler_cpu_ns = Sampler().totals().cpu_ns;  // its thread's cost counts in the budget
     const HookCostSums own = SumHookCosts(rings_);
     if (own.samples > 0) {
       c.hook_ns = static_cast<double>(clock_.DurationNs(own.ticks)) / static_cast<double>(own.samples);
@@ -295,6 +311,8 @@ class Sender {
   EnvironmentProbe env_probe_;
   ProcSampler proc_sampler_{getpid()};
   NvmlSampler nvml_sampler_{static_cast<uint64_t>(cfg_.nvml_ms) * 1'000'000};
+  std::vector<HostSampler::Sample> host_samples_;  // reused each cycle
+  HostSampler::Totals sampling_sent_;
 };
 
 Sender* g_sender = nullptr;
@@ -344,6 +362,8 @@ void OnFirstRecord() {
     Cupti().Start();  // no-op when already started at load
     tl_internal = false;
     std::atexit(StopSender);
+    // After the first CUDA call: Python is up by now. Half the overhead budget at most.
+    Sampler().Start(GetConfig().sample_hz, GetConfig().overhead / 2);
     InstallExitSignalHandlers();
     g_sender->MarkRecording();
   });

@@ -110,6 +110,36 @@ void AppendCallSite(std::string& batch, uint32_t id, const std::vector<std::stri
   Message(batch, f::batch::kCallSites, c);
 }
 
+void AppendPythonStack(std::string& batch, uint32_t id, const std::vector<std::string>& frames,
+                       uint32_t call_site_id) {
+  namespace m = f::python_stack;
+  std::string p;
+  UInt(p, m::kId, id);
+  for (const std::string& fr : frames) Text(p, m::kFrames, fr);
+  UInt(p, m::kCallSiteId, call_site_id);
+  Message(batch, f::batch::kPythonStacks, p);
+}
+
+void AppendHostSample(std::string& batch, uint64_t t_ns, uint32_t tid, uint32_t stack_id, bool in_cuda) {
+  namespace m = f::host_sample;
+  std::string s;
+  UInt(s, m::kTNs, t_ns);
+  UInt(s, m::kTid, tid);
+  UInt(s, m::kStackId, stack_id);
+  UInt(s, m::kInCuda, in_cuda ? 1 : 0);
+  Message(batch, f::batch::kHostSamples, s);
+}
+
+void AppendHostSampling(std::string& batch, double hz, uint64_t samples, uint64_t cpu_ns, uint64_t dropped) {
+  namespace m = f::host_sampling;
+  std::string s;
+  Double(s, m::kHz, hz);
+  UInt(s, m::kSamples, samples);
+  UInt(s, m::kCpuNs, cpu_ns);
+  UInt(s, m::kDropped, dropped);
+  Message(batch, f::batch::kHostSampling, s);
+}
+
 void AppendKernelName(std::string& batch, uint32_t id, std::string_view name) {
   std::string k;
   UInt(k, f::kernel_name::kId, id);

@@ -49,8 +49,17 @@ namespace batch {
 inline constexpr uint32_t kEvents = 1, kKernelNames = 2, kCommunicators = 3, kDropped = 4, kActivities = 5,
                           kGpuSource = 6, kGpuSourceDetail = 7, kSeq = 8, kEnvironment = 9, kProcSamples = 10,
                           kCallSites = 11, kSettledNs = 12, kCuptiWindows = 13, kCuptiWindowOpenSinceNs = 14,
-                          kOverhead = 15;
+                          kOverhead = 15, kPythonStacks = 20, kHostSamples = 21, kHostSampling = 22;
 inline constexpr uint32_t kDeviceSamples = 25, kDeviceSamplerDetail = 26;
+}
+namespace python_stack {
+inline constexpr uint32_t kId = 1, kFrames = 2, kCallSiteId = 3;
+}
+namespace host_sample {
+inline constexpr uint32_t kTNs = 1, kTid = 2, kStackId = 3, kInCuda = 4;
+}
+namespace host_sampling {
+inline constexpr uint32_t kHz = 1, kSamples = 2, kCpuNs = 3, kDropped = 4;
 }
 
 namespace device_sample {

@@ -135,9 +135,26 @@ for dt in fp32 bf16; do
   wait_file "$W/dev-$dt/summary.json" && python3 tests/device/device_state.py compare "$W/dev-$dt/summary.json" "$W/dev-$dt-truth.json" "$W/smi-$dt.csv"
 done
 
+if want P; then
+say "P. Python frames on real torch (issue 16; untested before a device session)"
+for m in item loader logging; do
+  GPUWATCH_OUT=$W/py-$m GPUWATCH_SOCKET_DIR=$W/py-$m.sock timeout 120 env LD_PRELOAD=$LIB python3 tests/device/python_frames_torch.py $m >/dev/null 2>"$W/py-$m.err"
+  echo "-- $m: exit $?"; tail -2 "$W/py-$m.err"
+  wait_file "$W/py-$m/summary.json" && python3 - "$W/py-$m/summary.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1])); r = s["ranks"][0]
+print("   python", sys.version.split()[0], "| sampler:", (r.get("overhead") or {}).get("host_sampler"))
+for f in r.get("findings", []):
+    ev = f.get("evidence") or {}
+    site = ev.get("call_site") or {}
+    print("  ", f["id"], f["severity"], round(f.get("time_lost_s", 0), 3), "| call_site:", site.get("python"),
+          "| host_frames:", ev.get("host_frames"))
+PY
+done
 fi
 say done
 (cd "$W" && find . -maxdepth 3 -type f -not -path '*/.gpuwatch/*' \( -name 'summary.*' -o -name '*.json' -o -name '*.err' \
   -o \( -name trace.perfetto-trace \( -path './tvp/*' -o -path './nccl/*' -o -path './scn-*' \) \) \) -print0 |
   tar czf "$O/results.tar.gz" --null -T -)
 ls -la "$O"
+

@@ -40,6 +40,8 @@ struct RankCounts {
   uint64_t host_h2d = 0, host_d2h = 0, syncs = 0, api = 0, counters = 0, instants = 0;
   uint64_t steps = 0, nvtx = 0, idle_slices = 0;
   std::map<std::string, uint64_t> idle_ns;           // "idle: host_wait" -> ns
+  uint64_t python_slices = 0;
+  std::map<std::string, uint64_t> python_ns;         // sampled frame ("train.py:9 in f") -> ns
   std::map<std::string, double> step_args;           // annotation key -> sum over steps
   std::map<std::string, std::vector<std::pair<uint64_t, double>>> counter_samples;  // track -> (ts, value)
   std::vector<std::string> instant_names;
@@ -272,6 +274,8 @@ inline TraceReport ValidateTrace(std::string_view data, bool truncated,
           }
         } else if (tn.rfind("CUDA API", 0) == 0) {
           ++rc.api;
+        } else if (tn.rfind("python · thread ", 0) == 0) {
+          ++rc.python_slices;
         } else if (tn == "steps") {
           ++rc.steps;
           for (const auto& a : te.debug_annotations())
@@ -289,6 +293,8 @@ inline TraceReport ValidateTrace(std::string_view data, bool truncated,
           track.intervals.emplace_back(track.open.back(), ts);
           r.last_slice_end_ns = std::max(r.last_slice_end_ns, ts);
           if (track.name == "GPU idle") rc.idle_ns[track.open_names.back()] += ts - track.open.back();
+          if (track.name.rfind("python · thread ", 0) == 0)
+            rc.python_ns[track.open_names.back()] += ts - track.open.back();
           track.open.pop_back();
           track.open_names.pop_back();
         }

@@ -356,3 +356,38 @@ TEST_CASE("collector: a trace window keeps full detail only between FROM and TO"
   CHECK(rep.flows == 2);
   CHECK(c.counters > 0);
 }
+
+// Issue 16: the host sampler's samples become a track per sampled thread, a slice per run of
+// samples with one stack, named by its user frame.
+TEST_CASE("collector: host samples become a Python track per sampled thread") {
+  const std::string path = TempDir("python") + "/trace.perfetto-trace";
+  col::JobTable jobs = TracedJobs(path);
+  FakeRank r(jobs, Hello("job", 0, 1));
+  wire::Batch b;
+  auto stack = [&](uint32_t id, std::vector<std::string> frames) {
+    auto* s = b.add_python_stacks();
+    s->set_id(id);
+    for (auto& f : frames) s->add_frames(f);
+  };
+  stack(1, {"/venv/lib/python3.11/site-packages/torch/_tensor.py:1 in item", "/home/u/train.py:9 in log"});
+  stack(2, {"/home/u/train.py:20 in main"});
+  b.mutable_host_sampling()->set_hz(100);
+  // Thread 5: 3 samples in log, 2 in main, a pause of a second, 1 in log. Thread 6: 1 in main.
+  const std::pair<uint64_t, uint32_t> samples[] = {{0, 1}, {10, 1}, {20, 1}, {30, 2}, {40, 2}, {1040, 1}};
+  for (auto [ms, id] : samples) {
+    auto* s = b.add_host_samples();
+    s->set_t_ns(kT0 + ms * kMs);
+    s->set_tid(5);
+    s->set_stack_id(id);
+  }
+  auto* other = b.add_host_samples();
+  other->set_t_ns(kT0);
+  other->set_tid(6);
+  other->set_stack_id(2);
+  const gwtrace::TraceReport rep = SendLast(r, b, jobs, path);
+  const gwtrace::RankCounts& c = rep.processes.begin()->second;
+  CHECK(c.python_slices == 4);
+  // log: 0-30 ms, then 1040-1050 (one period past a lone sample); main: 30-50, and thread 6's 0-10.
+  CHECK(c.python_ns.at("/home/u/train.py:9 in log") == 40 * kMs);
+  CHECK(c.python_ns.at("/home/u/train.py:20 in main") == 30 * kMs);
+}

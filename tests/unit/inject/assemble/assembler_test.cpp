@@ -389,3 +389,44 @@ TEST_CASE("assembler: the GPU source goes when it is known and again when it cha
   CHECK(b.gpu_source() == w::GPU_SOURCE_CUPTI);
   CHECK(b.gpu_source_detail() == "handed over");
 }
+
+namespace {
+bool DescribeWithStack(uint32_t id, gi::CallSiteText* out) {
+  DescribeFake(id, out);
+  out->python_stack = 100 + id;
+  return true;
+}
+bool FakeStack(uint32_t id, std::vector<std::string>* frames) {
+  *frames = {"inner.py:" + std::to_string(id) + " in f", "train.py:1 in <module>"};
+  return true;
+}
+}  // namespace
+
+// Issue 16: a call site's Python stack goes with the site, tied to it; a host sample's stack
+// goes once, before the first sample that uses it.
+TEST_CASE("assembler: Python stacks of call sites and samples go once, with their first use") {
+  Fixture fx;
+  gi::Assembler a{gi::Assembler::Sources{&fx.time, &fx.pairs, {fx.names.get(), fx.comms.get(), DescribeWithStack, FakeStack}}};
+  gi::Record sync{};
+  sync.api = gi::kApiStreamSynchronize;
+  sync.site_id = 7;
+  fx.ring.Push(sync);
+  gi::Assembler::Cycle cycle;
+  cycle.append_samples = [&a](std::string& batch, const gi::CuptiBudget::Cycle&) {
+    a.UseStack(107, batch);  // the site's stack: already sent with it
+    a.UseStack(9, batch);
+    a.UseStack(9, batch);
+  };
+  w::Batch b;
+  REQUIRE(b.ParseFromString(a.AssembleBatch(fx.rings, cycle).body));
+  REQUIRE(b.call_sites_size() == 1);
+  REQUIRE(b.python_stacks_size() == 2);
+  CHECK(b.python_stacks(0).id() == 107);
+  CHECK(b.python_stacks(0).call_site_id() == 7);
+  CHECK(b.python_stacks(0).frames(0) == "inner.py:107 in f");
+  CHECK(b.python_stacks(0).frames_size() == 2);
+  CHECK(b.python_stacks(1).id() == 9);
+  CHECK(b.python_stacks(1).call_site_id() == 0);
+  REQUIRE(b.ParseFromString(a.AssembleBatch(fx.rings, cycle).body));
+  CHECK(b.python_stacks_size() == 0);
+}

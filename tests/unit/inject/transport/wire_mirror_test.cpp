@@ -129,8 +129,11 @@ TEST_CASE("the encoders write every field of the messages the library sends") {
   gi::AppendDeviceSample(batch, dev);
   gi::AppendDeviceSamplerDetail(batch, "libnvidia-ml.so.1 not found");
   gi::AppendCallSite(batch, 2, {"main+0x1 (a.out)"}, "train.py:1 in f");
+  gi::AppendPythonStack(batch, 3, {"train.py:1 in f"}, 2);
+  gi::AppendHostSample(batch, 5, 6, 3, true);
+  gi::AppendHostSampling(batch, 100, 7, 8, 9);
   gi::AppendCuptiWindows(batch, {{1, 2}}, 3);
-  gi::CuptiBudget::Figures o{.mode = gi::CuptiBudget::Mode::kFull, .budget = 0.01, .hook_ns = 40, .cupti_ns = 3000,
+  gi::CuptiBudget::Figures o{.mode = gi::CuptiBudget::Mode::kFull, .budget = 0.01, .hook_ns = 40, .hook_samples = 9, .cupti_ns = 3000,
                              .cupti_ns_measured = true, .hook_calls = 1, .cupti_calls = 2, .hooks_added_ns = 3,
                              .cupti_added_ns = 4, .windows = 5, .window_ns = 6, .elapsed_ns = 7};
   gi::AppendOverhead(batch, o, true, 8);

@@ -1,0 +1,86 @@
+// See host_frames.h.
+#include "analyze/host_frames.h"
+
+#include <algorithm>
+#include <map>
+
+#include "interpret/python_frames.h"
+
+namespace gpuwatch::collector {
+
+void HostFrames::OnHostCall(const HostCall& c) {
+  if (calls_by_tid_.size() < 4096 || calls_by_tid_.count(c.tid)) ++calls_by_tid_[c.tid];
+}
+
+void HostFrames::OnThreadSample(const ThreadSample& s) {
+  if (samples_.size() >= kMaxKept) samples_.pop_front();
+  samples_.push_back(s);
+  newest_sample_ns_ = std::max(newest_sample_ns_, s.t_ns);
+  Match();
+}
+
+void HostFrames::OnIdle(const IdleGap& g) {
+  if (g.kind != kIdleHost) return;
+  if (gaps_.size() >= kMaxKept) {
+    Count(gaps_.front(), tally_);
+    gaps_.pop_front();
+  }
+  gaps_.push_back({g.start_ns, g.end_ns});
+  Match();
+}
+
+void HostFrames::OnDeviceSettled(uint64_t mark) {
+  // No gap from now on starts before `mark`, and the waiting ones start where they start.
+  const uint64_t keep_from = gaps_.empty() ? mark : std::min(mark, gaps_.front().a);
+  while (!samples_.empty() && samples_.front().t_ns < keep_from) samples_.pop_front();
+}
+
+// Gaps whose end a sample has passed have all their samples (each batch's are in order).
+void HostFrames::Match() {
+  while (!gaps_.empty() && gaps_.front().b <= newest_sample_ns_) {
+    Count(gaps_.front(), tally_);
+    gaps_.pop_front();
+  }
+}
+
+void HostFrames::Count(const Gap& g, Tally& into) const {
+  auto it = std::lower_bound(samples_.begin(), samples_.end(), g.a,
+                             [](const ThreadSample& s, uint64_t t) { return s.t_ns < t; });
+  for (; it != samples_.end() && it->t_ns < g.b; ++it)
+    ++into[(uint64_t{it->tid} << 32) | it->stack_id];
+}
+
+HostFramesFigures HostFrames::Result(const RankFacts& facts) const {
+  HostFramesFigures f;
+  Tally all = tally_;
+  for (const Gap& g : gaps_) Count(g, all);
+  // The training thread: the one that made the most CUDA calls.
+  uint32_t tid = 0;
+  uint64_t most = 0;
+  for (const auto& [t, n] : calls_by_tid_)
+    if (n > most || (n == most && t < tid)) tid = t, most = n;
+  f.tid = tid;
+  std::map<std::string, uint64_t> by_where;  // ordered: ties come out the same every time
+  uint64_t loading = 0;
+  for (const auto& [key, n] : all) {
+    if (static_cast<uint32_t>(key >> 32) != tid) continue;
+    f.samples += n;
+    const std::vector<std::string>* stack = facts.Stack(static_cast<uint32_t>(key));
+    if (!stack || stack->empty()) {
+      by_where["(no Python frame)"] += n;
+      continue;
+    }
+    by_where[UserFrame(*stack)] += n;
+    if (IsDataLoading(*stack)) loading += n;
+  }
+  if (f.samples == 0) return f;
+  f.data_loading_share = static_cast<double>(loading) / static_cast<double>(f.samples);
+  for (const auto& [where, n] : by_where)
+    f.frames.push_back({where, n, static_cast<double>(n) / static_cast<double>(f.samples)});
+  std::stable_sort(f.frames.begin(), f.frames.end(),
+                   [](const HostFrame& a, const HostFrame& b) { return a.samples > b.samples; });
+  if (f.frames.size() > kMaxHostFramesShown) f.frames.resize(kMaxHostFramesShown);
+  return f;
+}
+
+}  // namespace gpuwatch::collector

@@ -1,0 +1,64 @@
+// What the host was doing while the GPU waited for it (issue 16): the library's samples of
+// the CUDA-calling threads' Python stacks (interpret/events.h ThreadSample) joined with the
+// GPU's host-wait gaps (interpret/device_sweep.h). A sample in a gap counts for its user
+// frame (interpret/python_frames.h); the thread that made the most CUDA calls is the
+// training thread, the one the figures are about.
+//
+// Streaming, bounded, as input_io.h: samples arrive within a flush, gaps ~2 s behind the
+// newest CUPTI record. Gaps wait until a sample has passed their end; samples are kept until
+// no later gap can start before them (OnDeviceSettled). Each side is capped at kMaxKept.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "interpret/event_sink.h"
+#include "interpret/rank_facts.h"
+
+namespace gpuwatch::collector {
+
+inline constexpr size_t kMaxHostFramesShown = 5;
+
+struct HostFrame {
+  std::string where;  // "train.py:42 in log_metrics": the innermost frame outside the framework
+  uint64_t samples = 0;
+  double share = 0;   // of the training thread's samples in host-wait gaps
+};
+
+struct HostFramesFigures {
+  uint64_t samples = 0;          // the training thread's samples in host-wait gaps
+  uint32_t tid = 0;              // the training thread
+  double data_loading_share = 0;  // of those samples: iterating a DataLoader (python_frames.h)
+  std::vector<HostFrame> frames;  // by share, at most kMaxHostFramesShown
+  bool known() const { return samples > 0; }
+};
+
+class HostFrames final : public EventSink {
+ public:
+  static constexpr size_t kMaxKept = 65536;
+
+  void OnHostCall(const HostCall& c) override;
+  void OnThreadSample(const ThreadSample& s) override;
+  void OnIdle(const IdleGap& g) override;
+  void OnDeviceSettled(uint64_t mark) override;
+  // The figures so far; gaps still waiting for samples count with those at hand.
+  HostFramesFigures Result(const RankFacts& facts) const;
+
+ private:
+  struct Gap {
+    uint64_t a, b;
+  };
+  using Tally = std::unordered_map<uint64_t, uint64_t>;  // (tid << 32 | stack id) -> samples
+  void Match();
+  void Count(const Gap& g, Tally& into) const;
+
+  std::unordered_map<uint32_t, uint64_t> calls_by_tid_;
+  std::deque<ThreadSample> samples_;
+  std::deque<Gap> gaps_;
+  uint64_t newest_sample_ns_ = 0;
+  Tally tally_;
+};
+
+}  // namespace gpuwatch::collector

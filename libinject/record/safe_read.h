@@ -1,0 +1,24 @@
+// Reading memory that may not be mapped, without faulting: the Python frame reader
+// (python_stack.h) follows pointers of another thread, or of a thread whose structures it
+// only believes it knows. A bad address is a failed read, never a SIGSEGV in the job.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace gpuwatch::inject {
+
+// Copies `n` bytes at `addr` into `dst`: true only when all of them could be read.
+// process_vm_readv on our own pid (the kernel checks the pages); where a seccomp profile
+// refuses it, a write() of the range into a pipe (EFAULT on a bad page) and a read back.
+// Thread-safe; a syscall or two per call, no allocation after the first.
+bool SafeRead(uintptr_t addr, void* dst, size_t n);
+
+template <typename T>
+bool SafeReadValue(uintptr_t addr, T* out) {
+  return SafeRead(addr, out, sizeof(T));
+}
+
+// Tests: force the pipe path (true) or go back to process_vm_readv (false).
+void UsePipeReadsForTest(bool pipe);
+
+}  // namespace gpuwatch::inject

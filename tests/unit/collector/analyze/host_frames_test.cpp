@@ -1,0 +1,134 @@
+// Host frames (issue 16) on synthetic batches: the host sampler's samples of the training
+// thread joined with the GPU's host-wait gaps, the frames classified (python_frames.h), and
+// what the GPU's wait is then called: data_loading or host_overhead.
+#include <catch2/catch.hpp>
+
+#include "analyze/findings.h"
+#include "analyze/rank_model.h"
+#include "interpret/python_frames.h"
+#include "step_loop.h"
+
+namespace wire = gpuwatch::wire;
+namespace dg = gpuwatch::collector;
+
+namespace {
+
+using namespace gpuwatch::collector::test_loop;
+constexpr uint64_t kT0 = 1000 * kMs;
+constexpr uint32_t kLog = 1, kLoader = 2, kWaiting = 3;
+
+void Stack(wire::Batch& b, uint32_t id, std::vector<std::string> frames) {
+  auto* s = b.add_python_stacks();
+  s->set_id(id);
+  for (auto& f : frames) s->add_frames(f);
+}
+
+// Every 10 ms over the loop: in each 40 ms of host work, `loader_ms` in a DataLoader, the
+// rest in log_metrics; waiting in the sync otherwise. Thread 7, which made no CUDA call, is
+// sampled too: in log_metrics all along.
+wire::Batch Samples(uint64_t end, uint64_t loader_ms) {
+  wire::Batch b;
+  Stack(b, kLog, {"/home/u/train.py:10 in log_metrics", "/home/u/train.py:50 in main"});
+  Stack(b, kLoader, {"/venv/lib/python3.11/site-packages/torch/utils/data/dataloader.py:5 in __next__",
+                     "/home/u/train.py:40 in main"});
+  Stack(b, kWaiting, {"/home/u/train.py:45 in main"});
+  const uint64_t step = 50 * kMs + 20 * kUs;  // Loop(…, 40, 10): host, launch, sync
+  for (uint64_t t = kT0 + 5 * kMs; t < end; t += 10 * kMs) {
+    const uint64_t in_step = (t - kT0) % step;
+    const uint32_t stack = in_step < loader_ms * kMs ? kLoader : in_step < 40 * kMs ? kLog : kWaiting;
+    auto* s = b.add_host_samples();
+    s->set_t_ns(t);
+    s->set_tid(0);
+    s->set_stack_id(stack);
+    auto* other = b.add_host_samples();
+    other->set_t_ns(t);
+    other->set_tid(7);
+    other->set_stack_id(kLog);
+  }
+  b.mutable_host_sampling()->set_hz(100);
+  return b;
+}
+
+dg::RankResult Run(uint64_t loader_ms, bool samples_first) {
+  dg::RankModel c;
+  wire::Hello h;
+  h.set_rank(0);
+  c.OnHello(h);
+  uint64_t end = 0;
+  const wire::Batch loop = Loop(20, 40, 10, kT0, &end);
+  const wire::Batch samples = Samples(end, loader_ms);
+  if (samples_first) c.OnBatch(samples);
+  c.OnBatch(loop);
+  if (!samples_first) c.OnBatch(samples);
+  c.Flush();
+  return c.Result();
+}
+
+const dg::Finding* Find(const std::vector<dg::Finding>& f, const std::string& id) {
+  for (const auto& x : f)
+    if (x.id == id) return &x;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("collector: host frames name the user's code the GPU waited for") {
+  const bool samples_first = GENERATE(true, false);
+  INFO("samples first: " << samples_first);
+  const dg::RankResult r = Run(10, samples_first);
+  const dg::HostFramesFigures& hf = r.host_frames;
+  CHECK(hf.tid == 0);
+  CHECK(hf.samples >= 70);  // 4 a step in the gaps, 20 steps (thread 7's not counted)
+  CHECK(hf.samples <= 80);
+  REQUIRE(hf.frames.size() == 2);
+  CHECK(hf.frames[0].where == "/home/u/train.py:10 in log_metrics");
+  CHECK(hf.frames[0].share == Approx(0.75).margin(0.05));
+  CHECK(hf.frames[1].where == "/home/u/train.py:40 in main");  // the DataLoader's caller
+  CHECK(hf.data_loading_share == Approx(0.25).margin(0.05));
+  CHECK(Find(r.findings, "data_loading") == nullptr);
+  const dg::Finding* f = Find(r.findings, "host_overhead");
+  REQUIRE(f != nullptr);
+  CHECK(f->evidence["host_frames"][0]["where"] == "/home/u/train.py:10 in log_metrics");
+  CHECK(f->fix.find("u/train.py:10 in log_metrics") != std::string::npos);
+  CHECK(f->fix.find("/home/u") == std::string::npos);  // sentences name the file's last parts
+}
+
+TEST_CASE("collector: host frames in a DataLoader keep the wait data loading") {
+  const dg::RankResult r = Run(30, true);
+  CHECK(r.host_frames.data_loading_share == Approx(0.75).margin(0.05));
+  CHECK(Find(r.findings, "host_overhead") == nullptr);
+  const dg::Finding* f = Find(r.findings, "data_loading");
+  REQUIRE(f != nullptr);
+  CHECK(f->evidence["host_frames"][0]["where"] == "/home/u/train.py:40 in main");
+}
+
+TEST_CASE("collector: without host samples the wait stays data loading, without frames") {
+  dg::RankModel c;
+  c.OnBatch(Loop(20, 40, 10, kT0));
+  c.Flush();
+  const dg::RankResult& r = c.Result();
+  CHECK_FALSE(r.host_frames.known());
+  const dg::Finding* f = Find(r.findings, "data_loading");
+  REQUIRE(f != nullptr);
+  CHECK_FALSE(f->evidence.contains("host_frames"));
+}
+
+TEST_CASE("collector: which Python frames are the framework's") {
+  CHECK(dg::IsFrameworkFrame("/venv/lib/python3.11/site-packages/torch/_tensor.py:10 in item"));
+  CHECK(dg::IsFrameworkFrame("/usr/lib/python3/dist-packages/numpy/core.py:1 in f"));
+  CHECK(dg::IsFrameworkFrame("/src/pytorch/torch/nn/modules/module.py:1 in _call_impl"));
+  CHECK(dg::IsFrameworkFrame("/usr/lib/python3.11/logging/__init__.py:1 in info"));
+  CHECK(dg::IsFrameworkFrame("<frozen importlib._bootstrap>:1 in _load"));
+  CHECK_FALSE(dg::IsFrameworkFrame("/home/u/train.py:42 in step"));
+  CHECK_FALSE(dg::IsFrameworkFrame("train.py:42 in torch_step"));  // a function name is not a path
+  CHECK_FALSE(dg::IsFrameworkFrame("/home/u/mytorch/train.py:3 in f"));
+  CHECK(dg::UserFrame({"/x/site-packages/torch/a.py:1 in a", "/home/u/t.py:2 in b", "/home/u/t.py:9 in c"}) ==
+        "/home/u/t.py:2 in b");
+  CHECK(dg::UserFrame({"/x/site-packages/torch/a.py:1 in a"}) == "/x/site-packages/torch/a.py:1 in a");
+  CHECK(dg::UserFrame({}).empty());
+  CHECK(dg::ShortWhere("/home/u/proj/train.py:42 in step") == "proj/train.py:42 in step");
+  CHECK(dg::ShortWhere("train.py:42 in step") == "train.py:42 in step");
+  CHECK(dg::ShortWhere("/t.py:1 in f") == "/t.py:1 in f");
+  CHECK(dg::IsDataLoading({"/x/site-packages/torch/utils/data/dataloader.py:1 in __next__", "/home/u/t.py:2 in b"}));
+  CHECK_FALSE(dg::IsDataLoading({"/home/u/t.py:2 in data_loader"}));
+}

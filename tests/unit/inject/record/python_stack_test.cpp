@@ -1,0 +1,234 @@
+// The GIL-free Python frame reader (issue 16) on a fake interpreter built in memory: the
+// walk, the location table, the strings, and what garbage pointers give (no frame, no
+// crash; run under ASan + UBSan by scripts/sanitize_unit.sh). The real interpreters are
+// read end to end by tests/e2e/diagnosis_test.cpp (Debian's python3).
+#include <catch2/catch.hpp>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "record/python_stack.h"
+#include "record/safe_read.h"
+
+namespace gi = gpuwatch::inject;
+
+namespace {
+
+// 3.12's layout, with a fake PyCode_Type: the fake interpreter's objects are laid out by it.
+gi::PyLayout FakeLayout(uintptr_t code_type) {
+  gi::PyLayout l = gi::Layout312();
+  l.code_type = code_type;
+  return l;
+}
+
+// Objects of the fake interpreter, kept alive (and at fixed addresses) by the arena.
+struct Arena {
+  std::vector<std::vector<uint64_t>> blocks;
+  uint8_t* New(size_t bytes) {
+    blocks.emplace_back((bytes + 7) / 8 + 1, 0);
+    return reinterpret_cast<uint8_t*>(blocks.back().data());
+  }
+  template <typename T>
+  static void Put(uint8_t* obj, size_t off, T v) { std::memcpy(obj + off, &v, sizeof v); }
+};
+
+uint8_t* Str(Arena& a, const gi::PyLayout& l, const std::string& s) {
+  uint8_t* o = a.New(l.ascii_size + s.size() + 1);
+  Arena::Put<uint64_t>(o, l.str_length, s.size());
+  Arena::Put<uint32_t>(o, l.str_state, (1u << 2) | (1u << 5) | (1u << 6));  // kind 1, compact, ascii
+  std::memcpy(o + l.ascii_size, s.data(), s.size());
+  return o;
+}
+
+uint8_t* Bytes(Arena& a, const std::vector<uint8_t>& b) {
+  uint8_t* o = a.New(32 + b.size());
+  Arena::Put<int64_t>(o, 16, static_cast<int64_t>(b.size()));
+  std::memcpy(o + 32, b.data(), b.size());
+  return o;
+}
+
+// Location table of a function whose first line is 10: units 0-1 line 10, 2-4 line 11,
+// 5 line 16 (long form), 6 no line, 7-8 line 16 (short form), 9 line 13, 10 line 113.
+const std::vector<uint8_t> kTable = {0xE9, 0x00,                    // no-column form, +0, 2 units
+                                     0xDA, 0x01, 0x02,              // one-line form +1, 3 units
+                                     0xF0, 0x0A, 0x00, 0x01, 0x02,  // long form +5, 1 unit
+                                     0xF8,                          // no location, 1 unit
+                                     0x81, 0x03,                    // short form, 2 units
+                                     0xE8, 0x07,                    // no-column form -3
+                                     0xE8, 0x48, 0x03};             // no-column form +100 (2-byte varint)
+
+uint8_t* Code(Arena& a, const gi::PyLayout& l, const char* file, const char* func, int first_line) {
+  uint8_t* c = a.New(l.code_adaptive + 64);
+  Arena::Put<uintptr_t>(c, l.ob_type, l.code_type);
+  Arena::Put<uintptr_t>(c, l.code_filename, reinterpret_cast<uintptr_t>(Str(a, l, file)));
+  Arena::Put<uintptr_t>(c, l.code_qualname, reinterpret_cast<uintptr_t>(Str(a, l, func)));
+  Arena::Put<int32_t>(c, l.code_firstlineno, first_line);
+  Arena::Put<uintptr_t>(c, l.code_linetable, reinterpret_cast<uintptr_t>(Bytes(a, kTable)));
+  return c;
+}
+
+uint8_t* Frame(Arena& a, const gi::PyLayout& l, uint8_t* code, int unit, uint8_t* previous, uint8_t owner = 0) {
+  uint8_t* f = a.New(80);
+  Arena::Put<uintptr_t>(f, l.frame_code, reinterpret_cast<uintptr_t>(code));
+  Arena::Put<uintptr_t>(f, l.frame_previous, reinterpret_cast<uintptr_t>(previous));
+  Arena::Put<uintptr_t>(f, l.frame_instr, reinterpret_cast<uintptr_t>(code) + l.code_adaptive + 2 * unit);
+  Arena::Put<uint8_t>(f, l.frame_owner, owner);
+  return f;
+}
+
+uintptr_t ThreadState(Arena& a, const gi::PyLayout& l, uint8_t* innermost) {
+  uint8_t* cframe = a.New(32);
+  Arena::Put<uintptr_t>(cframe, static_cast<size_t>(l.cframe_current), reinterpret_cast<uintptr_t>(innermost));
+  uint8_t* ts = a.New(256);
+  Arena::Put<uintptr_t>(ts, l.tstate_frame, reinterpret_cast<uintptr_t>(cframe));
+  return reinterpret_cast<uintptr_t>(ts);
+}
+
+std::vector<std::string> Walk(const gi::PyLayout& l, uintptr_t tstate, gi::PyCodeCache* cache = nullptr) {
+  gi::PyFrameText out[16];
+  const int n = gi::ReadPythonStack(l, tstate, out, 16, cache);
+  std::vector<std::string> v;
+  for (int i = 0; i < n; ++i) v.emplace_back(out[i].where);
+  return v;
+}
+
+// An address that is certainly not mapped: a page taken and given back.
+uintptr_t UnmappedPage() {
+  const long page = sysconf(_SC_PAGESIZE);
+  void* p = mmap(nullptr, static_cast<size_t>(page), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(p != MAP_FAILED);
+  munmap(p, static_cast<size_t>(page));
+  return reinterpret_cast<uintptr_t>(p);
+}
+
+int g_code_type_marker;
+
+}  // namespace
+
+TEST_CASE("python stack: the location table gives each instruction's line") {
+  const auto* t = kTable.data();
+  const size_t n = kTable.size();
+  CHECK(gi::LineFromLocationTable(t, n, 10, 0) == 10);
+  CHECK(gi::LineFromLocationTable(t, n, 10, 1) == 10);
+  CHECK(gi::LineFromLocationTable(t, n, 10, 2) == 11);
+  CHECK(gi::LineFromLocationTable(t, n, 10, 4) == 11);
+  CHECK(gi::LineFromLocationTable(t, n, 10, 5) == 16);
+  CHECK(gi::LineFromLocationTable(t, n, 10, 6) == -1);  // no location
+  CHECK(gi::LineFromLocationTable(t, n, 10, 8) == 16);
+  CHECK(gi::LineFromLocationTable(t, n, 10, 9) == 13);
+  CHECK(gi::LineFromLocationTable(t, n, 10, 10) == 113);
+  CHECK(gi::LineFromLocationTable(t, n, 10, 11) == -1);  // past the end
+  CHECK(gi::LineFromLocationTable(t, 3, 10, 4) == -1);   // cut inside an entry
+  const uint8_t not_an_entry[] = {0x12, 0x34};
+  CHECK(gi::LineFromLocationTable(not_an_entry, 2, 10, 0) == -1);
+}
+
+TEST_CASE("python stack: a thread's frames, innermost first, shims skipped") {
+  for (bool pipe : {false, true}) {
+    gi::UsePipeReadsForTest(pipe);
+    Arena a;
+    const gi::PyLayout l = FakeLayout(reinterpret_cast<uintptr_t>(&g_code_type_marker));
+    uint8_t* main_code = Code(a, l, "/home/u/train.py", "<module>", 1);
+    uint8_t* step_code = Code(a, l, "/home/u/train.py", "Trainer.step", 10);
+    uint8_t* item_code = Code(a, l, "/venv/lib/python3.12/site-packages/torch/_tensor.py", "item", 10);
+    uint8_t* outer = Frame(a, l, main_code, 0, nullptr);
+    uint8_t* shim = Frame(a, l, main_code, 0, outer, /*owner: C stack*/ 3);
+    uint8_t* step = Frame(a, l, step_code, 9, shim);
+    uint8_t* item = Frame(a, l, item_code, 3, step);
+    const auto stack = Walk(l, ThreadState(a, l, item));
+    REQUIRE(stack.size() == 3);
+    CHECK(stack[0] == "/venv/lib/python3.12/site-packages/torch/_tensor.py:11 in item");
+    CHECK(stack[1] == "/home/u/train.py:13 in Trainer.step");
+    CHECK(stack[2] == "/home/u/train.py:1 in <module>");
+  }
+  gi::UsePipeReadsForTest(false);
+}
+
+TEST_CASE("python stack: garbage pointers give no frame and no crash") {
+  for (bool pipe : {false, true}) {
+    gi::UsePipeReadsForTest(pipe);
+    Arena a;
+    const gi::PyLayout l = FakeLayout(reinterpret_cast<uintptr_t>(&g_code_type_marker));
+    const uintptr_t unmapped = UnmappedPage();
+    uint8_t* code = Code(a, l, "/home/u/train.py", "step", 10);
+
+    CHECK(Walk(l, 0).empty());
+    CHECK(Walk(l, unmapped).empty());  // the thread state itself
+    CHECK(Walk(l, 0x10).empty());      // the null page
+    CHECK(Walk(l, ~uintptr_t{0} - 8).empty());  // wraps around
+    // The frame pointer is garbage: unmapped, misaligned into nowhere, a kernel address.
+    for (uintptr_t bad : {unmapped, uintptr_t{0xdeadbeefcafe}, uintptr_t{0xffff800000001000}}) {
+      uint8_t* cframe = a.New(32);
+      Arena::Put<uintptr_t>(cframe, 0, bad);
+      uint8_t* ts = a.New(256);
+      Arena::Put<uintptr_t>(ts, l.tstate_frame, reinterpret_cast<uintptr_t>(cframe));
+      CHECK(Walk(l, reinterpret_cast<uintptr_t>(ts)).empty());
+    }
+    // A frame whose code pointer is not a code object (garbage, or the wrong type).
+    uint8_t* junk = a.New(256);
+    std::memset(junk, 0x5a, 256);
+    CHECK(Walk(l, ThreadState(a, l, Frame(a, l, junk, 0, nullptr))).empty());
+    uint8_t* bad_code = Frame(a, l, code, 0, nullptr);
+    Arena::Put<uintptr_t>(bad_code, l.frame_code, unmapped);
+    CHECK(Walk(l, ThreadState(a, l, bad_code)).empty());
+    // Good innermost frame, garbage beyond it: the good one only.
+    uint8_t* good = Frame(a, l, code, 2, reinterpret_cast<uint8_t*>(unmapped));
+    CHECK(Walk(l, ThreadState(a, l, good)) == std::vector<std::string>{"/home/u/train.py:11 in step"});
+    // A frame that is its own caller ends the walk; a cycle of two is bounded.
+    uint8_t* self = Frame(a, l, code, 0, nullptr);
+    Arena::Put<uintptr_t>(self, l.frame_previous, reinterpret_cast<uintptr_t>(self));
+    CHECK(Walk(l, ThreadState(a, l, self)).size() == 1);
+    uint8_t* x = Frame(a, l, code, 0, nullptr);
+    uint8_t* y = Frame(a, l, code, 0, x);
+    Arena::Put<uintptr_t>(x, l.frame_previous, reinterpret_cast<uintptr_t>(y));
+    CHECK(Walk(l, ThreadState(a, l, x)).size() == 16);  // bounded by the caller's room
+    // A file name whose string lies on an unmapped page: that frame is dropped.
+    uint8_t* lost_file = Code(a, l, "x.py", "f", 1);
+    Arena::Put<uintptr_t>(lost_file, l.code_filename, unmapped);
+    CHECK(Walk(l, ThreadState(a, l, Frame(a, l, lost_file, 0, nullptr))).empty());
+    // An instruction pointer outside the code object: that frame is dropped.
+    uint8_t* wild = Frame(a, l, code, 0, nullptr);
+    Arena::Put<uintptr_t>(wild, l.frame_instr, uintptr_t{16});
+    CHECK(Walk(l, ThreadState(a, l, wild)).empty());
+  }
+  gi::UsePipeReadsForTest(false);
+}
+
+TEST_CASE("safe read: mapped memory reads, unmapped fails, both ways") {
+  for (bool pipe : {false, true}) {
+    gi::UsePipeReadsForTest(pipe);
+    std::vector<uint8_t> src(10000);
+    for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 7);
+    std::vector<uint8_t> dst(src.size());
+    CHECK(gi::SafeRead(reinterpret_cast<uintptr_t>(src.data()), dst.data(), dst.size()));  // several pipe chunks
+    CHECK(dst == src);
+    uint64_t v = 0;
+    CHECK_FALSE(gi::SafeReadValue(UnmappedPage(), &v));
+    CHECK_FALSE(gi::SafeReadValue(uintptr_t{0}, &v));
+    CHECK(gi::SafeReadValue(reinterpret_cast<uintptr_t>(src.data()), &v));  // still usable after a failure
+  }
+  gi::UsePipeReadsForTest(false);
+}
+
+TEST_CASE("python stack: the code cache gives the same frames, and notices a reused code object") {
+  Arena a;
+  const gi::PyLayout l = FakeLayout(reinterpret_cast<uintptr_t>(&g_code_type_marker));
+  uint8_t* code = Code(a, l, "/home/u/train.py", "step", 10);
+  uint8_t* outer_code = Code(a, l, "/home/u/train.py", "<module>", 1);
+  const uintptr_t ts = ThreadState(a, l, Frame(a, l, code, 2, Frame(a, l, outer_code, 0, nullptr)));
+  auto cache = std::make_unique<gi::PyCodeCache>();
+  const std::vector<std::string> want = {"/home/u/train.py:11 in step", "/home/u/train.py:1 in <module>"};
+  CHECK(Walk(l, ts, cache.get()) == want);
+  CHECK(Walk(l, ts, cache.get()) == want);  // from the cache
+  // The same address now holds another function (freed, reused): read again, not the cache's.
+  Arena::Put<uintptr_t>(code, l.code_qualname, reinterpret_cast<uintptr_t>(Str(a, l, "evaluate")));
+  CHECK(Walk(l, ts, cache.get())[0] == "/home/u/train.py:11 in evaluate");
+  // A cached code object whose file name cannot be read any more: that frame is dropped,
+  // its caller still read.
+  Arena::Put<uintptr_t>(code, l.code_filename, UnmappedPage());
+  CHECK(Walk(l, ts, cache.get()) == std::vector<std::string>{"/home/u/train.py:1 in <module>"});
+}
