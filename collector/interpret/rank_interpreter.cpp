@@ -127,6 +127,7 @@ void RankInterpreter::Fanout::OnProcSample(const wire::ProcSample& p) {
 }
 void RankInterpreter::Fanout::OnDeviceSample(const wire::DeviceSample& d) {
   for (EventSink* s : sinks) s->OnDeviceSample(d);
+}
 void RankInterpreter::Fanout::OnThreadSample(const ThreadSample& t) {
   for (EventSink* s : sinks) s->OnThreadSample(t);
 }

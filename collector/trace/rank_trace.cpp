@@ -395,6 +395,8 @@ void RankTrace::OnDeviceSample(const wire::DeviceSample& s) {
   EmitCounter(kSmClock, s.t_ns(), s.sm_clock_mhz());
   EmitCounter(kPower, s.t_ns(), s.power_mw() / 1000);
   EmitCounter(kTemperature, s.t_ns(), s.temperature_c());
+}
+
 // A sampled thread's track: a slice per run of samples with the same stack, named by its
 // user frame (interpret/python_frames.h), from its first sample to the next different one
 // (or one period past its last, after a pause in sampling).

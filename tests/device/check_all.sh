@@ -134,6 +134,7 @@ for dt in fp32 bf16; do
   kill $smi
   wait_file "$W/dev-$dt/summary.json" && python3 tests/device/device_state.py compare "$W/dev-$dt/summary.json" "$W/dev-$dt-truth.json" "$W/smi-$dt.csv"
 done
+fi
 
 if want P; then
 say "P. Python frames on real torch (issue 16; untested before a device session)"
