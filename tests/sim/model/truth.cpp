@@ -68,7 +68,7 @@ std::string Truth::json(int rank) {
   o << "}, \"graphs\": {\"launches\": " << graph_launches_ << ", \"kernels\": " << graph_kernels_
     << ", \"ops\": " << graph_ops_ << ", \"device_s\": " << sec(graph_ns_) << "}";
   const MemoryMap::DeviceUse mem = MemoryMap::get().device_use();
-  o << "}, \"memory\": {\"peak_bytes\": " << mem.peak << ", \"total_bytes\": " << config().memory_bytes()
+  o << ", \"memory\": {\"peak_bytes\": " << mem.peak << ", \"total_bytes\": " << config().memory_bytes()
     << ", \"allocations\": " << mem.allocations << "}";
   // The device state as configured: what the simulated NVML reports.
   const Config& c = config();
