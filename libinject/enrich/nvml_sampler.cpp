@@ -34,7 +34,6 @@ constexpr int kClockSm = 1, kClockMem = 2;
 constexpr int kTemperatureGpu = 0;
 constexpr int kPcieTx = 0, kPcieRx = 1;
 constexpr int kEccUncorrected = 1, kEccVolatile = 0;
-constexpr int kInsufficientSize = 7;
 
 }  // namespace
 

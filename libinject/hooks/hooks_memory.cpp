@@ -20,6 +20,7 @@ template <typename F>
 cudaError_t MemoryCall(gi::Api api, uint64_t stream, F&& call, void** out, size_t bytes, const void* freed) {
   if (!gi::Recording()) return call();
   gi::EnsureRing();
+  const gi::HookCostProbe cost;  // these calls count among the hooked ones the budget charges
   gi::Record r{};
   r.t_ticks = gi::Stamp();
   gi::EnterCall(api, r.t_ticks, stream);
@@ -36,6 +37,7 @@ cudaError_t MemoryCall(gi::Api api, uint64_t stream, F&& call, void** out, size_
   // cudaFree(nullptr) is the classic "create the context" call: nothing to follow.
   if (rc == cudaSuccess && r.seq != 0) gi::Emit(r);
   gi::LeaveCall();
+  cost.Done(r.dur_ticks);
   return rc;
 }
 
