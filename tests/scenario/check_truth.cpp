@@ -149,17 +149,24 @@ void check_device_truth(const Scenario& sc, int rank, const json& dev) {
     if (!near(got, want_s[i])) fail(who + " kinds." + names[i] + ".device_s = " + fmt(got) + ", want " + fmt(want_s[i]) + " (bytes / gbps)");
   }
 
-  // Collectives: at least latency + S x busbw factor / busbw each; waiting for peers adds.
+  // Collectives and send/recv: at least latency + S x busbw factor / busbw each (the factor of
+  // the communicator the op runs on); waiting for peers adds.
   const double busbw = gbps("busbw_gbps");
   const double lat = sc.gpu.count("coll_latency_us") ? sc.gpu.at("coll_latency_us") * 1e-6 : 0;
-  const int n = sc.ranks;
-  for (const char* kind : {"allreduce", "allgather", "reducescatter", "broadcast"}) {
-    if (!want.count(kind) || busbw <= 0) continue;
-    const std::string k = kind;
-    const double factor = k == "allreduce" ? 2.0 * (n - 1) / n : k == "broadcast" ? 1.0 : double(n - 1) / n;
-    const double floor_s = double(want.at(kind).count) * lat + double(want.at(kind).bytes) * factor / (busbw * 1e9);
-    double got = num(kinds[kind], "device_s");
-    if (got < 0.9 * floor_s) fail(who + " kinds." + k + ".device_s = " + fmt(got) + ", below latency + bytes/busbw = " + fmt(floor_s));
+  std::map<std::string, double> floor_s;
+  for (int s = 0; s < sc.steps; ++s)
+    for (const Op* op : sc.ops_for_step(s)) {
+      if (!(is_collective(op->kind) || is_p2p(op->kind)) || !plays(sc, *op, rank)) continue;
+      const int n = group_size(sc, *op);
+      const std::string k = op_name(op->kind);
+      const double factor = k == "allreduce" ? 2.0 * (n - 1) / n
+                            : k == "allgather" || k == "reducescatter" ? double(n - 1) / n : 1.0;
+      floor_s[k] += lat + double(collective_bytes(op->kind, op->bytes, n)) * factor / (busbw * 1e9);
+    }
+  for (const auto& [k, want_floor] : floor_s) {
+    if (busbw <= 0) break;
+    double got = num(kinds[k], "device_s");
+    if (got < 0.9 * want_floor) fail(who + " kinds." + k + ".device_s = " + fmt(got) + ", below latency + bytes/busbw = " + fmt(want_floor));
   }
   // Device memory: the setup's buffer plus every `alloc`, on a device of memory_gib.
   const json mem = dev.value("memory", json::object());

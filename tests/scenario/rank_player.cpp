@@ -9,6 +9,7 @@
 #include <cstring>
 #include <ctime>
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <vector>
 #include <sched.h>
@@ -52,6 +53,10 @@ class Player {
  private:
   void play(const Op& op);
   void collective(const Op& op);
+  void point_to_point(const Op& op);
+  void split_groups();
+  ncclComm_t comm_for(CommGroup g) const;
+  void order_comm_after_compute();
   void capture_graphs();
 
   const Scenario& sc_;
@@ -67,7 +72,8 @@ class Player {
   std::vector<void*> kept_;  // `alloc` ops' memory, freed at teardown
   void* pinned_ = nullptr;
   char* pageable_ = nullptr;
-  ncclComm_t comm_ = nullptr;
+  ncclComm_t comm_ = nullptr;                   // the world
+  std::map<CommGroup, ncclComm_t> group_comms_;  // split from the world for the ops that name a group
   std::map<const Op*, cudaGraphExec_t> graphs_;  // each `graph` op, captured at setup
 };
 
@@ -112,10 +118,7 @@ void Player::setup() {
   // Only scenarios with library kernels look the driver entry point up, so older scenarios
   // make exactly the calls they always made.
   bool library = false;
-  auto note = [&](const Op& op) { library |= op.kind == OpKind::Kernels && op.via == Via::Library; };
-  for (const Op& op : sc_.step) note(op);
-  for (const Every& e : sc_.every)
-    for (const Op& op : e.ops) note(op);
+  for (const Op* op : all_ops(sc_)) library |= op->kind == OpKind::Kernels && op->via == Via::Library;
   if (library) check(init_library_launch(), "cudaGetDriverEntryPointByVersion(cuLaunchKernel) / cudaGetFuncBySymbol");
   capture_graphs();
 
@@ -128,38 +131,88 @@ void Player::setup() {
     std::memcpy(&id, blob.data(), sizeof id);
   }
   check(ncclCommInitRank(&comm_, opt_.world_size, id, opt_.rank), "ncclCommInitRank");
+  split_groups();
   truth_.set("setup_s", seconds_between(t0, Clock::now()));
+}
+
+// One ncclCommSplit of the world per group the scenario uses, as Megatron's
+// initialize_model_parallel makes its TP, DP and PP groups (rank_layout.h): every rank splits
+// in the same order (the split is collective), color = which group, key = index in it.
+void Player::split_groups() {
+  std::set<CommGroup> used;
+  for (const Op* op : all_ops(sc_))
+    if (is_collective(op->kind) || is_p2p(op->kind)) used.insert(op->group);
+  const RankLayout layout = sc_.layout();
+  for (CommGroup g : {CommGroup::Dp, CommGroup::Tp, CommGroup::Pp}) {
+    if (!used.count(g)) continue;
+    ncclComm_t c = nullptr;
+    check(ncclCommSplit(comm_, layout.color(g, opt_.rank), layout.index(g, opt_.rank), &c, nullptr), "ncclCommSplit");
+    group_comms_[g] = c;
+  }
+}
+
+ncclComm_t Player::comm_for(CommGroup g) const {
+  auto it = group_comms_.find(g);
+  return it == group_comms_.end() ? comm_ : it->second;
+}
+
+// DDP orders the gradient all-reduce after the backward kernels with an event.
+void Player::order_comm_after_compute() {
+  auto t0 = Clock::now();
+  check(cudaEventRecord(compute_ready_, compute_), "cudaEventRecord");
+  check(cudaStreamWaitEvent(comm_stream_, compute_ready_, 0), "cudaStreamWaitEvent");
+  truth_.add("comm_order", seconds_between(t0, Clock::now()));
+}
+
+// Pipeline parallelism: activations to the next stage, from the previous one, on the PP
+// communicator (peer = the stage); the compute stream waits for a recv before it goes on, as
+// the next stage's forward needs its input.
+void Player::point_to_point(const Op& op) {
+  if (!plays(sc_, op, opt_.rank)) return;
+  order_comm_after_compute();
+  const bool send = op.kind == OpKind::Send;
+  const int stage = sc_.layout().coords(opt_.rank).pp;
+  const int peer = send ? stage + 1 : stage - 1;
+  ncclComm_t comm = comm_for(CommGroup::Pp);
+  auto c0 = Clock::now();
+  ncclResult_t r = send ? ncclSend(dev_, op.bytes / 4, ncclFloat, peer, comm, comm_stream_)
+                        : ncclRecv(dev_, op.bytes / 4, ncclFloat, peer, comm, comm_stream_);
+  auto c1 = Clock::now();
+  check(r, send ? "ncclSend" : "ncclRecv");
+  truth_.add(op_name(op.kind), seconds_between(c0, c1), op.bytes);
+  if (!send) {
+    auto w0 = Clock::now();
+    check(cudaEventRecord(comm_done_, comm_stream_), "cudaEventRecord");
+    check(cudaStreamWaitEvent(compute_, comm_done_, 0), "cudaStreamWaitEvent");
+    truth_.add("recv_join", seconds_between(w0, Clock::now()));
+  }
 }
 
 void Player::collective(const Op& op) {
   const size_t count = op.bytes / 4;
-  // DDP orders the gradient all-reduce after the backward kernels with an event.
-  auto t0 = Clock::now();
-  check(cudaEventRecord(compute_ready_, compute_), "cudaEventRecord");
-  check(cudaStreamWaitEvent(comm_stream_, compute_ready_, 0), "cudaStreamWaitEvent");
-  auto t1 = Clock::now();
-  truth_.add("comm_order", seconds_between(t0, t1));
-
+  order_comm_after_compute();
+  ncclComm_t comm = comm_for(op.group);
   char* buf = static_cast<char*>(dev_);
-  const size_t slice = size_t(opt_.rank) * op.bytes;  // in-place layouts as NCCL documents them
+  const int index = sc_.layout().index(op.group, opt_.rank);
+  const size_t slice = size_t(index) * op.bytes;  // in-place layouts as NCCL documents them
   ncclResult_t r = ncclSuccess;
   const char* call = "";
   auto c0 = Clock::now();
   switch (op.kind) {
     case OpKind::AllReduce:
-      r = ncclAllReduce(buf, buf, count, ncclFloat, ncclSum, comm_, comm_stream_);
+      r = ncclAllReduce(buf, buf, count, ncclFloat, ncclSum, comm, comm_stream_);
       call = "ncclAllReduce";
       break;
     case OpKind::AllGather:
-      r = ncclAllGather(buf + slice, buf, count, ncclFloat, comm_, comm_stream_);
+      r = ncclAllGather(buf + slice, buf, count, ncclFloat, comm, comm_stream_);
       call = "ncclAllGather";
       break;
     case OpKind::ReduceScatter:
-      r = ncclReduceScatter(buf, buf + slice, count, ncclFloat, ncclSum, comm_, comm_stream_);
+      r = ncclReduceScatter(buf, buf + slice, count, ncclFloat, ncclSum, comm, comm_stream_);
       call = "ncclReduceScatter";
       break;
     case OpKind::Broadcast:
-      r = ncclBroadcast(buf, buf, count, ncclFloat, 0, comm_, comm_stream_);
+      r = ncclBroadcast(buf, buf, count, ncclFloat, 0, comm, comm_stream_);
       call = "ncclBroadcast";
       break;
     default:
@@ -167,7 +220,7 @@ void Player::collective(const Op& op) {
   }
   auto c1 = Clock::now();
   check(r, call);
-  truth_.add(op_name(op.kind), seconds_between(c0, c1), collective_bytes(op.kind, op.bytes, sc_.ranks));
+  truth_.add(op_name(op.kind), seconds_between(c0, c1), collective_bytes(op.kind, op.bytes, group_size(sc_, op)));
 }
 
 void Player::play(const Op& op) {
@@ -293,6 +346,10 @@ void Player::play(const Op& op) {
       truth_.add(key, seconds_between(t0, t1));
       break;
     }
+    case OpKind::Send:
+    case OpKind::Recv:
+      point_to_point(op);
+      break;
     default:
       collective(op);
   }
@@ -324,6 +381,8 @@ void Player::teardown() {
   check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   truth_.set("final_sync_s", seconds_between(t0, Clock::now()));
   for (auto& [op, exec] : graphs_) check(cudaGraphExecDestroy(exec), "cudaGraphExecDestroy");
+  for (auto& [g, c] : group_comms_) check(ncclCommDestroy(c), "ncclCommDestroy");
+  group_comms_.clear();
   check(ncclCommDestroy(comm_), "ncclCommDestroy");
   comm_ = nullptr;
   if (pinned_) check(cudaFreeHost(pinned_), "cudaFreeHost");

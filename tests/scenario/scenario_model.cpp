@@ -77,10 +77,12 @@ const std::map<std::string, OpSpec>& op_specs() {
       {"kernels", {OpKind::Kernels, {"count", "us", "name", "via"}}},
       {"item", {OpKind::Item, {}}},
       {"sync", {OpKind::Sync, {"what"}}},
-      {"allreduce", {OpKind::AllReduce, {"bytes"}}},
-      {"allgather", {OpKind::AllGather, {"bytes"}}},
-      {"reducescatter", {OpKind::ReduceScatter, {"bytes"}}},
-      {"broadcast", {OpKind::Broadcast, {"bytes"}}},
+      {"allreduce", {OpKind::AllReduce, {"bytes", "group", "overlap"}}},
+      {"allgather", {OpKind::AllGather, {"bytes", "group", "overlap"}}},
+      {"reducescatter", {OpKind::ReduceScatter, {"bytes", "group", "overlap"}}},
+      {"broadcast", {OpKind::Broadcast, {"bytes", "group", "overlap"}}},
+      {"send", {OpKind::Send, {"bytes"}}},
+      {"recv", {OpKind::Recv, {"bytes"}}},
       {"graph", {OpKind::Graph, {"kernels", "us", "replays"}}},
       {"memset", {OpKind::Memset, {"bytes"}}},
       {"alloc", {OpKind::Alloc, {"bytes"}}},
@@ -94,7 +96,7 @@ Op parse_op(const json& j, const std::string& source, const std::string& path) {
   if (!opv.is_string() || !op_specs().count(opv.get<std::string>()))
     fail(source, join(path, "op"),
          "expected one of host, h2d, d2h, kernels, item, sync, allreduce, allgather, reducescatter, broadcast, "
-         "graph, memset, alloc");
+         "graph, memset, alloc, send, recv");
   const std::string opname = opv.get<std::string>();
   const OpSpec& spec = op_specs().at(opname);
   std::set<std::string> allowed = spec.keys;
@@ -159,9 +161,19 @@ Op parse_op(const json& j, const std::string& source, const std::string& path) {
         else fail(source, join(path, "what"), "expected \"stream\", \"device\" or \"event\"");
       }
       break;
-    default:  // collectives: per-rank bytes of float32 elements
+    default:  // collectives, send/recv: per-rank bytes of float32 elements
       op.bytes = positive_int(required(j, "bytes", source, path), source, join(path, "bytes"));
       if (op.bytes % 4 != 0) fail(source, join(path, "bytes"), "expected a positive multiple of 4 (float32 elements)");
+      if (is_p2p(op.kind)) op.group = CommGroup::Pp;
+      if (j.contains("group")) {
+        const json& g = j["group"];
+        const std::string s = g.is_string() ? g.get<std::string>() : "";
+        if (s == "world") op.group = CommGroup::World;
+        else if (s == "dp") op.group = CommGroup::Dp;
+        else if (s == "tp") op.group = CommGroup::Tp;
+        else fail(source, join(path, "group"), "expected \"world\", \"dp\" or \"tp\"");
+      }
+      if (j.contains("overlap")) op.overlap = boolean(j["overlap"], source, join(path, "overlap"));
       break;
   }
   return op;
@@ -197,7 +209,8 @@ std::vector<const Op*> Scenario::ops_for_step(int s) const {
 
 Scenario parse_scenario(const json& doc, const std::string& source) {
   if (!doc.is_object()) fail(source, "(top level)", "expected a JSON object");
-  reject_unknown(doc, {"format", "name", "description", "ranks", "steps", "gpu", "step", "every", "rank_scale", "nvtx"},
+  reject_unknown(doc, {"format", "name", "description", "ranks", "steps", "gpu", "step", "every", "rank_scale", "nvtx",
+                       "groups"},
                  source, "", "");
   Scenario sc;
   sc.source = source;
@@ -208,6 +221,16 @@ Scenario parse_scenario(const json& doc, const std::string& source) {
   sc.ranks = int(positive_int(required(doc, "ranks", source, ""), source, "ranks", 256));
   sc.steps = int(positive_int(required(doc, "steps", source, ""), source, "steps", 10000000));
   if (doc.contains("nvtx")) sc.nvtx = boolean(doc["nvtx"], source, "nvtx");
+  if (doc.contains("groups")) {
+    const json& g = doc["groups"];
+    if (!g.is_object()) fail(source, "groups", "expected an object {\"tp\": T, \"pp\": P}");
+    reject_unknown(g, {"tp", "pp"}, source, "groups", "");
+    if (g.contains("tp")) sc.groups.tp = int(positive_int(g["tp"], source, "groups.tp", 256));
+    if (g.contains("pp")) sc.groups.pp = int(positive_int(g["pp"], source, "groups.pp", 256));
+    if (sc.ranks % (sc.groups.tp * sc.groups.pp) != 0)
+      fail(source, "groups", "tp x pp (" + std::to_string(sc.groups.tp * sc.groups.pp) + ") must divide ranks (" +
+                                 std::to_string(sc.ranks) + ")");
+  }
 
   if (doc.contains("gpu")) {
     const json& g = doc["gpu"];
@@ -291,6 +314,8 @@ const char* op_name(OpKind k) {
     case OpKind::Graph: return "graph";
     case OpKind::Memset: return "memset";
     case OpKind::Alloc: return "alloc";
+    case OpKind::Send: return "send";
+    case OpKind::Recv: return "recv";
   }
   return "?";
 }
@@ -298,6 +323,16 @@ const char* op_name(OpKind k) {
 bool is_collective(OpKind k) {
   return k == OpKind::AllReduce || k == OpKind::AllGather || k == OpKind::ReduceScatter || k == OpKind::Broadcast;
 }
+
+bool is_p2p(OpKind k) { return k == OpKind::Send || k == OpKind::Recv; }
+
+bool plays(const Scenario& sc, const Op& op, int rank) {
+  if (!is_p2p(op.kind)) return true;
+  const int stage = sc.layout().coords(rank).pp;
+  return op.kind == OpKind::Send ? stage + 1 < sc.groups.pp : stage > 0;
+}
+
+int group_size(const Scenario& sc, const Op& op) { return sc.layout().size(op.group); }
 
 std::uint64_t collective_bytes(OpKind k, std::uint64_t per_rank_bytes, int ranks) {
   if (k == OpKind::AllGather || k == OpKind::ReduceScatter) return per_rank_bytes * std::uint64_t(ranks);
@@ -310,17 +345,22 @@ void for_each_op(const Scenario& sc, F&& f) {
   for (int s = 0; s < sc.steps; ++s)
     for (const Op* op : sc.ops_for_step(s)) f(*op);
 }
+// The ops `rank` plays (send/recv only where there is a peer).
+template <class F>
+void for_each_op(const Scenario& sc, int rank, F&& f) {
+  for_each_op(sc, [&](const Op& op) {
+    if (plays(sc, op, rank)) f(op);
+  });
+}
 }  // namespace
 
 std::uint64_t device_buffer_bytes(const Scenario& sc) {
   std::uint64_t n = 4;  // item's 4-byte copy
   auto consider = [&](const Op& op) {
     if (op.kind == OpKind::H2D || op.kind == OpKind::D2H || op.kind == OpKind::Memset) n = std::max(n, op.bytes);
-    if (is_collective(op.kind)) n = std::max(n, collective_bytes(op.kind, op.bytes, sc.ranks));
+    if (is_collective(op.kind) || is_p2p(op.kind)) n = std::max(n, collective_bytes(op.kind, op.bytes, group_size(sc, op)));
   };
-  for (const Op& op : sc.step) consider(op);
-  for (const Every& e : sc.every)
-    for (const Op& op : e.ops) consider(op);
+  for (const Op* op : all_ops(sc)) consider(*op);
   return n;
 }
 
@@ -329,9 +369,7 @@ std::uint64_t host_buffer_bytes(const Scenario& sc, bool pinned) {
   auto consider = [&](const Op& op) {
     if ((op.kind == OpKind::H2D || op.kind == OpKind::D2H) && op.pinned == pinned) n = std::max(n, op.bytes);
   };
-  for (const Op& op : sc.step) consider(op);
-  for (const Every& e : sc.every)
-    for (const Op& op : e.ops) consider(op);
+  for (const Op* op : all_ops(sc)) consider(*op);
   return n;
 }
 
@@ -360,7 +398,7 @@ std::uint64_t expected_memory_peak(const Scenario& sc) {
 std::map<std::string, Totals> expected_truth_ops(const Scenario& sc, int rank) {
   std::map<std::string, Totals> t;
   const RankScale scale = sc.scale_for(rank);
-  for_each_op(sc, [&](const Op& op) {
+  for_each_op(sc, rank, [&](const Op& op) {
     switch (op.kind) {
       case OpKind::Host: t["host"].count++; t["host"].seconds += op.ms * scale.host / 1e3; break;
       case OpKind::H2D: t["h2d"].count++; t["h2d"].bytes += op.bytes; break;
@@ -388,7 +426,7 @@ std::map<std::string, Totals> expected_truth_ops(const Scenario& sc, int rank) {
       default: {
         Totals& c = t[op_name(op.kind)];
         c.count++;
-        c.bytes += collective_bytes(op.kind, op.bytes, sc.ranks);
+        c.bytes += collective_bytes(op.kind, op.bytes, group_size(sc, op));
       }
     }
   });
@@ -398,7 +436,7 @@ std::map<std::string, Totals> expected_truth_ops(const Scenario& sc, int rank) {
 std::map<std::string, Totals> expected_device_kinds(const Scenario& sc, int rank) {
   std::map<std::string, Totals> t;
   const RankScale scale = sc.scale_for(rank);
-  for_each_op(sc, [&](const Op& op) {
+  for_each_op(sc, rank, [&](const Op& op) {
     switch (op.kind) {
       case OpKind::Host:
       case OpKind::Alloc:
@@ -418,7 +456,7 @@ std::map<std::string, Totals> expected_device_kinds(const Scenario& sc, int rank
       default: {
         Totals& c = t[op_name(op.kind)];
         c.count++;
-        c.bytes += collective_bytes(op.kind, op.bytes, sc.ranks);
+        c.bytes += collective_bytes(op.kind, op.bytes, group_size(sc, op));
       }
     }
   });
@@ -437,13 +475,18 @@ GraphTotals expected_graphs(const Scenario& sc, int rank) {
   return g;
 }
 
+std::vector<const Op*> all_ops(const Scenario& sc) {
+  std::vector<const Op*> out;
+  for (const Op& op : sc.step) out.push_back(&op);
+  for (const Every& e : sc.every)
+    for (const Op& op : e.ops) out.push_back(&op);
+  return out;
+}
+
 std::vector<const Op*> graph_ops(const Scenario& sc) {
   std::vector<const Op*> out;
-  for (const Op& op : sc.step)
-    if (op.kind == OpKind::Graph) out.push_back(&op);
-  for (const Every& e : sc.every)
-    for (const Op& op : e.ops)
-      if (op.kind == OpKind::Graph) out.push_back(&op);
+  for (const Op* op : all_ops(sc))
+    if (op->kind == OpKind::Graph) out.push_back(op);
   return out;
 }
 

@@ -13,10 +13,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "rank_layout.h"
+
 namespace gpuwatch::scenario {
 
 enum class OpKind { Host, H2D, D2H, Kernels, Item, Sync, AllReduce, AllGather, ReduceScatter, Broadcast, Graph, Memset,
-                    Alloc };
+                    Alloc, Send, Recv };
 enum class SyncWhat { Stream, Device, Event };
 // How `kernels` are launched: through the runtime (<<<>>>, seen by cudaLaunchKernel hooks) or
 // as a library such as cuBLAS does (driver cuLaunchKernel, invisible to runtime hooks).
@@ -40,6 +42,8 @@ struct Op {
   std::string name;      // kernels: NVTX range name (optional)
   Via via = Via::Runtime;  // kernels
   SyncWhat what = SyncWhat::Stream;  // sync
+  CommGroup group = CommGroup::World;  // collectives: the communicator ("group"); send/recv: Pp
+  bool overlap = false;  // collectives: run beside the next ops instead of being waited for at once
 };
 
 struct Every {
@@ -65,7 +69,9 @@ struct Scenario {
   std::vector<Op> step;
   std::vector<Every> every;
   std::map<int, RankScale> rank_scale;
+  GroupSizes groups;  // "groups": {"tp": T, "pp": P}; DP is ranks / (T x P)
 
+  RankLayout layout() const { return RankLayout(ranks, groups); }
   RankScale scale_for(int rank) const;
   // The ops a rank plays in step `s` (0-based): the step ops, then every "every" block
   // whose period divides in (s % period == period - 1), in file order.
@@ -85,9 +91,17 @@ Scenario load_scenario(const std::string& path);
 // The scenario op name ("host", "allreduce", ...) and the simulator's device kind for it.
 const char* op_name(OpKind k);
 bool is_collective(OpKind k);
+// Pipeline point-to-point ops (send to the next stage, recv from the previous one).
+bool is_p2p(OpKind k);
+// Whether `rank` plays the send/recv `op` at all: the first stage receives from no one, the
+// last sends to no one. Always true for other ops.
+bool plays(const Scenario& sc, const Op& op, int rank);
+// Ranks in the communicator `op` runs on (its group's size).
+int group_size(const Scenario& sc, const Op& op);
 
 // Bytes of one collective as nccl-tests counts them (S): AllReduce/Broadcast S = count x 4,
-// AllGather/ReduceScatter S = ranks x per-rank bytes.
+// AllGather/ReduceScatter S = ranks x per-rank bytes, `ranks` being the communicator's size;
+// send/recv S = bytes.
 std::uint64_t collective_bytes(OpKind k, std::uint64_t per_rank_bytes, int ranks);
 
 // Bytes of device memory a rank needs to play the scenario (largest single use).
@@ -127,6 +141,9 @@ struct GraphTotals {
   double kernel_seconds = 0;
 };
 GraphTotals expected_graphs(const Scenario& sc, int rank);
+
+// Every op written in the scenario once, in file order (step, then every block).
+std::vector<const Op*> all_ops(const Scenario& sc);
 
 // The `graph` ops of the scenario, in file order (step, then every block): each is captured
 // once at setup.
