@@ -78,8 +78,9 @@ RankResult RankModel::Compute() const {
   r.gpu = gpu_.Result(facts, interp_.sweep(), interp_.coverage(), r.host_first_ns, r.host_last_ns);
   r.found = interp_.steps();
   r.steps = steps_.figures();
-  // NVTX steps carry device figures when CUPTI recorded some of them whole.
-  r.per_step_device = r.found.nvtx && std::any_of(r.steps.steps.begin(), r.steps.steps.end(),
+  // Steps (NVTX or inferred while the run went on) carry device figures when CUPTI recorded
+  // some of them whole.
+  r.per_step_device = std::any_of(r.steps.steps.begin(), r.steps.steps.end(),
                                                   [](const StepRec& s) { return s.covered; });
   if (!r.per_step_device) {  // inferred steps: boundaries only, figures are run averages
     r.steps.steps.clear();

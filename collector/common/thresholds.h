@@ -19,12 +19,29 @@ inline constexpr const char* kDefaultStepRanges[] = {"train_step", "step", "trai
 inline constexpr uint64_t kMaxSteps = 8192;
 // Inferring steps without NVTX: the period is looked for in the first kAnchorWindow
 // anchors (collectives, else host syncs), up to kMaxPeriod anchors per step; after that
-// anchors only count (step_pattern.h). Inferred.
+// anchors only count (step_pattern.h). Launches (a loop with neither: forward, backward,
+// optimizer.step() on one GPU) repeat hundreds to thousands of times per step, so their
+// window and period are larger; the search then tries only the distances at which some
+// launch recurs. Inferred.
 inline constexpr uint64_t kAnchorWindow = 4096;
 inline constexpr uint64_t kMaxPeriod = 64;
+inline constexpr uint64_t kLaunchAnchorWindow = 16384;
+inline constexpr uint64_t kLaunchMaxPeriod = 4096;
 // A period is accepted when this share of the anchors repeats the signature one period
-// earlier. Inferred.
+// earlier (each kind of anchor weighing the same, step_pattern.cpp), and no other period
+// repeats it by more than kPeriodSlack more. Inferred.
 inline constexpr double kPeriodMatch = 0.9;
+inline constexpr double kPeriodSlack = 0.01;
+// The window is searched each time it doubles from kFirstSearch anchors (launches: from
+// kFirstLaunchSearch, as a few launches in a row often look alike), and a period is taken
+// once it repeated kMinRepeats times, so steps are known (and charged device time) while
+// the run goes on, a few steps in. Inferred.
+inline constexpr uint64_t kFirstSearch = 16;
+inline constexpr uint64_t kFirstLaunchSearch = 64;
+inline constexpr uint64_t kMinRepeats = 4;
+// A launch after the host paused this long starts a new phrase of the loop (the next
+// batch): part of its signature, so that a step of identical kernels still has a period.
+inline constexpr uint64_t kLaunchPauseNs = 1'000'000;
 
 // Host events are processed in time order once the library says nothing earlier is to
 // come (Batch.settled_ns), or else after waiting this long behind the newest one (the

@@ -49,6 +49,7 @@ class DeviceSweep {
   // that still comes (a rank that reconnects) continues the timeline where it ended.
   void Flush(uint64_t steps_end, const RankFacts& facts, const Coverage& coverage, EventSink& out);
 
+  uint64_t swept_ns() const { return swept_ns_; }  // device work starting before it was released
   uint64_t late() const { return late_; }          // released after the sweep passed them
   uint64_t overflow() const { return overflow_; }  // released early: the window was full
   // Entries held in every bounded container: constant on a long steady run.

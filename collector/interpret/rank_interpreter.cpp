@@ -94,13 +94,14 @@ void RankInterpreter::OnGoodbye(const wire::Goodbye& g) {
 
 void RankInterpreter::Flush() {
   ReleaseHost(true);
+  steps_.Flush(coverage_, sweep_.swept_ns(), fanout_);
   sweep_.Flush(steps_.last_step_end(), facts_, coverage_, fanout_);
 }
 
 void RankInterpreter::ReleaseHost(bool all) {
   host_.Release(all, [this](const HostCall& c) {
     fanout_.OnHostCall(c);
-    steps_.OnHostCall(c, coverage_, fanout_);
+    steps_.OnHostCall(c, coverage_, sweep_.swept_ns(), fanout_);
   });
 }
 

@@ -1,6 +1,7 @@
 // See step_finder.h.
 #include "interpret/step_finder.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include "common/thresholds.h"
@@ -28,7 +29,8 @@ void StepFinder::NoteNames(const wire::Batch& b) {
     if (names_.size() < 64 && IsStepName(k.name())) names_[k.id()] = k.name().substr(0, 128);
 }
 
-void StepFinder::OnHostCall(const HostCall& c, const Coverage& coverage, EventSink& out) {
+void StepFinder::OnHostCall(const HostCall& c, const Coverage& coverage, uint64_t device_swept, EventSink& out) {
+  last_host_end_ = std::max(last_host_end_, c.end_ns());
   if (c.api == wire::NVTX_RANGE) {
     auto it = names_.find(c.name_id);
     if (it == names_.end()) return;
@@ -53,15 +55,72 @@ void StepFinder::OnHostCall(const HostCall& c, const Coverage& coverage, EventSi
     sync_pattern_.Add(static_cast<uint64_t>(c.api) * 31 + static_cast<uint64_t>(c.sync_kind), c.end_ns());
   } else if (IsCollective(c.api)) {
     coll_pattern_.Add(static_cast<uint64_t>(c.api) * 1000003 + c.bytes, c.t_ns);
+  } else if (EnqueuesWork(c.api) && !c.captured) {
+    // What was launched (the kernel, or the copy's size), and whether the host paused first.
+    const bool paused = last_enqueue_end_ != 0 && c.t_ns > last_enqueue_end_ + kLaunchPauseNs;
+    const uint64_t what = c.name_id != 0 ? c.name_id : c.bytes;
+    launch_pattern_.Add(((static_cast<uint64_t>(c.api) * 1000003 + what) << 1) | paused, c.t_ns);
+    last_enqueue_end_ = c.end_ns();
+  } else {
+    return;
   }
+  if (!nvtx_.nvtx) EmitInferred(coverage, device_swept, out);
+}
+
+void StepFinder::EmitInferred(const Coverage& coverage, uint64_t device_swept, EventSink& out) {
+  const StepPattern* best = nullptr;
+  for (const StepPattern* p : {&coll_pattern_, &sync_pattern_, &launch_pattern_})
+    if (p->locked()) {
+      best = p;
+      break;
+    }
+  std::vector<uint64_t> fresh;
+  for (StepPattern* p : {&coll_pattern_, &sync_pattern_, &launch_pattern_}) {
+    auto f = p->TakeFresh();  // taken from every pattern, so none grows
+    if (p == best) fresh = std::move(f);
+  }
+  if (!best) return;
+  if (best != emitting_) {  // a better kind of anchor found its period: its steps replace
+    out.OnStepsReset();
+    emitting_ = best;
+    emitted_from_ = 0;
+    fresh = best->boundaries();
+  }
+  for (uint64_t b : fresh) {
+    if (emitted_from_ != 0 && b > emitted_from_) {
+      out.OnStep(StepMark{emitted_from_, b, coverage.Covers(emitted_from_, b) && emitted_from_ >= device_swept});
+      last_len_ = b - emitted_from_;
+    }
+    emitted_from_ = b;
+  }
+}
+
+void StepFinder::Flush(const Coverage& coverage, uint64_t device_swept, EventSink& out) {
+  if (nvtx_.nvtx || flushed_ || !emitting_ || !emitting_->open_step_complete()) return;
+  // Its end: where the host stopped, but no later than a step as long as the one before
+  // (the calls after it are the teardown's).
+  const uint64_t end = std::min(last_host_end_, emitted_from_ + last_len_);
+  if (end <= emitted_from_) return;
+  flushed_ = true;
+  flushed_step_ = StepMark{emitted_from_, end, coverage.Covers(emitted_from_, end) && emitted_from_ >= device_swept};
+  out.OnStep(flushed_step_);
 }
 
 StepsFound StepFinder::Result() const {
   if (nvtx_.nvtx) return nvtx_;
   StepsFound r;
-  for (const StepPattern* pattern : {&coll_pattern_, &sync_pattern_}) {
+  const std::pair<const StepPattern*, const char*> kinds[] = {
+      {&coll_pattern_, "inferred:collectives"}, {&sync_pattern_, "inferred:syncs"}, {&launch_pattern_, "inferred:launches"}};
+  for (auto [pattern, source] : kinds) {
+    // The steps that went out, if some did: the figures charged to them must match.
+    if (emitting_ && pattern != emitting_) continue;
     if (!pattern->Result(&r.inferred, &r.total, &r.stats)) continue;
-    r.source = pattern == &coll_pattern_ ? "inferred:collectives" : "inferred:syncs";
+    r.source = source;
+    if (flushed_ && pattern == emitting_) {  // the last step, which no boundary closed
+      ++r.total;
+      r.stats.Add(flushed_step_.end_ns - flushed_step_.start_ns);
+      if (r.inferred.size() < kMaxSteps) r.inferred.push_back(flushed_step_);
+    }
     return r;
   }
   return StepsFound{};

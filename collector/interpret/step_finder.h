@@ -1,7 +1,10 @@
 // Finds a rank's training steps once. From NVTX ranges: the outermost range whose name is
 // a step name (GPUWATCH_STEP_RANGE, else thresholds.h's defaults or any name containing
-// "step"); each closes a step, emitted as it closes. Without them, from the repeating
-// pattern of collectives, else of host syncs (step_pattern.h), known when the run ends.
+// "step"); each closes a step, emitted as it closes. Without them (a PyTorch loop as
+// written: no code change), from the repeating pattern of collectives, else of host syncs,
+// else of launches (step_pattern.h): emitted too, from when the pattern is found a few steps
+// in, so inferred steps get per-step figures like NVTX ones. A pattern of a kind ranked
+// higher found later replaces the steps emitted so far (OnStepsReset).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -30,8 +33,11 @@ class StepFinder {
   void OnHello(const wire::Hello& h) { step_range_ = h.step_range(); }
   // Names of the batch that could be step names.
   void NoteNames(const wire::Batch& b);
-  // A released host call; NVTX steps go to `out` as they close.
-  void OnHostCall(const HostCall& c, const Coverage& coverage, EventSink& out);
+  // A released host call; steps go to `out` as they close. Device work that starts before
+  // `device_swept` was released already: a step starting earlier has lost some of it.
+  void OnHostCall(const HostCall& c, const Coverage& coverage, uint64_t device_swept, EventSink& out);
+  // The run ended: the last inferred step, whole but closed by no boundary, goes out.
+  void Flush(const Coverage& coverage, uint64_t device_swept, EventSink& out);
   // End of the last NVTX step (0: none).
   uint64_t last_step_end() const { return last_end_; }
   // The steps so far: NVTX ones, else inferred from the anchors seen so far.
@@ -39,6 +45,8 @@ class StepFinder {
 
  private:
   bool IsStepName(const std::string& n) const;
+  // Emits the steps the inferring patterns closed (of the best locked one).
+  void EmitInferred(const Coverage& coverage, uint64_t device_swept, EventSink& out);
 
   std::string step_range_;                           // GPUWATCH_STEP_RANGE
   std::unordered_map<uint32_t, std::string> names_;  // step-like range names by id (bounded)
@@ -46,7 +54,15 @@ class StepFinder {
   uint64_t step_depth_ = UINT64_MAX;
   StepsFound nvtx_;
   uint64_t last_end_ = 0;
-  StepPattern coll_pattern_, sync_pattern_;  // steps without NVTX
+  // Steps without NVTX, best first.
+  StepPattern coll_pattern_, sync_pattern_, launch_pattern_{kLaunchAnchorWindow, kLaunchMaxPeriod, kFirstLaunchSearch};
+  const StepPattern* emitting_ = nullptr;  // the pattern whose steps went out
+  uint64_t emitted_from_ = 0;              // start of the next step it will emit
+  uint64_t last_enqueue_end_ = 0;          // for the launch signature's pause bit
+  uint64_t last_host_end_ = 0;             // end of the latest host call: the last step's end
+  uint64_t last_len_ = 0;                  // duration of the latest inferred step emitted
+  bool flushed_ = false;
+  StepMark flushed_step_{};                // the last step, emitted by Flush
 };
 
 }  // namespace gpuwatch::collector

@@ -175,7 +175,10 @@ nlohmann::json StepsJson(const RankResult& r) {
                       {"p90_ms", Ms(Seconds(r.StepPercentileNs(0.9)))},
                       {"max_ms", Ms(Seconds(r.StepMaxNs()))}};
   if (r.steps_total() > r.steps.steps.size()) j["per_step_records"] = r.steps.steps.size();  // the first ones
-  if (r.gpu.coverage.sampled && r.per_step.per_step) j["per_step_recorded"] = r.per_step.steps;  // whole in a window
+  // Steps whose device figures are whole: in a window of a sampled timeline, or inferred
+  // after the pattern was found.
+  if (r.per_step.per_step && (r.gpu.coverage.sampled || r.per_step.steps < r.steps.steps.size()))
+    j["per_step_recorded"] = r.per_step.steps;
   j["per_step_ms"] = PerStepMsJson(r.per_step);
   if (r.per_step.known) j["per_step_source"] = r.per_step.per_step ? "per step" : "run average";
   return j;
