@@ -72,10 +72,12 @@ TEST_CASE("scenario: unique id rendezvous through a file") {
 }
 
 namespace {
+using Vars = std::vector<std::pair<std::string, std::string>>;
+
 // Sets `vars` (an empty value unsets) for one test and restores the old values after it.
 struct ScopedEnv {
   std::vector<std::pair<std::string, std::optional<std::string>>> saved;
-  explicit ScopedEnv(const std::vector<std::pair<std::string, std::string>>& vars) {
+  explicit ScopedEnv(const Vars& vars) {
     for (const auto& [k, v] : vars) {
       const char* old = std::getenv(k.c_str());
       saved.emplace_back(k, old ? std::optional<std::string>(old) : std::nullopt);
@@ -87,7 +89,7 @@ struct ScopedEnv {
       if (v) setenv(k.c_str(), v->c_str(), 1); else unsetenv(k.c_str());
   }
 };
-const std::vector<std::pair<std::string, std::string>> kNoLauncher = {
+const Vars kNoLauncher = {
     {"RANK", ""}, {"OMPI_COMM_WORLD_RANK", ""}, {"SLURM_PROCID", ""}, {"PMI_RANK", ""}, {"PMIX_RANK", ""},
     {"SLURM_JOB_ID", ""}, {"PMIX_NAMESPACE", ""}, {"OMPI_MCA_ess_base_jobid", ""}};
 }  // namespace
@@ -96,7 +98,7 @@ TEST_CASE("scenario: --from-launcher takes the rank from the launcher's variable
   ScopedEnv clean(kNoLauncher);
   CHECK_FALSE(rank_from_launcher().has_value());
   {
-    ScopedEnv slurm({{"SLURM_PROCID", "2"}, {"SLURM_LOCALID", "0"}, {"SLURM_NTASKS", "4"}, {"PMIX_RANK", "2"},
+    ScopedEnv slurm(Vars{{"SLURM_PROCID", "2"}, {"SLURM_LOCALID", "0"}, {"SLURM_NTASKS", "4"}, {"PMIX_RANK", "2"},
                      {"SLURM_JOB_ID", "17"}, {"SLURM_STEP_ID", "0"}});
     const auto r = rank_from_launcher();
     REQUIRE(r.has_value());
@@ -104,7 +106,7 @@ TEST_CASE("scenario: --from-launcher takes the rank from the launcher's variable
     CHECK(launched_run_dir("/tmp") == "/tmp/gpuwatch-scenario-slurm-17.0");
   }
   {
-    ScopedEnv ompi({{"OMPI_COMM_WORLD_RANK", "3"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "3"},
+    ScopedEnv ompi(Vars{{"OMPI_COMM_WORLD_RANK", "3"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "3"},
                     {"OMPI_COMM_WORLD_SIZE", "4"}, {"PMIX_RANK", "3"}, {"PMIX_NAMESPACE", "4151/0"}});
     const auto r = rank_from_launcher();
     REQUIRE(r.has_value());
@@ -112,7 +114,7 @@ TEST_CASE("scenario: --from-launcher takes the rank from the launcher's variable
     CHECK(launched_run_dir("/x") == "/x/gpuwatch-scenario-pmix-4151_0");  // no '/' from the key
   }
   {
-    ScopedEnv pmix({{"PMIX_RANK", "1"}});
+    ScopedEnv pmix(Vars{{"PMIX_RANK", "1"}});
     const auto r = rank_from_launcher();
     REQUIRE(r.has_value());
     CHECK((r->source == "PMIX_RANK" && r->rank == 1 && r->local_rank == -1 && r->world_size == -1));
