@@ -3,21 +3,20 @@
 // and through the bare LD_PRELOAD form. The commands are read from README.md ("Launchers",
 // "the bare LD_PRELOAD form"), so the README shows what is tested: only the repository's
 // paths become this build's. Every rank must be named by its launcher's own variables
-// (gpuwatch-scenario --from-launcher sets no RANK), end normally and match its truth files.
+// (gpuwatch-scenario --from-launcher sets no RANK), end normally and match its own truth
+// files (the driver's and the simulator's, which the rank wrote under the launcher's rank).
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <set>
 #include <sstream>
 
-#include "scenario_model.h"
 #include "scenario_run.h"
 #include "slurm_cluster.h"
-#include "truth_check.h"
 
-namespace sc = gpuwatch::scenario;
 using namespace gpuwatch::e2e;
 
 namespace {
@@ -77,6 +76,37 @@ Launch RunReadmeCommand(const std::string& work_name, const std::string& start, 
   return l;
 }
 
+uint64_t Count(const json& j, const char* key) { return j.contains(key) ? j[key].get<uint64_t>() : 0; }
+
+// A rank's summary against its own truth files (truth-rank-R.json, device-rank-R.json):
+// counts and bytes exactly, the GPU's busy and kernel time within 3%. Not the host times
+// that truth_check.cpp also compares: with 4 ranks on 2 busy cores the driver's stopwatch
+// around a call takes in preemption (measured: 20 async copies, 1.6 ms hooked, 4.0 ms on the
+// stopwatch), which says nothing about which rank is which.
+void CheckRankTruth(const json& rank, const std::string& truth_dir) {
+  const std::string r = std::to_string(rank["rank"].get<int>());
+  INFO("rank " << r);
+  const json truth = json::parse(ReadFile(truth_dir + "/truth-rank-" + r + ".json"));
+  const json device = json::parse(ReadFile(truth_dir + "/device-rank-" + r + ".json"));
+  CHECK(truth["rank"] == rank["rank"]);
+  CHECK(truth["world_size"] == rank["world_size"]);
+  CHECK(device["rank"] == rank["rank"]);
+  const json& ops = truth["ops"];
+  CHECK(Count(rank["kernels"], "launches") == Count(ops["kernels"], "count"));
+  CHECK(Count(rank["memcpy"]["h2d"], "count") == Count(ops["h2d"], "count"));
+  CHECK(Count(rank["memcpy"]["h2d"], "bytes") == Count(ops["h2d"], "bytes"));
+  CHECK(Count(rank["memcpy"]["d2h"], "count") == Count(ops["item"], "count"));  // item: a 4-byte D2H
+  CHECK(Count(rank["collectives"]["allreduce"], "count") == Count(ops["allreduce"], "count"));
+  CHECK(Count(rank["collectives"]["allreduce"], "bytes") == Count(ops["allreduce"], "bytes"));
+  CHECK(Count(ops["allreduce"], "count") == 20);
+  CHECK(rank["gpu"]["kernels"]["count"] == device["kinds"]["kernel"]["count"]);
+  const double busy = rank["gpu"]["busy_s"], device_busy = device["busy_s"];
+  CHECK(std::abs(busy - device_busy) <= 0.03 * device_busy);
+  const double kernel_s = rank["gpu"]["kernels"]["total_s"], device_kernel_s = device["kinds"]["kernel"]["device_s"];
+  CHECK(std::abs(kernel_s - device_kernel_s) <= 0.03 * device_kernel_s);
+  CHECK(Count(rank, "dropped_total") == 0);
+}
+
 // Ranks 0..3 each once, of 4, named by `source`, ended normally, and the truth per rank.
 void CheckRanks(const Launch& l, const std::string& source) {
   const json summary = json::parse(ReadFile(l.out + "/summary.json"));
@@ -95,8 +125,7 @@ void CheckRanks(const Launch& l, const std::string& source) {
   }
   CHECK(ranks == std::set<int>{0, 1, 2, 3});
   CHECK(pids.size() == 4);
-  const std::string scenario = GPUWATCH_SCENARIOS_DIR "/healthy4.json";
-  CheckSummaryAgainstTruth(sc::load_scenario(scenario), summary, l.out + "/truth");
+  for (const json& r : summary["ranks"]) CheckRankTruth(r, l.out + "/truth");
   // Each launcher test within a minute in CI (the issue), daemons included.
   CHECK(l.seconds < 45);
 }

@@ -213,8 +213,12 @@ void SlurmCluster::Stop() {
   }
   // Whatever is left of this cluster (slurmscriptd, a step daemon, a task), found by the
   // SLURM_CONF each of them inherited: never a process of anyone else's.
-  if (!conf_.empty())
-    for (int pid : ProcessesWithEnv("SLURM_CONF=" + conf_)) kill(pid, SIGKILL);
+  if (conf_.empty()) return;
+  for (int pid : ProcessesWithEnv("SLURM_CONF=" + conf_)) kill(pid, SIGKILL);
+  // ... and gone before the test goes on (a killed process lingers until it is reaped).
+  const auto gone_by = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (!ProcessesWithEnv("SLURM_CONF=" + conf_).empty() && std::chrono::steady_clock::now() < gone_by)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
 }
 
 SlurmCluster::~SlurmCluster() {
