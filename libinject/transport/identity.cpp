@@ -24,8 +24,8 @@ int EnvInt(const char* name) {
 struct Source {
   const char* label;
   const char* rank;
-  const char* local_rank;
-  const char* world;
+  const char* local_rank;  // nullptr: the launcher sets none
+  const char* world;       // nullptr: the launcher sets none
 };
 
 constexpr Source kSources[] = {
@@ -33,6 +33,11 @@ constexpr Source kSources[] = {
     {"OMPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE"},
     {"SLURM", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS"},
     {"PMI", "PMI_RANK", "MPI_LOCALRANKID", "PMI_SIZE"},
+    // A PMIx server puts only PMIX_RANK and PMIX_NAMESPACE in its clients' environment;
+    // local rank and job size are keys a client asks for (PMIx_Get "pmix.lrank",
+    // "pmix.job.size"), so they stay unknown here. Last: mpirun and srun --mpi=pmix set it
+    // next to their own variables, which name the size too.
+    {"PMIX", "PMIX_RANK", nullptr, nullptr},
 };
 
 }  // namespace
@@ -49,8 +54,8 @@ Identity IdentityFromEnvironment() {
   for (const Source& s : kSources) {
     if (EnvInt(s.rank) < 0) continue;
     id.rank = EnvInt(s.rank);
-    id.local_rank = EnvInt(s.local_rank);
-    id.world_size = EnvInt(s.world);
+    id.local_rank = s.local_rank ? EnvInt(s.local_rank) : -1;
+    id.world_size = s.world ? EnvInt(s.world) : -1;
     id.rank_source = s.label;
     break;
   }

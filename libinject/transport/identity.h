@@ -10,13 +10,13 @@ struct Identity {
   int rank = -1;
   int local_rank = -1;
   int world_size = -1;
-  std::string rank_source = "none";  // RANK, OMPI, SLURM, PMI, NCCL, none
+  std::string rank_source = "none";  // RANK, OMPI, SLURM, PMI, PMIX, NCCL, none
   std::string host;
   int pid = 0;
 };
 
 // From the launcher's variables: RANK/LOCAL_RANK/WORLD_SIZE (torchrun), else Open MPI,
-// else Slurm, else PMI. Job id: GPUWATCH_JOB_ID, Slurm job.step, TORCHELASTIC_RUN_ID
+// else Slurm, else PMI, else PMIx (rank only). Job id: GPUWATCH_JOB_ID, Slurm job.step, TORCHELASTIC_RUN_ID
 // (unless "none"), Open MPI's job id, else host + parent pid (ranks started by one
 // launcher on one host share it).
 Identity IdentityFromEnvironment();

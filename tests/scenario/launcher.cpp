@@ -31,39 +31,20 @@ bool starts_with_key(const char* entry, const std::string& key) {
 // The rank's environment: the parent's, unchanged (LD_PRELOAD included), except for the
 // variables set here, which replace any inherited value.
 std::vector<std::string> rank_environment(const Scenario& sc, const LaunchOptions& opt, int rank) {
-  std::vector<std::pair<std::string, std::string>> set = {
+  EnvVars set = {
       {"RANK", std::to_string(rank)},
       {"LOCAL_RANK", std::to_string(rank)},  // one node: local rank = rank, as torchrun
       {"WORLD_SIZE", std::to_string(sc.ranks)},
       {"LOCAL_WORLD_SIZE", std::to_string(sc.ranks)},
   };
-  if (opt.sim) {
-    const char* old = std::getenv("LD_LIBRARY_PATH");
-    set.emplace_back("LD_LIBRARY_PATH", opt.sim_dir + (old && *old ? std::string(":") + old : ""));
-    if (!sc.gpu.empty()) set.emplace_back("SIMGPU_CONFIG", simgpu_config(sc));
-    if (!opt.truth_dir.empty()) set.emplace_back("SIMGPU_TRUTH", opt.truth_dir);
-  }
+  for (auto& kv : sim_environment(sc, opt)) set.push_back(std::move(kv));
   if (auto it = opt.rank_env.find(rank); it != opt.rank_env.end()) {
     for (const auto& kv : it->second) {
       std::erase_if(set, [&](const auto& old) { return old.first == kv.first; });
       set.push_back(kv);
     }
   }
-  std::vector<std::string> env;
-  for (char** e = environ; *e; ++e) {
-    bool replaced = false;
-    for (const auto& kv : set) replaced = replaced || starts_with_key(*e, kv.first);
-    if (!replaced) env.emplace_back(*e);
-  }
-  for (const auto& kv : set) env.push_back(kv.first + "=" + kv.second);
-  return env;
-}
-
-std::vector<char*> c_strings(std::vector<std::string>& v) {
-  std::vector<char*> out;
-  for (auto& s : v) out.push_back(s.data());
-  out.push_back(nullptr);
-  return out;
+  return environment_with(set);
 }
 
 std::string describe_status(int status) {
@@ -82,6 +63,34 @@ struct Child {
 };
 
 }  // namespace
+
+EnvVars sim_environment(const Scenario& sc, const LaunchOptions& opt) {
+  EnvVars set;
+  if (!opt.sim) return set;
+  const char* old = std::getenv("LD_LIBRARY_PATH");
+  set.emplace_back("LD_LIBRARY_PATH", opt.sim_dir + (old && *old ? std::string(":") + old : ""));
+  if (!sc.gpu.empty()) set.emplace_back("SIMGPU_CONFIG", simgpu_config(sc));
+  if (!opt.truth_dir.empty()) set.emplace_back("SIMGPU_TRUTH", opt.truth_dir);
+  return set;
+}
+
+std::vector<std::string> environment_with(const EnvVars& set) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    bool replaced = false;
+    for (const auto& kv : set) replaced = replaced || starts_with_key(*e, kv.first);
+    if (!replaced) env.emplace_back(*e);
+  }
+  for (const auto& kv : set) env.push_back(kv.first + "=" + kv.second);
+  return env;
+}
+
+std::vector<char*> c_strings(std::vector<std::string>& v) {
+  std::vector<char*> out;
+  for (auto& s : v) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
 
 int launch_ranks(const Scenario& sc, const LaunchOptions& opt) {
   // Private directory for this run's rendezvous files: mkdtemp makes it 0700 and unique.

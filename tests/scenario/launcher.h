@@ -26,6 +26,17 @@ struct LaunchOptions {
   std::map<int, std::vector<std::pair<std::string, std::string>>> rank_env;
 };
 
+using EnvVars = std::vector<std::pair<std::string, std::string>>;
+
+// With opt.sim, what puts a rank on the simulator: the simulator folder first in
+// LD_LIBRARY_PATH, SIMGPU_CONFIG from the scenario's `gpu` object, SIMGPU_TRUTH; else none.
+EnvVars sim_environment(const Scenario& sc, const LaunchOptions& opt);
+
+// This process's environment with `set` replacing (or adding) those variables, as execve
+// takes it once passed through c_strings (which points into `v`: keep it alive).
+std::vector<std::string> environment_with(const EnvVars& set);
+std::vector<char*> c_strings(std::vector<std::string>& v);
+
 // Returns 0 when every rank exited 0, 1 otherwise (after one line per failed rank on
 // stderr and stopping the others).
 int launch_ranks(const Scenario& sc, const LaunchOptions& opt);

@@ -1,15 +1,18 @@
 // gpuwatch-scenario: plays a training-loop scenario (docs/scenarios.md) with one process per
-// rank, on a real GPU or, with --sim, on the simulated GPU of tests/sim.
+// rank, on a real GPU or, with --sim, on the simulated GPU of tests/sim. With --from-launcher
+// it plays the one rank that mpirun or srun started it as (external_launcher.h).
 //
 // This process parses and validates the scenario and supervises the ranks; it never calls
 // CUDA (it does not even link the runtime), so a profiler preloaded into it sees nothing.
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 
+#include "external_launcher.h"
 #include "launcher.h"
 #include "scenario_model.h"
 
@@ -43,6 +46,14 @@ int main(int argc, char** argv) {
   app.add_option("--rank-env", rank_env,
                  "R:NAME=VALUE: set NAME for rank R only (repeatable), e.g. to play the ranks "
                  "of several hosts on one machine (GPUWATCH_HOST, GPUWATCH_COLLECTOR, LOCAL_RANK)");
+  bool from_launcher = false;
+  std::string run_dir;
+  app.add_flag("--from-launcher", from_launcher,
+               "Play the one rank an external launcher (mpirun, srun) started this process as: rank and "
+               "world size from its variables; needs --run-dir");
+  app.add_option("--run-dir", run_dir,
+                 "With --from-launcher: a directory all ranks can reach (default $TMPDIR or /tmp), where rank 0 "
+                 "leaves NCCL's unique id for the others in a folder named after the launch");
   app.add_option("scenario", scenario_path, "Scenario file (JSON)")->required();
   try {
     app.parse(argc, argv);
@@ -50,6 +61,11 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
 
+  if (from_launcher ? (!rank_env.empty() || timeout_s > 0) : !run_dir.empty()) {
+    std::fprintf(stderr, "gpuwatch-scenario: --run-dir goes with --from-launcher, which takes neither --rank-env "
+                         "nor --timeout (the launcher starts and stops the ranks)\n");
+    return 2;
+  }
   Scenario sc;
   try {
     sc = load_scenario(scenario_path);
@@ -100,6 +116,20 @@ int main(int argc, char** argv) {
       return 2;
     }
     opt.truth_dir = fs::canonical(truth_dir).string();
+  }
+  if (from_launcher) {
+    if (run_dir.empty()) {
+      const char* tmp = std::getenv("TMPDIR");
+      run_dir = tmp && *tmp ? tmp : "/tmp";
+    }
+    const std::string dir = launched_run_dir(fs::absolute(run_dir).string());
+    std::error_code ec;
+    fs::create_directories(dir, ec);  // every rank tries: the first makes it
+    if (ec) {
+      std::fprintf(stderr, "gpuwatch-scenario: --run-dir: %s: %s\n", dir.c_str(), ec.message().c_str());
+      return 2;
+    }
+    return exec_launched_rank(sc, opt, dir);
   }
   return launch_ranks(sc, opt);
 }

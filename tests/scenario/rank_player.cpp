@@ -131,6 +131,9 @@ void Player::setup() {
     std::memcpy(&id, blob.data(), sizeof id);
   }
   check(ncclCommInitRank(&comm_, opt_.world_size, id, opt_.rank), "ncclCommInitRank");
+  // Init returns once every rank has joined, so every rank has read the id: rank 0 takes it
+  // and its directory away (a launcher-started run has no parent to do it).
+  if (opt_.rank == 0 && opt_.world_size > 1) unpublish_blob(opt_.run_dir, "nccl-unique-id");
   split_groups();
   truth_.set("setup_s", seconds_between(t0, Clock::now()));
 }

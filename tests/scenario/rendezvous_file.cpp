@@ -34,6 +34,11 @@ void publish_blob(const std::string& dir, const std::string& name, const void* d
     throw std::runtime_error("cannot rename " + tmp_path + ": " + std::strerror(errno));
 }
 
+void unpublish_blob(const std::string& dir, const std::string& name) {
+  ::unlink((dir + "/" + name).c_str());
+  ::rmdir(dir.c_str());
+}
+
 std::vector<char> wait_blob(const std::string& dir, const std::string& name, size_t size, double timeout_s) {
   const std::string path = dir + "/" + name;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);

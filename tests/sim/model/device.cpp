@@ -368,7 +368,10 @@ uint64_t Model::busy_ns_until(uint64_t now) {
 void Model::write_truth() {
   const char* dir = std::getenv("SIMGPU_TRUTH");
   if (!dir || !*dir) return;
-  const char* rank_env = std::getenv("RANK");
+  // SIMGPU_RANK first: a rank started by mpirun or srun has no RANK, and setting one would
+  // change which launcher variables the profiler under test names the rank from.
+  const char* rank_env = std::getenv("SIMGPU_RANK");
+  if (!rank_env || !*rank_env) rank_env = std::getenv("RANK");
   int rank = rank_env ? std::atoi(rank_env) : 0;
   std::lock_guard<std::mutex> lk(mu_);
   if (!truth_.write(dir, rank))
