@@ -67,7 +67,7 @@ TEST_CASE("collector: a recv kernel with no compute beside it is pipeline bubble
   CHECK(f.grouped_calls == 0);
 }
 
-TEST_CASE("collector: recv time while compute runs is not bubble; grouped recvs are counted apart") {
+TEST_CASE("collector: recv time while compute runs is not bubble, grouped recvs are counted apart") {
   col::PipelineCounter p;
   p.OnHostCall(P2p(wire::NCCL_RECV, 0, 5 * kUs, 1, 100 * kUs));
   const col::ApiSpan launch{1 * kUs, 2 * kUs};
