@@ -61,6 +61,13 @@ const Rule kRules[] = {
      "runs them all (torch.cuda.graphs, torch.compile(mode=\"reduce-overhead\")); larger "
      "batch; fused kernels (torch.compile)",
      LaunchBound},
+    {"small_collectives", "many small collectives (latency-bound)",
+     "fewer, larger collectives: raise DDP's bucket_cap_mb (default 25) so gradients go in "
+     "larger buckets; accumulate gradients over micro-batches inside model.no_sync() so the "
+     "all-reduce runs once per optimizer step; FSDP: wrap larger units (auto_wrap_policy "
+     "min_num_params), keep forward_prefetch/backward_prefetch on; coalesce small tensors "
+     "(torch.distributed all_reduce_coalesced)",
+     SmallCollectives},
     {"communication", "communication not hidden by compute",
      "overlap gradients' all-reduce with backward (DDP bucket_cap_mb, gradient_as_bucket_"
      "view); fewer, larger collectives; check NCCL uses NVLink/IB, not sockets",
@@ -97,6 +104,12 @@ const Rule kRules[] = {
     {"straggler", "a straggler rank",
      "find what makes that rank slower: its host work (data loading), its GPU (clocks, "
      "thermal), or uneven work per rank",
+     nullptr},
+    {"pipeline_bubble", "pipeline stages waiting for each other",
+     "balance layers across pipeline stages (move layers off the slow stage); more "
+     "micro-batches per step (the bubble shrinks as (stages-1)/(micro-batches+stages-1)); an "
+     "interleaved schedule with virtual pipeline stages (Megatron-LM "
+     "--num-layers-per-virtual-pipeline-stage)",
      nullptr},
 };
 
@@ -287,20 +300,24 @@ std::optional<Finding> LaunchBound(const RankContext& c, const std::vector<Findi
   return l;
 }
 
-std::optional<Finding> Communication(const RankContext& c, const std::vector<Finding>&) {
+std::optional<Finding> Communication(const RankContext& c, const std::vector<Finding>& found) {
   if (!c.r.cupti()) return std::nullopt;
-  const double comm = S(c.dev.ExposedComm()) * c.scale;
+  const double exposed = S(c.dev.ExposedComm()) * c.scale;
+  // What small_collectives and the pipeline bubble explain is their loss, not this one's.
+  const double explained = std::min(exposed, ExplainedCommS(c, found));
+  const double comm = exposed - explained;
   const CollectiveFigures::Op t = c.r.collectives.Total();
   const double busbw = t.timed.ns ? t.bus_bytes / t.timed.ns : 0.0;
   Finding f = MakeFinding("communication", comm, c.fig_base);
-  f.evidence = {{"exposed_comm_s", comm},
-                {"per_step_ms", c.PerStepMs(comm)},
+  f.evidence = {{"exposed_comm_s", exposed},
+                {"explained_by_other_findings_s", explained},
+                {"per_step_ms", c.PerStepMs(exposed)},
                 {"comm_kernels_s", S(c.r.gpu.run.comm)},
                 {"collectives", t.count},
                 {"bytes", t.bytes},
                 {"busbw_gbps", busbw}};
   AddCoverage(c, f);
-  f.summary = Printf("collectives run %s with no compute alongside (busbw %.1f GB/s)", c.Per(comm).c_str(), busbw);
+  f.summary = Printf("collectives run %s with no compute alongside (busbw %.1f GB/s)", c.Per(exposed).c_str(), busbw);
   return f;
 }
 
@@ -488,6 +505,7 @@ std::vector<Finding> JobFindings(const RankList& ranks) {
   std::vector<std::vector<Finding>> per(R);
   for (size_t i = 0; i < R; ++i) per[i] = ranks[i].findings;
   if (auto s = StragglerFinding(ranks, base, per)) out.push_back(std::move(*s));
+  if (auto p = PipelineBubbleFinding(ranks, base)) out.push_back(std::move(*p));
 
   std::map<std::string, std::vector<double>> lost;
   std::map<std::string, Finding> best;

@@ -75,6 +75,14 @@ std::optional<Finding> MixedPrecision(const RankContext& c, const std::vector<Fi
 void AddHostFrames(const HostFramesFigures& hf, Finding& f);
 std::string HostOverheadFix(const HostFramesFigures& hf);
 
+// findings_parallel.cpp. small_collectives: collectives under kSmallCollectiveBytes, the
+// latency their number costs; pipeline_bubble (job level): the slow pipeline stage, its ranks
+// in `ranks`, time lost the ranks' mean bubble; the exposed communication those two explain
+// (taken out of `communication`).
+std::optional<Finding> SmallCollectives(const RankContext& c, const std::vector<Finding>& found);
+std::optional<Finding> PipelineBubbleFinding(const RankList& ranks, double base);
+double ExplainedCommS(const RankContext& c, const std::vector<Finding>& found);
+
 // "GPU busy 41% of the time. Biggest loss: data loading, 6.1 ms per step (47%) ..."
 std::string Verdict(const RankList& ranks, const std::vector<Finding>& f);
 // Median over ranks of their step counts (the job's steps).

@@ -17,6 +17,8 @@ JobResult MergeRanks(const RankList& ranks) {
     j.sync.Merge(r.sync);
     j.copies.Merge(r.copies);
     j.collectives.Merge(r.collectives);
+    j.coll_sizes.Merge(r.coll_sizes);
+    j.pipeline.Merge(r.pipeline);
     j.launches.Merge(r.launches);
     j.graphs.Merge(r.graphs);
     j.api_calls.Merge(r.api_calls);
@@ -34,6 +36,7 @@ JobResult MergeRanks(const RankList& ranks) {
   j.steps_count = Percentile(counts, 0.5);
   std::sort(medians.begin(), medians.end());
   j.steps_median_s = medians.empty() ? 0.0 : medians[medians.size() / 2];
+  j.pipeline_links = MatchPipeline(ranks);
   j.findings = JobFindings(ranks);
   j.verdict = Verdict(ranks, j.findings);
   return j;

@@ -17,6 +17,9 @@ struct JobResult {
   SyncFigures sync;
   CopyFigures copies;
   CollectiveFigures collectives;
+  CollectiveSizeFigures coll_sizes;
+  PipelineFigures pipeline;  // sums; links per rank
+  JobPipeline pipeline_links;  // sends matched with recvs across ranks, stages
   LaunchFigures launches;
   GraphFigures graphs;
   ApiCallFigures api_calls;

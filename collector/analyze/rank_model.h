@@ -8,6 +8,7 @@
 
 #include "analyze/api_calls.h"
 #include "analyze/call_sites.h"
+#include "analyze/collective_sizes.h"
 #include "analyze/collectives.h"
 #include "analyze/copies.h"
 #include "analyze/device_state.h"
@@ -17,6 +18,7 @@
 #include "analyze/input_io.h"
 #include "analyze/launches.h"
 #include "analyze/memory.h"
+#include "analyze/pipeline.h"
 #include "analyze/rank_result.h"
 #include "analyze/step_figures.h"
 #include "analyze/sync.h"
@@ -53,6 +55,8 @@ class RankModel {
   SyncCounter sync_;
   CopyCounter copies_;
   CollectiveCounter collectives_;
+  CollectiveSizeCounter coll_sizes_;
+  PipelineCounter pipeline_;
   LaunchCounter launches_;
   GpuCounter gpu_;
   GraphCounter graphs_;

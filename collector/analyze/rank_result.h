@@ -10,6 +10,7 @@
 
 #include "analyze/api_calls.h"
 #include "analyze/call_sites.h"
+#include "analyze/collective_sizes.h"
 #include "analyze/collectives.h"
 #include "analyze/copies.h"
 #include "analyze/device_state.h"
@@ -20,6 +21,7 @@
 #include "analyze/input_io.h"
 #include "analyze/launches.h"
 #include "analyze/memory.h"
+#include "analyze/pipeline.h"
 #include "analyze/utilization_shape.h"
 #include "analyze/step_figures.h"
 #include "analyze/sync.h"
@@ -58,6 +60,8 @@ struct RankResult {
   SyncFigures sync;
   CopyFigures copies;
   CollectiveFigures collectives;
+  CollectiveSizeFigures coll_sizes;  // small vs large collectives (small_collectives)
+  PipelineFigures pipeline;          // send/recv per link, the pipeline bubble
   LaunchFigures launches;
   GraphFigures graphs;
   ApiCallFigures api_calls;

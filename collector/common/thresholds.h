@@ -95,6 +95,28 @@ inline constexpr double kStragglerMinWaitShare = 0.05;
 // Collective calls kept per rank for matching across ranks: the first ones (32 B each).
 inline constexpr uint64_t kMaxCollCalls = 1 << 13;
 
+// --- Parallel strategies -----------------------------------------------------------------
+// A collective below this size (S, nccl-tests' bytes) is latency-bound: a ring's time is
+// about alpha + S x factor / busbw, and it reaches half its bus bandwidth at S = alpha x busbw,
+// about 20 us x 50 GB/s = 1 MB on NVLink or InfiniBand (nccl-tests' curves flatten from a
+// few MB). A documented constant, not measured per rank: a rank whose collectives are all
+// small has no large call to measure its link's bandwidth with. Inferred.
+inline constexpr uint64_t kSmallCollectiveBytes = 1 << 20;
+// small_collectives needs at least this many small collectives per step (or in all,
+// without steps, this many per second of the run): a few small calls are normal.
+inline constexpr double kSmallCollectivesPerStep = 8;
+// pipeline_bubble: the stage after the slow one waits at least this share of the base time
+// on its recvs beyond what the slow stage itself waited (the recvs' own transfer counts in
+// the bubble: a balanced pipeline shows a few percent). As the straggler's 5%; inferred.
+inline constexpr double kPipelineBubbleMinShare = 0.05;
+// Send/recv calls whose GPU times are kept per link for matching across ranks (8 B each),
+// and links kept per rank.
+inline constexpr uint64_t kMaxP2pCallsKept = 1 << 13;
+inline constexpr uint64_t kMaxP2pLinks = 64;
+// ncclRecv host calls kept for telling recv kernels apart, and how long behind the sweep.
+inline constexpr uint64_t kMaxRecvCallsKept = 1 << 14;
+inline constexpr uint64_t kRecvCallKeepNs = 10'000'000'000;
+
 // --- Findings ----------------------------------------------------------------------------
 // Severity from the share of the rank's stepped time (or active time) a finding costs.
 // High at 20%: the Nsight Systems utilization rule fires under 50% GPU utilization

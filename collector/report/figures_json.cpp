@@ -224,6 +224,8 @@ void AddMeasured(const Figures& f, nlohmann::json& obj) {
   obj["sync"] = SyncJson(f.sync);
   obj["memcpy"] = CopiesJson(f.copies, f.gpu);
   obj["collectives"] = CollectivesJson(f.collectives);
+  obj["small_collectives"] = SmallCollectivesJson(f.coll_sizes);
+  obj["pipeline"] = PipelineJson(f.pipeline);
   obj["kernels"] = LaunchesJson(f.launches);
   obj["graphs"] = GraphsJson(f.graphs);
   obj["api_calls"] = ApiCallsJson(f.api_calls);
@@ -394,6 +396,7 @@ void AddRankFigures(const RankResult& r, nlohmann::json& obj) {
 
 void AddJobFigures(const JobResult& j, nlohmann::json& obj) {
   AddMeasured(j, obj);
+  obj["pipeline"] = JobPipelineJson(j.pipeline, j.pipeline_links);
   obj["overhead"] = JobOverheadJson(j.ranks);
   obj["steps"] = {{"count", j.steps_count}, {"source", j.steps_source}, {"median_ms", Ms(j.steps_median_s)}};
   obj["findings"] = FindingsJson(j.findings);

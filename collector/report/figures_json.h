@@ -30,6 +30,12 @@ nlohmann::json JobOverheadJson(const RankList& ranks);
 // The steps table's per_step_ms (null without steps).
 nlohmann::json PerStepMsJson(const PerStepMean& m);
 
+// figures_parallel.cpp: `pipeline` (a rank's, the job's with its matched links and stages)
+// and `small_collectives`.
+nlohmann::json PipelineJson(const PipelineFigures& p);
+nlohmann::json JobPipelineJson(const PipelineFigures& sums, const JobPipeline& jp);
+nlohmann::json SmallCollectivesJson(const CollectiveSizeFigures& c);
+
 // Every figure section of a rank's object / of the job object.
 void AddRankFigures(const RankResult& r, nlohmann::json& obj);
 void AddJobFigures(const JobResult& j, nlohmann::json& obj);

@@ -73,6 +73,15 @@ void CollectivesText(const CollectiveFigures& c, std::string& out) {
                   static_cast<unsigned long long>(t.no_gpu_time()), t.no_gpu_time() == 1 ? "" : "s");
 }
 
+// A rank's pipeline stage and its bubble (the `pipeline_bubble` class of idle compute);
+// nothing without send/recv.
+void PipelineText(const PipelineFigures& p, std::string& out) {
+  if (!p.any()) return;
+  out += Printf("  pipeline: stage %d of %d, bubble %s (compute idle while a recv ran), %llu recv kernel%s\n",
+                p.stage(), p.stages(), Dur(p.bubble_ns).c_str(), static_cast<unsigned long long>(p.recv_kernels),
+                p.recv_kernels == 1 ? "" : "s");
+}
+
 void LaunchesText(const LaunchFigures& l, std::string& out) {
   out += Printf("  kernel launches (host calls seen): %llu\n", static_cast<unsigned long long>(l.launches));
   for (const auto& [name, n] : l.Top(kTopN))
@@ -228,6 +237,7 @@ void AppendRankText(const RankResult& r, std::string& out) {
   SyncText(r.sync, out);
   CopiesText(r.copies, r.gpu, out);
   CollectivesText(r.collectives, out);
+  PipelineText(r.pipeline, out);
   LaunchesText(r.launches, out);
   GraphsText(r.graphs, out);
   GpuText(r.gpu, out);

@@ -124,7 +124,7 @@ void CheckRank(const sc::Scenario& s, const json& rank, const json& truth, const
   }
 
   // Collectives: counts and bytes from the driver, GPU time from the device truth.
-  for (const char* op : {"allreduce", "allgather", "reducescatter", "broadcast"}) {
+  for (const char* op : {"allreduce", "allgather", "reducescatter", "broadcast", "send", "recv"}) {
     INFO(op);
     const json& got = Sub(Sub(rank, "collectives"), op);
     CHECK(U(got, "count") == U(Sub(ops, op), "count"));
