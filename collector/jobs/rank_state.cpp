@@ -1,6 +1,7 @@
 // See rank_state.h.
 #include "jobs/rank_state.h"
 
+#include "analyze/rank_digest.h"
 #include "trace/rank_trace.h"
 
 namespace gpuwatch::collector {
@@ -36,6 +37,19 @@ void RankState::OnHeartbeat(const wire::Heartbeat& hb, Clock::time_point now) {
   if (heartbeat_.comms_size() > kMaxComms)
     heartbeat_.mutable_comms()->DeleteSubrange(kMaxComms, heartbeat_.comms_size() - kMaxComms);
   heartbeat_at_ = now;
+}
+
+bool RankState::OnDigest(const wire::RankDigest& d, std::string* error) {
+  if (d.format() != kRankDigestFormat) {
+    *error = "rank digest of format " + std::to_string(d.format()) + ", this collector reads " +
+             std::to_string(kRankDigestFormat) + " (collectors of different versions)";
+    return false;
+  }
+  RankResult r;
+  if (!DecodeRankResult(d.result(), &r, error)) return false;
+  ShiftRankResult(r, d.shift_ns());
+  digest_ = std::move(r);
+  return true;
 }
 
 void RankState::set_journal(std::unique_ptr<JournalWriter> j) {
