@@ -296,6 +296,7 @@ void Upstream::KillStream(Stream& s, const std::string& why) {
     // Figures replace each other: a new link later loses nothing (EndBurst links it).
     s.link = std::make_unique<OutLink>(epoll_fd_, opt_.queue_bytes);
     s.relink = true;
+    s.relink_at = Clock::now() + opt_.retry;
     Say(Name() + ": lost the root collector (" + why +
         "): its ranks' figures go up again once it is back; carrying on locally");
     return;
@@ -362,6 +363,11 @@ void Upstream::Tick() {
     if (!s.relay && s.have_hello && !s.dead && !s.local_closed && now >= s.next_digest &&
         s.link->queued() == 0)
       SendDigest(s, false);
+    // A stream that lost its link while the root still answers probes (a connect that
+    // timed out, say): again after `retry`. With the clock down, EndBurst links it.
+    if (s.relink && !s.dead && s.link->state() == OutLink::State::kIdle && now >= s.relink_at &&
+        clock_link_ && clock_link_->open() && estimator_.estimate())
+      LinkStream(id, s);
   }
   const bool clock_alive = clock_link_ && clock_link_->state() != OutLink::State::kClosed;
   if (clock_alive && clock_link_->state() == OutLink::State::kConnecting && now >= connect_deadline_) {
@@ -392,6 +398,7 @@ Clock::time_point Upstream::NextWake() const {
   for (const auto& [id, s] : streams_) {
     if (s.link->state() == OutLink::State::kConnecting) next = std::min(next, s.connect_by);
     if (!s.relay && s.have_hello && !s.dead && !s.local_closed) next = std::min(next, s.next_digest);
+    if (s.relink && !s.dead && clock_link_ && clock_link_->open()) next = std::min(next, s.relink_at);
   }
   if (!clock_link_ || clock_link_->state() == OutLink::State::kClosed) {
     if (!refused_) next = std::min(next, next_retry_);

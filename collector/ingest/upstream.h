@@ -114,6 +114,7 @@ class Upstream {
     bool relay = false;      // every frame goes up unchanged (raw, or a rank already digested)
     Clock::time_point next_digest{};
     bool relink = false;     // lost its link: a new one sends Hello and the latest figures
+    Clock::time_point relink_at{};  // while the clock connection is up (else: EndBurst)
     std::string goodbye;     // the rank's Goodbye as sent up, for a new link
 
     uint64_t dropped = 0;    // frames not forwarded
