@@ -73,8 +73,7 @@ std::string FormatStatus(const LiveSnapshot& now, const LiveSnapshot* prev, doub
   else std::snprintf(head, sizeof head, "gpuwatch %02ld:%02ld", t / 60, t % 60);
   std::string line = head;
   line += "  ranks " + std::to_string(now.ranks_connected);
-  if (now.ranks.size() != static_cast<size_t>(now.ranks_connected))
-    line += "/" + std::to_string(now.ranks.size());
+  if (now.ranks_total != now.ranks_connected) line += "/" + std::to_string(now.ranks_total);
   const double dt =
       prev ? std::chrono::duration<double>(now.at - prev->at).count() : 0.0;
   if (prev && dt > 0 && now.events >= prev->events)

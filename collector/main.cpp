@@ -140,7 +140,20 @@ int CollectorMain(int argc, char** argv) {
   app.add_option("--upstream", upstream,
                  "Also forward every rank to a root collector (multi-host): tcp://HOST:PORT "
                  "of a collector started with --listen-tcp and the same job token. This "
-                 "collector still writes its own summary; the root writes the job-wide one");
+                 "collector still writes its own summary and trace; the root writes the job-wide "
+                 "summary from the figures each host sends (its ranks' results, not their events)");
+  bool upstream_raw = false;
+  app.add_flag("--upstream-raw", upstream_raw,
+               "With --upstream: forward every frame of the ranks unchanged and let the root "
+               "interpret them (its trace then has every rank; tens of hosts at most)");
+  int digest_ms = 5000;
+  app.add_option("--upstream-digest-ms", digest_ms,
+                 "With --upstream: send each running rank's figures this often (and once at its end)")
+      ->check(CLI::Range(100, 3600000));
+  int retry_ms = 5000;
+  app.add_option("--upstream-retry-ms", retry_ms,
+                 "With --upstream: how often to try the upstream collector again once it is lost")
+      ->check(CLI::Range(100, 3600000));
   TraceOptions trace;
   std::string trace_env_error;
   TraceOptionsFromEnv(&trace, &trace_env_error);
@@ -208,6 +221,10 @@ int CollectorMain(int argc, char** argv) {
     // A host collector sees only its host's ranks: waiting for world_size would only delay
     // its own summary (the root waits for everyone).
     if (wait_ranks_opt->count() == 0) wait_ranks_ms = 0;
+    up->raw = upstream_raw;
+    up->digest_every = std::chrono::milliseconds(digest_ms);
+    up->retry = std::chrono::milliseconds(retry_ms);
+    up->trace_dir = out_dir;
   }
 
   JobTable jobs(JobTiming{std::chrono::milliseconds(linger_ms),

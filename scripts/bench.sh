@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${GPUWATCH_BUILD:-$PWD/build}
-cmake --build "$B" -j"$(nproc)" --target hook_bench ingest_bench maxrss gpuwatch gpuwatch-collector gpuwatch-scenario e2e_tests >/dev/null
+cmake --build "$B" -j"$(nproc)" --target hook_bench ingest_bench scale_bench maxrss gpuwatch gpuwatch-collector gpuwatch-scenario e2e_tests >/dev/null
 LIB=$B/lib/libgpuwatch.so
 W=$(mktemp -d /tmp/gpuwatch-bench.XXXXXX)
 trap 'rm -rf "$W"' EXIT
@@ -104,3 +104,19 @@ cpu=$(echo "$j" | grep -o '"collector_cpu_s": [0-9.]*' | grep -o '[0-9.]*$')
 failed=$(echo "$j" | grep -o '"failed_senders": [0-9]*' | grep -o '[0-9]*$')
 row "64 ranks: collector CPU-s per 1.28M records" "$cpu s" "failed senders: $failed"
 row "  => CPU-s per rank-hour at 50k events/s" "$(awk -v c="$cpu" 'BEGIN{printf "%.1f", c/1280000*50000*3600}')" "(extrapolated)"
+
+# 8. Several hosts (tests/bench/scale_bench.cpp): GPUWATCH_SCALE_HOSTS host collectors x 8
+# synthetic ranks over loopback TCP into one root, 10 s of job, at two call rates per rank.
+# The hosts send their ranks' figures (the default): the root's cost must not follow the rate.
+H=${GPUWATCH_SCALE_HOSTS:-64}
+scale() {  # $1: calls per rank per second; [$2: raw]; prints the JSON line
+  rm -rf "$W/scale"; mkdir -p "$W/scale"
+  "$B/bin/scale_bench" "$B/bin/gpuwatch-collector" "$W/scale" "$H" 8 10 "$@" 2>/dev/null | tail -1
+}
+for rate in 200 2000; do
+  j=$(scale $rate)
+  row "$H hosts x 8 ranks, $rate calls/s/rank: root CPU per job-s" "$(echo "$j" | field root_cpu_per_job_s)" \
+    "flat in the rate; root max RSS $(echo "$j" | field root_max_rss_kib) KiB"
+  row "  bytes upstream per rank per second" "$(echo "$j" | field bytes_up_per_rank_s)" \
+    "bounded; job end to root summary $(echo "$j" | field end_to_summary_s) s, $(echo "$j" | field ranks_in_summary) ranks"
+done

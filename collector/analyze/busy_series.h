@@ -12,6 +12,8 @@
 
 namespace gpuwatch::collector {
 
+struct DigestAccess;  // analyze/rank_digest.cpp: carries the state upstream
+
 class BusySeries {
  public:
   static constexpr uint64_t kFirstWindowNs = 10'000'000;
@@ -49,6 +51,7 @@ class BusySeries {
   }
 
  private:
+  friend struct DigestAccess;
   void Coarsen() {
     for (size_t i = 0; i < kMaxWindows / 2; ++i) busy_[i] = busy_[2 * i] + busy_[2 * i + 1];
     std::fill(busy_.begin() + kMaxWindows / 2, busy_.end(), 0);

@@ -16,6 +16,8 @@ namespace gpuwatch::collector {
 
 // Reserved bytes over time, for the report: the highest reserved level in each window.
 // Windows start 10 ms wide and double when the run outgrows kMaxWindows (as BusySeries).
+struct DigestAccess;  // analyze/rank_digest.cpp: carries the state upstream
+
 class PeakSeries {
  public:
   static constexpr uint64_t kFirstWindowNs = 10'000'000;
@@ -29,6 +31,7 @@ class PeakSeries {
   uint64_t Peak(size_t i) const { return peak_[i]; }
 
  private:
+  friend struct DigestAccess;
   void Coarsen();
   std::array<uint64_t, kMaxWindows> peak_{};
   uint64_t origin_ = 0, last_ = 0, width_ = kFirstWindowNs, level_ = 0;

@@ -11,6 +11,8 @@
 
 namespace gpuwatch::collector {
 
+struct DigestAccess;  // analyze/rank_digest.cpp: carries the state upstream
+
 class LogHistogram {
  public:
   static constexpr double kGrowth = 1.02;
@@ -49,6 +51,7 @@ class LogHistogram {
   }
 
  private:
+  friend struct DigestAccess;
   static size_t Index(uint64_t v) {
     if (v == 0) return 0;
     static const double kInvLog = 1.0 / std::log(kGrowth);

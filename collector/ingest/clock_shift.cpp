@@ -53,6 +53,13 @@ void ShiftFrame(wire::Frame& frame, int64_t delta) {
       for (wire::InFlight& f : *hb.mutable_inside()) f.set_since_ns(ShiftNs(f.since_ns(), delta));
       break;
     }
+    case wire::Frame::kRankDigest: {
+      // Its times are inside the encoded figures: the shift travels with it and is applied
+      // where it is decoded (ShiftRankResult).
+      wire::RankDigest& d = *frame.mutable_rank_digest();
+      d.set_shift_ns(d.shift_ns() + delta);
+      break;
+    }
     default: break;
   }
 }

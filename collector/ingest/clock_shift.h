@@ -19,7 +19,8 @@ void ShiftHello(wire::Hello& hello, int64_t delta);
 
 // Shifts every timestamp of `frame` by `delta` ns: Hello.start_ns; Batch events' t_ns,
 // activities' start/end, proc samples' t_ns; Goodbye.end_ns; Heartbeat.now_ns and its
-// in-flight calls' since_ns. Durations are left alone. ClockProbes are not rank times and
+// in-flight calls' since_ns; a RankDigest's shift_ns
+// (its times are applied when decoded, analyze/rank_digest.h). Durations are left alone. ClockProbes are not rank times and
 // are left alone too.
 void ShiftFrame(wire::Frame& frame, int64_t delta);
 

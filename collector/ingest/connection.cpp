@@ -113,6 +113,11 @@ bool Connection::OnFrame(wire::Frame& frame, std::string_view raw, Clock::time_p
         said_goodbye_ = true;
         break;
       case wire::Frame::kHeartbeat: rank_->OnHeartbeat(frame.heartbeat(), now); break;
+      case wire::Frame::kRankDigest: {
+        std::string error;
+        if (!rank_->OnDigest(frame.rank_digest(), &error)) return Fail(error);
+        break;
+      }
       default: break;  // a body this collector does not know: skip, stay compatible
     }
   }
@@ -176,8 +181,10 @@ void Connection::Close(Clock::time_point now) {
   if (closed_) return;
   closed_ = true;
   FlushJournal();
-  if (sink_) sink_->OnClose();
+  // The rank first: its last connection's close interprets what it held, and an
+  // aggregating upstream (Upstream::OnStreamClose) sends the figures that gives.
   if (rank_) jobs_.Detach(job_id_, rank_, said_goodbye_, now);
+  if (sink_) sink_->OnClose();
 }
 
 }  // namespace gpuwatch::collector

@@ -30,6 +30,9 @@ class RankSink {
   virtual void OnBatch(const wire::Batch& batch) = 0;
   virtual void OnGoodbye(const wire::Goodbye& goodbye) = 0;
   virtual void OnHeartbeat(const wire::Heartbeat& heartbeat, Clock::time_point now) = 0;
+  // A host collector's figures of this rank (Hello.upstream_digests): they replace the
+  // previous ones. False with `error` when they cannot be read (the connection is dropped).
+  virtual bool OnDigest(const wire::RankDigest& digest, std::string* error) = 0;
   // The rank's journal while a connection of it is open (null when journaling is off or
   // could not start), and what happened to it.
   virtual JournalWriter* journal() const = 0;

@@ -153,8 +153,8 @@ void Upstream::EndBurst() {
   const auto est = estimator_.estimate();
   if (!est) return;
   if (first)
-    spdlog::info("{}: forwarding every rank; root clock {} ms \u00b1 {} from this host's (best of {} probes)",
-                 Name(), Printf("%+.3f", est->offset_ns / 1e6), FmtDuration(est->rtt_ns / 2e9), n);
+    spdlog::info("{}: forwarding every rank ({}); root clock {} ms \u00b1 {} from this host's (best of {} probes)",
+                 Name(), opt_.raw ? "every frame" : "their figures", Printf("%+.3f", est->offset_ns / 1e6), FmtDuration(est->rtt_ns / 2e9), n);
   said_down_ = false;
   for (auto& [id, s] : streams_)
     if (!s.dead && s.have_hello && s.link->state() == OutLink::State::kIdle) LinkStream(id, s);
@@ -199,6 +199,10 @@ void Upstream::LinkStream(uint64_t id, Stream& s) {
   h.set_clock_offset_ns(h.clock_offset_ns() + est.offset_ns);
   h.set_clock_rtt_ns(h.clock_rtt_ns() + est.rtt_ns);
   if (h.via_collector().empty()) h.set_via_collector(opt_.via);
+  if (!s.relay) {
+    h.set_upstream_digests(true);
+    h.set_trace_at(opt_.via + ":" + (opt_.trace_dir.empty() ? h.out_dir() : opt_.trace_dir));
+  }
   ShiftHello(h, opt_.test_skew_ns);
   std::string bytes;
   wire::AppendFrame(f, bytes);
@@ -209,6 +213,11 @@ void Upstream::LinkStream(uint64_t id, Stream& s) {
   }
   fds_[s.link->fd()] = id;
   s.connect_by = Clock::now() + opt_.timeout;
+  if (s.relink) {  // again after a lost link: what the new peer has not seen
+    s.relink = false;
+    SendDigest(s, s.local_closed);
+    if (!s.goodbye.empty() && !s.link->Send(s.goodbye)) Drop(s);
+  }
 }
 
 void Upstream::OnStreamFrame(uint64_t id, const wire::Frame& frame, std::string_view raw) {
@@ -223,8 +232,19 @@ void Upstream::OnStreamFrame(uint64_t id, const wire::Frame& frame, std::string_
   if (frame.body_case() == wire::Frame::kHello) {
     s.hello = frame.hello();
     s.have_hello = true;
+    s.relay = opt_.raw || s.hello.upstream_digests() || !opt_.digest_of;
+    s.next_digest = Clock::now() + opt_.digest_every;
     if (estimator_.estimate()) LinkStream(id, s);
     return;
+  }
+  if (!s.relay && frame.body_case() == wire::Frame::kBatch) {
+    ++batches_aggregated_;  // in the figures the digests carry
+    return;
+  }
+  if (!s.relay && frame.body_case() == wire::Frame::kGoodbye) {
+    wire::Frame shifted = frame;
+    ShiftFrame(shifted, opt_.test_skew_ns);
+    wire::AppendFrame(shifted, s.goodbye);
   }
   bool queued;
   if (opt_.test_skew_ns == 0) {
@@ -237,6 +257,25 @@ void Upstream::OnStreamFrame(uint64_t id, const wire::Frame& frame, std::string_
     queued = s.link->Send(bytes);
   }
   if (!queued) Drop(s);
+}
+
+void Upstream::SendDigest(Stream& s, bool final) {
+  std::optional<wire::RankDigest> d = opt_.digest_of(s.hello);
+  if (!d) return;
+  const auto now = Clock::now();
+  wire::Frame f;
+  *f.mutable_rank_digest() = std::move(*d);
+  f.mutable_rank_digest()->set_final(final);
+  if (opt_.test_skew_ns != 0) ShiftFrame(f, opt_.test_skew_ns);
+  std::string bytes;
+  wire::AppendFrame(f, bytes);
+  // The next one no sooner than the byte budget allows: a rank with many steps (a large
+  // digest) is updated less often, never sends more.
+  const auto budget = std::chrono::milliseconds(
+      static_cast<int64_t>(1000.0 * static_cast<double>(bytes.size()) / static_cast<double>(opt_.digest_bytes_per_s)));
+  s.next_digest = now + std::max<Clock::duration>(opt_.digest_every, budget);
+  if (s.link->Send(bytes)) ++digests_sent_;
+  else Drop(s);
 }
 
 void Upstream::Drop(Stream& s) {
@@ -253,6 +292,15 @@ void Upstream::KillStream(Stream& s, const std::string& why) {
   if (s.link->fd() >= 0) fds_.erase(s.link->fd());
   const bool had_root = s.link->state() != OutLink::State::kIdle;
   s.link->Close(why);
+  if (had_root && !s.relay && s.have_hello && !refused_) {
+    // Figures replace each other: a new link later loses nothing (EndBurst links it).
+    s.link = std::make_unique<OutLink>(epoll_fd_, opt_.queue_bytes);
+    s.relink = true;
+    s.relink_at = Clock::now() + opt_.retry;
+    Say(Name() + ": lost the root collector (" + why +
+        "): its ranks' figures go up again once it is back; carrying on locally");
+    return;
+  }
   s.dead = true;
   if (had_root)
     Say(Name() + ": lost the root collector (" + why +
@@ -262,7 +310,10 @@ void Upstream::KillStream(Stream& s, const std::string& why) {
 void Upstream::OnStreamClose(uint64_t id) {
   auto it = streams_.find(id);
   if (it == streams_.end()) return;
-  it->second.local_closed = true;
+  Stream& s = it->second;
+  // The rank's figures once it has ended here (Connection::Close detached it first).
+  if (!s.relay && s.have_hello && !s.dead) SendDigest(s, true);
+  s.local_closed = true;
   RetireFinished();
 }
 
@@ -304,9 +355,20 @@ void Upstream::OnEvent(int fd, uint32_t events) {
 void Upstream::Tick() {
   if (!started_) return;
   const auto now = Clock::now();
-  for (auto& [id, s] : streams_)
+  for (auto& [id, s] : streams_) {
     if (s.link->state() == OutLink::State::kConnecting && now >= s.connect_by)
       KillStream(s, "connect timed out");
+    // A running rank's figures, while the previous ones have left (no pile-up behind a
+    // slow root).
+    if (!s.relay && s.have_hello && !s.dead && !s.local_closed && now >= s.next_digest &&
+        s.link->queued() == 0)
+      SendDigest(s, false);
+    // A stream that lost its link while the root still answers probes (a connect that
+    // timed out, say): again after `retry`. With the clock down, EndBurst links it.
+    if (s.relink && !s.dead && s.link->state() == OutLink::State::kIdle && now >= s.relink_at &&
+        clock_link_ && clock_link_->open() && estimator_.estimate())
+      LinkStream(id, s);
+  }
   const bool clock_alive = clock_link_ && clock_link_->state() != OutLink::State::kClosed;
   if (clock_alive && clock_link_->state() == OutLink::State::kConnecting && now >= connect_deadline_) {
     fds_.erase(clock_link_->fd());
@@ -333,8 +395,11 @@ void Upstream::Tick() {
 Clock::time_point Upstream::NextWake() const {
   auto next = Clock::time_point::max();
   if (!started_) return next;
-  for (const auto& [id, s] : streams_)
+  for (const auto& [id, s] : streams_) {
     if (s.link->state() == OutLink::State::kConnecting) next = std::min(next, s.connect_by);
+    if (!s.relay && s.have_hello && !s.dead && !s.local_closed) next = std::min(next, s.next_digest);
+    if (s.relink && !s.dead && clock_link_ && clock_link_->open()) next = std::min(next, s.relink_at);
+  }
   if (!clock_link_ || clock_link_->state() == OutLink::State::kClosed) {
     if (!refused_) next = std::min(next, next_retry_);
   } else if (clock_link_->state() == OutLink::State::kConnecting) {

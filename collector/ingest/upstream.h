@@ -1,5 +1,22 @@
-// --upstream tcp://HOST:PORT: a host collector also forwards every local rank to a root
-// collector, which writes the job-wide summary and trace (issue #9, multi-host).
+// --upstream tcp://HOST:PORT: a host collector also sends every local rank to a root
+// collector, which writes the job-wide summary (issue #9, multi-host; #21, at scale).
+//
+// - What goes up (issue #21): by default the rank's figures, not its events. The host
+//   collector interprets and analyzes its ranks as without --upstream; per rank it sends
+//   the Hello (marked upstream_digests, with where the trace is), the heartbeats and the
+//   Goodbye as the rank sent them (hang detection and the rank's end), and a RankDigest
+//   (its RankResult: analyze/rank_digest.h) every `digest_every` while the rank runs and
+//   once more when its last connection closes. The Batches stay here: what goes up per
+//   rank is bounded by the digest's size and rate, whatever the rank's launch rate.
+//   With `raw` (--upstream-raw) every frame goes up unchanged, as before #21, and the
+//   root interprets everything. A rank that arrives already as digests (this collector is
+//   an intermediate of a tree) goes up unchanged either way: the root needs each rank's
+//   own figures (summary.json's ranks[]), so digests are relayed, never merged on the way.
+// - A lost root (or intermediate): a rank sent as figures loses nothing, as each digest
+//   replaces the one before. Its stream waits for the clock connection to come back (tried
+//   every `retry`), then connects again with the Hello, the latest figures and, if the
+//   rank has ended, its Goodbye. A rank forwarded raw cannot be resumed (its events in
+//   between are gone): it stays local, as before.
 //
 // - Clock: one connection of its own sends bursts of ClockProbes (the first carries the
 //   job token) and keeps the best of each burst (clock/clock_estimate.h). One estimate per
@@ -20,6 +37,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -45,6 +63,16 @@ struct UpstreamOptions {
   // GPUWATCH_TEST_CLOCK_SKEW_NS (tests only): act as if this host's clock were ahead by
   // this much: added to the clock read for probes and to every time forwarded.
   int64_t test_skew_ns = 0;
+  // Forward every frame unchanged (--upstream-raw) instead of the ranks' figures.
+  bool raw = false;
+  // The figures of the local rank that said `hello` (result and format set), as the layer
+  // that holds them computes them; nullopt when it has none. Set unless `raw`.
+  std::function<std::optional<wire::RankDigest>(const wire::Hello& hello)> digest_of;
+  std::chrono::milliseconds digest_every{5000};
+  // A running rank's digests take at most this many bytes a second (a large one waits
+  // longer for the next); the final one always goes.
+  size_t digest_bytes_per_s = 32 * 1024;
+  std::string trace_dir;  // where this collector writes traces ("" : each job's out_dir)
 };
 
 class Upstream {
@@ -71,6 +99,9 @@ class Upstream {
 
   std::optional<ClockSample> clock() const { return estimator_.estimate(); }
   uint64_t frames_dropped() const { return frames_dropped_; }
+  // Batches kept here because their rank's figures go up instead, and the digests sent.
+  uint64_t batches_aggregated() const { return batches_aggregated_; }
+  uint64_t digests_sent() const { return digests_sent_; }
 
  private:
   class Sink;
@@ -80,6 +111,12 @@ class Upstream {
     bool have_hello = false;
     bool local_closed = false;
     bool dead = false;       // its link failed: nothing more goes to the root
+    bool relay = false;      // every frame goes up unchanged (raw, or a rank already digested)
+    Clock::time_point next_digest{};
+    bool relink = false;     // lost its link: a new one sends Hello and the latest figures
+    Clock::time_point relink_at{};  // while the clock connection is up (else: EndBurst)
+    std::string goodbye;     // the rank's Goodbye as sent up, for a new link
+
     uint64_t dropped = 0;    // frames not forwarded
     Clock::time_point connect_by{};
   };
@@ -87,6 +124,7 @@ class Upstream {
   void OnStreamClose(uint64_t id);
   void LinkStream(uint64_t id, Stream& s);
   void Drop(Stream& s);
+  void SendDigest(Stream& s, bool final);
   void KillStream(Stream& s, const std::string& why);
   void RetireFinished();
   void ConnectClock();
@@ -119,6 +157,7 @@ class Upstream {
   std::map<uint64_t, Stream> streams_;
   std::map<int, uint64_t> fds_;  // fd -> stream id; 0: the clock connection
   uint64_t frames_dropped_ = 0;
+  uint64_t batches_aggregated_ = 0, digests_sent_ = 0;
   bool said_drop_ = false;
 };
 

@@ -10,6 +10,8 @@
 
 namespace gpuwatch::collector {
 
+struct DigestAccess;  // analyze/rank_digest.cpp: carries the state upstream
+
 class StepStats {
  public:
   void Add(uint64_t ns) {
@@ -36,6 +38,7 @@ class StepStats {
   }
 
  private:
+  friend struct DigestAccess;
   static constexpr int kSubBits = 6;  // 64 buckets per power of two
   static constexpr uint64_t kSub = 1u << kSubBits;
   static size_t Bucket(uint64_t v) {

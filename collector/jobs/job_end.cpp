@@ -6,6 +6,8 @@
 #include <spdlog/spdlog.h>
 
 #include "common/format.h"
+#include "common/out_dir.h"
+#include "jobs/trace_index.h"
 #include "report/writer.h"
 
 namespace gpuwatch::collector {
@@ -64,6 +66,12 @@ std::string FinishJob(Job& job, const std::string& out_override, bool* written) 
   if (JobTrace* t = job.trace()) spdlog::info("job {}: trace {}", job.id(), t->Describe());
   const std::string dir = ChooseOutDir(out_override, job.first_out_dir());
   std::string error;
+  // Ranks traced on their hosts: where each trace is, in place before summary.json (the
+  // sign that everything is written).
+  if (const std::string index = TraceIndexJson(job); !index.empty()) {
+    if (!MakeDirs(dir, &error) || !WriteAtomically(dir + "/" + kTraceIndexFileName, index, &error))
+      spdlog::warn("job {}: no trace index: {}", job.id(), error);
+  }
   *written = WriteSummaryFiles(dir, rendered, &error);
   if (*written) {
     spdlog::info("job {}: summary of {} rank(s) written to {}", job.id(), job.ranks().size(), dir);

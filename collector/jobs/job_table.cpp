@@ -42,7 +42,8 @@ RankSink* JobTable::Attach(const wire::Hello& hello, std::string* error) {
   auto& slot = jobs_[hello.job_id()];
   if (!slot) {
     slot = std::make_unique<Job>(hello.job_id());
-    if (trace_factory_) slot->trace_ = trace_factory_(hello);
+    // Ranks whose host collector aggregates keep their trace there (Hello.trace_at).
+    if (trace_factory_ && !hello.upstream_digests()) slot->trace_ = trace_factory_(hello);
   }
   Job& job = *slot;
   RankKey key{hello.rank(), hello.host(), hello.pid()};
@@ -60,7 +61,7 @@ RankSink* JobTable::Attach(const wire::Hello& hello, std::string* error) {
   ++job.open_;
   job.dirty_ = true;
   it->second->OnConnect(hello);
-  if (job.trace_) it->second->set_trace(job.trace_->ForRank(hello));
+  if (job.trace_ && !hello.upstream_digests()) it->second->set_trace(job.trace_->ForRank(hello));
   return it->second.get();
 }
 

@@ -1,31 +1,45 @@
 // See rank_state.h.
 #include "jobs/rank_state.h"
 
+#include "analyze/rank_digest.h"
 #include "trace/rank_trace.h"
 
 namespace gpuwatch::collector {
 
-RankState::RankState(const wire::Hello& hello) : hello_(hello) {}
+RankState::RankState(const wire::Hello& hello) : hello_(hello) {
+  if (!hello.upstream_digests()) {
+    model_ = std::make_unique<RankModel>();
+    return;
+  }
+  // Its figures come ready-made: no interpretation here (a root of thousands of ranks
+  // keeps one RankResult each), and until the first digest, an empty one.
+  digest_.emplace();
+  digest_->rank = hello.rank();
+  digest_->host = hello.host();
+}
 
 void RankState::OnConnect(const wire::Hello& hello) {
   hello_ = hello;
   ++open_;
-  model_.OnHello(hello_);
+  if (model_) model_->OnHello(hello_);
 }
 
 void RankState::set_trace(RankTrace* t) {
-  if (trace_ || !t) return;  // the same part after a reconnect: subscribed once
+  if (trace_ || !t || !model_) return;  // the same part after a reconnect: subscribed once
   trace_ = t;
-  trace_->Bind(&model_.interpreter().facts());
-  model_.Subscribe(trace_);
+  trace_->Bind(&model_->interpreter().facts());
+  model_->Subscribe(trace_);
 }
 
 void RankState::OnBatch(const wire::Batch& batch) {
-  model_.OnBatch(batch);
+  if (!model_) return;  // a rank sent as figures sends no events
+  model_->OnBatch(batch);
   if (trace_) trace_->AfterBatch();
 }
 
-void RankState::OnGoodbye(const wire::Goodbye& goodbye) { model_.OnGoodbye(goodbye); }
+void RankState::OnGoodbye(const wire::Goodbye& goodbye) {
+  if (model_) model_->OnGoodbye(goodbye);
+}
 
 void RankState::OnHeartbeat(const wire::Heartbeat& hb, Clock::time_point now) {
   heartbeat_ = hb;
@@ -38,6 +52,19 @@ void RankState::OnHeartbeat(const wire::Heartbeat& hb, Clock::time_point now) {
   heartbeat_at_ = now;
 }
 
+bool RankState::OnDigest(const wire::RankDigest& d, std::string* error) {
+  if (d.format() != kRankDigestFormat) {
+    *error = "rank digest of format " + std::to_string(d.format()) + ", this collector reads " +
+             std::to_string(kRankDigestFormat) + " (collectors of different versions)";
+    return false;
+  }
+  RankResult r;
+  if (!DecodeRankResult(d.result(), &r, error)) return false;
+  ShiftRankResult(r, d.shift_ns());
+  digest_ = std::move(r);
+  return true;
+}
+
 void RankState::set_journal(std::unique_ptr<JournalWriter> j) {
   journal_ = std::move(j);
   if (journal_) storage_.journal = journal_->status();
@@ -47,7 +74,7 @@ void RankState::OnDisconnect(bool said_goodbye) {
   if (open_ > 0) --open_;
   abnormal_ = !said_goodbye;
   if (open_ > 0) return;
-  model_.Flush();
+  if (model_) model_->Flush();
   if (trace_) trace_->Finish();
   if (journal_) {
     // Close the file: descriptors stay bounded by open connections. A reconnect reopens it.
@@ -60,7 +87,7 @@ void RankState::OnDisconnect(bool said_goodbye) {
 void RankState::OnCollectorStop() {
   if (open_ == 0) return;
   abnormal_ = true;
-  model_.Flush();
+  if (model_) model_->Flush();
   if (trace_) trace_->Finish();
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "analyze/rank_model.h"
@@ -28,6 +29,7 @@ class RankState final : public RankSink {
   void OnGoodbye(const wire::Goodbye& goodbye) override;
   // The latest heartbeat replaces the previous one (clipped to bounded sizes).
   void OnHeartbeat(const wire::Heartbeat& heartbeat, Clock::time_point now) override;
+  bool OnDigest(const wire::RankDigest& digest, std::string* error) override;
   JournalWriter* journal() const override { return journal_.get(); }
   void set_journal(std::unique_ptr<JournalWriter> j) override;
   RankStorage& storage() override { return storage_; }
@@ -48,14 +50,16 @@ class RankState final : public RankSink {
   const wire::Heartbeat& heartbeat() const { return heartbeat_; }
   Clock::time_point heartbeat_at() const { return heartbeat_at_; }
 
-  const RankModel& model() const { return model_; }
-  const RankResult& result() const { return model_.Result(); }
+  // The figures: interpreted here, or those the rank's host collector sent (a digest).
+  const RankResult& result() const { return digest_ ? *digest_ : model_->Result(); }
+  bool from_digests() const { return hello_.upstream_digests(); }
   // This rank's part of the job's trace (owned by the job's JobTrace), null when off.
   void set_trace(RankTrace* t);
 
  private:
   wire::Hello hello_;
-  RankModel model_;
+  std::unique_ptr<RankModel> model_;  // null for a rank sent as figures (upstream_digests)
+  std::optional<RankResult> digest_;  // its latest RankDigest
   int open_ = 0;           // connections of this rank now open
   bool abnormal_ = false;  // the latest connection to close did so without a Goodbye
   wire::Heartbeat heartbeat_;

@@ -67,7 +67,8 @@ std::string FormatPrometheus(const LiveSnapshot& snap) {
   std::map<std::tuple<std::string, std::string, int>, int> seen;
   for (const RankSample& r : snap.ranks) {
     std::string l = "job_id=\"" + EscapeLabelValue(r.job) + "\",host=\"" +
-                    EscapeLabelValue(r.host) + "\",rank=\"" + std::to_string(r.rank) + "\"";
+                    EscapeLabelValue(r.host) + "\",rank=\"" + (r.rank < 0 ? "all" : std::to_string(r.rank)) + "\"";
+    if (!r.outlier.empty()) l += ",outlier=\"" + EscapeLabelValue(r.outlier) + "\"";
     if (seen[{r.job, r.host, r.rank}]++ > 0) l += ",pid=\"" + std::to_string(r.pid) + "\"";
     labels.push_back(std::move(l));
   }

@@ -26,7 +26,9 @@ struct OpSample {
 // One rank, with the same figures its summary.json would have now.
 struct RankSample {
   std::string job, host;
-  int rank = -1, pid = 0;
+  int rank = -1, pid = 0;  // rank -1: the whole job (its ranks summed; a large job's live view)
+  // In a large job's live view, why this rank is shown: "straggler", "lost_time", "hang".
+  std::string outlier;
   bool connected = false;
   uint64_t events = 0;
   bool has_gpu = false;  // a device timeline (CUPTI): the gpu_* figures below mean something
@@ -58,6 +60,7 @@ struct LiveSnapshot {
   std::vector<RankSample> ranks;  // job, then rank key order
   // Sums over ranks, for the status line.
   int ranks_connected = 0;
+  int ranks_total = 0;  // every rank (`ranks` has a large job's sums and outliers only)
   uint64_t events = 0, dropped = 0;
   double gpu_busy_s = 0, gpu_active_s = 0;
   double added_s = 0, elapsed_s = 0;  // gpuwatch's own cost, over the ranks' time

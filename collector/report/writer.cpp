@@ -19,8 +19,6 @@ std::string Why(const std::string& what, const std::string& path) {
 
 }  // namespace
 
-namespace {
-
 bool WriteAtomically(const std::string& path, const std::string& data, std::string* error) {
   const std::string tmp = path + ".tmp";
   const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -60,8 +58,6 @@ bool WriteAtomically(const std::string& path, const std::string& data, std::stri
   }
   return true;
 }
-
-}  // namespace
 
 bool WriteSummaryFiles(const std::string& dir, const RenderedSummary& s, std::string* error) {
   errno = 0;

@@ -14,5 +14,7 @@ struct RenderedSummary;  // report/summary.h
 // `dir`: once summary.json is there, so are the others.
 // On failure returns false and sets `error` to one line naming the file and the reason.
 bool WriteSummaryFiles(const std::string& dir, const RenderedSummary& s, std::string* error);
+// One file so (a temporary name, fsync, rename); the directory must exist.
+bool WriteAtomically(const std::string& path, const std::string& data, std::string* error);
 
 }  // namespace gpuwatch::collector

@@ -16,6 +16,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "analyze/rank_digest.h"
+#include "ingest/connection.h"
 #include "ingest/listener.h"
 #include "ingest/tcp_listener.h"
 
@@ -33,6 +35,20 @@ void RaiseFdLimit() {
     rl.rlim_cur = rl.rlim_max;
     setrlimit(RLIMIT_NOFILE, &rl);
   }
+}
+
+// The figures of the local rank that said `hello`, for the upstream (issue #21).
+std::optional<wire::RankDigest> DigestOf(const JobTable& jobs, const wire::Hello& hello) {
+  const Job* job = jobs.Find(hello.job_id());
+  if (!job) return std::nullopt;
+  wire::Hello key = hello;
+  SanitizeHello(key);  // as the job table keyed it
+  auto it = job->ranks().find(RankKey{key.rank(), key.host(), key.pid()});
+  if (it == job->ranks().end()) return std::nullopt;
+  wire::RankDigest d;
+  d.set_format(kRankDigestFormat);
+  d.set_result(EncodeRankResult(it->second->result()));
+  return d;
 }
 
 }  // namespace
@@ -103,7 +119,9 @@ bool Server::Start(std::string* error) {
     }
   }
   if (opt_.upstream) {
-    upstream_ = std::make_unique<Upstream>(*opt_.upstream, epoll_fd_);
+    UpstreamOptions up = *opt_.upstream;
+    if (!up.raw) up.digest_of = [this](const wire::Hello& h) { return DigestOf(jobs_, h); };
+    upstream_ = std::make_unique<Upstream>(std::move(up), epoll_fd_);
     if (!upstream_->Start(error)) {
       // Forwarding is extra: this host's own summary does not depend on it.
       spdlog::warn("{}: not forwarding, carrying on locally", *error);

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "rank_pids.h"
 #include "scenario_model.h"
 #include "scenario_run.h"
 #include "truth_check.h"
@@ -111,22 +112,6 @@ TEST_CASE("faults: collector killed with SIGKILL mid-run: ranks spool, the repor
   e2e::CheckSummaryAgainstTruth(scenario, summary, work + "/truth");
 }
 
-namespace {
-// The rank processes the scenario driver started, by rank.
-std::map<int, int> RankPids(int driver_pid) {
-  std::map<int, int> out;
-  std::istringstream kids(e2e::ReadFile("/proc/" + std::to_string(driver_pid) + "/task/" +
-                                        std::to_string(driver_pid) + "/children"));
-  for (int pid; kids >> pid;) {
-    const std::string env = e2e::ReadFile("/proc/" + std::to_string(pid) + "/environ");
-    for (size_t at = 0; at < env.size(); at = env.find('\0', at) + 1) {
-      if (env.compare(at, 5, "RANK=") == 0) out[std::atoi(env.c_str() + at + 5)] = pid;
-      if (env.find('\0', at) == std::string::npos) break;
-    }
-  }
-  return out;
-}
-}  // namespace
 
 TEST_CASE("faults: a rank stuck in a collective is reported at once, naming where each rank is") {
   const std::string work = e2e::FreshDir("faults-hang");
@@ -141,7 +126,7 @@ TEST_CASE("faults: a rank stuck in a collective is reported at once, naming wher
                               std::string(GPUWATCH_SCENARIOS_DIR) + "/comm_bound.json"},
                              env, work + "/job.log");
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  const auto ranks = RankPids(job);
+  const auto ranks = e2e::RankPids(job);
   REQUIRE(ranks.count(1) == 1);
   kill(ranks.at(1), SIGSTOP);  // rank 1 stops arriving: rank 0 waits in its collective
   bool reported = false;

@@ -1,4 +1,5 @@
-// Several hosts on one machine (issue #9): a root collector listening on TCP with the job
+// Several hosts on one machine (issue #9), the hosts forwarding every raw frame
+// (--upstream-raw; multihost_aggregate_test.cpp: the default, figures): a root collector listening on TCP with the job
 // token, host collectors forwarding their ranks to it with --upstream, each pretending its
 // clock is off by seconds (GPUWATCH_TEST_CLOCK_SKEW_NS), ranks of a simulated job split
 // between them (GPUWATCH_HOST names the "host"). The root must undo the skews and see
@@ -15,107 +16,12 @@
 #include <regex>
 #include <thread>
 
-#include "scenario_model.h"
-#include "scenario_run.h"
+#include "multihost_run.h"
 #include "test_trace_validator.h"
 #include "truth_check.h"
 
-namespace fs = std::filesystem;
-namespace e2e = gpuwatch::e2e;
-using nlohmann::json;
+using namespace gpuwatch::e2e::multihost;
 
-namespace {
-
-const std::string kToken = "multihost-token-8c2e71";
-constexpr int64_t kSkewA = 7'000'000'000, kSkewB = -3'000'000'000;
-
-// The straggler scenario on 4 ranks, rank 3 the slow one: a job-wide figure that needs
-// every rank, and collectives across both hosts.
-std::string FourRankScenario(const std::string& work) {
-  json s = json::parse(e2e::ReadFile(std::string(GPUWATCH_SCENARIOS_DIR) + "/straggler.json"));
-  s["ranks"] = 4;
-  s["steps"] = 30;
-  s["rank_scale"] = {{"3", {{"host", 2.0}}}};
-  const std::string path = work + "/scenario.json";
-  std::ofstream(path) << s.dump(2);
-  return path;
-}
-
-int StartCollector(const std::string& work, const std::string& name,
-                   std::vector<std::string> extra, std::map<std::string, std::string> env) {
-  std::vector<std::string> argv = {GPUWATCH_BIN_DIR "/gpuwatch-collector", "--listen",
-                                   work + "/" + name + ".sock", "--out", work + "/" + name + "-out"};
-  argv.insert(argv.end(), extra.begin(), extra.end());
-  return e2e::Spawn(argv, env, work + "/" + name + ".log");
-}
-
-// A host collector forwarding to the root at `port`, its clock `skew_ns` ahead.
-int StartHost(const std::string& work, const std::string& name, int port, int64_t skew_ns,
-              const std::string& token = kToken) {
-  // --wait-ranks-ms 0: a host sees only its own ranks of the job, never world_size.
-  return StartCollector(work, name,
-                        {"--upstream", "tcp://127.0.0.1:" + std::to_string(port), "--wait-ranks-ms", "0"},
-                        {{"GPUWATCH_TOKEN", token}, {"GPUWATCH_TEST_CLOCK_SKEW_NS", std::to_string(skew_ns)}});
-}
-
-int StartRoot(const std::string& work) {
-  return StartCollector(work, "root", {"--listen-tcp", ":0"}, {{"GPUWATCH_TOKEN", kToken}});
-}
-
-bool Forwarding(const std::string& log) {
-  return !e2e::WaitForLog(log, std::regex("forwarding every rank; root clock"), 30).empty();
-}
-
-// Plays `scenario` with rank r on host `hosts[r]` ("a" or "b"): that collector's socket,
-// GPUWATCH_HOST=h<host>, local ranks numbered per host.
-e2e::RunResult PlaySplit(const std::string& work, const std::string& scenario,
-                         const std::vector<std::string>& hosts) {
-  std::vector<std::string> argv = {GPUWATCH_BIN_DIR "/gpuwatch-scenario", "--sim"};
-  std::map<std::string, int> local;
-  for (size_t r = 0; r < hosts.size(); ++r) {
-    const std::string p = "--rank-env=" + std::to_string(r) + ":";
-    argv.push_back(p + "GPUWATCH_COLLECTOR=" + work + "/" + hosts[r] + ".sock");
-    argv.push_back(p + "GPUWATCH_HOST=h" + hosts[r]);
-    argv.push_back(p + "LOCAL_RANK=" + std::to_string(local[hosts[r]]++));
-  }
-  argv.push_back(scenario);
-  return e2e::Run(argv,
-                  {{"LD_PRELOAD", GPUWATCH_LIB}, {"GPUWATCH_SOCKET_DIR", work + "/sock"},
-                   {"GPUWATCH_AUTOSTART", "0"}, {"GPUWATCH_JOB_ID", "multihost-job"},
-                   {"GPUWATCH_OUT", work + "/job-out"}},
-                  120);
-}
-
-json Summary(const std::string& out) {
-  INFO(out);
-  REQUIRE(e2e::WaitForFile(out + "/summary.json", 60));
-  REQUIRE(e2e::WaitForFile(out + "/summary.txt", 5));
-  return json::parse(e2e::ReadFile(out + "/summary.json"));
-}
-
-void Stop(int pid) {
-  kill(pid, SIGTERM);
-  CHECK(e2e::Wait(pid, 30) == 0);
-}
-
-int StragglerRank(const json& summary) {
-  for (const json& f : summary["job"]["findings"])
-    if (f["id"] == "straggler") return f["ranks"][0].get<int>();
-  return -1;
-}
-
-const json* RankOf(const json& summary, int rank) {
-  for (const json& r : summary["ranks"])
-    if (r["rank"] == rank) return &r;
-  return nullptr;
-}
-
-size_t Count(const std::string& text, const std::regex& re) {
-  return static_cast<size_t>(std::distance(std::sregex_iterator(text.begin(), text.end(), re),
-                                           std::sregex_iterator()));
-}
-
-}  // namespace
 
 TEST_CASE("multihost: the root undoes each host's clock offset and sees what the hosts saw") {
   const std::string work = e2e::FreshDir("multihost");
@@ -124,8 +30,8 @@ TEST_CASE("multihost: the root undoes each host's clock offset and sees what the
   const int root = StartRoot(work);
   const int port = e2e::LoggedTcpPort(work + "/root.log");
   REQUIRE(port > 0);
-  const int a = StartHost(work, "a", port, kSkewA);
-  const int b = StartHost(work, "b", port, kSkewB);
+  const int a = StartRawHost(work, "a", port, kSkewA);
+  const int b = StartRawHost(work, "b", port, kSkewB);
   REQUIRE(Forwarding(work + "/a.log"));
   REQUIRE(Forwarding(work + "/b.log"));
 
@@ -174,31 +80,8 @@ TEST_CASE("multihost: the root undoes each host's clock offset and sees what the
   CHECK(std::regex_search(text, std::regex(R"(host hb: clock \+2999\.\d{3} ms|host hb: clock \+3000\.\d{3} ms)")));
 
   // Rank by rank, the root's figures are the host's (same frames, times moved together;
-  // the host's own figures are checked against the truth by the pipeline tests). The one
-  // absolute time in them moved by the estimate's error.
-  for (int r = 0; r < 4; ++r) {
-    const json* here = RankOf(r < 2 ? sa : sb, r);
-    const json* there = RankOf(top, r);
-    REQUIRE(here);
-    REQUIRE(there);
-    json x = *here, y = *there;
-    x.erase("storage");
-    y.erase("storage");
-    // The absolute times in them (the series' starts, NVML samples' times) moved by it.
-    std::vector<json::json_pointer> times = {json::json_pointer("/gpu/utilization_series/start_ns"),
-                                             json::json_pointer("/memory/reserved_series/start_ns")};
-    for (size_t i = 0; i < x["device"]["series"]["rows"].size(); ++i)
-      times.emplace_back("/device/series/rows/" + std::to_string(i) + "/0");
-    for (const json::json_pointer& t : times) {
-      INFO(t.to_string());
-      REQUIRE(x.contains(t));
-      const int64_t moved = y[t].get<int64_t>() - x[t].get<int64_t>();
-      CHECK(std::llabs(moved) <= clocks[r < 2 ? "ha" : "hb"]["clock_uncertainty_ns"].get<int64_t>() + 1000);
-      x[t] = y[t];
-    }
-    INFO("rank " << r << ", host's -> root's: " << json::diff(x, y).dump());
-    CHECK(x == y);
-  }
+  // the host's own figures are checked against the truth by the pipeline tests).
+  CheckRanksAsOnHosts(sa, sb, top, clocks);
 
   // The root's journal keeps the frames as they came, with the offsets in their Hellos:
   // `gpuwatch report` rebuilds the same aligned summary from it.
@@ -256,7 +139,7 @@ TEST_CASE("multihost: a wrong token is refused once by the root, the host collec
   const int port = e2e::LoggedTcpPort(work + "/root.log");
   REQUIRE(port > 0);
   const auto t0 = std::chrono::steady_clock::now();
-  const int a = StartHost(work, "a", port, 0, "not-the-token");
+  const int a = StartRawHost(work, "a", port, 0, "not-the-token");
   CHECK_FALSE(e2e::WaitForLog(work + "/a.log", std::regex("the root collector refused this collector"), 30).empty());
   auto res = e2e::Run({GPUWATCH_BIN_DIR "/gw_fault_app", "exit", "300"},
                       {{"LD_PRELOAD", GPUWATCH_LIB}, {"LD_LIBRARY_PATH", GPUWATCH_SIM_DIR},
@@ -286,7 +169,7 @@ TEST_CASE("multihost: the root killed mid-run, the host collector says so once a
   const int root = StartRoot(work);
   const int port = e2e::LoggedTcpPort(work + "/root.log");
   REQUIRE(port > 0);
-  const int a = StartHost(work, "a", port, 0);
+  const int a = StartRawHost(work, "a", port, 0);
   REQUIRE(Forwarding(work + "/a.log"));
   const int job = e2e::Spawn({GPUWATCH_BIN_DIR "/gpuwatch-scenario", "--sim", "--truth", work + "/truth", file},
                              {{"LD_PRELOAD", GPUWATCH_LIB}, {"GPUWATCH_COLLECTOR", work + "/a.sock"},

@@ -262,6 +262,7 @@ TEST_CASE("cli: status line figures, rates and width") {
   prev.events = 1000;
   now.events = 7000;
   now.ranks.resize(4);
+  now.ranks_total = 4;
   now.ranks_connected = 3;
   now.dropped = 2;
   prev.gpu_busy_s = 1.0;
@@ -290,4 +291,34 @@ TEST_CASE("cli: the command's environment preloads the library first and points 
         std::set<std::string>{"PATH=/bin", "HOME=/h", "GPUWATCH_OUT=/new", "LD_PRELOAD=/l.so"});
   CHECK(gpuwatch::cli::ExitCodeOf(7 << 8) == 7);
   CHECK(gpuwatch::cli::ExitCodeOf(SIGKILL) == 137);
+}
+
+TEST_CASE("collector: a large job's /metrics has its sums and its outlier ranks only") {
+  col::JobTable jobs{col::JobTiming{}};
+  constexpr int kRanks = 40;
+  const uint64_t ms = 1000000;
+  std::vector<std::unique_ptr<FakeRank>> ranks;
+  for (int r = 0; r < kRanks; ++r) {
+    ranks.push_back(std::make_unique<FakeRank>(jobs, Hello("big", r, kRanks)));
+    wire::Batch b;
+    Comm(&b, 7, kRanks, r);
+    // Rank 17 blocks longest in syncs (lost time); rank 29 spends least in collectives
+    // (the one the others wait for).
+    Add(&b, wire::CUDA_STREAM_SYNCHRONIZE, 20 * ms, (r == 17 ? 50 : 1 + r % 3) * ms);
+    Coll(&b, wire::NCCL_ALL_REDUCE, 7, 1 << 20, (r == 29 ? 1 : 10 + r % 5) * ms);
+    REQUIRE(ranks.back()->SendBatch(b));
+  }
+  const col::LiveSnapshot s = Snap(jobs);
+  CHECK(s.ranks_total == kRanks);
+  CHECK(s.ranks_connected == kRanks);
+  CHECK(s.ranks.size() <= 1 + 2 * 4);  // the sums, and at most 4 outliers of each kind
+  const std::string text = col::FormatPrometheus(s);
+  INFO(text);
+  // The sums: every rank's syncs and collectives.
+  CHECK(Value(text, "gpuwatch_collective_calls_total{job_id=\"big\",host=\"all\",rank=\"all\",op=\"allreduce\"}") ==
+        kRanks);
+  CHECK(text.find("rank=\"17\",outlier=\"lost_time\"") != std::string::npos);
+  CHECK(text.find("rank=\"29\",outlier=\"straggler\"") != std::string::npos);
+  CHECK(text.find("rank=\"9\"") == std::string::npos);  // an ordinary rank: on its host's /metrics
+  CHECK(Value(text, "gpuwatch_collector_ranks_connected") == kRanks);
 }

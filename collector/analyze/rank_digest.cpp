@@ -1,0 +1,204 @@
+// See rank_digest.h. Every struct is a MessagePack array of its fields in the order listed
+// here (no names: a digest of a rank with 8 192 steps stays a few hundred kB); the same
+// list writes and reads it. The size checks at the end fail the build when a struct gains
+// a field: add it to its list (and bump kRankDigestFormat), then update the size.
+#include "analyze/rank_digest.h"
+
+#include <nlohmann/json.hpp>
+
+#include "ingest/clock_shift.h"
+
+namespace gpuwatch::collector {
+
+using nlohmann::json;
+
+// One list of fields, both ways: GW_DIGEST(Type, a, b, c) defines to_json/from_json of
+// Type as the array [a, b, c].
+#define GW_DIGEST_TO(f) j.push_back(v.f);
+#define GW_DIGEST_FROM(f) j.at(i++).get_to(v.f);
+#define GW_DIGEST(Type, ...)                                                  \
+  inline void to_json(json& j, const Type& v) {                               \
+    j = json::array();                                                        \
+    NLOHMANN_JSON_EXPAND(NLOHMANN_JSON_PASTE(GW_DIGEST_TO, __VA_ARGS__))      \
+  }                                                                           \
+  inline void from_json(const json& j, Type& v) {                             \
+    size_t i = 0;                                                             \
+    NLOHMANN_JSON_EXPAND(NLOHMANN_JSON_PASTE(GW_DIGEST_FROM, __VA_ARGS__))    \
+    (void)i;                                                                  \
+  }
+
+// The classes whose state is private (friends of this struct).
+struct DigestAccess {
+  static json Histogram(const LogHistogram& h) {
+    json buckets = json::array();  // sparse: [index, count] of the non-empty buckets
+    for (size_t b = 0; b < LogHistogram::kBuckets; ++b)
+      if (h.buckets_[b]) buckets.push_back(json::array({b, h.buckets_[b]}));
+    return json::array({buckets, h.count_, h.min_, h.max_});
+  }
+  static void Histogram(const json& j, LogHistogram& h) {
+    h = LogHistogram();
+    for (const json& b : j.at(0)) {
+      const size_t at = b.at(0).get<size_t>();
+      if (at >= LogHistogram::kBuckets) throw std::out_of_range("histogram bucket out of range");
+      h.buckets_[at] = b.at(1).get<uint64_t>();
+    }
+    j.at(1).get_to(h.count_);
+    j.at(2).get_to(h.min_);
+    j.at(3).get_to(h.max_);
+  }
+  static json Busy(const BusySeries& s) { return json::array({s.busy_, s.origin_, s.end_, s.width_, s.started_}); }
+  static void Busy(const json& j, BusySeries& s) {
+    j.at(0).get_to(s.busy_);
+    j.at(1).get_to(s.origin_);
+    j.at(2).get_to(s.end_);
+    j.at(3).get_to(s.width_);
+    j.at(4).get_to(s.started_);
+  }
+  static json Peaks(const PeakSeries& s) {
+    return json::array({s.peak_, s.origin_, s.last_, s.width_, s.level_, s.started_});
+  }
+  static void Peaks(const json& j, PeakSeries& s) {
+    j.at(0).get_to(s.peak_);
+    j.at(1).get_to(s.origin_);
+    j.at(2).get_to(s.last_);
+    j.at(3).get_to(s.width_);
+    j.at(4).get_to(s.level_);
+    j.at(5).get_to(s.started_);
+  }
+  static json Stats(const StepStats& s) { return json::array({s.counts_, s.n_, s.sum_, s.max_}); }
+  static void Stats(const json& j, StepStats& s) {
+    j.at(0).get_to(s.counts_);
+    j.at(1).get_to(s.n_);
+    j.at(2).get_to(s.sum_);
+    j.at(3).get_to(s.max_);
+  }
+  static void Shift(BusySeries& s, int64_t d, uint64_t (*shift)(uint64_t, int64_t)) {
+    if (!s.started_) return;
+    s.origin_ = shift(s.origin_, d);
+    s.end_ = shift(s.end_, d);
+  }
+  static void Shift(PeakSeries& s, int64_t d, uint64_t (*shift)(uint64_t, int64_t)) {
+    if (!s.started_) return;
+    s.origin_ = shift(s.origin_, d);
+    s.last_ = shift(s.last_, d);
+  }
+};
+
+inline void to_json(json& j, const LogHistogram& h) { j = DigestAccess::Histogram(h); }
+inline void from_json(const json& j, LogHistogram& h) { DigestAccess::Histogram(j, h); }
+inline void to_json(json& j, const BusySeries& s) { j = DigestAccess::Busy(s); }
+inline void from_json(const json& j, BusySeries& s) { DigestAccess::Busy(j, s); }
+inline void to_json(json& j, const PeakSeries& s) { j = DigestAccess::Peaks(s); }
+inline void from_json(const json& j, PeakSeries& s) { DigestAccess::Peaks(j, s); }
+inline void to_json(json& j, const StepStats& s) { j = DigestAccess::Stats(s); }
+inline void from_json(const json& j, StepStats& s) { DigestAccess::Stats(j, s); }
+
+GW_DIGEST(Tally, count, bytes, ns)
+GW_DIGEST(DeviceSlice, busy, noncomm_busy, compute, comm, copy, idle)
+GW_DIGEST(SyncFigures, count, ns, kind_count, kind_ns)
+GW_DIGEST(CopyFigures::Direction, calls, pageable, blocking_count)
+GW_DIGEST(CopyFigures, dir, pageable, blocking, d2d, memset)
+GW_DIGEST(CollCall, hash, seq, t_ns, gpu_ns)
+GW_DIGEST(CollectiveFigures::Op, count, bytes, timed, bus_bytes)
+GW_DIGEST(CollectiveFigures, ops, sample, stride)
+GW_DIGEST(LaunchFigures, launches, launch_ns, driver_launches, by_name)
+GW_DIGEST(GraphFigures::Graph, launches, kernels, ops, device_ns)
+GW_DIGEST(GraphFigures, launches, launch_ns, captured_calls, captures, instantiations, device, by_graph)
+GW_DIGEST(ApiCallFigures::Api, count, ns, captured, not_ready)
+GW_DIGEST(ApiCallFigures, by_api)
+GW_DIGEST(GpuFigures::KernelStat, count, ns, in_graphs)
+GW_DIGEST(GpuFigures::CopyStat, device, pageable)
+GW_DIGEST(GpuFigures::Coverage, sampled, windows, covered_ns, enqueues, enqueues_in_windows)
+GW_DIGEST(GpuFigures, cupti_ranks, events_ranks, source_detail, work, first_ns, last_ns, active_ns, run,
+          gap_count, gaps, launch_delay, kernel_count, kernel_with_api, kernel_short, graph_kernels,
+          kernel_dur, by_name, other_kernels, comm_kernels, coll_events, copies, late, overflow, unmatched,
+          coverage, series)
+GW_DIGEST(StepMark, start_ns, end_ns, device_covered)
+GW_DIGEST(StepsFound, source, total, stats, nvtx, inferred)
+GW_DIGEST(StepRec, start, end, sync_mid, sync_mid_count, covered, dev)
+GW_DIGEST(StepFigures, steps, charged_until, sync_mid_ns, sync_mid_count)
+GW_DIGEST(InputIoFigures, intervals, max_processes, host_wait_s, gap_s, cpu_s, run_wait_s, read_chars,
+          read_bytes, all_s, all_cpu_s, all_read_chars)
+GW_DIGEST(MemoryFigures, allocations, frees, allocated_bytes, reserved_bytes, peak_bytes, peak_t_ns,
+          untracked, total_bytes, min_free_bytes, mem_get_info_calls, series)
+GW_DIGEST(DeviceStateFigures::Other, memory_bytes_max, busy_s, samples, sm_util_max_pct)
+GW_DIGEST(DeviceStateFigures, samples, first_ns, last_ns, sampled_s, gpu_util_mean, memory_util_mean,
+          memory_used_max, memory_total, sm_clock_max_mhz, memory_clock_max_mhz, sm_clock_busy_mean_mhz,
+          busy_samples, power_mean_w, power_limit_w, temperature_max_c, throttled_power,
+          throttled_thermal, throttled_hw, throttled_busy_s, throttle_lost_s, throttled_clock_share,
+          pcie_gen, pcie_width, pcie_gen_max, pcie_width_max, pcie_gen_min, pcie_width_min,
+          pcie_tx_mbps, pcie_rx_mbps, last_util, last_power_w, last_sm_clock_mhz, last_temperature_c,
+          last_memory_used, ecc_uncorrected, mig, others, others_busy_s, util_series, clock_series)
+GW_DIGEST(UtilizationShape, kind, windows, mean, high, idle_share, idle_runs, drops, first_third,
+          last_third)
+GW_DIGEST(SiteStat, python, python_stack, frames, ns, count)
+GW_DIGEST(HostFrame, where, samples, share)
+GW_DIGEST(HostFramesFigures, samples, tid, data_loading_share, frames)
+GW_DIGEST(SamplingFacts, known, hz, samples, cpu_ns, dropped)
+GW_DIGEST(EnvFacts, known, cuda_runtime, cuda_driver, nccl, settings, device_memory_bytes, device_sm_count,
+          device_name)
+GW_DIGEST(OverheadFacts, known, cupti_mode, budget, hook_ns, cupti_ns, cupti_ns_measured, hw_trace,
+          hook_calls, cupti_calls, hooks_added_ns, cupti_added_ns, windows, window_ns, elapsed_ns,
+          sender_cpu_ns, hook_samples)
+GW_DIGEST(Finding, id, title, severity, ranks, time_lost_s, share, evidence, summary, fix)
+GW_DIGEST(PerStepMean, known, per_step, steps, compute_ms, comm_not_overlapped_ms, idle_ms,
+          host_blocked_in_syncs_ms, copies_ms)
+GW_DIGEST(RankResult, rank, host, host_calls, host_first_ns, host_last_ns, sync, copies, collectives,
+          launches, graphs, api_calls, gpu, found, steps, per_step_device, io, memory, device,
+          device_sampler_detail, gpu_shape, sites, host_frames, sampling, env, dropped, dropped_total,
+          overhead, findings, per_step)
+
+// A field added to one of these structs changes its size: carry it above (and bump
+// kRankDigestFormat), then write the new size here. Sizes of x86-64 with libstdc++, the
+// platform the project builds on.
+#if defined(__x86_64__) && defined(__GLIBCXX__)
+// RankResult holds the others by value: its size covers them; these sit in containers.
+static_assert(sizeof(RankResult) == 46080, "RankResult changed: carry the new field in the digest");
+static_assert(sizeof(StepRec) == 112 && sizeof(CollCall) == 32 && sizeof(StepMark) == 24,
+              "a step or collective record changed: carry the new field in the digest");
+static_assert(sizeof(SiteStat) == 96 && sizeof(HostFrame) == 48 && sizeof(Finding) == 216,
+              "a call site, host frame or finding changed: carry the new field in the digest");
+static_assert(sizeof(GraphFigures::Graph) == 32 && sizeof(GpuFigures::KernelStat) == 24 &&
+                  sizeof(ApiCallFigures::Api) == 32 && sizeof(DeviceStateFigures::Other) == 32,
+              "a per-graph, per-kernel, per-API or per-process figure changed: carry it in the digest");
+#endif
+
+std::string EncodeRankResult(const RankResult& r) {
+  const std::vector<uint8_t> bytes = json::to_msgpack(json(r));
+  return std::string(bytes.begin(), bytes.end());
+}
+
+bool DecodeRankResult(const std::string& bytes, RankResult* r, std::string* error) {
+  try {
+    const json j = json::from_msgpack(bytes);
+    *r = j.get<RankResult>();
+    return true;
+  } catch (const json::exception& e) {
+    *error = std::string("not a rank digest of format ") + std::to_string(kRankDigestFormat) + ": " + e.what();
+  } catch (const std::exception& e) {
+    *error = std::string("bad rank digest: ") + e.what();
+  }
+  return false;
+}
+
+void ShiftRankResult(RankResult& r, int64_t d) {
+  if (d == 0) return;
+  constexpr auto shift = &ShiftNs;  // as the frames' times: 0 stays "not set"
+  r.host_first_ns = shift(r.host_first_ns, d);
+  r.host_last_ns = shift(r.host_last_ns, d);
+  r.gpu.first_ns = shift(r.gpu.first_ns, d);
+  r.gpu.last_ns = shift(r.gpu.last_ns, d);
+  DigestAccess::Shift(r.gpu.series, d, shift);
+  for (CollCall& c : r.collectives.sample) c.t_ns = shift(c.t_ns, d);
+  for (StepMark& m : r.found.inferred) m.start_ns = shift(m.start_ns, d), m.end_ns = shift(m.end_ns, d);
+  for (StepRec& s : r.steps.steps) s.start = shift(s.start, d), s.end = shift(s.end, d);
+  r.steps.charged_until = shift(r.steps.charged_until, d);
+  r.memory.peak_t_ns = shift(r.memory.peak_t_ns, d);
+  DigestAccess::Shift(r.memory.series, d, shift);
+  r.device.first_ns = shift(r.device.first_ns, d);
+  r.device.last_ns = shift(r.device.last_ns, d);
+  for (auto& [t, v] : r.device.util_series) t = shift(t, d);
+  for (auto& [t, v] : r.device.clock_series) t = shift(t, d);
+}
+
+}  // namespace gpuwatch::collector

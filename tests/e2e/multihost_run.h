@@ -1,0 +1,168 @@
+// Several hosts on one machine (issue #9, #21): a root collector on TCP, host collectors
+// with --upstream, each pretending its clock is off (GPUWATCH_TEST_CLOCK_SKEW_NS), the
+// ranks of a simulated job split between them (GPUWATCH_HOST names the "host").
+#pragma once
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "scenario_model.h"
+#include "scenario_run.h"
+
+namespace fs = std::filesystem;
+namespace e2e = gpuwatch::e2e;
+using nlohmann::json;
+
+namespace gpuwatch::e2e::multihost {
+
+inline const std::string kToken = "multihost-token-8c2e71";
+inline constexpr int64_t kSkewA = 7'000'000'000, kSkewB = -3'000'000'000;
+
+// The straggler scenario on 4 ranks, rank 3 the slow one: a job-wide figure that needs
+// every rank, and collectives across both hosts.
+inline std::string FourRankScenario(const std::string& work) {
+  json s = json::parse(e2e::ReadFile(std::string(GPUWATCH_SCENARIOS_DIR) + "/straggler.json"));
+  s["ranks"] = 4;
+  s["steps"] = 30;
+  s["rank_scale"] = {{"3", {{"host", 2.0}}}};
+  const std::string path = work + "/scenario.json";
+  std::ofstream(path) << s.dump(2);
+  return path;
+}
+
+inline int StartCollector(const std::string& work, const std::string& name,
+                   std::vector<std::string> extra, std::map<std::string, std::string> env) {
+  std::vector<std::string> argv = {GPUWATCH_BIN_DIR "/gpuwatch-collector", "--listen",
+                                   work + "/" + name + ".sock", "--out", work + "/" + name + "-out"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return e2e::Spawn(argv, env, work + "/" + name + ".log");
+}
+
+// A host collector sending its ranks to the collector at `port` (their figures; with
+// `extra` {"--upstream-raw"} every frame), its clock `skew_ns` ahead.
+inline int StartHost(const std::string& work, const std::string& name, int port, int64_t skew_ns,
+                     const std::string& token = kToken, std::vector<std::string> extra = {}) {
+  // --wait-ranks-ms 0: a host sees only its own ranks of the job, never world_size.
+  std::vector<std::string> args = {"--upstream", "tcp://127.0.0.1:" + std::to_string(port), "--wait-ranks-ms", "0"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return StartCollector(work, name, args,
+                        {{"GPUWATCH_TOKEN", token}, {"GPUWATCH_TEST_CLOCK_SKEW_NS", std::to_string(skew_ns)}});
+}
+inline int StartRawHost(const std::string& work, const std::string& name, int port, int64_t skew_ns,
+                        const std::string& token = kToken) {
+  return StartHost(work, name, port, skew_ns, token, {"--upstream-raw"});
+}
+
+inline int StartRoot(const std::string& work, std::vector<std::string> extra = {}) {
+  extra.insert(extra.begin(), {"--listen-tcp", ":0"});
+  return StartCollector(work, "root", extra, {{"GPUWATCH_TOKEN", kToken}});
+}
+
+inline bool Forwarding(const std::string& log) {
+  return !e2e::WaitForLog(log, std::regex("forwarding every rank \\(.*\\); root clock"), 30).empty();
+}
+
+// The scenario driver's command line with rank r on host `hosts[r]` ("a" or "b"): that
+// collector's socket, GPUWATCH_HOST=h<host>, local ranks numbered per host.
+inline std::vector<std::string> SplitArgv(const std::string& work, const std::string& scenario,
+                                          const std::vector<std::string>& hosts) {
+  std::vector<std::string> argv = {GPUWATCH_BIN_DIR "/gpuwatch-scenario", "--sim"};
+  std::map<std::string, int> local;
+  for (size_t r = 0; r < hosts.size(); ++r) {
+    const std::string p = "--rank-env=" + std::to_string(r) + ":";
+    argv.push_back(p + "GPUWATCH_COLLECTOR=" + work + "/" + hosts[r] + ".sock");
+    argv.push_back(p + "GPUWATCH_HOST=h" + hosts[r]);
+    argv.push_back(p + "LOCAL_RANK=" + std::to_string(local[hosts[r]]++));
+  }
+  argv.push_back(scenario);
+  return argv;
+}
+inline std::map<std::string, std::string> SplitEnv(const std::string& work) {
+  return {{"LD_PRELOAD", GPUWATCH_LIB}, {"GPUWATCH_SOCKET_DIR", work + "/sock"},
+          {"GPUWATCH_AUTOSTART", "0"}, {"GPUWATCH_JOB_ID", "multihost-job"},
+          {"GPUWATCH_OUT", work + "/job-out"}};
+}
+// Plays `scenario` so, to its end.
+inline e2e::RunResult PlaySplit(const std::string& work, const std::string& scenario,
+                                const std::vector<std::string>& hosts) {
+  return e2e::Run(SplitArgv(work, scenario, hosts), SplitEnv(work), 120);
+}
+
+inline json Summary(const std::string& out) {
+  INFO(out);
+  REQUIRE(e2e::WaitForFile(out + "/summary.json", 60));
+  REQUIRE(e2e::WaitForFile(out + "/summary.txt", 5));
+  return json::parse(e2e::ReadFile(out + "/summary.json"));
+}
+
+inline void Stop(int pid) {
+  kill(pid, SIGTERM);
+  CHECK(e2e::Wait(pid, 30) == 0);
+}
+
+inline int StragglerRank(const json& summary) {
+  for (const json& f : summary["job"]["findings"])
+    if (f["id"] == "straggler") return f["ranks"][0].get<int>();
+  return -1;
+}
+
+inline const json* RankOf(const json& summary, int rank) {
+  for (const json& r : summary["ranks"])
+    if (r["rank"] == rank) return &r;
+  return nullptr;
+}
+
+inline size_t Count(const std::string& text, const std::regex& re) {
+  return static_cast<size_t>(std::distance(std::sregex_iterator(text.begin(), text.end(), re),
+                                           std::sregex_iterator()));
+}
+
+
+// The root's host_clocks by host name.
+inline std::map<std::string, json> Clocks(const json& top) {
+  std::map<std::string, json> clocks;
+  for (const json& h : top["job"]["host_clocks"]) clocks[h["host"]] = h;
+  return clocks;
+}
+
+// Rank by rank (ranks 0-1 on host a, 2-3 on b), the root's figures are the host
+// collector's: equal, but for the absolute times in them (the series' starts, NVML
+// samples' times), which moved by the clock estimate's error (at most its uncertainty).
+inline void CheckRanksAsOnHosts(const json& sa, const json& sb, const json& top,
+                                std::map<std::string, json> clocks) {
+  for (int r = 0; r < 4; ++r) {
+    const json* here = RankOf(r < 2 ? sa : sb, r);
+    const json* there = RankOf(top, r);
+    REQUIRE(here);
+    REQUIRE(there);
+    json x = *here, y = *there;
+    x.erase("storage");
+    y.erase("storage");
+    std::vector<json::json_pointer> times = {json::json_pointer("/gpu/utilization_series/start_ns"),
+                                             json::json_pointer("/memory/reserved_series/start_ns")};
+    for (size_t i = 0; i < x["device"]["series"]["rows"].size(); ++i)
+      times.emplace_back("/device/series/rows/" + std::to_string(i) + "/0");
+    for (const json::json_pointer& t : times) {
+      INFO(t.to_string());
+      REQUIRE(x.contains(t));
+      const int64_t moved = y[t].get<int64_t>() - x[t].get<int64_t>();
+      CHECK(std::llabs(moved) <= clocks[r < 2 ? "ha" : "hb"]["clock_uncertainty_ns"].get<int64_t>() + 1000);
+      x[t] = y[t];
+    }
+    INFO("rank " << r << ", host's -> root's: " << json::diff(x, y).dump());
+    CHECK(x == y);
+  }
+}
+
+}  // namespace gpuwatch::e2e::multihost
