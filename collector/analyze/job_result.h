@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "analyze/communicators.h"
 #include "analyze/findings.h"
 #include "analyze/rank_result.h"
 
@@ -17,6 +18,8 @@ struct JobResult {
   SyncFigures sync;
   CopyFigures copies;
   CollectiveFigures collectives;
+  std::vector<JobComm> by_comm;  // every communicator, joined across ranks (communicators.h)
+  OverlapTally overlap;          // NCCL kernel time overlapped with compute, all ranks
   LaunchFigures launches;
   GraphFigures graphs;
   ApiCallFigures api_calls;

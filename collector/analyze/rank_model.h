@@ -9,6 +9,8 @@
 #include "analyze/api_calls.h"
 #include "analyze/call_sites.h"
 #include "analyze/collectives.h"
+#include "analyze/comm_overlap.h"
+#include "analyze/communicators.h"
 #include "analyze/copies.h"
 #include "analyze/device_state.h"
 #include "analyze/gpu.h"
@@ -53,6 +55,8 @@ class RankModel {
   SyncCounter sync_;
   CopyCounter copies_;
   CollectiveCounter collectives_;
+  CommCounter comms_;
+  CommOverlap overlap_;
   LaunchCounter launches_;
   GpuCounter gpu_;
   GraphCounter graphs_;

@@ -11,6 +11,8 @@
 #include "analyze/api_calls.h"
 #include "analyze/call_sites.h"
 #include "analyze/collectives.h"
+#include "analyze/comm_overlap.h"
+#include "analyze/communicators.h"
 #include "analyze/copies.h"
 #include "analyze/device_state.h"
 #include "analyze/finding.h"
@@ -58,6 +60,8 @@ struct RankResult {
   SyncFigures sync;
   CopyFigures copies;
   CollectiveFigures collectives;
+  CommTable comms;        // per communicator (with its NCCL kernels' overlap)
+  OverlapFigures overlap;  // NCCL kernel time overlapped with compute / exposed
   LaunchFigures launches;
   GraphFigures graphs;
   ApiCallFigures api_calls;
