@@ -34,9 +34,11 @@ inline constexpr std::array<CollOp, 7> kCollOps = {{{"allreduce", wire::NCCL_ALL
                                                     {"recv", wire::NCCL_RECV}}};
 
 // One call of the sample: its communicator (unique hash), sequence number, host start and
-// measured GPU time (0 when not measured).
+// measured GPU time (0 when not measured); `pointer_keyed`: the communicator was not seen
+// created, so its hash is a pointer that means nothing on another rank.
 struct CollCall {
   uint64_t hash, seq, t_ns, gpu_ns;
+  bool pointer_keyed = false;
 };
 
 struct CollectiveFigures {

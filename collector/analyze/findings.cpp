@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 
+#include "analyze/stragglers.h"
 #include "common/format.h"
 #include "common/thresholds.h"
 #include "interpret/python_frames.h"
@@ -393,106 +394,6 @@ std::vector<Finding> RankFindings(const RankResult& r) {
   RankOrder(out);
   return out;
 }
-
-namespace {
-
-struct Straggle {
-  int rank = -1;
-  double last_share = 0;
-  uint64_t compared = 0;
-  uint64_t stride = 1;  // every stride-th collective was compared (CollectiveFigures::stride)
-  std::string method;
-  std::vector<double> wait_s;  // per rank index, over the compared collectives
-};
-
-Straggle FindStraggler(const RankList& ranks) {
-  Straggle st;
-  st.wait_s.assign(ranks.size(), 0.0);
-  size_t with = 0;
-  bool one_host = true;
-  for (const auto& r : ranks) {
-    with += !r.collectives.sample.empty();
-    one_host = one_host && r.host == ranks[0].host;
-    st.stride = std::max(st.stride, r.collectives.stride);  // the calls every rank kept
-  }
-  if (with < 2) return st;
-  st.method = one_host ? "last to call (host clock), wait from collective GPU time" : "shortest collective GPU time";
-  std::map<std::pair<uint64_t, uint64_t>, std::vector<std::pair<size_t, const CollCall*>>> groups;
-  for (size_t i = 0; i < ranks.size(); ++i)
-    for (const auto& c : ranks[i].collectives.sample) groups[{c.hash, c.seq}].emplace_back(i, &c);
-  std::vector<uint64_t> last(ranks.size(), 0);
-  for (const auto& [key, g] : groups) {
-    if (g.size() != with) continue;
-    size_t li = 0;
-    for (size_t j = 1; j < g.size(); ++j) {
-      const bool later = one_host ? g[j].second->t_ns > g[li].second->t_ns
-                                  : g[j].second->gpu_ns < g[li].second->gpu_ns;
-      if (later) li = j;
-    }
-    const CollCall& lc = *g[li].second;
-    // How long each rank waited: inside the collective on the GPU (its CUDA-event time
-    // beyond the last arriver's) when timed, else the difference of the host call times.
-    for (const auto& [idx, c] : g) {
-      uint64_t w;
-      if (c->gpu_ns && lc.gpu_ns)
-        w = c->gpu_ns > lc.gpu_ns ? c->gpu_ns - lc.gpu_ns : 0;
-      else
-        w = lc.t_ns > c->t_ns ? lc.t_ns - c->t_ns : 0;
-      st.wait_s[idx] += S(w);
-    }
-    ++last[g[li].first];
-    ++st.compared;
-  }
-  if (!st.compared) return st;
-  const size_t top = std::max_element(last.begin(), last.end()) - last.begin();
-  st.rank = static_cast<int>(top);
-  st.last_share = static_cast<double>(last[top]) / st.compared;
-  return st;
-}
-
-// The straggler finding, if there is one; its waits are taken out of the ranks'
-// communication findings in `per`.
-std::optional<Finding> StragglerFinding(const RankList& ranks, double base,
-                                        std::vector<std::vector<Finding>>& per) {
-  Straggle st = FindStraggler(ranks);
-  if (st.rank < 0 || st.last_share < kStragglerLastShare) return std::nullopt;
-  const size_t R = ranks.size();
-  std::vector<double> others;
-  for (size_t i = 0; i < R; ++i)
-    if (static_cast<int>(i) != st.rank) others.push_back(st.wait_s[i]);
-  const double mean_wait = MedianD(others) / st.compared;
-  // The compared collectives are every stride-th: the waits over all of them.
-  for (double& w : st.wait_s) w *= static_cast<double>(st.stride);
-  std::vector<double> meds;
-  for (const auto& r : ranks) meds.push_back(r.StepMedianS());
-  double ref = MedianD(meds);
-  if (ref <= 0) ref = base / (st.compared * st.stride);
-  if (mean_wait < kStragglerMinWaitShare * ref) return std::nullopt;
-  Finding f = MakeFinding("straggler", MedianD(st.wait_s), base);
-  const int srank = ranks[st.rank].rank;
-  f.ranks = {srank};
-  nlohmann::json waits = nlohmann::json::object();
-  for (size_t i = 0; i < R; ++i) waits[std::to_string(ranks[i].rank)] = st.wait_s[i];
-  f.evidence = {{"rank", srank},
-                {"last_share", st.last_share},
-                {"collectives_compared", st.compared},
-                {"compared_every", st.stride},
-                {"method", st.method},
-                {"wait_s_by_rank", waits},
-                {"mean_wait_per_collective_ms", Ms(mean_wait)}};
-  f.summary = Printf("rank %d reaches %.0f%% of collectives last; the others wait %s for it each time", srank,
-                     100 * st.last_share, FmtDuration(mean_wait).c_str());
-  // Their waiting is not a communication cost.
-  for (size_t i = 0; i < R; ++i)
-    for (auto& g : per[i])
-      if (g.id == "communication") {
-        g.time_lost_s = std::max(0.0, g.time_lost_s - st.wait_s[i]);
-        g.evidence["straggler_wait_s"] = st.wait_s[i];
-      }
-  return f;
-}
-
-}  // namespace
 
 std::vector<Finding> JobFindings(const RankList& ranks) {
   const size_t R = ranks.size();

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "analyze/communicators.h"
 #include "analyze/findings.h"
 #include "analyze/rank_result.h"
 
@@ -20,6 +21,8 @@ struct JobResult {
   CollectiveSizeFigures coll_sizes;
   PipelineFigures pipeline;  // sums; links per rank
   JobPipeline pipeline_links;  // sends matched with recvs across ranks, stages
+  std::vector<JobComm> by_comm;  // every communicator, joined across ranks (communicators.h)
+  OverlapTally overlap;          // NCCL kernel time overlapped with compute, all ranks
   LaunchFigures launches;
   GraphFigures graphs;
   ApiCallFigures api_calls;

@@ -9,7 +9,7 @@ namespace gpuwatch::collector {
 
 RankModel::RankModel(const RankModel& o)
     : interp_(o.interp_), sync_(o.sync_), copies_(o.copies_), collectives_(o.collectives_),
-      coll_sizes_(o.coll_sizes_), pipeline_(o.pipeline_),
+      coll_sizes_(o.coll_sizes_), pipeline_(o.pipeline_), comms_(o.comms_), overlap_(o.overlap_),
       launches_(o.launches_), gpu_(o.gpu_), graphs_(o.graphs_), api_calls_(o.api_calls_), steps_(o.steps_),
       io_(o.io_), sites_(o.sites_), memory_(o.memory_), device_(o.device_), host_frames_(o.host_frames_),
       rank_(o.rank_),
@@ -18,7 +18,7 @@ RankModel::RankModel(const RankModel& o)
 }
 
 void RankModel::SubscribeAnalyses() {
-  for (EventSink* s : std::initializer_list<EventSink*>{&sync_, &copies_, &collectives_, &launches_, &gpu_, &graphs_,
+  for (EventSink* s : std::initializer_list<EventSink*>{&sync_, &copies_, &collectives_, &comms_, &overlap_, &launches_, &gpu_, &graphs_,
                                                          &api_calls_, &steps_, &io_, &sites_, &memory_, &device_,
                                                          &host_frames_, &coll_sizes_, &pipeline_})
     interp_.Subscribe(s);
@@ -75,6 +75,14 @@ RankResult RankModel::Compute() const {
   r.collectives = collectives_.figures();
   r.coll_sizes = coll_sizes_.figures();
   r.pipeline = pipeline_.Result(facts);
+  r.comms = comms_.Result(facts);
+  r.overlap = overlap_.Result();
+  for (CommFigures& c : r.comms.comms)
+    if (auto it = r.overlap.by_comm.find(c.hash); it != r.overlap.by_comm.end()) {
+      c.kernels = it->second.kernels;
+      c.kernel_ns = it->second.nccl_ns;
+      c.overlapped_ns = it->second.overlapped_ns;
+    }
   r.launches = launches_.Result(facts);
   r.graphs = graphs_.figures();
   r.api_calls = api_calls_.figures();

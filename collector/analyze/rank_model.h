@@ -10,6 +10,8 @@
 #include "analyze/call_sites.h"
 #include "analyze/collective_sizes.h"
 #include "analyze/collectives.h"
+#include "analyze/comm_overlap.h"
+#include "analyze/communicators.h"
 #include "analyze/copies.h"
 #include "analyze/device_state.h"
 #include "analyze/gpu.h"
@@ -57,6 +59,8 @@ class RankModel {
   CollectiveCounter collectives_;
   CollectiveSizeCounter coll_sizes_;
   PipelineCounter pipeline_;
+  CommCounter comms_;
+  CommOverlap overlap_;
   LaunchCounter launches_;
   GpuCounter gpu_;
   GraphCounter graphs_;

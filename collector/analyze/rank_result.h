@@ -12,6 +12,8 @@
 #include "analyze/call_sites.h"
 #include "analyze/collective_sizes.h"
 #include "analyze/collectives.h"
+#include "analyze/comm_overlap.h"
+#include "analyze/communicators.h"
 #include "analyze/copies.h"
 #include "analyze/device_state.h"
 #include "analyze/finding.h"
@@ -62,6 +64,8 @@ struct RankResult {
   CollectiveFigures collectives;
   CollectiveSizeFigures coll_sizes;  // small vs large collectives (small_collectives)
   PipelineFigures pipeline;          // send/recv per link, the pipeline bubble
+  CommTable comms;        // per communicator (with its NCCL kernels' overlap)
+  OverlapFigures overlap;  // NCCL kernel time overlapped with compute / exposed
   LaunchFigures launches;
   GraphFigures graphs;
   ApiCallFigures api_calls;

@@ -94,6 +94,11 @@ inline constexpr double kStragglerLastShare = 0.5;
 inline constexpr double kStragglerMinWaitShare = 0.05;
 // Collective calls kept per rank for matching across ranks: the first ones (32 B each).
 inline constexpr uint64_t kMaxCollCalls = 1 << 13;
+// Communicators kept per rank with their own figures (a few hundred bytes each); Megatron
+// makes fewer than ten per rank, so more is a leak of communicators, still counted.
+inline constexpr uint64_t kMaxCommsPerRank = 256;
+// Collective calls remembered to name the communicator of the NCCL kernels they launched.
+inline constexpr uint64_t kMaxCommCallsHeld = 4096;
 
 // --- Parallel strategies -----------------------------------------------------------------
 // A collective below this size (S, nccl-tests' bytes) is latency-bound: a ring's time is

@@ -141,6 +141,7 @@ RunFigures ExtractFigures(const json& s, const std::string& path) {
       copy.Add(d + ".blocking", i, Num(c, "blocking_count") / n);
     }
     for (const auto& [op, v] : Obj(r, "collectives").items()) {
+      if (op == "by_comm") continue;  // per communicator, not an op
       coll.Add(op + ".calls", i, Num(v, "count") / n);
       coll.Add(op + ".gpu_ms", i, Num(v, "total_s") * 1e3 / n);
     }
@@ -168,6 +169,7 @@ RunFigures ExtractFigures(const json& s, const std::string& path) {
   }
   const auto colls = coll.Medians();
   for (const auto& [op, v] : Obj(job, "collectives").items()) {
+    if (op == "by_comm") continue;
     CollectiveFigures& g = f.collectives[op];
     if (colls.count(op + ".calls")) {
       g.calls_per_step = colls.at(op + ".calls");

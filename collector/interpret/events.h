@@ -34,6 +34,8 @@ struct HostCall {
   // was measured.
   int32_t comm_nranks;
   uint64_t comm_hash;
+  int32_t comm_rank;     // this rank's index in it (0 when never announced)
+  bool comm_identified;  // seen created, so comm_hash names it on every rank (CommFacts::Identified)
   uint64_t coll_bytes;
   bool timed;
   // CUPTI was recording when the call was made (always, unless the overhead budget's

@@ -36,7 +36,8 @@ void RankFacts::OnBatch(const wire::Batch& b) {
   }
   for (const auto& c : b.communicators())
     if (comms_.size() < kMaxComms || comms_.count(c.comm_id()))
-      comms_[c.comm_id()] = CommFacts{c.nranks(), c.rank(), c.unique_hash()};
+      comms_[c.comm_id()] = CommFacts{c.nranks(),      c.rank(),        c.unique_hash(), c.origin(), c.parent_hash(),
+                                      c.split_index(), c.color(),       c.key(),         c.ended()};
   for (const auto& c : b.call_sites()) {
     if (sites_.size() >= kMaxSites && !sites_.count(c.id())) continue;
     SiteText& s = sites_[c.id()];

@@ -47,6 +47,12 @@ struct SamplingFacts {
 struct CommFacts {
   int32_t nranks = 0, rank = 0;
   uint64_t unique_hash = 0;
+  wire::Communicator::Origin origin = wire::Communicator::ORIGIN_UNSAID;
+  uint64_t parent_hash = 0, split_index = 0;
+  int32_t color = 0, key = 0;
+  uint32_t ended = 0;  // 1 destroyed, 2 aborted
+  // Seen created: unique_hash names it on every rank (else it is a pointer in one process).
+  bool Identified() const { return origin != wire::Communicator::ORIGIN_FIRST_USE; }
 };
 
 // Where a long sync or blocking copy was called from (libinject's call sites).
@@ -71,6 +77,8 @@ class RankFacts {
   // A kernel of NCCL's (decided from its name when the name arrived).
   bool IsCommKernel(uint32_t id) const { return id < comm_kernel_.size() && comm_kernel_[id]; }
   const CommFacts* Comm(uint64_t comm_id) const;
+  // Every communicator announced, by the library's comm id.
+  const std::unordered_map<uint64_t, CommFacts>& Comms() const { return comms_; }
   const SiteText* Site(uint32_t id) const;
   // A Python stack the library interned (a call site's or a host sample's), innermost first.
   const std::vector<std::string>* Stack(uint32_t id) const;

@@ -38,12 +38,16 @@ HostCall RankInterpreter::Interpret(const wire::Event& e) const {
   c.blocks_host = !c.captured && BlocksHost(c.api, c.flags);
   c.comm_nranks = 0;
   c.comm_hash = 0;
+  c.comm_rank = 0;
+  c.comm_identified = false;
   c.coll_bytes = 0;
   c.timed = false;
   if (IsCollective(c.api)) {
     const CommFacts* comm = facts_.Comm(c.comm_id);
     c.comm_nranks = comm ? comm->nranks : facts_.world_size();
     c.comm_hash = comm ? comm->unique_hash : c.comm_id;
+    c.comm_rank = comm ? comm->rank : 0;
+    c.comm_identified = comm && comm->Identified();
     const bool gathered = c.api == wire::NCCL_ALL_GATHER || c.api == wire::NCCL_REDUCE_SCATTER;
     c.coll_bytes = gathered ? c.bytes * static_cast<uint64_t>(std::max(c.comm_nranks, 1)) : c.bytes;
     c.timed = c.gpu_ns > 0 && !HasFlag(c.flags, wire::FLAG_NO_GPU_TIME);

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "common/api_names.h"
+#include "report/comms_json.h"
 #include "common/format.h"
 #include "common/kernel_names.h"
 #include "analyze/environment.h"
@@ -377,6 +378,8 @@ nlohmann::json ShapeEvidenceJson(const UtilizationShape& s) {
 
 void AddRankFigures(const RankResult& r, nlohmann::json& obj) {
   AddMeasured(r, obj);
+  obj["collectives"]["by_comm"] = RankCommsJson(r);
+  obj["comm_overlap"] = RankOverlapJson(r);
   const char* shape = r.gpu_shape.key();
   obj["gpu"]["utilization_shape"] = shape ? nlohmann::json(shape) : nlohmann::json(nullptr);
   obj["gpu"]["utilization_shape_evidence"] = ShapeEvidenceJson(r.gpu_shape);
@@ -397,6 +400,8 @@ void AddRankFigures(const RankResult& r, nlohmann::json& obj) {
 void AddJobFigures(const JobResult& j, nlohmann::json& obj) {
   AddMeasured(j, obj);
   obj["pipeline"] = JobPipelineJson(j.pipeline, j.pipeline_links);
+  obj["collectives"]["by_comm"] = JobCommsJson(j);
+  obj["comm_overlap"] = JobOverlapJson(j);
   obj["overhead"] = JobOverheadJson(j.ranks);
   obj["steps"] = {{"count", j.steps_count}, {"source", j.steps_source}, {"median_ms", Ms(j.steps_median_s)}};
   obj["findings"] = FindingsJson(j.findings);

@@ -1,6 +1,8 @@
 // See figures_text.h.
 #include "report/figures_text.h"
 
+#include "report/comms_text.h"
+
 #include "common/api_names.h"
 #include "common/format.h"
 #include "common/kernel_names.h"
@@ -238,6 +240,7 @@ void AppendRankText(const RankResult& r, std::string& out) {
   CopiesText(r.copies, r.gpu, out);
   CollectivesText(r.collectives, out);
   PipelineText(r.pipeline, out);
+  AppendOverlapText(r, out);
   LaunchesText(r.launches, out);
   GraphsText(r.graphs, out);
   GpuText(r.gpu, out);

@@ -7,6 +7,7 @@
 
 #include "common/format.h"
 #include "common/json_read.h"
+#include "report/html_comms.h"
 #include "report/html_device.h"
 #include "report/html_page.h"
 #include "report/summary.h"
@@ -260,7 +261,7 @@ void Collectives(const json& s, std::string& out) {
     const json& c = Get(r, "collectives");
     if (!c.is_object()) continue;
     for (auto it = c.begin(); it != c.end(); ++it) {
-      if (Num(it.value(), "total_s") <= 0) continue;  // never timed: no bandwidth
+      if (it.key() == "by_comm" || Num(it.value(), "total_s") <= 0) continue;  // never timed: no bandwidth
       auto [pos, fresh] = index.emplace(it.key(), groups.size());
       if (fresh) groups.push_back({it.key(), {}});
       auto& bars = groups[pos->second].bars;
@@ -281,6 +282,7 @@ void Collectives(const json& s, std::string& out) {
   const json& jc = Get(Get(s, "job"), "collectives");
   if (jc.is_object())
     for (auto it = jc.begin(); it != jc.end(); ++it) {
+      if (it.key() == "by_comm") continue;  // the communicators' table follows
       const json& o = it.value();
       out += "<tr><td>" + Esc(it.key()) + "</td><td class=\"n\">" +
              Printf("%.0f", Num(o, "count")) + "</td><td class=\"n\">" +
@@ -357,6 +359,7 @@ std::string BuildHtmlReport(const json& s) {
   Idle(s, out);
   Steps(s, out);
   Collectives(s, out);
+  CommsSection(s, out);
   Kernels(s, out);
   RankTable(s, out);
   Hangs(s, out);

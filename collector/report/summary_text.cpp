@@ -2,6 +2,7 @@
 // tables of report/figures_text.h), the hangs, then a job line of headlines. Everything fits 80 columns;
 // strings from ranks are clipped and stripped of control characters.
 #include "common/format.h"
+#include "report/comms_text.h"
 #include "report/figures_text.h"
 #include "report/host_clocks.h"
 #include "report/summary.h"
@@ -37,6 +38,7 @@ std::string BuildSummaryText(const JobView& job) {
   out += Printf("%zu rank%s of %d, %d host%s, wall %s\n", job.ranks.size(),
                 job.ranks.size() == 1 ? "" : "s", job.world_size, job.distinct_hosts(),
                 job.distinct_hosts() == 1 ? "" : "s", FmtDuration(job.wall_s()).c_str());
+  AppendCommsText(*job.result, out);
   // Multi-host through --upstream: how each host's times were put on this clock.
   if (const auto hosts = HostClocks(job); AnyForwarded(hosts)) {
     for (const HostClock& h : hosts) {

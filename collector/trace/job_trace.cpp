@@ -57,7 +57,7 @@ void JobTrace::Steps(int rank, const std::string& host, const RankResult& result
   while (from < steps.size() && steps[from].start < until) ++from;
   if (from == steps.size()) return;
   until = steps.back().end;
-  t->WriteSteps(steps, from, from, result.per_step_device);
+  t->WriteSteps(steps, from, from, result.per_step_device, result.overlap.per_step);
 }
 
 void JobTrace::Instant(int rank, const std::string& host, const std::string& key, uint64_t ts,

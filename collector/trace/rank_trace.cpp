@@ -48,7 +48,8 @@ const char* const kKeyNames[] = {"bytes",          "blocking",           "seq",
                                  "busbw_gbps",     "peer",               "step",
                                  "gpu_compute_ms", "comm_not_overlapped_ms", "idle_host_wait_ms",
                                  "idle_launch_wait_ms", "idle_sync_wait_ms", "idle_other_ms",
-                                 "host_blocked_in_syncs_ms", "copies_ms",          "graph_id"};
+                                 "host_blocked_in_syncs_ms", "copies_ms",          "graph_id",
+                                 "nccl_overlapped_ms", "nccl_exposed_ms"};
 
 const char* CopyDir(int kind) {
   switch (kind) {
@@ -198,13 +199,14 @@ void RankTrace::Instant(uint64_t ts, const std::string& name) {
   Write();
 }
 
-void RankTrace::WriteSteps(const std::deque<StepRec>& steps, size_t from, uint64_t first_index, bool figures) {
+void RankTrace::WriteSteps(const std::deque<StepRec>& steps, size_t from, uint64_t first_index, bool figures,
+                           const std::vector<OverlapTally>& overlap) {
   if (file_->level() == TraceLevel::kOff) return;
   uint64_t index = first_index;
   const uint32_t name = names_.Iid("step");  // one name, the number as an argument
   for (size_t k = from; k < steps.size(); ++k) {
     const StepRec& s = steps[k];
-    Ann anns[5 + kIdleKinds];  // step, compute, comm, idle by kind, syncs, copies
+    Ann anns[7 + kIdleKinds];  // step, compute, comm, idle by kind, syncs, copies, NCCL overlapped and exposed
     int n = 0;
     anns[n++] = {kKeyStep, Ann::kUint, index++, 0};
     if (figures) {
@@ -214,6 +216,10 @@ void RankTrace::WriteSteps(const std::deque<StepRec>& steps, size_t from, uint64
       for (int i = 0; i < kIdleKinds; ++i) ms(kKeyIdle0 + i, s.dev.idle[i]);
       ms(kKeySyncMid, s.sync_mid);
       ms(kKeyCopies, s.dev.copy);
+      if (k < overlap.size()) {  // HTA's comm-compute overlap (summary.json comm_overlap)
+        ms(kKeyNcclOverlapped, overlap[k].overlapped_ns);
+        ms(kKeyNcclExposed, overlap[k].ExposedNs());
+      }
     }
     Slice(kStepsLocal, step_lanes_, static_cast<int32_t>(kStepsLocal), s.start, s.end, name, anns, n, 0, 0,
           [] { return std::string("steps"); });

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "analyze/hang.h"
+#include "analyze/comm_overlap.h"
 #include "analyze/step_figures.h"
 #include "gpuwatch.pb.h"
 #include "interpret/event_sink.h"
@@ -75,7 +76,10 @@ class RankTrace final : public EventSink {
   void Instant(uint64_t ts, const std::string& name);
   // The steps track, written at job end: one slice "step" per step, its number (from
   // `first_index`) as the argument `step` and, when `figures`, its device figures (ms).
-  void WriteSteps(const std::deque<StepRec>& steps, size_t from, uint64_t first_index, bool figures);
+  // `overlap`: the NCCL kernel time of each step overlapped with compute / exposed
+  // (analyze/comm_overlap.h; by step index, may be shorter), as two more arguments.
+  void WriteSteps(const std::deque<StepRec>& steps, size_t from, uint64_t first_index, bool figures,
+                  const std::vector<OverlapTally>& overlap = {});
   // The rank's last connection closed: the counter windows are written out.
   void Finish();
 
@@ -94,7 +98,7 @@ class RankTrace final : public EventSink {
   enum Key : uint32_t {
     kKeyBytes = 1, kKeyBlocking, kKeySeq, kKeyBusbw, kKeyPeer, kKeyStep,
     kKeyCompute, kKeyCommExposed, kKeyIdle0, kKeyIdleLast = kKeyIdle0 + kIdleKinds - 1, kKeySyncMid, kKeyCopies,
-    kKeyGraph
+    kKeyGraph, kKeyNcclOverlapped, kKeyNcclExposed
   };
   struct Lanes {
     uint64_t last_end[kMaxLanes] = {};

@@ -53,9 +53,24 @@ void Definitions::AppendDue(std::string& batch, int gpu_source, std::string_view
   }
   for (uint32_t id : names_due_) AppendKernelName(batch, id, src_.names->Name(id));
   names_due_.clear();
+  const auto append = [&](const CommInfo* c) {
+    const uint32_t ended = c->ended.load(std::memory_order_relaxed);
+    AppendCommunicator(batch, CommDefinition{.comm_id = c->id, .unique_hash = c->unique_hash,
+                                             .parent_hash = c->made.parent_hash, .split_index = c->made.split_index,
+                                             .nranks = c->nranks, .rank = c->rank, .color = c->made.color,
+                                             .key = c->made.key, .origin = c->made.origin, .ended = ended});
+    if (ended) c->end_sent = true;
+  };
   for (const CommInfo* c : src_.comms->Since(comms_sent_)) {
-    AppendCommunicator(batch, c->id, c->nranks, c->rank, c->unique_hash);
+    append(c);
     comms_sent_ = c->id;
+  }
+  // Communicators destroyed or aborted since: their definition again, with how it ended.
+  const uint64_t ends = src_.comms->EndCount();
+  if (ends != ends_seen_) {
+    ends_seen_ = ends;
+    for (const CommInfo* c : src_.comms->Since(0))
+      if (c->id <= comms_sent_ && !c->end_sent && c->ended.load(std::memory_order_relaxed)) append(c);
   }
 }
 

@@ -43,6 +43,7 @@ class Definitions {
   std::unordered_set<uint32_t> sites_sent_;  // call site ids (at most kMaxCallSites)
   std::unordered_set<uint32_t> stacks_sent_;  // Python stack ids (at most kMaxPythonStacks)
   uint64_t comms_sent_ = 0;                  // communicators with ids up to this one went out
+  uint64_t ends_seen_ = 0;                   // Comms::EndCount() when ended ones were last sent
   int source_sent_ = 0;
   std::string detail_sent_;
   uint64_t lost_seen_ = 0;

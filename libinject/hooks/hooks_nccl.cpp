@@ -4,6 +4,8 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <atomic>
+
 #include "record/collective_timer.h"
 #include "record/real.h"
 #include "record/recorder.h"
@@ -41,14 +43,16 @@ gi::CommInfo* CommFor(ncclComm_t comm) {
   return gi::Communicators().Register(comm, n, r, reinterpret_cast<uintptr_t>(comm));
 }
 
-void RegisterNew(ncclComm_t comm, uint64_t unique_hash) {
+void RegisterNew(ncclComm_t comm, uint64_t unique_hash, const gi::CommOrigin& made) {
   static const auto count = gi::Real<decltype(&pncclCommCount)>("pncclCommCount");
   static const auto user_rank = gi::Real<decltype(&pncclCommUserRank)>("pncclCommUserRank");
   int n = 0, r = 0;
   if (count) count(comm, &n);
   if (user_rank) user_rank(comm, &r);
-  gi::Communicators().Register(comm, n, r, unique_hash);
+  gi::Communicators().Register(comm, n, r, unique_hash, made);
 }
+
+constexpr gi::CommOrigin kMadeByInit{.origin = 1};
 
 template <typename F>
 ncclResult_t Collective(gi::Api api, size_t count, ncclDataType_t type, int peer, ncclComm_t comm,
@@ -167,13 +171,13 @@ ncclResult_t ncclGroupEnd(void) {
 ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank) {
   GW_FORWARD(ncclCommInitRank);
   const ncclResult_t rc = real(comm, nranks, id, rank);
-  if (rc == ncclSuccess && comm) gi::Communicators().Register(*comm, nranks, rank, gi::HashBytes(&id, sizeof id));
+  if (rc == ncclSuccess && comm) gi::Communicators().Register(*comm, nranks, rank, gi::HashBytes(&id, sizeof id), kMadeByInit);
   return rc;
 }
 ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank, ncclConfig_t* cfg) {
   GW_FORWARD(ncclCommInitRankConfig);
   const ncclResult_t rc = real(comm, nranks, id, rank, cfg);
-  if (rc == ncclSuccess && comm) gi::Communicators().Register(*comm, nranks, rank, gi::HashBytes(&id, sizeof id));
+  if (rc == ncclSuccess && comm) gi::Communicators().Register(*comm, nranks, rank, gi::HashBytes(&id, sizeof id), kMadeByInit);
   return rc;
 }
 ncclResult_t ncclCommInitRankScalable(ncclComm_t* comm, int nranks, int rank, int nids, ncclUniqueId* ids,
@@ -181,19 +185,52 @@ ncclResult_t ncclCommInitRankScalable(ncclComm_t* comm, int nranks, int rank, in
   GW_FORWARD(ncclCommInitRankScalable);
   const ncclResult_t rc = real(comm, nranks, rank, nids, ids, cfg);
   if (rc == ncclSuccess && comm && nids > 0) {
-    gi::Communicators().Register(*comm, nranks, rank, gi::HashBytes(ids, sizeof *ids));
+    gi::Communicators().Register(*comm, nranks, rank, gi::HashBytes(ids, sizeof *ids), kMadeByInit);
   }
   return rc;
 }
 ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* cfg) {
   GW_FORWARD(ncclCommSplit);
+  // Every rank of the parent calls the split (it is collective, NOCOLOR ranks too), in the
+  // same order: the parent's split count tells repeated splits with one color apart.
+  gi::CommInfo* parent = CommFor(comm);
+  const uint64_t index = parent ? parent->splits.fetch_add(1, std::memory_order_relaxed) : 0;
   const ncclResult_t rc = real(comm, color, key, newcomm, cfg);
   if (rc == ncclSuccess && newcomm && *newcomm) {
-    // Ranks that pass the same color to the same parent end in the same communicator.
-    const gi::CommInfo* parent = CommFor(comm);
-    const uint64_t h[2] = {parent ? parent->unique_hash : 0, static_cast<uint64_t>(color)};
-    RegisterNew(*newcomm, gi::HashBytes(h, sizeof h));
+    // Ranks that pass the same color to the same split of one parent end in one communicator.
+    const uint64_t parent_hash = parent ? parent->unique_hash : 0;
+    const uint64_t h[3] = {parent_hash, index, static_cast<uint64_t>(color)};
+    RegisterNew(*newcomm, gi::HashBytes(h, sizeof h),
+                gi::CommOrigin{.origin = 2, .parent_hash = parent_hash, .split_index = index, .color = color, .key = key});
   }
+  return rc;
+}
+
+// One process, several devices: the communicators it makes are one communicator, rank i on
+// devlist[i]. No unique id to hash: the process's count of such calls stands in (the
+// communicator cannot reach beyond this process).
+ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
+  GW_FORWARD(ncclCommInitAll);
+  const ncclResult_t rc = real(comms, ndev, devlist);
+  static std::atomic<uint64_t> calls{0};
+  if (rc == ncclSuccess && comms) {
+    const uint64_t h[2] = {0x696e6974616c6cull /* "initall" */, calls.fetch_add(1)};
+    const uint64_t hash = gi::HashBytes(h, sizeof h);
+    for (int i = 0; i < ndev; ++i) gi::Communicators().Register(comms[i], ndev, i, hash, gi::CommOrigin{.origin = 3});
+  }
+  return rc;
+}
+
+ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  GW_FORWARD(ncclCommDestroy);
+  const ncclResult_t rc = real(comm);
+  if (rc == ncclSuccess) gi::Communicators().End(comm, 1);
+  return rc;
+}
+ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  GW_FORWARD(ncclCommAbort);
+  const ncclResult_t rc = real(comm);
+  if (rc == ncclSuccess) gi::Communicators().End(comm, 2);
   return rc;
 }
 

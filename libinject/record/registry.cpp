@@ -61,7 +61,7 @@ std::string KernelNames::Name(uint32_t id) {
   return id >= 1 && id <= names_.size() ? std::string(names_[id - 1]) : std::string();
 }
 
-CommInfo* Comms::Register(const void* comm, int nranks, int rank, uint64_t unique_hash) {
+CommInfo* Comms::Register(const void* comm, int nranks, int rank, uint64_t unique_hash, const CommOrigin& made) {
   std::lock_guard<std::mutex> lock(mu_);
   if (count_ == kMax) return nullptr;
   CommInfo& c = infos_[count_];
@@ -69,11 +69,20 @@ CommInfo* Comms::Register(const void* comm, int nranks, int rank, uint64_t uniqu
   c.nranks = nranks;
   c.rank = rank;
   c.unique_hash = unique_hash;
+  c.made = made;
   c.next_seq.store(0, std::memory_order_relaxed);
   if (!table_.Put(comm, c.id)) return nullptr;
   ++count_;
   if (nranks > 1 && !first_.load(std::memory_order_relaxed)) first_.store(&c, std::memory_order_release);
   return &c;
+}
+
+void Comms::End(const void* comm, uint32_t how) {
+  CommInfo* c = Find(comm);
+  if (!c) return;
+  c->ended.store(how, std::memory_order_relaxed);
+  table_.Put(comm, 0);  // Find now says absent
+  ends_.fetch_add(1, std::memory_order_release);
 }
 
 std::vector<const CommInfo*> Comms::Since(uint64_t after) {

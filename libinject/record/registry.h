@@ -43,11 +43,22 @@ class KernelNames {
   std::atomic<uint64_t> overflow_{0};
 };
 
+// How a communicator was made (proto Communicator.Origin and the split's arguments).
+struct CommOrigin {
+  uint32_t origin = 4;  // 1 init, 2 split, 3 init all, 4 first use (not seen created)
+  uint64_t parent_hash = 0, split_index = 0;
+  int color = 0, key = 0;
+};
+
 struct CommInfo {
   uint64_t id = 0;
   int nranks = 0;
   int rank = 0;
   uint64_t unique_hash = 0;
+  CommOrigin made;
+  std::atomic<uint64_t> splits{0};  // ncclCommSplit calls made on it: its children's split_index
+  std::atomic<uint32_t> ended{0};   // 1 destroyed, 2 aborted
+  mutable bool end_sent = false;    // the sender thread's alone: the ended definition went out
   std::atomic<uint64_t> next_seq{0};
   std::atomic<uint64_t> returned{0};  // 1 + the highest seq whose call returned; 0: none yet
   void MarkReturned(uint64_t seq) {
@@ -60,7 +71,12 @@ class Comms {
  public:
   static constexpr size_t kMax = 1024;
   // Returns the info for `comm`, or nullptr if the table is full.
-  CommInfo* Register(const void* comm, int nranks, int rank, uint64_t unique_hash);
+  CommInfo* Register(const void* comm, int nranks, int rank, uint64_t unique_hash, const CommOrigin& made = {});
+  // ncclCommDestroy/Abort returned: the definition is sent again with `how`, and the pointer,
+  // which NCCL may hand out again, no longer finds it.
+  void End(const void* comm, uint32_t how);
+  // Bumped by End: the sender looks for ended definitions to send only when it moved.
+  uint64_t EndCount() const { return ends_.load(std::memory_order_acquire); }
   CommInfo* Find(const void* comm) const {
     const uint64_t i = table_.Find(comm);
     return i ? &infos_[i - 1] : nullptr;
@@ -78,6 +94,7 @@ class Comms {
   std::mutex mu_;
   size_t count_ = 0;
   std::atomic<const CommInfo*> first_{nullptr};
+  std::atomic<uint64_t> ends_{0};
 };
 
 // Comms ids are 1..kMax: Record::comm_id (record.h) keeps them in 32 bits.

@@ -148,12 +148,22 @@ void AppendKernelName(std::string& batch, uint32_t id, std::string_view name) {
 }
 
 void AppendCommunicator(std::string& batch, uint64_t comm_id, int nranks, int rank, uint64_t unique_hash) {
+  AppendCommunicator(batch, CommDefinition{.comm_id = comm_id, .unique_hash = unique_hash, .nranks = nranks, .rank = rank});
+}
+
+void AppendCommunicator(std::string& batch, const CommDefinition& d) {
   namespace m = f::communicator;
   std::string c;
-  UInt(c, m::kCommId, comm_id);
-  Int(c, m::kNranks, nranks);
-  Int(c, m::kRank, rank);
-  UInt(c, m::kUniqueHash, unique_hash);
+  UInt(c, m::kCommId, d.comm_id);
+  Int(c, m::kNranks, d.nranks);
+  Int(c, m::kRank, d.rank);
+  UInt(c, m::kUniqueHash, d.unique_hash);
+  UInt(c, m::kOrigin, d.origin);
+  UInt(c, m::kParentHash, d.parent_hash);
+  Int(c, m::kColor, d.color);
+  Int(c, m::kKey, d.key);
+  UInt(c, m::kSplitIndex, d.split_index);
+  UInt(c, m::kEnded, d.ended);
   Message(batch, f::batch::kCommunicators, c);
 }
 

@@ -63,6 +63,13 @@ void AppendBatchSettled(std::string& batch, uint64_t settled_ns);
 void AppendEvent(std::string& batch, const HostEvent& e);
 void AppendKernelName(std::string& batch, uint32_t id, std::string_view name);
 void AppendCommunicator(std::string& batch, uint64_t comm_id, int nranks, int rank, uint64_t unique_hash);
+// A communicator's definition with how it was made (proto Communicator, fields 5-10).
+struct CommDefinition {
+  uint64_t comm_id = 0, unique_hash = 0, parent_hash = 0, split_index = 0;
+  int nranks = 0, rank = 0, color = 0, key = 0;
+  uint32_t origin = 0, ended = 0;
+};
+void AppendCommunicator(std::string& batch, const CommDefinition& c);
 // The non-zero counts as DropCount messages in `field_number` (Batch.dropped or Goodbye.dropped);
 // returns their sum.
 uint64_t AppendDropCounts(std::string& msg, uint32_t field_number, const DropCounts& d);

@@ -34,7 +34,8 @@ inline constexpr uint32_t kId = 1, kName = 2;
 }
 
 namespace communicator {
-inline constexpr uint32_t kCommId = 1, kNranks = 2, kRank = 3, kUniqueHash = 4;
+inline constexpr uint32_t kCommId = 1, kNranks = 2, kRank = 3, kUniqueHash = 4, kOrigin = 5, kParentHash = 6,
+                          kColor = 7, kKey = 8, kSplitIndex = 9, kEnded = 10;
 }
 
 namespace drop_count {

@@ -98,6 +98,29 @@ void check_rank_truth(const Scenario& sc, int rank, const json& truth) {
   if (truth.value("rank", -1) != rank) fail(who + " rank field is not " + std::to_string(rank));
 }
 
+// Per communicator (by members): counts and bytes exactly; each one's time split into
+// overlapped and exposed, and their sum the rank's NCCL time.
+void check_device_comms(const Scenario& sc, int rank, const json& dev) {
+  const std::string who = "rank " + std::to_string(rank) + " device comms";
+  const auto want = expected_device_comms(sc, rank);
+  const json comms = dev.value("comms", json::object());
+  double total = 0;
+  for (auto it = comms.begin(); it != comms.end(); ++it) {
+    const json& c = it.value();
+    total += num(c, "device_s");
+    if (!want.count(it.key())) fail(who + " has \"" + it.key() + "\"; the scenario uses no such group");
+    if (std::fabs(num(c, "overlapped_s") + num(c, "exposed_s") - num(c, "device_s")) > 1e-6)
+      fail(who + "." + it.key() + ": overlapped_s + exposed_s != device_s");
+  }
+  for (const auto& [members, t] : want) {
+    const json c = comms.value(members, json::object());
+    if (u64(c, "count") != t.count) fail(who + "." + members + ".count = " + std::to_string(u64(c, "count")) + ", want " + std::to_string(t.count));
+    if (u64(c, "bytes") != t.bytes) fail(who + "." + members + ".bytes = " + std::to_string(u64(c, "bytes")) + ", want " + std::to_string(t.bytes));
+  }
+  const json ov = dev.value("comm_overlap", json::object());
+  if (std::fabs(num(ov, "nccl_s") - total) > 1e-6) fail(who + ": comm_overlap.nccl_s = " + fmt(num(ov, "nccl_s")) + ", the comms add up to " + fmt(total));
+}
+
 // The simulator's device-rank-R.json against expected_device_kinds and the gpu keys.
 void check_device_truth(const Scenario& sc, int rank, const json& dev) {
   const std::string who = "rank " + std::to_string(rank) + " device";
@@ -112,6 +135,7 @@ void check_device_truth(const Scenario& sc, int rank, const json& dev) {
   for (auto it = kinds.begin(); it != kinds.end(); ++it)
     if (!want.count(it.key()) && u64(it.value(), "count") > 0)
       fail(who + " kinds." + it.key() + " has " + std::to_string(u64(it.value(), "count")) + " entries; the scenario makes none");
+  check_device_comms(sc, rank, dev);
   if (want.count("kernel")) {
     double got = num(kinds["kernel"], "device_s"), w = want.at("kernel").seconds;
     if (!near(got, w)) fail(who + " kinds.kernel.device_s = " + fmt(got) + ", want " + fmt(w) + " (10% or 0.5 ms)");
@@ -222,11 +246,16 @@ int main(int argc, char** argv) {
     devices.push_back(read_json(truth / ("device-rank-" + std::to_string(r) + ".json")));
     check_device_truth(sc, r, devices.back());
   }
-  // A straggler (host scaled up) must make the other ranks wait in collectives, not itself.
+  // A straggler (host scaled up) must make its peers wait in collectives, not itself: the
+  // ranks that share a communicator with it (all of them when the ops run on the world).
   for (const auto& [slow, scale] : sc.rank_scale) {
     if (scale.host <= 1.2) continue;
     const double slow_wait = num(devices[size_t(slow)], "collective_wait_s");
-    for (int r = 0; r < sc.ranks; ++r)
+    std::set<int> peers;
+    for (const Op* op : all_ops(sc))
+      if (is_collective(op->kind))
+        for (int m : sc.layout().members(op->group, slow)) peers.insert(m);
+    for (int r : peers)
       if (r != slow && !sc.rank_scale.count(r) && !(num(devices[size_t(r)], "collective_wait_s") > slow_wait))
         fail("rank " + std::to_string(r) + " collective_wait_s " + fmt(num(devices[size_t(r)], "collective_wait_s")) +
              " is not above the slow rank " + std::to_string(slow) + "'s " + fmt(slow_wait));

@@ -57,6 +57,7 @@ class Player {
   void split_groups();
   ncclComm_t comm_for(CommGroup g) const;
   void order_comm_after_compute();
+  void join_comm(const char* truth_key);
   void capture_graphs();
 
   const Scenario& sc_;
@@ -183,12 +184,7 @@ void Player::point_to_point(const Op& op) {
   auto c1 = Clock::now();
   check(r, send ? "ncclSend" : "ncclRecv");
   truth_.add(op_name(op.kind), seconds_between(c0, c1), op.bytes);
-  if (!send) {
-    auto w0 = Clock::now();
-    check(cudaEventRecord(comm_done_, comm_stream_), "cudaEventRecord");
-    check(cudaStreamWaitEvent(compute_, comm_done_, 0), "cudaStreamWaitEvent");
-    truth_.add("recv_join", seconds_between(w0, Clock::now()));
-  }
+  if (!send) join_comm("recv_join");
 }
 
 void Player::collective(const Op& op) {
@@ -224,6 +220,17 @@ void Player::collective(const Op& op) {
   auto c1 = Clock::now();
   check(r, call);
   truth_.add(op_name(op.kind), seconds_between(c0, c1), collective_bytes(op.kind, op.bytes, group_size(sc_, op)));
+  // Not overlapped: the next ops need its result, so the compute stream waits for it at once
+  // (its time is exposed). Overlapped: it runs beside the next ops until the step's join.
+  if (!op.overlap) join_comm("coll_join");
+}
+
+// The compute stream waits for everything queued on the comm stream so far.
+void Player::join_comm(const char* truth_key) {
+  auto w0 = Clock::now();
+  check(cudaEventRecord(comm_done_, comm_stream_), "cudaEventRecord");
+  check(cudaStreamWaitEvent(compute_, comm_done_, 0), "cudaStreamWaitEvent");
+  truth_.add(truth_key, seconds_between(w0, Clock::now()));
 }
 
 void Player::play(const Op& op) {
@@ -368,10 +375,7 @@ void Player::run() {
     }
     where_ = "step " + std::to_string(s) + ", end of step";
     // The next step's compute waits for this step's communication (DDP's final wait).
-    auto t0 = Clock::now();
-    check(cudaEventRecord(comm_done_, comm_stream_), "cudaEventRecord");
-    check(cudaStreamWaitEvent(compute_, comm_done_, 0), "cudaStreamWaitEvent");
-    truth_.add("step_join", seconds_between(t0, Clock::now()));
+    join_comm("step_join");
     if (sc_.nvtx) nvtxRangePop();
   }
   truth_.set("wall_s", seconds_between(start, Clock::now()));

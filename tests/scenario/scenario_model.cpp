@@ -463,6 +463,24 @@ std::map<std::string, Totals> expected_device_kinds(const Scenario& sc, int rank
   return t;
 }
 
+std::string members_label(const std::vector<int>& members) {
+  std::string label;
+  for (size_t i = 0; i < members.size(); ++i) label += (i ? "," : "") + std::to_string(members[i]);
+  return label;
+}
+
+std::map<std::string, Totals> expected_device_comms(const Scenario& sc, int rank) {
+  std::map<std::string, Totals> t;
+  const RankLayout layout = sc.layout();
+  for_each_op(sc, rank, [&](const Op& op) {
+    if (!is_collective(op.kind) && !is_p2p(op.kind)) return;
+    Totals& c = t[members_label(layout.members(op.group, rank))];
+    c.count++;
+    c.bytes += collective_bytes(op.kind, op.bytes, group_size(sc, op));
+  });
+  return t;
+}
+
 GraphTotals expected_graphs(const Scenario& sc, int rank) {
   GraphTotals g;
   const RankScale scale = sc.scale_for(rank);

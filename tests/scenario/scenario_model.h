@@ -134,6 +134,13 @@ std::map<std::string, Totals> expected_truth_ops(const Scenario& sc, int rank);
 // each collective with bytes S. Only kinds with count > 0 are present.
 std::map<std::string, Totals> expected_device_kinds(const Scenario& sc, int rank);
 
+// "0,2": a communicator's members as world ranks, the key of the device file's "comms".
+std::string members_label(const std::vector<int>& members);
+// What the device file's "comms" must count for `rank` (count and bytes exactly): its
+// collectives and send/recv by the members of the communicator each ran on. Communicators
+// with the same members (a DP group as large as the world) share one key.
+std::map<std::string, Totals> expected_device_comms(const Scenario& sc, int rank);
+
 // What the device file's "graphs" must say: launches and the kernels they ran (count,
 // device seconds).
 struct GraphTotals {

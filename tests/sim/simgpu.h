@@ -59,6 +59,8 @@ typedef struct simgpu_activity {
   uint64_t wait_ns;        /* collectives: time spent waiting for the slowest peer */
   uint32_t graph_id;       /* run by a graph launch: the executable graph's id (CUPTI graphId); else 0 */
   uint64_t graph_node_id;  /* run by a graph launch: the node's id (CUPTI graphNodeId); else 0 */
+  const char* comm;        /* NCCL ops: the communicator's members as root-communicator ranks,
+                              e.g. "0,2" (static string; the truth's key), else NULL */
 } simgpu_activity;
 
 typedef void (*simgpu_activity_observer)(const simgpu_activity* record, void* user);
@@ -120,6 +122,7 @@ typedef struct simgpu_external_desc {
   int kind;         /* simgpu_kind */
   uint64_t bytes;   /* reported in truth and activity records */
   const char* name; /* static string, e.g. "ncclAllReduce" */
+  const char* comm; /* static string or NULL: simgpu_activity.comm */
 } simgpu_external_desc;
 
 /* Enqueue n external ops on one stream as a group: all start together when the stream

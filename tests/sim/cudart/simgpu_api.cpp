@@ -86,6 +86,7 @@ SIMGPU_EXPORT cudaError_t simgpu_enqueue_external(cudaStream_t stream, int n, co
     ds[i].kind = descs[i].kind;
     ds[i].bytes = descs[i].bytes;
     ds[i].name = descs[i].name;
+    ds[i].comm = descs[i].comm;
     ds[i].external = true;
   }
   std::vector<OpRef> ops = m.enqueue(s, ds);

@@ -214,6 +214,7 @@ std::vector<OpRef> Model::enqueue(Stream* s, const std::vector<OpDesc>& descs, O
         op->rec.device = s->device;
         op->rec.correlation_id = desc.correlation_id ? desc.correlation_id : next_correlation_id();
         op->rec.name = desc.name;
+        op->rec.comm = desc.comm;
         op->rec.graph_id = desc.graph_id;
         op->rec.graph_node_id = desc.graph_node_id;
       }

@@ -65,6 +65,7 @@ struct OpDesc {
   uint64_t bytes = 0;
   uint32_t flags = 0;
   const char* name = nullptr;
+  const char* comm = nullptr;  // external NCCL ops: simgpu_activity.comm
   bool external = false;
   // Graph replays: every node of one launch carries the launch's correlation id (0: take a
   // new one) and the graph's ids, as CUPTI reports them.

@@ -21,28 +21,78 @@ void Truth::add(const simgpu_activity& op) {
     graph_kernels_ += op.kind == SIMGPU_KERNEL;
     graph_ns_ += op.end_ns - op.start_ns;
   }
+  if (op.comm) {
+    CommStat& c = comms_[op.comm];
+    c.count++;
+    c.bytes += op.bytes;
+    c.device_ns += op.end_ns - op.start_ns;
+    c.wait_ns += op.wait_ns;
+  }
   if (op.start_ns < first_start_) first_start_ = op.start_ns;
   if (op.end_ns > last_end_) last_end_ = op.end_ns;
-  buffered_.emplace(op.start_ns, op.end_ns);
+  buffered_.emplace(op.start_ns, Interval{op.end_ns, op.kind, op.comm});
 }
+
+static bool is_nccl(uint32_t kind) { return kind >= SIMGPU_ALLREDUCE && kind <= SIMGPU_RECV; }
 
 void Truth::advance(uint64_t watermark) {
   while (!buffered_.empty() && buffered_.begin()->first < watermark) {
-    auto [s, e] = *buffered_.begin();
+    auto [s, iv] = *buffered_.begin();
     buffered_.erase(buffered_.begin());
-    if (open_ && s <= open_end_) {  // overlaps or touches the open interval: extend it
-      if (e > open_end_) open_end_ = e;
+    merge_interval(s, iv);
+  }
+  settle_comm_ops(watermark);
+}
+
+// Ops arrive here in start order: compute kernels extend the merged compute spans, NCCL ops
+// wait until every compute kernel that could overlap them is merged.
+void Truth::merge_interval(uint64_t s, const Interval& iv) {
+  const uint64_t e = iv.end;
+  if (iv.kind == SIMGPU_KERNEL) {
+    if (!compute_.empty() && s <= compute_.back().second)
+      compute_.back().second = std::max(compute_.back().second, e);
+    else
+      compute_.emplace_back(s, e);
+  } else if (is_nccl(iv.kind)) {
+    comm_pending_.push_back(CommOp{s, e, iv.comm});
+  }
+  if (open_ && s <= open_end_) {  // overlaps or touches the open interval: extend it
+    if (e > open_end_) open_end_ = e;
+    return;
+  }
+  if (open_) {  // the device was idle from open_end_ to s
+    busy_ns_ += open_end_ - open_start_;
+    gap_count_++;
+    gap_ns_ += s - open_end_;
+  }
+  open_ = true;
+  open_start_ = s;
+  open_end_ = e;
+}
+
+// NCCL ops that end by the watermark: every kernel that starts before their end is merged.
+// Compute spans no pending or later op can reach are dropped (memory stays bounded).
+void Truth::settle_comm_ops(uint64_t watermark) {
+  uint64_t keep_from = watermark;
+  std::vector<CommOp> still;
+  for (const CommOp& op : comm_pending_) {
+    if (op.end > watermark) {
+      still.push_back(op);
+      keep_from = std::min(keep_from, op.start);
       continue;
     }
-    if (open_) {  // the device was idle from open_end_ to s
-      busy_ns_ += open_end_ - open_start_;
-      gap_count_++;
-      gap_ns_ += s - open_end_;
+    uint64_t overlapped = 0;
+    for (const auto& [cs, ce] : compute_) {
+      if (cs >= op.end) break;
+      const uint64_t lo = std::max(cs, op.start), hi = std::min(ce, op.end);
+      if (hi > lo) overlapped += hi - lo;
     }
-    open_ = true;
-    open_start_ = s;
-    open_end_ = e;
+    comm_ns_ += op.end - op.start;
+    comm_overlapped_ns_ += overlapped;
+    if (op.comm) comms_[op.comm].overlapped_ns += overlapped;
   }
+  comm_pending_.swap(still);
+  while (!compute_.empty() && compute_.front().second <= keep_from) compute_.pop_front();
 }
 
 std::string Truth::json(int rank) {
@@ -82,6 +132,17 @@ std::string Truth::json(int rank) {
       << ", \"busy\": " << c.other_processes[i].busy << "}";
   o << "]}";
   o << ", \"collective_wait_s\": " << sec(wait_ns_) << ", \"ops\": " << ops_
+    << ", \"comm_overlap\": {\"nccl_s\": " << sec(comm_ns_) << ", \"overlapped_s\": " << sec(comm_overlapped_ns_)
+    << ", \"exposed_s\": " << sec(comm_ns_ - comm_overlapped_ns_) << "}, \"comms\": {";
+  first = true;
+  for (const auto& [members, c] : comms_) {
+    o << (first ? "" : ", ") << "\"" << members << "\": {\"count\": " << c.count << ", \"bytes\": " << c.bytes
+      << ", \"device_s\": " << sec(c.device_ns) << ", \"wait_s\": " << sec(c.wait_ns)
+      << ", \"overlapped_s\": " << sec(c.overlapped_ns) << ", \"exposed_s\": " << sec(c.device_ns - c.overlapped_ns)
+      << "}";
+    first = false;
+  }
+  o << "}"
     << ", \"first_start_ns\": " << (ops_ ? first_start_ : 0) << ", \"last_end_ns\": " << last_end_
     << ", \"clock\": \"CLOCK_MONOTONIC\"}\n";
   return o.str();

@@ -9,8 +9,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "../simgpu.h"
 
@@ -40,8 +42,29 @@ class Truth {
   struct KindStat {
     uint64_t count = 0, bytes = 0, device_ns = 0;
   };
+  // One communicator's NCCL ops on this device: the part of their device time that ran
+  // while a non-NCCL kernel ran too (HTA's comm-compute overlap) and the rest (exposed).
+  struct CommStat {
+    uint64_t count = 0, bytes = 0, device_ns = 0, wait_ns = 0, overlapped_ns = 0;
+  };
+  struct Interval {
+    uint64_t end;
+    uint32_t kind;
+    const char* comm;
+  };
+  struct CommOp {
+    uint64_t start, end;
+    const char* comm;
+  };
+  void merge_interval(uint64_t s, const Interval& iv);
+  void settle_comm_ops(uint64_t watermark);
+
   KindStat kinds_[SIMGPU_KIND_COUNT];
-  std::multimap<uint64_t, uint64_t> buffered_;  // start -> end, not yet merged
+  std::map<std::string, CommStat> comms_;       // by the communicator's members ("0,2")
+  std::deque<std::pair<uint64_t, uint64_t>> compute_;  // merged non-NCCL kernel spans, start order
+  std::vector<CommOp> comm_pending_;            // merged in, overlap not known yet
+  uint64_t comm_ns_ = 0, comm_overlapped_ns_ = 0;
+  std::multimap<uint64_t, Interval> buffered_;  // start -> op, not yet merged
   bool open_ = false;                           // a merged busy interval is open
   uint64_t open_start_ = 0, open_end_ = 0;
   uint64_t busy_ns_ = 0, gap_count_ = 0, gap_ns_ = 0;

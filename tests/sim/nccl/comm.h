@@ -30,6 +30,10 @@ struct ncclComm {
   simnccl::LocalChannel coll_local;
   std::map<int, simnccl::LocalChannel> pair_local;  // by channel index src*n+dst
   int in_flight = 0;                                // ops enqueued but not resolved
+  // Its members as ranks of the communicator it was split from, all the way up (an
+  // initialized one: 0 .. nranks-1), and the same as "0,2": the truth's key for it.
+  std::vector<int> members;
+  const char* label = nullptr;
   std::string last_error;
 };
 

@@ -72,6 +72,21 @@ const char* kernel_name(const char* api_name, int redop, ncclDataType_t dt) {
   return names->insert(k).first->c_str();
 }
 
+// Interned for the process lifetime, as kernel names are: activity records point at it.
+const char* intern(const std::string& s) {
+  static std::mutex mu;
+  static auto* strings = new std::set<std::string>;
+  std::lock_guard<std::mutex> lk(mu);
+  return strings->insert(s).first->c_str();
+}
+
+void set_members(ncclComm* c, std::vector<int> members) {
+  std::string label;
+  for (size_t i = 0; i < members.size(); ++i) label += (i ? "," : "") + std::to_string(members[i]);
+  c->members = std::move(members);
+  c->label = intern(label);
+}
+
 // Queues the plan, directly or into the open group.
 ncclResult_t enqueue(cudaStream_t stream, const OpPlan& p) {
   if (tl_group_depth > 0) {
@@ -92,7 +107,7 @@ ncclResult_t collective(ncclComm* comm, int kind, const char* name, size_t count
   OpPlan p;
   p.comm = comm;
   double s = static_cast<double>(count) * static_cast<double>(es) * s_elems_factor;
-  p.desc = simgpu_external_desc{kind, static_cast<uint64_t>(s), kernel_name(name, redop, dt)};
+  p.desc = simgpu_external_desc{kind, static_cast<uint64_t>(s), kernel_name(name, redop, dt), comm->label};
   p.participant = comm->rank;
   p.seq = comm->coll_seq++;
   p.duration_ns = latency_ns() + bus_ns(s * bus_factor);
@@ -109,7 +124,7 @@ ncclResult_t p2p(ncclComm* comm, bool send, size_t count, ncclDataType_t dt, int
   OpPlan p;
   p.comm = comm;
   uint64_t s = static_cast<uint64_t>(count) * es;
-  p.desc = simgpu_external_desc{send ? SIMGPU_SEND : SIMGPU_RECV, s, "ncclDevKernel_SendRecv"};
+  p.desc = simgpu_external_desc{send ? SIMGPU_SEND : SIMGPU_RECV, s, "ncclDevKernel_SendRecv", comm->label};
   p.src = send ? comm->rank : peer;
   p.dst = send ? peer : comm->rank;
   p.participant = send ? 0 : 1;
@@ -132,6 +147,9 @@ ncclResult_t init(ncclComm_t* out, int nranks, const std::string& name, int rank
     delete c;
     return error(nullptr, ncclSystemError, err);
   }
+  std::vector<int> members(nranks);
+  for (int r = 0; r < nranks; ++r) members[r] = r;
+  set_members(c, std::move(members));
   *out = c;
   return ncclSuccess;
 }
@@ -185,7 +203,12 @@ NCCL_EXPORT ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncc
   std::sort(members.begin(), members.end());
   int newrank = static_cast<int>(std::find(members.begin(), members.end(), std::make_pair(key, comm->rank)) - members.begin());
   std::string name = comm->seg.name() + "." + std::to_string(split) + "." + std::to_string(color);
-  return init(newcomm, static_cast<int>(members.size()), name, newrank);
+  ncclResult_t r = init(newcomm, static_cast<int>(members.size()), name, newrank);
+  if (r != ncclSuccess) return r;
+  std::vector<int> root;  // the new members as ranks of the root communicator
+  for (const auto& m : members) root.push_back(comm->members[m.second]);
+  set_members(*newcomm, std::move(root));
+  return ncclSuccess;
 }
 
 NCCL_EXPORT ncclResult_t pncclCommDestroy(ncclComm_t comm) {

@@ -430,3 +430,25 @@ TEST_CASE("assembler: Python stacks of call sites and samples go once, with thei
   REQUIRE(b.ParseFromString(a.AssembleBatch(fx.rings, cycle).body));
   CHECK(b.python_stacks_size() == 0);
 }
+
+TEST_CASE("assembler: a communicator's definition goes once, and once more when it is destroyed") {
+  Fixture fx;
+  int handle = 0;  // stands for the ncclComm_t
+  gi::CommInfo* c = fx.comms->Register(&handle, 2, 1, 0xabc,
+                                       gi::CommOrigin{.origin = 2, .parent_hash = 0x123, .split_index = 1, .color = 3, .key = 1});
+  REQUIRE(c);
+  w::Batch b = fx.Assemble();
+  REQUIRE(b.communicators_size() == 1);
+  CHECK(b.communicators(0).origin() == w::Communicator::ORIGIN_SPLIT);
+  CHECK(b.communicators(0).parent_hash() == 0x123);
+  CHECK(b.communicators(0).split_index() == 1);
+  CHECK(b.communicators(0).ended() == 0);
+  CHECK(fx.Assemble().communicators_size() == 0);
+  fx.comms->End(&handle, 2);
+  CHECK(fx.comms->Find(&handle) == nullptr);  // the pointer may name another one next
+  b = fx.Assemble();
+  REQUIRE(b.communicators_size() == 1);
+  CHECK(b.communicators(0).comm_id() == c->id);
+  CHECK(b.communicators(0).ended() == 2);
+  CHECK(fx.Assemble().communicators_size() == 0);
+}

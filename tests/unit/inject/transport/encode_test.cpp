@@ -284,3 +284,25 @@ TEST_CASE("a sync's call site is Event.site_id and a CallSite in Batch field 11"
   CHECK(c.frames(0) == "step()+0x1c (train)");
   CHECK(c.python() == "train.py:42 in step");
 }
+
+TEST_CASE("a split communicator's definition carries its parent, split index, color, key and end") {
+  std::string batch;
+  gi::AppendCommunicator(batch, gi::CommDefinition{.comm_id = 4, .unique_hash = 0xabc, .parent_hash = 0x123,
+                                                   .split_index = 2, .nranks = 2, .rank = 1, .color = 5, .key = 1,
+                                                   .origin = 2, .ended = 1});
+  std::string out;
+  gpuwatch::wire::enc::Frame(out, gi::field::frame::kBatch, batch);
+  const w::Frame f = ParseOne(out);
+  REQUIRE(f.batch().communicators_size() == 1);
+  const auto& c = f.batch().communicators(0);
+  CHECK(c.comm_id() == 4);
+  CHECK(c.unique_hash() == 0xabc);
+  CHECK(c.origin() == w::Communicator::ORIGIN_SPLIT);
+  CHECK(c.parent_hash() == 0x123);
+  CHECK(c.split_index() == 2);
+  CHECK(c.color() == 5);
+  CHECK(c.key() == 1);
+  CHECK(c.nranks() == 2);
+  CHECK(c.rank() == 1);
+  CHECK(c.ended() == 1);
+}

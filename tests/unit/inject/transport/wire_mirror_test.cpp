@@ -105,7 +105,8 @@ TEST_CASE("the encoders write every field of the messages the library sends") {
                           .name_id = 1, .site_id = 2, .tid = 3, .t_ns = 4, .dur_ns = 5, .bytes = 6, .stream = 7,
                           .comm_id = 8, .seq = 9, .peer = 10, .gpu_ns = 11, .address = 12, .total_bytes = 13});
   gi::AppendKernelName(batch, 1, "k");
-  gi::AppendCommunicator(batch, 8, 2, 1, 0xabc);
+  gi::AppendCommunicator(batch, gi::CommDefinition{.comm_id = 8, .unique_hash = 0xabc, .parent_hash = 3, .split_index = 4,
+                                                   .nranks = 2, .rank = 1, .color = 5, .key = 6, .origin = 2, .ended = 1});
   const gi::DropCounts drops{.ring_full = 1};
   gi::AppendDropCounts(batch, f::batch::kDropped, drops);
   gi::AppendActivity(batch, {.kind = gi::kActApi, .copy_kind = gi::kCopyH2D, .flags = gi::kFlagPageable,

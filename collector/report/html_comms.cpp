@@ -1,0 +1,58 @@
+// See html_comms.h.
+#include "report/html_comms.h"
+
+#include "common/format.h"
+#include "common/json_read.h"
+#include "report/html_page.h"
+#include "report/html_report.h"
+
+namespace gpuwatch::collector {
+namespace {
+
+using html::Esc;
+using nlohmann::json;
+using json_read::Arr;
+using json_read::Get;
+using json_read::Num;
+using json_read::Str;
+
+std::string Cell(const std::string& v) { return "<td class=\"n\">" + Esc(v) + "</td>"; }
+
+}  // namespace
+
+void CommsSection(const json& s, std::string& out) {
+  const json& comms = Arr(Get(Get(s, "job"), "collectives"), "by_comm");
+  if (comms.empty()) return;
+  out += "<section id=\"communicators\"><h2>Communicators: calls, exposed and overlapped communication</h2>\n"
+         "<p class=\"note\">exposed = NCCL kernel time with no other kernel running; overlapped = the rest "
+         "(HTA's comm-compute overlap). kind is guessed from size and members (tp: consecutive ranks, "
+         "dp: a stride, pp: send/recv only).</p>\n"
+         "<table><tr><th>members</th><th>kind</th><th class=\"n\">calls</th><th class=\"n\">bytes</th>"
+         "<th class=\"n\">GPU time</th><th class=\"n\">exposed</th><th class=\"n\">overlapped</th>"
+         "<th>busbw GB/s per op</th></tr>\n";
+  for (const json& c : comms) {
+    std::string ops;
+    const json& o = Get(c, "ops");
+    if (o.is_object())
+      for (auto it = o.begin(); it != o.end(); ++it)
+        ops += (ops.empty() ? "" : ", ") + it.key() + " " + FmtRate(Num(it.value(), "busbw_gbps"));
+    out += "<tr><td>" + Esc(Get(c, "members").dump()) + (Get(c, "identified") == true ? "" : " (not identified)") +
+           "</td><td>" + Esc(Str(c, "kind", "-")) + "</td>" + Cell(Printf("%.0f", Num(c, "calls"))) +
+           Cell(FmtBytes(static_cast<uint64_t>(Num(c, "bytes")))) + Cell(FmtDuration(Num(c, "gpu_s"))) +
+           Cell(FmtDuration(Num(c, "exposed_s"))) + Cell(FmtDuration(Num(c, "overlapped_s"))) + "<td>" + Esc(ops) +
+           "</td></tr>\n";
+  }
+  out += "</table>\n<table><tr><th>rank</th><th class=\"n\">NCCL kernels</th><th class=\"n\">overlapped</th>"
+         "<th class=\"n\">exposed</th><th class=\"n\">exposed per step (median)</th></tr>\n";
+  for (const json& r : Arr(s, "ranks")) {
+    const json& ov = Get(r, "comm_overlap");
+    if (!ov.is_object()) continue;
+    out += "<tr><td>" + Esc(RankLabel(r)) + "</td>" + Cell(FmtDuration(Num(ov, "nccl_kernel_s"))) +
+           Cell(Printf("%s (%.0f%%)", FmtDuration(Num(ov, "overlapped_s")).c_str(), 100 * Num(ov, "overlapped_share"))) +
+           Cell(FmtDuration(Num(ov, "exposed_s"))) +
+           Cell(Printf("%.3f ms", Num(Get(Get(ov, "per_step"), "exposed_ms"), "median"))) + "</tr>\n";
+  }
+  out += "</table></section>\n";
+}
+
+}  // namespace gpuwatch::collector
