@@ -39,6 +39,7 @@ struct Op {
   std::uint64_t replays = 0;  // graph: launches per step (captured once, at setup)
   std::string name;      // kernels: NVTX range name (optional)
   Via via = Via::Runtime;  // kernels
+  std::uint64_t blocks = 0;  // kernels: the grid's blocks; 0 = the device's SM count
   SyncWhat what = SyncWhat::Stream;  // sync
 };
 
@@ -127,6 +128,10 @@ struct GraphTotals {
   double kernel_seconds = 0;
 };
 GraphTotals expected_graphs(const Scenario& sc, int rank);
+
+// Kernels (the kernels ops' and every graph's) by their grid's block count: `blocks`, else
+// the gpu's sm_count [132].
+std::map<std::uint64_t, std::uint64_t> expected_kernel_blocks(const Scenario& sc);
 
 // The `graph` ops of the scenario, in file order (step, then every block): each is captured
 // once at setup.
