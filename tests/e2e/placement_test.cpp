@@ -23,6 +23,10 @@ namespace {
 const char* kCpuBound = R"({"name": "cpu_bound_input", "ranks": 1, "steps": 12,
   "step": [{"op": "host", "ms": 30, "wait": "cpu"}, {"op": "kernels", "count": 4, "us": 1000}, {"op": "sync"}]})";
 
+// The same for 40 steps: a short job finishes before the quota's periods add up to throttling.
+const char* kCpuBoundLonger = R"({"name": "cpu_bound_input", "ranks": 1, "steps": 40,
+  "step": [{"op": "host", "ms": 30, "wait": "cpu"}, {"op": "kernels", "count": 4, "us": 1000}, {"op": "sync"}]})";
+
 const json* Finding(const json& findings, const std::string& id) {
   for (const json& f : findings)
     if (f["id"] == id) return &f;
@@ -99,10 +103,10 @@ TEST_CASE("placement: a CPU quota that throttles the input pipeline is cpu_throt
   INFO("this test makes a cgroup under /sys/fs/cgroup/cpu (the CPU controller of cgroup v1) and needs to write there");
   REQUIRE(fs::create_directory(dir));
   std::ofstream(dir + "/cpu.cfs_period_us") << 100000 << "\n";
-  std::ofstream(dir + "/cpu.cfs_quota_us") << 40000 << "\n";  // 0.4 cores for a loop that wants one
+  std::ofstream(dir + "/cpu.cfs_quota_us") << 20000 << "\n";  // 0.2 cores for a loop that wants one
   JobRun r = [&] {
     InCgroup in(dir);
-    return RunScenario("placement-throttled", kCpuBound);
+    return RunScenario("placement-throttled", kCpuBoundLonger);
   }();
   fs::remove(dir);
   INFO("driver stderr:\n" << r.job.err);
@@ -111,7 +115,7 @@ TEST_CASE("placement: a CPU quota that throttles the input pipeline is cpu_throt
   INFO("placement " << p.dump() << "\nfindings " << rank["findings"].dump().substr(0, 3000));
   REQUIRE(p.is_object());
   CHECK(p["cgroup_version"] == 1);
-  CHECK(p["cpu_quota_cores"].get<double>() == Approx(0.4));
+  CHECK(p["cpu_quota_cores"].get<double>() == Approx(0.2));
   CHECK(p["cgroup_throttled_periods"].get<double>() > 0);
   CHECK(p["throttled_share_in_host_wait"].get<double>() > 0.3);
   const json* f = Finding(rank["findings"], "cpu_throttled");
