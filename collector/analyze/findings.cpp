@@ -101,6 +101,21 @@ const Rule kRules[] = {
      "torch.autocast(\"cuda\", dtype=torch.bfloat16) (AMP); or TF32 for FP32 matmuls: "
      "torch.set_float32_matmul_precision(\"high\"), torch.backends.cudnn.allow_tf32 = True",
      MixedPrecision},
+    {"small_batch", "kernels too small to fill the GPU",
+     "raise the batch size (memory has room; scale the learning rate with it) or, for the "
+     "same optimisation batch, fewer micro-batches / gradient accumulation steps; fuse small "
+     "ops (torch.compile) so each kernel's grid covers every SM",
+     SmallBatch},
+    {"cpu_affinity", "rank's CPUs away from its GPU's NUMA node",
+     "bind each rank to CPUs of its GPU's NUMA node (nvidia-smi topo -m shows each GPU's CPU "
+     "affinity): torchrun --numa-binding, srun --cpu-bind, numactl --cpunodebind; size "
+     "DataLoader workers to those cores",
+     CpuAffinity},
+    {"cpu_throttled", "CPU quota throttling the host",
+     "the container's CPU limit (cgroup cpu.max / cfs_quota) stops the input pipeline every "
+     "period: raise the limit (Kubernetes resources.limits.cpu, docker --cpus) or use fewer "
+     "DataLoader workers and threads (OMP_NUM_THREADS) than the quota's cores",
+     CpuThrottled},
     {"environment", "", "", EnvironmentFinding},
     {"straggler", "a straggler rank",
      "find what makes that rank slower: its host work (data loading), its GPU (clocks, "

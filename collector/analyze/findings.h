@@ -70,6 +70,13 @@ std::optional<Finding> ClocksThrottled(const RankContext& c, const std::vector<F
 std::optional<Finding> PcieLink(const RankContext& c, const std::vector<Finding>& found);
 // mixed_precision: GEMM/convolution time in FP32 kernels, by kernel name (precision.h).
 std::optional<Finding> MixedPrecision(const RankContext& c, const std::vector<Finding>& found);
+// findings_sm.cpp: small_batch, the SM capacity the kernels' grids left idle while the
+// device's memory had room for a larger batch (sm_fill.h).
+std::optional<Finding> SmallBatch(const RankContext& c, const std::vector<Finding>& found);
+// findings_placement.cpp: cpu_affinity (the rank's CPUs away from its GPU's NUMA node) and
+// cpu_throttled (its cgroup's CPU quota throttled it while the GPU waited on the host).
+std::optional<Finding> CpuAffinity(const RankContext& c, const std::vector<Finding>& found);
+std::optional<Finding> CpuThrottled(const RankContext& c, const std::vector<Finding>& found);
 // host_frames (issue 16): `evidence.host_frames` [{where, share}] of a finding about GPU
 // time lost waiting for the host, and the fix of `host_overhead`, which names the frames.
 void AddHostFrames(const HostFramesFigures& hf, Finding& f);

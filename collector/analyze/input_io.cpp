@@ -20,6 +20,10 @@ void InputIo::Pair(const Interval& s, const Gap& g) {
   f_.run_wait_s += s.wait * share * 1e-9;
   f_.read_chars += s.rchar * share;
   f_.read_bytes += s.rbytes * share;
+  f_.periods += s.periods * share;
+  f_.throttled_periods += s.throttled_periods * share;
+  f_.throttled_s += s.throttled_ns * share * 1e-9;
+  if (s.periods > 0) f_.throttled_gap_s += (hi - lo) * 1e-9 * std::min(1.0, s.throttled_periods / s.periods);
 }
 
 void InputIo::OnProcSample(const wire::ProcSample& s) {
@@ -31,12 +35,19 @@ void InputIo::OnProcSample(const wire::ProcSample& s) {
     return;
   }
   const Interval iv{prev_.t_ns(), s.t_ns(), Up(s.cpu_ns(), prev_.cpu_ns()), Up(s.run_wait_ns(), prev_.run_wait_ns()),
-                    Up(s.read_chars(), prev_.read_chars()), Up(s.read_bytes(), prev_.read_bytes())};
+                    Up(s.read_chars(), prev_.read_chars()), Up(s.read_bytes(), prev_.read_bytes()),
+                    Up(s.cgroup_periods(), prev_.cgroup_periods()),
+                    Up(s.cgroup_throttled_periods(), prev_.cgroup_throttled_periods()),
+                    Up(s.cgroup_throttled_ns(), prev_.cgroup_throttled_ns())};
+  f_.cgroup = f_.cgroup || s.cgroup_periods() > 0;
   prev_ = s;
   ++f_.intervals;
   f_.all_s += (iv.t1 - iv.t0) * 1e-9;
   f_.all_cpu_s += iv.cpu * 1e-9;
   f_.all_read_chars += iv.rchar;
+  f_.all_periods += iv.periods;
+  f_.all_throttled_periods += iv.throttled_periods;
+  f_.all_throttled_s += iv.throttled_ns * 1e-9;
   for (const Gap& g : gaps_) Pair(iv, g);
   // Later samples start at iv.t1: gaps that end by then are done.
   while (!gaps_.empty() && gaps_.front().b <= iv.t1) gaps_.pop_front();

@@ -10,6 +10,7 @@
 // may still overlap: samples until no later gap can start before their end (Settle), gaps
 // until a sample has covered their end. Each side is capped at kMaxKept entries.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 
@@ -28,8 +29,17 @@ struct InputIoFigures {
   double run_wait_s = 0;    // runnable, waiting for a CPU
   double read_chars = 0;    // bytes read (rchar)
   double read_bytes = 0;    // bytes read from storage (read_bytes)
+  // The cgroup's CPU throttling (cpu.stat, issue 17 `cpu_throttled`): scheduler periods and
+  // those in which the group used up its quota, and the time its threads were held.
+  double periods = 0, throttled_periods = 0, throttled_s = 0;
+  double throttled_gap_s = 0;  // gap time x the share of its interval's periods that were throttled
   // Over all sampled time, for comparison:
   double all_s = 0, all_cpu_s = 0, all_read_chars = 0;
+  double all_periods = 0, all_throttled_periods = 0, all_throttled_s = 0;
+  bool cgroup = false;  // samples carried the cgroup's counters
+
+  // The share of scheduler periods the group was throttled in, during the host-wait gaps.
+  double ThrottledShareInGaps() const { return periods > 0 ? std::min(1.0, throttled_periods / periods) : 0.0; }
 };
 
 class InputIo final : public EventSink {
@@ -50,6 +60,7 @@ class InputIo final : public EventSink {
   struct Interval {
     uint64_t t0, t1;
     double cpu, wait, rchar, rbytes;  // increases over the interval
+    double periods, throttled_periods, throttled_ns;
   };
   struct Gap {
     uint64_t a, b;

@@ -64,6 +64,7 @@ class MemoryCounter final : public EventSink {
   // The figures, with the device total from the environment when the application never
   // asked cudaMemGetInfo.
   MemoryFigures Result(const EnvFacts& env) const;
+  uint64_t reserved_bytes() const { return f_.reserved_bytes; }  // held now
 
  private:
   MemoryFigures f_;

@@ -11,7 +11,7 @@ RankModel::RankModel(const RankModel& o)
     : interp_(o.interp_), sync_(o.sync_), copies_(o.copies_), collectives_(o.collectives_),
       coll_sizes_(o.coll_sizes_), pipeline_(o.pipeline_), comms_(o.comms_), overlap_(o.overlap_),
       launches_(o.launches_), gpu_(o.gpu_), graphs_(o.graphs_), api_calls_(o.api_calls_), steps_(o.steps_),
-      io_(o.io_), sites_(o.sites_), memory_(o.memory_), device_(o.device_), host_frames_(o.host_frames_),
+      io_(o.io_), sites_(o.sites_), memory_(o.memory_), device_(o.device_), host_frames_(o.host_frames_), sm_fill_(o.sm_fill_),
       rank_(o.rank_),
       host_(o.host_), state_(o.state_), flushed_(o.flushed_) {
   SubscribeAnalyses();
@@ -20,7 +20,7 @@ RankModel::RankModel(const RankModel& o)
 void RankModel::SubscribeAnalyses() {
   for (EventSink* s : std::initializer_list<EventSink*>{&sync_, &copies_, &collectives_, &comms_, &overlap_, &launches_, &gpu_, &graphs_,
                                                          &api_calls_, &steps_, &io_, &sites_, &memory_, &device_,
-                                                         &host_frames_, &coll_sizes_, &pipeline_})
+                                                         &host_frames_, &coll_sizes_, &pipeline_, &sm_fill_})
     interp_.Subscribe(s);
 }
 
@@ -109,6 +109,7 @@ RankResult RankModel::Compute() const {
   r.env = facts.env();
   r.memory = memory_.Result(r.env);
   r.device = device_.figures();
+  r.sm_fill = sm_fill_.Result(facts);
   r.device_sampler_detail = facts.device_sampler_detail();
   // A sampled timeline's series is empty outside CUPTI's windows: no shape to read.
   if (!r.gpu.coverage.sampled) {

@@ -22,6 +22,7 @@
 #include "analyze/memory.h"
 #include "analyze/pipeline.h"
 #include "analyze/rank_result.h"
+#include "analyze/sm_fill.h"
 #include "analyze/step_figures.h"
 #include "analyze/sync.h"
 #include "interpret/rank_interpreter.h"
@@ -71,6 +72,7 @@ class RankModel {
   MemoryCounter memory_;
   DeviceStateCounter device_;
   HostFrames host_frames_;
+  SmFillCounter sm_fill_;
   int rank_ = -1;
   std::string host_;
   uint64_t state_ = 0;          // changes with every input

@@ -24,6 +24,7 @@
 #include "analyze/launches.h"
 #include "analyze/memory.h"
 #include "analyze/pipeline.h"
+#include "analyze/sm_fill.h"
 #include "analyze/utilization_shape.h"
 #include "analyze/step_figures.h"
 #include "analyze/sync.h"
@@ -78,6 +79,7 @@ struct RankResult {
   InputIoFigures io;
   MemoryFigures memory;        // device memory the rank's allocations held
   DeviceStateFigures device;   // its device as NVML saw it
+  SmFillFigures sm_fill;       // how much of the device its kernels' grids occupied
   std::string device_sampler_detail;  // why there are no NVML samples
   UtilizationShape gpu_shape;  // the utilization curve read as the guide reads it
   std::vector<SiteStat> sites;  // the call sites that blocked longest

@@ -164,4 +164,22 @@ inline constexpr double kInputMinCoverage = 0.5;
 // `data_loading` only when at least half show DataLoader iteration, else `host_overhead`.
 inline constexpr uint64_t kHostFramesMinSamples = 5;
 
+// --- small_batch (issue 17) ----------------------------------------------------------------
+// The batch could grow when the rank's allocations left at least this share of the device's
+// memory unused at their peak (PyTorch's caching allocator reserves what the batch needs, so
+// its peak is the batch's footprint; doubling the batch about doubles the activations).
+// Inferred: room to double at least the part of memory that is not weights.
+inline constexpr double kSmallBatchHeadroom = 0.5;
+
+// --- cpu_affinity, cpu_throttled (issue 17) ----------------------------------------------------
+// A rank is placed away from its GPU when at least this share of the CPUs it may run on sit
+// on another NUMA node than the GPU: most of its host threads then reach the GPU (pinned
+// buffers, the driver's doorbells) and their own memory across the inter-socket link.
+inline constexpr double kOffNodeShare = 0.5;
+// What such a placement costs the host work the GPU waited for: cross-socket memory has
+// about 1.5-2x the latency and a fraction of the bandwidth of local memory; host work is
+// partly memory-bound. Inferred: a quarter of the GPU's host-wait time, scaled by the share
+// of the rank's CPUs off the node. An estimate to rank the finding, not a measurement.
+inline constexpr double kCrossNumaSlowdown = 0.25;
+
 }  // namespace gpuwatch::collector

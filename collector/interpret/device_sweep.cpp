@@ -48,6 +48,15 @@ void DeviceSweep::AddWork(const wire::Activity& a) {
   w.copy_kind = static_cast<uint8_t>(a.copy_kind());
   w.pageable = HasFlag(a.flags(), wire::FLAG_PAGEABLE);
   w.graph_id = a.graph_id();
+  w.geometry = {};
+  if (a.kind() == wire::ACTIVITY_KERNEL && a.grid_x()) {
+    // Dimensions CUPTI leaves 0 count as 1 (a 1-D grid's y and z).
+    auto dim = [](uint32_t v) -> uint64_t { return v ? v : 1; };
+    w.geometry.blocks = dim(a.grid_x()) * dim(a.grid_y()) * dim(a.grid_z());
+    w.geometry.block_threads = static_cast<uint32_t>(dim(a.block_x()) * dim(a.block_y()) * dim(a.block_z()));
+    w.geometry.registers = a.registers_per_thread();
+    w.geometry.shared_bytes = a.static_shared_bytes() + a.dynamic_shared_bytes();
+  }
   newest_ns_ = std::max(newest_ns_, w.end);
   pending_.push(w);
 }
@@ -141,7 +150,7 @@ void DeviceSweep::Release(const Work& w, const RankFacts& facts, const Coverage&
   out.OnDeviceWork(DeviceWork{w.start, w.end, w.bytes, w.corr, w.name_id, w.stream, w.device,
                               static_cast<wire::ActivityKind>(w.kind),
                               static_cast<wire::CopyKind>(w.copy_kind), w.pageable, comm, late, api,
-                              first_of_api, w.graph_id});
+                              first_of_api, w.graph_id, w.geometry});
 }
 
 void DeviceSweep::Gap(uint64_t a, uint64_t b, const ApiSpan* next_api, bool trailing, const Coverage& coverage,

@@ -17,6 +17,7 @@
 #include "common/thresholds.h"
 #include "gpuwatch.pb.h"
 #include "interpret/coverage.h"
+#include "interpret/events.h"
 #include "interpret/event_sink.h"
 #include "interpret/rank_facts.h"
 
@@ -63,6 +64,7 @@ class DeviceSweep {
     uint32_t graph_id;
     uint8_t kind, copy_kind;
     bool pageable;
+    LaunchGeometry geometry;
     bool operator>(const Work& o) const {
       if (start != o.start) return start > o.start;
       if (end != o.end) return end > o.end;

@@ -51,6 +51,15 @@ struct ApiSpan {
   uint64_t start_ns, end_ns;
 };
 
+// A kernel's launch geometry, from CUPTI's kernel record: how much of the device its grid
+// can occupy (analyze/sm_fill.h). blocks == 0: not known (a copy, an old library).
+struct LaunchGeometry {
+  uint64_t blocks = 0;         // grid x*y*z
+  uint32_t block_threads = 0;  // block x*y*z
+  uint32_t registers = 0;      // per thread
+  uint32_t shared_bytes = 0;   // per block: static + dynamic
+};
+
 struct DeviceWork {
   uint64_t start_ns, end_ns;
   uint64_t bytes;  // copies, memsets
@@ -66,6 +75,7 @@ struct DeviceWork {
   // Run by a CUDA graph launch: the executable graph's CUPTI id (0: launched on its own).
   // Its correlation id, and so `api`, is the graph launch's.
   uint32_t graph_id;
+  LaunchGeometry geometry;  // kernels
 
   uint64_t dur_ns() const { return end_ns - start_ns; }
 };

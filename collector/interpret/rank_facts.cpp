@@ -7,6 +7,7 @@
 namespace gpuwatch::collector {
 namespace {
 
+constexpr size_t kMaxCpuList = 4096;  // a cpulist of every CPU of a large host is far shorter
 constexpr size_t kMaxDetail = 256, kMaxReasonBytes = 64, kMaxFrames = 16, kMaxText = 512;
 constexpr uint32_t kMaxNameId = 1u << 20;  // the library's name table holds 1 << 17
 
@@ -20,6 +21,16 @@ void EnvFacts::Merge(const wire::Environment& e) {
   if (e.device_memory_bytes()) device_memory_bytes = e.device_memory_bytes();
   if (e.device_sm_count()) device_sm_count = e.device_sm_count();
   if (!e.device_name().empty()) device_name = e.device_name().substr(0, 128);
+  if (!e.cpu_affinity().empty()) cpu_affinity = e.cpu_affinity().substr(0, kMaxCpuList);
+  if (e.device_numa_node_plus1() > 0) {
+    device_numa_node = e.device_numa_node_plus1() - 1;
+    device_numa_cpus = e.device_numa_cpus().substr(0, kMaxCpuList);
+  }
+  if (e.cgroup_version()) {
+    cgroup_version = e.cgroup_version();
+    cpu_quota_us = e.cpu_quota_us();
+    cpu_period_us = e.cpu_period_us();
+  }
   settings.clear();
   for (const auto& s : e.settings())
     if (settings.size() < 64) settings.emplace_back(s.name().substr(0, 64), s.value().substr(0, 128));

@@ -21,6 +21,12 @@ struct EnvFacts {
   uint64_t device_memory_bytes = 0;  // the rank's device: total memory, SMs, name (0/"": unknown)
   int device_sm_count = 0;
   std::string device_name;
+  // Where the rank runs (issue 17): the CPUs it may run on (a cpulist), its GPU's NUMA node
+  // (-1: not known) and that node's CPUs, its cgroup's CPU controller (1, 2; 0: none found)
+  // and quota per period (0: none).
+  std::string cpu_affinity, device_numa_cpus;
+  int device_numa_node = -1, cgroup_version = 0;
+  uint64_t cpu_quota_us = 0, cpu_period_us = 0;
   // The latest message wins field by field (a later one adds NCCL's version).
   void Merge(const wire::Environment& e);
 };

@@ -20,6 +20,13 @@ void DeviceStateText(const RankResult& r, std::string& out) {
     line += Printf(", %llu allocations", static_cast<unsigned long long>(m.allocations));
     out += Clip(line, kTextWidth) + "\n";
   }
+  const SmFillFigures& s = r.sm_fill;
+  if (s.known())
+    out += Clip(Printf("  SM fill: %.0f%% of %d SMs, %llu of %llu kernels with fewer blocks than SMs", 100 * s.fill(),
+                       s.sm_count, static_cast<unsigned long long>(s.small_grid_kernels),
+                       static_cast<unsigned long long>(s.kernels)),
+                kTextWidth) +
+           "\n";
   const DeviceStateFigures& d = r.device;
   if (!d.known()) {
     if (!r.device_sampler_detail.empty()) out += Clip("  device (NVML): " + r.device_sampler_detail, kTextWidth) + "\n";

@@ -9,6 +9,7 @@
 #include "common/format.h"
 #include "common/kernel_names.h"
 #include "analyze/environment.h"
+#include "analyze/host_placement.h"
 
 namespace gpuwatch::collector {
 namespace {
@@ -366,6 +367,39 @@ nlohmann::json DeviceJson(const DeviceStateFigures& d, const std::string& detail
           {"sampler_detail", detail.empty() ? nlohmann::json(nullptr) : nlohmann::json(detail)}};
 }
 
+// How much of the device the kernels' grids occupied; null without launch geometry.
+nlohmann::json SmFillJson(const SmFillFigures& s) {
+  if (!s.known()) return nullptr;
+  nlohmann::json top = nlohmann::json::array();
+  for (const SmFillFigures::Shape& k : s.top) top.push_back(ShapeJson(k));
+  return {{"sm_count", s.sm_count},
+          {"kernels", s.kernels},
+          {"kernel_s", Seconds(s.kernel_ns)},
+          {"small_grid_kernels", s.small_grid_kernels},
+          {"fill", s.fill()},
+          {"idle_sm_s", s.idle_sm_ns * 1e-9},
+          {"top_small_grids", top}};
+}
+
+// Where the rank ran on its host; null when the library sent none of it.
+nlohmann::json PlacementJson(const EnvFacts& env, const InputIoFigures& io) {
+  const PlacementFigures p = Placement(env);
+  if (!p.affinity_known && p.cgroup_version == 0 && !io.cgroup) return nullptr;
+  auto or_null = [](bool known, auto v) { return known ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  return {{"cpu_affinity", or_null(p.affinity_known, env.cpu_affinity)},
+          {"cpus", p.cpus},
+          {"gpu_numa_node", or_null(p.numa_node >= 0, p.numa_node)},
+          {"gpu_node_cpus", or_null(p.numa_node >= 0, env.device_numa_cpus)},
+          {"cpus_on_gpu_node", or_null(p.numa_known(), p.cpus_on_node)},
+          {"off_node_share", or_null(p.numa_known(), p.OffNodeShare())},
+          {"cgroup_version", p.cgroup_version},
+          {"cpu_quota_cores", or_null(p.quota_cores > 0, p.quota_cores)},
+          {"cgroup_periods", io.all_periods},
+          {"cgroup_throttled_periods", io.all_throttled_periods},
+          {"cgroup_throttled_s", io.all_throttled_s},
+          {"throttled_share_in_host_wait", or_null(io.periods > 0, io.ThrottledShareInGaps())}};
+}
+
 nlohmann::json ShapeEvidenceJson(const UtilizationShape& s) {
   if (s.kind == UtilizationShape::kUnknown) return nullptr;
   return {{"windows", s.windows},       {"mean", s.mean},             {"high", s.high},
@@ -383,8 +417,10 @@ void AddRankFigures(const RankResult& r, nlohmann::json& obj) {
   const char* shape = r.gpu_shape.key();
   obj["gpu"]["utilization_shape"] = shape ? nlohmann::json(shape) : nlohmann::json(nullptr);
   obj["gpu"]["utilization_shape_evidence"] = ShapeEvidenceJson(r.gpu_shape);
+  obj["gpu"]["sm_fill"] = SmFillJson(r.sm_fill);
   obj["memory"] = MemoryJson(r.memory);
   obj["device"] = DeviceJson(r.device, r.device_sampler_detail);
+  obj["placement"] = PlacementJson(r.env, r.io);
   obj["overhead"] = OverheadJson(r.overhead);
   // The host sampler (issue 16): its CPU counts in the overhead budget's spending.
   if (r.sampling.known && obj["overhead"].is_object())

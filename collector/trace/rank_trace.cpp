@@ -23,14 +23,14 @@ constexpr uint32_t kProcessLocal = 0;
 constexpr int kHostLanes = 8;
 constexpr uint32_t kThreadBase = 1;         // + thread index * kHostLanes + lane (512 threads)
 constexpr uint32_t kApiBase = 0x1001;       // + lane
-constexpr uint32_t kBusyLocal = 0x1011, kH2dLocal = 0x1012;  // then the NVML counters, up to 0x1016
+constexpr uint32_t kBusyLocal = 0x1011, kH2dLocal = 0x1012;  // then the NVML and memory counters, up to 0x1017
 constexpr uint32_t kStepsLocal = 0x1020;    // + lane
 constexpr uint32_t kIdleLocal = 0x1030;     // + lane
 constexpr uint32_t kStreamBase = 0x1100;    // + stream index * kMaxLanes + lane (512 streams)
 constexpr uint32_t kSampledBase = 0x3100;   // + sampled thread index (kMaxSampledThreads)
 // Each base has room for its lanes: no two tracks of a rank share a uuid.
 static_assert(kThreadBase + 512 * 8 <= kApiBase && kApiBase + RankTrace::kMaxLanes <= kBusyLocal &&
-              kBusyLocal + 6 <= kStepsLocal && kStepsLocal + RankTrace::kMaxLanes <= kIdleLocal &&
+              kBusyLocal + 7 <= kStepsLocal && kStepsLocal + RankTrace::kMaxLanes <= kIdleLocal &&
               kIdleLocal + RankTrace::kMaxLanes <= kStreamBase &&
               kStreamBase + 512 * RankTrace::kMaxLanes <= kSampledBase &&
               kSampledBase + RankTrace::kMaxSampledThreads <= (1u << 14));
@@ -248,6 +248,10 @@ void RankTrace::AfterBatch() {
 
 void RankTrace::OnHostCall(const HostCall& c) {
   if (file_->level() == TraceLevel::kOff) return;
+  if (c.api >= wire::CUDA_MALLOC && c.api <= wire::CUDA_MALLOC_MANAGED) {
+    memory_.OnHostCall(c);
+    EmitCounter(kMemory, c.end_ns(), static_cast<int64_t>(memory_.reserved_bytes() >> 20));
+  }
   const bool launch = c.api == wire::CUDA_LAUNCH_KERNEL || c.api == wire::CUDA_DRIVER_LAUNCH_KERNEL;
   if (c.blocks_host && c.dur_ns >= kLongStallNs) LongStall(c);
   if (launch && !Detail(c.t_ns)) return;
@@ -377,7 +381,8 @@ void RankTrace::EmitCounter(int i, uint64_t ts, int64_t value) {
       const char* unit;
     } kNames[kCounters] = {{"GPU busy % (10 ms)", "%"},       {"H2D MB/s (10 ms)", "MB/s"},
                            {"NVML GPU utilization %", "%"},  {"NVML SM clock MHz", "MHz"},
-                           {"NVML power W", "W"},             {"NVML temperature C", "C"}};
+                           {"NVML power W", "W"},             {"NVML temperature C", "C"},
+                           {"memory reserved MiB", "MiB"}};
     for (int k = 0; k < kCounters; ++k) {
       DescribeCounter(kBusyLocal + k, kNames[k].name, kNames[k].unit);
       counters_.emplace_back(ids_->next_sequence++, Uuid(kBusyLocal + k));

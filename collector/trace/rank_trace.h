@@ -30,6 +30,7 @@
 
 #include "analyze/hang.h"
 #include "analyze/comm_overlap.h"
+#include "analyze/memory.h"
 #include "analyze/step_figures.h"
 #include "gpuwatch.pb.h"
 #include "interpret/event_sink.h"
@@ -166,11 +167,13 @@ class RankTrace final : public EventSink {
   std::vector<Lanes> stream_lanes_;
   Lanes api_lanes_;
   Lanes idle_lanes_;
-  // Busy and H2D in 10 ms windows; the NVML counters at each sample.
-  enum Counter { kBusy = 0, kH2d, kDevUtil, kSmClock, kPower, kTemperature, kCounters };
+  // Busy and H2D in 10 ms windows; the NVML counters at each sample; the memory the rank's
+  // allocations hold, at each allocation and free (memory_).
+  enum Counter { kBusy = 0, kH2d, kDevUtil, kSmClock, kPower, kTemperature, kMemory, kCounters };
   std::vector<TrackSequence> counters_;  // one per Counter (all described at the first value)
   Lanes step_lanes_;
-  int64_t last_value_[kCounters] = {-1, -1, -1, -1, -1, -1};
+  int64_t last_value_[kCounters] = {-1, -1, -1, -1, -1, -1, -1};
+  MemoryCounter memory_;  // the live set, as summary.json's memory keeps it
   CounterWindows windows_[2];  // kBusy, kH2d
   // Sampled threads (host samples): the run of samples with one stack not yet written.
   struct SampledThread {

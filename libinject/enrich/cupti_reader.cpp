@@ -169,6 +169,17 @@ void DeviceFields(const CuptiState& s, const R* r, ActivityRecord& a) {
   a.graph_node_id = r->graphNodeId;
 }
 
+// A kernel's launch geometry: how many SMs its grid can fill (the collector's SM fill).
+// CUPTI's fields are signed; a negative one (never seen) reads as 0, unknown.
+void KernelGeometry(const CUpti_ActivityKernel10* k, ActivityRecord& a) {
+  auto u = [](int32_t v) { return v > 0 ? static_cast<uint32_t>(v) : 0u; };
+  a.grid[0] = u(k->gridX), a.grid[1] = u(k->gridY), a.grid[2] = u(k->gridZ);
+  a.block[0] = u(k->blockX), a.block[1] = u(k->blockY), a.block[2] = u(k->blockZ);
+  a.registers_per_thread = k->registersPerThread;
+  a.static_shared_bytes = u(k->staticSharedMemory);
+  a.dynamic_shared_bytes = u(k->dynamicSharedMemory);
+}
+
 // Parses one completed buffer. Only the record kinds gpuwatch enabled are read; CUPTI's
 // own overhead records (and anything else) are skipped, never counted as GPU work.
 void Parse(CuptiState& s, uint8_t* buffer, size_t valid, const std::function<void(const ActivityRecord&)>& fn) {
@@ -183,6 +194,7 @@ void Parse(CuptiState& s, uint8_t* buffer, size_t valid, const std::function<voi
         DeviceFields(s, k, a);
         a.name_id = Kernels().Intern(k->name);
         a.comm_kernel = k->name && std::strstr(k->name, "nccl") != nullptr;
+        KernelGeometry(k, a);
         break;
       }
       case CUPTI_ACTIVITY_KIND_MEMCPY: {

@@ -29,6 +29,9 @@ struct ActivityRecord {
   uint32_t graph_id;       // device work run by a graph launch: CUPTI's graphId; else 0
   uint64_t graph_node_id;
   bool comm_kernel;    // a kernel of NCCL's (not encoded: used to time collectives)
+  // Kernels: the launch geometry CUPTI recorded (grid, block, registers, shared memory).
+  uint32_t grid[3], block[3];
+  uint32_t registers_per_thread, static_shared_bytes, dynamic_shared_bytes;
 };
 
 // CUPTI is loaded with dlopen: without it (or when another profiler holds it) gpuwatch

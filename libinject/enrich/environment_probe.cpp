@@ -75,6 +75,14 @@ bool EnvironmentProbe::Probe(uint64_t now_ns, int device) {
     info_.settings = WatchedSettings();
     changed = true;
   }
+  if (now_ns >= next_placement_ns_) {
+    next_placement_ns_ = now_ns + 1'000'000'000ull;
+    HostPlacement p = placement_.Read(info_.device_pci_bus_id);
+    if (!(p == info_.placement)) {
+      info_.placement = std::move(p);
+      changed = true;
+    }
+  }
   if (info_.nccl == 0 && now_ns >= next_nccl_try_ns_) {
     next_nccl_try_ns_ = now_ns + 1'000'000'000ull;
     if ((info_.nccl = NcclVersion()) != 0) {

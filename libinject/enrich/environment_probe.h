@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "enrich/host_placement.h"
+
 namespace gpuwatch::inject {
 
 struct EnvironmentInfo {
@@ -17,6 +19,7 @@ struct EnvironmentInfo {
   std::string device_name;
   std::string device_pci_bus_id;  // "00000000:BB:DD.0", as NVML names devices
   std::vector<std::pair<std::string, std::string>> settings;  // set variables of kWatchedVariables
+  HostPlacement placement;  // CPU affinity, the GPU's NUMA node, the cgroup's CPU quota
 };
 
 // The variables reported when set (the collector judges them: collector/analyze/environment.cpp).
@@ -38,9 +41,14 @@ class EnvironmentProbe {
   // its first call), -1 when unknown.
   bool Probe(uint64_t now_ns, int device);
   const EnvironmentInfo& info() const { return info_; }
+  // The cgroup's throttling counters now (for the process samples).
+  CgroupCpuStat CgroupStat() const { return placement_.CpuStat(); }
 
  private:
   EnvironmentInfo info_;
+  // Affinity can change (taskset -p, a launcher binding late): looked at once a second.
+  HostPlacementProbe placement_{HostPlacementProbe::RootFromEnvironment()};
+  uint64_t next_placement_ns_ = 0;
   bool cuda_done_ = false;
   uint64_t next_nccl_try_ns_ = 0;
 };

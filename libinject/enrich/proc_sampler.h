@@ -19,6 +19,8 @@ struct ProcTotals {
   uint64_t read_bytes = 0;  // read_bytes over the tree
   uint32_t processes = 0;
   uint64_t run_wait_ns = 0;  // runnable, waiting for a CPU (main threads, /proc/PID/schedstat)
+  // The cgroup's cpu.stat (filled by the sender from EnvironmentProbe::CgroupStat).
+  uint64_t cgroup_periods = 0, cgroup_throttled_periods = 0, cgroup_throttled_ns = 0;
 };
 
 // Sender thread only, never an application thread. Bounded cost: at most one sample per

@@ -14,6 +14,11 @@
 
 namespace gi = gpuwatch::inject;
 
+namespace gpuwatch::inject::hooks {
+// hooks_driver_memory.cpp: the driver's allocation entry points (true when `symbol` is one).
+__attribute__((visibility("hidden"))) bool WrapMemoryEntryPoint(const char* symbol, void** fn);
+}  // namespace gpuwatch::inject::hooks
+
 namespace {
 
 using LaunchFn = CUresult(CUDAAPI*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
@@ -68,6 +73,7 @@ Fn Wrap(std::atomic<Fn> (&slots)[kSlots], const Fn (&wrappers)[kSlots], Fn real)
 
 void WrapEntryPoint(const char* symbol, void** fn) {
   if (!symbol || !fn || !*fn) return;
+  if (gi::hooks::WrapMemoryEntryPoint(symbol, fn)) return;
   if (!std::strcmp(symbol, "cuLaunchKernel") || !std::strcmp(symbol, "cuLaunchKernel_ptsz"))
     *fn = reinterpret_cast<void*>(Wrap(g_launch, kLaunchWrappers, reinterpret_cast<LaunchFn>(*fn)));
   else if (!std::strcmp(symbol, "cuGraphLaunch") || !std::strcmp(symbol, "cuGraphLaunch_ptsz"))

@@ -124,7 +124,13 @@ class Sender {
     in.append_samples = [this, final](std::string& batch, const CuptiBudget::Cycle& drained) {
       if (!recording_.load(std::memory_order_acquire)) return;  // after the app's first CUDA call
       if (env_probe_.Probe(NowNs(), device_.load(std::memory_order_relaxed))) AppendEnvironment(batch, env_probe_.info());
-      if (auto sample = proc_sampler_.SampleIfDue(NowNs())) AppendProcSample(batch, *sample);
+      if (auto sample = proc_sampler_.SampleIfDue(NowNs())) {
+        const CgroupCpuStat cg = env_probe_.CgroupStat();
+        sample->cgroup_periods = cg.nr_periods;
+        sample->cgroup_throttled_periods = cg.nr_throttled;
+        sample->cgroup_throttled_ns = cg.throttled_ns;
+        AppendProcSample(batch, *sample);
+      }
       const EnvironmentInfo& env = env_probe_.info();
       if (auto dev = nvml_sampler_.SampleIfDue(NowNs(), final, env.device_pci_bus_id, device_.load(std::memory_order_relaxed)))
         AppendDeviceSample(batch, *dev);

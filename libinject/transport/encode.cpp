@@ -190,7 +190,7 @@ uint64_t AppendDropCounts(std::string& msg, uint32_t field_number, const DropCou
 void AppendActivity(std::string& batch, const ActivityRecord& a) {
   namespace m = f::activity;
   std::string o;
-  o.reserve(64);
+  o.reserve(96);
   UInt(o, m::kKind, a.kind);
   UInt(o, m::kStartNs, a.start_ns);
   UInt(o, m::kEndNs, a.end_ns);
@@ -205,6 +205,16 @@ void AppendActivity(std::string& batch, const ActivityRecord& a) {
   UInt(o, m::kApiDomain, a.api_domain);
   UInt(o, m::kGraphId, a.graph_id);
   UInt(o, m::kGraphNodeId, a.graph_node_id);
+  // Kernels' launch geometry (0 for every other kind: not written).
+  UInt(o, m::kGridX, a.grid[0]);
+  UInt(o, m::kGridY, a.grid[1]);
+  UInt(o, m::kGridZ, a.grid[2]);
+  UInt(o, m::kBlockX, a.block[0]);
+  UInt(o, m::kBlockY, a.block[1]);
+  UInt(o, m::kBlockZ, a.block[2]);
+  UInt(o, m::kRegistersPerThread, a.registers_per_thread);
+  UInt(o, m::kStaticSharedBytes, a.static_shared_bytes);
+  UInt(o, m::kDynamicSharedBytes, a.dynamic_shared_bytes);
   Message(batch, f::batch::kActivities, o);
 }
 
@@ -253,6 +263,13 @@ void AppendEnvironment(std::string& batch, const EnvironmentInfo& e) {
   Int(o, m::kDeviceSmCount, e.device_sm_count);
   Text(o, m::kDeviceName, e.device_name);
   Text(o, m::kDevicePciBusId, e.device_pci_bus_id);
+  const HostPlacement& h = e.placement;
+  Text(o, m::kCpuAffinity, h.cpu_affinity);
+  Int(o, m::kDeviceNumaNodePlus1, h.device_numa_node + 1);
+  Text(o, m::kDeviceNumaCpus, h.device_numa_cpus);
+  Int(o, m::kCgroupVersion, h.cgroup_version);
+  UInt(o, m::kCpuQuotaUs, h.cpu_quota_us);
+  UInt(o, m::kCpuPeriodUs, h.cpu_period_us);
   for (const auto& [name, value] : e.settings) {
     std::string v;
     Text(v, f::env_var::kName, name);
@@ -271,6 +288,9 @@ void AppendProcSample(std::string& batch, const ProcTotals& s) {
   UInt(o, m::kReadBytes, s.read_bytes);
   UInt(o, m::kProcesses, s.processes);
   UInt(o, m::kRunWaitNs, s.run_wait_ns);
+  UInt(o, m::kCgroupPeriods, s.cgroup_periods);
+  UInt(o, m::kCgroupThrottledPeriods, s.cgroup_throttled_periods);
+  UInt(o, m::kCgroupThrottledNs, s.cgroup_throttled_ns);
   Message(batch, f::batch::kProcSamples, o);
 }
 

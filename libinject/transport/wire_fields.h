@@ -26,7 +26,9 @@ inline constexpr uint32_t kApi = 1, kTNs = 2, kDurNs = 3, kBytes = 4, kCopyKind 
 namespace activity {
 inline constexpr uint32_t kKind = 1, kStartNs = 2, kEndNs = 3, kCorrelationId = 4, kStream = 5, kDevice = 6,
                           kNameId = 7, kBytes = 8, kCopyKind = 9, kFlags = 10, kApiId = 11, kApiDomain = 12,
-                          kGraphId = 13, kGraphNodeId = 14;
+                          kGraphId = 13, kGraphNodeId = 14, kGridX = 20, kGridY = 21, kGridZ = 22,
+                          kBlockX = 23, kBlockY = 24, kBlockZ = 25, kRegistersPerThread = 26,
+                          kStaticSharedBytes = 27, kDynamicSharedBytes = 28;
 }
 
 namespace kernel_name {
@@ -93,11 +95,13 @@ inline constexpr uint32_t kName = 1, kValue = 2;
 namespace environment {
 inline constexpr uint32_t kCudaRuntimeVersion = 1, kCudaDriverVersion = 2, kNcclVersion = 3, kSettings = 4,
                           kDeviceMemoryBytes = 5, kDeviceSmCount = 6, kDeviceName = 7,
-                          kDevicePciBusId = 8;
+                          kDevicePciBusId = 8, kCpuAffinity = 20, kDeviceNumaNodePlus1 = 21,
+                          kDeviceNumaCpus = 22, kCgroupVersion = 23, kCpuQuotaUs = 24, kCpuPeriodUs = 25;
 }
 
 namespace proc_sample {
-inline constexpr uint32_t kTNs = 1, kCpuNs = 2, kReadChars = 3, kReadBytes = 4, kProcesses = 5, kRunWaitNs = 6;
+inline constexpr uint32_t kTNs = 1, kCpuNs = 2, kReadChars = 3, kReadBytes = 4, kProcesses = 5, kRunWaitNs = 6,
+                          kCgroupPeriods = 10, kCgroupThrottledPeriods = 11, kCgroupThrottledNs = 12;
 }
 
 namespace goodbye {

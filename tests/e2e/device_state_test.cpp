@@ -79,6 +79,23 @@ TEST_CASE("memory: cudaMalloc, cudaMallocAsync, cudaMallocManaged, their frees a
   CHECK(m["reserved_bytes"] == 0);
 }
 
+TEST_CASE("memory: the driver's cuMemAlloc, cuMemCreate, cuMemAllocAsync and their frees, from entry points") {
+  JobRun r = RunJob("memory-driver", {GPUWATCH_BIN_DIR "/gw_memory_app", "driver"});
+  INFO("app stdout:\n" << r.job.out << "\nstderr:\n" << r.job.err);
+  std::istringstream said(r.job.out);
+  std::string word;
+  uint64_t peak = 0;
+  said >> word >> peak;
+  REQUIRE(peak == 1792 * kMiB);
+  const json& m = r.summary["ranks"][0]["memory"];
+  INFO(m.dump());
+  CHECK(m["peak_bytes"] == peak);
+  CHECK(m["allocations"] == 3);
+  CHECK(m["frees"] == 3);
+  CHECK(m["untracked_frees"] == 0);
+  CHECK(m["reserved_bytes"] == 0);
+}
+
 TEST_CASE("utilization shape: sawtooth, steady low and periodic drops on the scenarios that show them") {
   const struct {
     const char* scenario;

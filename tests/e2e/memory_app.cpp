@@ -1,9 +1,13 @@
 // A small CUDA program for the memory test (device_state_test.cpp): every allocation API
 // gpuwatch hooks, in a known order, so that the reserved peak is known exactly.
-//   memory_app   (prints "peak BYTES" and "free BYTES", what cudaMemGetInfo said)
+//   memory_app          (prints "peak BYTES" and "free BYTES", what cudaMemGetInfo said)
+//   memory_app driver   the driver's allocations, through cudaGetDriverEntryPointByVersion as
+//                       PyTorch and cuBLAS get them (prints "peak BYTES")
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
+#include <cstring>
 
 namespace {
 
@@ -14,9 +18,56 @@ bool Ok(cudaError_t e, const char* what) {
   return e == cudaSuccess;
 }
 
+template <typename Fn>
+bool Entry(const char* symbol, Fn& fn) {
+  void* p = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  if (!Ok(cudaGetDriverEntryPointByVersion(symbol, &p, 12000, cudaEnableDefault, &found), symbol) ||
+      found != cudaDriverEntryPointSuccess || !p) {
+    std::fprintf(stderr, "memory_app: %s not found\n", symbol);
+    return false;
+  }
+  fn = reinterpret_cast<Fn>(p);
+  return true;
+}
+
+bool Cu(CUresult r, const char* what) {
+  if (r != CUDA_SUCCESS) std::fprintf(stderr, "memory_app: %s: CUresult %d\n", what, static_cast<int>(r));
+  return r == CUDA_SUCCESS;
+}
+
+// cuMemAlloc 1 GiB, cuMemCreate 512 MiB, cuMemAllocAsync 256 MiB (the peak: all three), then
+// each freed by its own call.
+int DriverAllocations() {
+  decltype(&cuMemAlloc_v2) alloc = nullptr;
+  decltype(&cuMemFree_v2) free_ = nullptr;
+  decltype(&cuMemAllocAsync) alloc_async = nullptr;
+  decltype(&cuMemFreeAsync) free_async = nullptr;
+  decltype(&cuMemCreate) create = nullptr;
+  decltype(&cuMemRelease) release = nullptr;
+  cudaStream_t s;
+  if (!Ok(cudaSetDevice(0), "cudaSetDevice") || !Ok(cudaStreamCreate(&s), "cudaStreamCreate") ||
+      !Entry("cuMemAlloc", alloc) || !Entry("cuMemFree", free_) || !Entry("cuMemAllocAsync", alloc_async) ||
+      !Entry("cuMemFreeAsync", free_async) || !Entry("cuMemCreate", create) || !Entry("cuMemRelease", release))
+    return 3;
+  CUdeviceptr a = 0, c = 0;
+  CUmemGenericAllocationHandle h = 0;
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  const CUstream cs = reinterpret_cast<CUstream>(s);
+  if (!Cu(alloc(&a, 1024 * kMiB), "cuMemAlloc") || !Cu(create(&h, 512 * kMiB, &prop, 0), "cuMemCreate") ||
+      !Cu(alloc_async(&c, 256 * kMiB, cs), "cuMemAllocAsync") || !Cu(free_async(c, cs), "cuMemFreeAsync") ||
+      !Cu(release(h), "cuMemRelease") || !Cu(free_(a), "cuMemFree"))
+    return 3;
+  std::printf("peak %zu\n", (1024 + 512 + 256) * kMiB);
+  return 0;
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc > 1 && !std::strcmp(argv[1], "driver")) return DriverAllocations();
   cudaStream_t s;
   void *a = nullptr, *b = nullptr, *c = nullptr, *d = nullptr;
   size_t free_bytes = 0, total_bytes = 0;

@@ -92,6 +92,13 @@ void check_rank_truth(const Scenario& sc, int rank, const json& truth) {
     double got = num(ops["host"], "total_s"), w = want.at("host").seconds;
     if (!near(got, w)) fail(who + " ops.host.total_s = " + fmt(got) + ", want " + fmt(w) + " (10% or 0.5 ms)");
   }
+  std::map<std::uint64_t, std::uint64_t> launched = expected_kernel_blocks(sc);
+  const auto sm = static_cast<std::uint64_t>(sc.gpu.count("sm_count") ? sc.gpu.at("sm_count") : 132);
+  if (auto g = expected_graphs(sc, rank); g.kernels && (launched[sm] -= g.kernels) == 0) launched.erase(sm);
+  const json kb = truth.value("kernel_blocks", json::object());
+  for (const auto& [b, n] : launched)
+    if (u64(kb, std::to_string(b).c_str()) != n)
+      fail(who + " kernel_blocks." + std::to_string(b) + " = " + std::to_string(u64(kb, std::to_string(b).c_str())) + ", want " + std::to_string(n));
   const double wall = num(truth, "wall_s");
   double floor_s = want.count("host") ? want.at("host").seconds : 0;
   if (!(wall > 0) || wall < 0.99 * floor_s) fail(who + " wall_s = " + fmt(wall) + ", below the host time " + fmt(floor_s));
@@ -191,6 +198,12 @@ void check_device_truth(const Scenario& sc, int rank, const json& dev) {
     if (busbw <= 0) break;
     double got = num(kinds[k], "device_s");
     if (got < 0.9 * want_floor) fail(who + " kinds." + k + ".device_s = " + fmt(got) + ", below latency + bytes/busbw = " + fmt(want_floor));
+  }
+  // Kernel launch geometry: every kernel's grid as the scenario set it (`blocks`, else sm_count).
+  const json blocks = dev.value("kernel_geometry", json::object()).value("blocks", json::object());
+  for (const auto& [b, n] : expected_kernel_blocks(sc)) {
+    const std::uint64_t got = u64(blocks, std::to_string(b).c_str());
+    if (got != n) fail(who + " kernel_geometry.blocks." + std::to_string(b) + " = " + std::to_string(got) + ", want " + std::to_string(n));
   }
   // Device memory: the setup's buffer plus every `alloc`, on a device of memory_gib.
   const json mem = dev.value("memory", json::object());

@@ -76,6 +76,7 @@ class Player {
   ncclComm_t comm_ = nullptr;                   // the world
   std::map<CommGroup, ncclComm_t> group_comms_;  // split from the world for the ops that name a group
   std::map<const Op*, cudaGraphExec_t> graphs_;  // each `graph` op, captured at setup
+  unsigned sm_count_ = 1;  // the device's SMs: a kernels op's grid unless it says `blocks`
 };
 
 // Each `graph` op becomes one executable graph: its spin kernels captured on the compute
@@ -84,7 +85,7 @@ void Player::capture_graphs() {
   for (const Op* op : graph_ops(sc_)) {
     const auto ns = static_cast<unsigned long long>(op->us * scale_.kernels * 1e3 + 0.5);
     check(cudaStreamBeginCapture(compute_, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
-    for (std::uint64_t i = 0; i < op->count; ++i) launch_spin(ns, compute_);
+    for (std::uint64_t i = 0; i < op->count; ++i) launch_spin(ns, sm_count_, compute_);
     cudaGraph_t graph = nullptr;
     check(cudaStreamEndCapture(compute_, &graph), "cudaStreamEndCapture");
     check(cudaGetLastError(), "kernel launch during capture (cudaGetLastError)");
@@ -101,6 +102,9 @@ void Player::setup() {
   check(cudaGetDeviceCount(&ndev), "cudaGetDeviceCount");
   if (ndev <= 0) throw PlayError("cudaGetDeviceCount: no device");
   check(cudaSetDevice(opt_.local_rank % ndev), "cudaSetDevice");
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, opt_.local_rank % ndev), "cudaGetDeviceProperties");
+  sm_count_ = prop.multiProcessorCount > 0 ? static_cast<unsigned>(prop.multiProcessorCount) : 1;
   check(cudaStreamCreate(&compute_), "cudaStreamCreate");
   check(cudaStreamCreate(&comm_stream_), "cudaStreamCreate");
   // Timing is never read from these events; DisableTiming makes them the cheap kind DDP uses.
@@ -266,20 +270,22 @@ void Player::play(const Op& op) {
       // Sum the launch calls only: the loop, the clock reads and NVTX are not launch time.
       Clock::duration in_launch{};
       const bool library = op.via == Via::Library;
+      const unsigned blocks = op.blocks ? static_cast<unsigned>(op.blocks) : sm_count_;
       int driver_error = 0;  // CUresult of the first failed driver launch
       for (std::uint64_t i = 0; i < op.count; ++i) {
         auto t0 = Clock::now();
         if (library) {
-          const int r = launch_spin_library(ns, compute_);
+          const int r = launch_spin_library(ns, blocks, compute_);
           in_launch += Clock::now() - t0;
           if (r != 0 && driver_error == 0) driver_error = r;
         } else {
-          launch_spin(ns, compute_);
+          launch_spin(ns, blocks, compute_);
           in_launch += Clock::now() - t0;
         }
       }
       if (range) nvtxRangePop();
       truth_.add(library ? "kernels_library" : "kernels", std::chrono::duration<double>(in_launch).count(), 0, op.count);
+      truth_.add_blocks(blocks, op.count);
       if (driver_error) throw PlayError("cuLaunchKernel: CUresult " + std::to_string(driver_error));
       // Sticky launch errors are checked once per op, outside the stopwatch.
       check(cudaGetLastError(), "kernel launch (cudaGetLastError)");

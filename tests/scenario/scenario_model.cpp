@@ -74,7 +74,7 @@ const std::map<std::string, OpSpec>& op_specs() {
       {"host", {OpKind::Host, {"ms", "wait", "read_mbps"}}},
       {"h2d", {OpKind::H2D, {"bytes", "pinned", "async"}}},
       {"d2h", {OpKind::D2H, {"bytes", "pinned", "async"}}},
-      {"kernels", {OpKind::Kernels, {"count", "us", "name", "via"}}},
+      {"kernels", {OpKind::Kernels, {"count", "us", "name", "via", "blocks"}}},
       {"item", {OpKind::Item, {}}},
       {"sync", {OpKind::Sync, {"what"}}},
       {"allreduce", {OpKind::AllReduce, {"bytes", "group", "overlap"}}},
@@ -132,6 +132,7 @@ Op parse_op(const json& j, const std::string& source, const std::string& path) {
       op.count = positive_int(required(j, "count", source, path), source, join(path, "count"), 1000000);
       op.us = number(required(j, "us", source, path), source, join(path, "us"), false);
       if (j.contains("name")) op.name = string(j["name"], source, join(path, "name"));
+      if (j.contains("blocks")) op.blocks = positive_int(j["blocks"], source, join(path, "blocks"), 1u << 20);
       if (j.contains("via")) {
         const json& v = j["via"];
         const std::string s = v.is_string() ? v.get<std::string>() : "";
@@ -479,6 +480,16 @@ std::map<std::string, Totals> expected_device_comms(const Scenario& sc, int rank
     c.bytes += collective_bytes(op.kind, op.bytes, group_size(sc, op));
   });
   return t;
+}
+
+std::map<std::uint64_t, std::uint64_t> expected_kernel_blocks(const Scenario& sc) {
+  const auto sm = static_cast<std::uint64_t>(sc.gpu.count("sm_count") ? sc.gpu.at("sm_count") : 132);
+  std::map<std::uint64_t, std::uint64_t> blocks;
+  for_each_op(sc, [&](const Op& op) {
+    if (op.kind == OpKind::Kernels) blocks[op.blocks ? op.blocks : sm] += op.count;
+    if (op.kind == OpKind::Graph) blocks[sm] += op.replays * op.count;
+  });
+  return blocks;
 }
 
 GraphTotals expected_graphs(const Scenario& sc, int rank) {

@@ -41,6 +41,7 @@ struct Op {
   std::uint64_t replays = 0;  // graph: launches per step (captured once, at setup)
   std::string name;      // kernels: NVTX range name (optional)
   Via via = Via::Runtime;  // kernels
+  std::uint64_t blocks = 0;  // kernels: the grid's blocks; 0 = the device's SM count
   SyncWhat what = SyncWhat::Stream;  // sync
   CommGroup group = CommGroup::World;  // collectives: the communicator ("group"); send/recv: Pp
   bool overlap = false;  // collectives: run beside the next ops instead of being waited for at once
@@ -151,6 +152,9 @@ GraphTotals expected_graphs(const Scenario& sc, int rank);
 
 // Every op written in the scenario once, in file order (step, then every block).
 std::vector<const Op*> all_ops(const Scenario& sc);
+// Kernels (the kernels ops' and every graph's) by their grid's block count: `blocks`, else
+// the gpu's sm_count [132].
+std::map<std::uint64_t, std::uint64_t> expected_kernel_blocks(const Scenario& sc);
 
 // The `graph` ops of the scenario, in file order (step, then every block): each is captured
 // once at setup.

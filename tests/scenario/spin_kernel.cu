@@ -10,8 +10,8 @@
 namespace gpuwatch::scenario {
 
 // %globaltimer is the GPU's nanosecond clock; spinning on it gives a duration independent
-// of the clock rate and the architecture. One thread is enough: the kernel only occupies
-// time, which is what the scenarios describe.
+// of the clock rate and the architecture. One thread per block is enough: the kernel only
+// occupies time (and, by its grid, SMs), which is what the scenarios describe.
 __global__ void gpuwatch_spin_kernel(unsigned long long ns) {
   unsigned long long start;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
@@ -19,8 +19,8 @@ __global__ void gpuwatch_spin_kernel(unsigned long long ns) {
   while (now - start < ns) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
 }
 
-void launch_spin(unsigned long long ns, cudaStream_t stream) {
-  gpuwatch_spin_kernel<<<1, 1, 0, stream>>>(ns);
+void launch_spin(unsigned long long ns, unsigned blocks, cudaStream_t stream) {
+  gpuwatch_spin_kernel<<<blocks, 1, 0, stream>>>(ns);
 }
 
 namespace {
@@ -46,9 +46,9 @@ cudaError_t init_library_launch() {
   return cudaSuccess;
 }
 
-int launch_spin_library(unsigned long long ns, cudaStream_t stream) {
+int launch_spin_library(unsigned long long ns, unsigned blocks, cudaStream_t stream) {
   void* args[] = {&ns};
-  return static_cast<int>(g_cu_launch(g_spin_function, 1, 1, 1, 1, 1, 1, 0, reinterpret_cast<CUstream>(stream), args, nullptr));
+  return static_cast<int>(g_cu_launch(g_spin_function, blocks, 1, 1, 1, 1, 1, 0, reinterpret_cast<CUstream>(stream), args, nullptr));
 }
 
 }  // namespace gpuwatch::scenario

@@ -5,10 +5,11 @@
 
 namespace gpuwatch::scenario {
 
-// Launches one spin kernel (<<<1, 1, 0, stream>>>) that runs for `ns` nanoseconds.
+// Launches one spin kernel (<<<blocks, 1, 0, stream>>>) that runs for `ns` nanoseconds (every
+// block spins that long, so the grid's size changes how many SMs it holds, not its time).
 // Errors are left for cudaGetLastError(): the launch is all this call does, so a
 // stopwatch around it measures exactly the launch call.
-void launch_spin(unsigned long long ns, cudaStream_t stream);
+void launch_spin(unsigned long long ns, unsigned blocks, cudaStream_t stream);
 
 // The same kernel launched as cuBLAS or Triton launch theirs: through the driver's
 // cuLaunchKernel, found with cudaGetDriverEntryPointByVersion, on the CUfunction of
@@ -17,6 +18,6 @@ void launch_spin(unsigned long long ns, cudaStream_t stream);
 // init_library_launch resolves both once (call it after cudaSetDevice); the launch returns
 // the CUresult as an int (0 = CUDA_SUCCESS) and, like launch_spin, does nothing else.
 cudaError_t init_library_launch();
-int launch_spin_library(unsigned long long ns, cudaStream_t stream);
+int launch_spin_library(unsigned long long ns, unsigned blocks, cudaStream_t stream);
 
 }  // namespace gpuwatch::scenario

@@ -13,6 +13,11 @@ nlohmann::json TruthRecorder::to_json(int rank) const {
   nlohmann::json ops = nlohmann::json::object();
   for (const auto& [name, e] : ops_) ops[name] = {{"count", e.count}, {"bytes", e.bytes}, {"total_s", e.total_s}};
   j["ops"] = ops;
+  if (!blocks_.empty()) {
+    nlohmann::json blocks = nlohmann::json::object();
+    for (const auto& [b, n] : blocks_) blocks[std::to_string(b)] = n;
+    j["kernel_blocks"] = blocks;
+  }
   return j;
 }
 

@@ -33,6 +33,8 @@ class TruthRecorder {
     e.bytes += bytes;
     e.total_s += seconds;
   }
+  // Kernels launched with a grid of `blocks` blocks (the `kernels` op): "kernel_blocks".
+  void add_blocks(std::uint64_t blocks, std::uint64_t count) { blocks_[blocks] += count; }
   // Top-level numbers besides "ops" (wall_s, setup_s, ...).
   void set(const std::string& key, nlohmann::json value) { extra_[key] = std::move(value); }
 
@@ -43,6 +45,7 @@ class TruthRecorder {
 
  private:
   std::map<std::string, Entry> ops_;
+  std::map<std::uint64_t, std::uint64_t> blocks_;
   nlohmann::json extra_ = nlohmann::json::object();
 };
 

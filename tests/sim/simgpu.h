@@ -45,6 +45,19 @@ enum {
   SIMGPU_FLAG_SYNC_API = 1u << 2       /* issued by a synchronous API (cudaMemcpy, cudaMemset) */
 };
 
+/* A kernel's launch geometry, as CUPTI's kernel records carry it. Zero grid = not a kernel
+ * launched with one (copies, collectives; simgpu_launch_kernel reports 1 block of 1 thread). */
+typedef struct simgpu_launch_geometry {
+  uint32_t grid_x, grid_y, grid_z;
+  uint32_t block_x, block_y, block_z;
+  uint32_t dynamic_shared_bytes;  /* the launch's sharedMem argument */
+  uint32_t static_shared_bytes;   /* the kernel's own __shared__ arrays (0 for the simulated kernels) */
+  uint32_t registers_per_thread;  /* SIMGPU_REGISTERS_PER_THREAD for every simulated kernel */
+} simgpu_launch_geometry;
+
+/* What the simulated compiler "allocated" per thread for every kernel (a spin loop needs few). */
+#define SIMGPU_REGISTERS_PER_THREAD 16
+
 /* One executed device operation, as a simulated CUPTI would report it. */
 typedef struct simgpu_activity {
   uint32_t kind;           /* simgpu_kind */
@@ -61,6 +74,7 @@ typedef struct simgpu_activity {
   uint64_t graph_node_id;  /* run by a graph launch: the node's id (CUPTI graphNodeId); else 0 */
   const char* comm;        /* NCCL ops: the communicator's members as root-communicator ranks,
                               e.g. "0,2" (static string; the truth's key), else NULL */
+  simgpu_launch_geometry geometry; /* kernels: grid, block, shared memory, registers */
 } simgpu_activity;
 
 typedef void (*simgpu_activity_observer)(const simgpu_activity* record, void* user);

@@ -6,6 +6,8 @@
 #include "../simgpu.h"
 #include "runtime.h"
 
+#include <cuda.h>
+
 using namespace simgpu;
 
 namespace simgpu {
@@ -79,3 +81,49 @@ SIMGPU_EXPORT void simgpu_get_device_state(simgpu_device_state* out) {
     out->other_busy[out->other_processes++] = p.busy;
   }
 }
+
+// ---- the driver's allocations, as cudaGetDriverEntryPoint hands them out (kernels.cpp) -----
+// The same device memory as the runtime's; cuMemCreate's handle is the allocation's address
+// (physical memory that is never mapped: nothing here reads it).
+namespace simgpu {
+
+CUresult CUDAAPI sim_cuMemAlloc(CUdeviceptr* p, size_t size) {
+  void* out = nullptr;
+  if (!p) return CUDA_ERROR_INVALID_VALUE;
+  if (allocate(&out, size) != cudaSuccess) return CUDA_ERROR_OUT_OF_MEMORY;
+  *p = reinterpret_cast<CUdeviceptr>(out);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI sim_cuMemFree(CUdeviceptr p) {
+  if (!p) return CUDA_SUCCESS;
+  cudaDeviceSynchronize();  // as cudaFree
+  return MemoryMap::get().device_free(reinterpret_cast<void*>(p)) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult CUDAAPI sim_cuMemAllocAsync(CUdeviceptr* p, size_t size, CUstream stream) {
+  if (!M().stream(reinterpret_cast<cudaStream_t>(stream), false)) return CUDA_ERROR_INVALID_HANDLE;
+  return sim_cuMemAlloc(p, size);
+}
+
+CUresult CUDAAPI sim_cuMemFreeAsync(CUdeviceptr p, CUstream stream) {
+  if (!M().stream(reinterpret_cast<cudaStream_t>(stream), false)) return CUDA_ERROR_INVALID_HANDLE;
+  if (!p) return CUDA_SUCCESS;
+  return MemoryMap::get().device_free(reinterpret_cast<void*>(p)) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult CUDAAPI sim_cuMemCreate(CUmemGenericAllocationHandle* h, size_t size, const CUmemAllocationProp* prop,
+                                 unsigned long long flags) {
+  (void)prop, (void)flags;
+  if (!h || size == 0) return CUDA_ERROR_INVALID_VALUE;
+  CUdeviceptr p = 0;
+  const CUresult r = sim_cuMemAlloc(&p, size);
+  if (r == CUDA_SUCCESS) *h = static_cast<CUmemGenericAllocationHandle>(p);
+  return r;
+}
+
+CUresult CUDAAPI sim_cuMemRelease(CUmemGenericAllocationHandle h) {
+  return MemoryMap::get().device_free(reinterpret_cast<void*>(h)) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+}  // namespace simgpu

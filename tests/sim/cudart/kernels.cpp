@@ -64,8 +64,17 @@ thread_local std::vector<CallConfig> tl_configs;
 
 namespace simgpu {
 
+simgpu_launch_geometry geometry_of(dim3 grid, dim3 block, size_t smem) {
+  simgpu_launch_geometry g{};
+  g.grid_x = grid.x, g.grid_y = grid.y, g.grid_z = grid.z;
+  g.block_x = block.x, g.block_y = block.y, g.block_z = block.z;
+  g.dynamic_shared_bytes = static_cast<uint32_t>(smem);
+  g.registers_per_thread = SIMGPU_REGISTERS_PER_THREAD;
+  return g;
+}
+
 cudaError_t launch(const void* host_fun, cudaKernel_t handle, void** args, cudaStream_t stream,
-                   bool per_thread, uint32_t cbid) {
+                   bool per_thread, uint32_t cbid, const simgpu_launch_geometry& geometry) {
   ApiScope scope(SIMGPU_API_RUNTIME, cbid);
   Model& m = M();
   Kernel* k = find_kernel(host_fun, handle);
@@ -80,12 +89,13 @@ cudaError_t launch(const void* host_fun, cudaKernel_t handle, void** args, cudaS
   d.kind = SIMGPU_KERNEL;
   d.dur_ns = dur;
   d.name = k->name.c_str();
+  d.geometry = geometry;
   if (!capture_into_graph(s, d)) m.enqueue(s, d);
   return cudaSuccess;
 }
 
 cudaError_t launch_driver(cudaStream_t stream, bool per_thread, const char* name, uint64_t dur_ns,
-                          uint32_t cbid) {
+                          uint32_t cbid, const simgpu_launch_geometry& geometry) {
   ApiScope scope(SIMGPU_API_DRIVER, cbid);
   Model& m = M();
   Stream* s = stream_of(stream, per_thread);
@@ -95,6 +105,7 @@ cudaError_t launch_driver(cudaStream_t stream, bool per_thread, const char* name
   d.kind = SIMGPU_KERNEL;
   d.dur_ns = dur_ns;
   d.name = name;
+  d.geometry = geometry;
   if (!capture_into_graph(s, d)) m.enqueue(s, d);
   return cudaSuccess;
 }
@@ -168,53 +179,55 @@ SIMGPU_EXPORT cudaError_t __cudaGetKernel(cudaKernel_t* handle, const void* host
 
 SIMGPU_EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 grid, dim3 block, void** args,
                                              size_t smem, cudaStream_t stream) {
-  (void)grid, (void)block, (void)smem;
   if (!kernel) return fail(cudaErrorInvalidDeviceFunction);
-  return launch(nullptr, kernel, args, stream, false, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000);
+  return launch(nullptr, kernel, args, stream, false, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+                geometry_of(grid, block, smem));
 }
 
 SIMGPU_EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 grid, dim3 block, void** args,
                                                   size_t smem, cudaStream_t stream) {
-  (void)grid, (void)block, (void)smem;
   if (!kernel) return fail(cudaErrorInvalidDeviceFunction);
-  return launch(nullptr, kernel, args, stream, true, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000);
+  return launch(nullptr, kernel, args, stream, true, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+                geometry_of(grid, block, smem));
 }
 
 // ---- public launch API -----------------------------------------------------------------
 
 SIMGPU_EXPORT cudaError_t cudaLaunchKernel(const void* func, dim3 grid, dim3 block, void** args,
                                            size_t smem, cudaStream_t stream) {
-  (void)grid, (void)block, (void)smem;
-  return launch(func, nullptr, args, stream, false, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000);
+  return launch(func, nullptr, args, stream, false, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+                geometry_of(grid, block, smem));
 }
 
 SIMGPU_EXPORT cudaError_t cudaLaunchKernel_ptsz(const void* func, dim3 grid, dim3 block, void** args,
                                                 size_t smem, cudaStream_t stream) {
-  (void)grid, (void)block, (void)smem;
-  return launch(func, nullptr, args, stream, true, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000);
+  return launch(func, nullptr, args, stream, true, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+                geometry_of(grid, block, smem));
 }
 
 SIMGPU_EXPORT cudaError_t cudaLaunchCooperativeKernel(const void* func, dim3 grid, dim3 block, void** args,
                                                       size_t smem, cudaStream_t stream) {
-  (void)grid, (void)block, (void)smem;
-  return launch(func, nullptr, args, stream, false, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000);
+  return launch(func, nullptr, args, stream, false, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+                geometry_of(grid, block, smem));
 }
 
 SIMGPU_EXPORT cudaError_t cudaLaunchCooperativeKernel_ptsz(const void* func, dim3 grid, dim3 block, void** args,
                                                            size_t smem, cudaStream_t stream) {
-  (void)grid, (void)block, (void)smem;
-  return launch(func, nullptr, args, stream, true, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000);
+  return launch(func, nullptr, args, stream, true, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
+                geometry_of(grid, block, smem));
 }
 
 SIMGPU_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func, void** args) {
   if (!config) return fail(cudaErrorInvalidValue);
-  return launch(func, nullptr, args, config->stream, false, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060);
+  return launch(func, nullptr, args, config->stream, false, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
+                geometry_of(config->gridDim, config->blockDim, config->dynamicSmemBytes));
 }
 
 SIMGPU_EXPORT cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* config, const void* func,
                                                    void** args) {
   if (!config) return fail(cudaErrorInvalidValue);
-  return launch(func, nullptr, args, config->stream, true, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060);
+  return launch(func, nullptr, args, config->stream, true, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+                geometry_of(config->gridDim, config->blockDim, config->dynamicSmemBytes));
 }
 
 // ---- the driver path: cudaGetFuncBySymbol + cudaGetDriverEntryPoint("cuLaunchKernel") ------
@@ -224,7 +237,8 @@ SIMGPU_EXPORT cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* con
 
 namespace {
 
-CUresult driver_launch(CUfunction f, void** params, void** extra, CUstream stream, bool per_thread) {
+CUresult driver_launch(CUfunction f, void** params, void** extra, CUstream stream, bool per_thread,
+                       const simgpu_launch_geometry& geometry) {
   if (!f) return CUDA_ERROR_INVALID_HANDLE;
   Kernel* k = find_kernel(nullptr, reinterpret_cast<cudaKernel_t>(f));
   if (!k) return CUDA_ERROR_INVALID_HANDLE;
@@ -237,31 +251,38 @@ CUresult driver_launch(CUfunction f, void** params, void** extra, CUstream strea
     if (*e == CU_LAUNCH_PARAM_BUFFER_POINTER) first = e[1];
   if (k->spin && first) dur = *static_cast<const unsigned long long*>(first);
   const uint32_t cbid = per_thread ? CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz : CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel;
-  cudaError_t e = launch_driver(reinterpret_cast<cudaStream_t>(stream), per_thread, k->name.c_str(), dur, cbid);
+  cudaError_t e = launch_driver(reinterpret_cast<cudaStream_t>(stream), per_thread, k->name.c_str(), dur, cbid, geometry);
   return e == cudaSuccess ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
 CUresult CUDAAPI sim_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                     unsigned bz, unsigned smem, CUstream stream, void** params, void** extra) {
-  (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)smem;
-  return driver_launch(f, params, extra, stream, false);
+  return driver_launch(f, params, extra, stream, false, geometry_of(dim3(gx, gy, gz), dim3(bx, by, bz), smem));
 }
 
 CUresult CUDAAPI sim_cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                          unsigned by, unsigned bz, unsigned smem, CUstream stream, void** params,
                                          void** extra) {
-  (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)smem;
-  return driver_launch(f, params, extra, stream, true);
+  return driver_launch(f, params, extra, stream, true, geometry_of(dim3(gx, gy, gz), dim3(bx, by, bz), smem));
 }
 
 }  // namespace
 namespace simgpu {
 CUresult CUDAAPI sim_cuGraphLaunch(CUgraphExec exec, CUstream stream);  // graph_api.cpp
+// device_memory.cpp: the driver's allocations.
+CUresult CUDAAPI sim_cuMemAlloc(CUdeviceptr* p, size_t size);
+CUresult CUDAAPI sim_cuMemFree(CUdeviceptr p);
+CUresult CUDAAPI sim_cuMemAllocAsync(CUdeviceptr* p, size_t size, CUstream stream);
+CUresult CUDAAPI sim_cuMemFreeAsync(CUdeviceptr p, CUstream stream);
+CUresult CUDAAPI sim_cuMemCreate(CUmemGenericAllocationHandle* h, size_t size, const CUmemAllocationProp* prop,
+                                 unsigned long long flags);
+CUresult CUDAAPI sim_cuMemRelease(CUmemGenericAllocationHandle h);
 }  // namespace simgpu
 namespace {
 
-// Only cuLaunchKernel and cuGraphLaunch are simulated; anything else is "symbol not found", which callers
-// (cuBLAS, Triton) treat as an old driver.
+// Only cuLaunchKernel, cuGraphLaunch and the allocations (cuMemAlloc, cuMemFree, their Async forms,
+// cuMemCreate, cuMemRelease) are simulated; anything else is "symbol not found", which callers (cuBLAS,
+// Triton) treat as an old driver.
 cudaError_t entry_point(const char* symbol, void** fn, unsigned long long flags,
                         cudaDriverEntryPointQueryResult* status, bool per_thread_default) {
   M();
@@ -273,6 +294,12 @@ cudaError_t entry_point(const char* symbol, void** fn, unsigned long long flags,
   if (s == "cuLaunchKernel") *fn = reinterpret_cast<void*>(per_thread ? sim_cuLaunchKernel_ptsz : sim_cuLaunchKernel);
   else if (s == "cuLaunchKernel_ptsz") *fn = reinterpret_cast<void*>(sim_cuLaunchKernel_ptsz);
   else if (s == "cuGraphLaunch") *fn = reinterpret_cast<void*>(sim_cuGraphLaunch);
+  else if (s == "cuMemAlloc" || s == "cuMemAlloc_v2") *fn = reinterpret_cast<void*>(sim_cuMemAlloc);
+  else if (s == "cuMemFree" || s == "cuMemFree_v2") *fn = reinterpret_cast<void*>(sim_cuMemFree);
+  else if (s == "cuMemAllocAsync") *fn = reinterpret_cast<void*>(sim_cuMemAllocAsync);
+  else if (s == "cuMemFreeAsync") *fn = reinterpret_cast<void*>(sim_cuMemFreeAsync);
+  else if (s == "cuMemCreate") *fn = reinterpret_cast<void*>(sim_cuMemCreate);
+  else if (s == "cuMemRelease") *fn = reinterpret_cast<void*>(sim_cuMemRelease);
   if (status) *status = *fn ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
   return cudaSuccess;
 }

@@ -63,7 +63,8 @@ SIMGPU_EXPORT cudaError_t simgpu_launch_kernel(cudaStream_t stream, const char* 
     std::lock_guard<std::mutex> lk(mu);
     interned = names->insert(name ? name : "kernel").first->c_str();
   }
-  cudaError_t e = launch_driver(stream, false, interned, duration_ns, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel);
+  cudaError_t e = launch_driver(stream, false, interned, duration_ns, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+                                geometry_of(dim3(1), dim3(1), 0));
   return e == cudaSuccess ? e : fail(e);
 }
 

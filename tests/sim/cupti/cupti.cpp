@@ -206,7 +206,18 @@ size_t encode(State& s, const Pending& p, CUpti_ActivityKind kind, uint8_t* out)
   r->deviceId = static_cast<uint32_t>(a.device);
   r->contextId = ctx;
   r->streamId = stream;
-  r->gridX = r->gridY = r->gridZ = r->blockX = r->blockY = r->blockZ = 1;
+  const simgpu_launch_geometry& g = a.geometry;
+  if (g.grid_x) {  // a launch with a geometry (collectives have none: one block, as before)
+    r->gridX = static_cast<int32_t>(g.grid_x), r->gridY = static_cast<int32_t>(g.grid_y);
+    r->gridZ = static_cast<int32_t>(g.grid_z);
+    r->blockX = static_cast<int32_t>(g.block_x), r->blockY = static_cast<int32_t>(g.block_y);
+    r->blockZ = static_cast<int32_t>(g.block_z);
+    r->dynamicSharedMemory = static_cast<int32_t>(g.dynamic_shared_bytes);
+    r->staticSharedMemory = static_cast<int32_t>(g.static_shared_bytes);
+    r->registersPerThread = static_cast<uint16_t>(g.registers_per_thread);
+  } else {
+    r->gridX = r->gridY = r->gridZ = r->blockX = r->blockY = r->blockZ = 1;
+  }
   r->correlationId = a.correlation_id;
   r->gridId = ++s.grid_id;
   r->name = a.name ? a.name : "kernel";

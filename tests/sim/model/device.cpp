@@ -217,6 +217,7 @@ std::vector<OpRef> Model::enqueue(Stream* s, const std::vector<OpDesc>& descs, O
         op->rec.comm = desc.comm;
         op->rec.graph_id = desc.graph_id;
         op->rec.graph_node_id = desc.graph_node_id;
+        op->rec.geometry = desc.geometry;
       }
       ops.push_back(op);
     }

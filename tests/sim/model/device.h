@@ -72,6 +72,7 @@ struct OpDesc {
   uint32_t correlation_id = 0;
   uint32_t graph_id = 0;
   uint64_t graph_node_id = 0;
+  simgpu_launch_geometry geometry{};  // kernels
 };
 
 class Model {

@@ -28,6 +28,13 @@ void Truth::add(const simgpu_activity& op) {
     c.device_ns += op.end_ns - op.start_ns;
     c.wait_ns += op.wait_ns;
   }
+  if (op.kind == SIMGPU_KERNEL && op.geometry.grid_x) {
+    const simgpu_launch_geometry& g = op.geometry;
+    const uint64_t blocks = uint64_t{g.grid_x} * g.grid_y * g.grid_z;
+    if (kernel_blocks_.size() < 64 || kernel_blocks_.count(blocks)) kernel_blocks_[blocks]++;
+    const double sms = config().sm_count;
+    if (sms > 0 && blocks < sms) kernel_sm_idle_ns_ += static_cast<double>(op.end_ns - op.start_ns) * (1 - blocks / sms);
+  }
   if (op.start_ns < first_start_) first_start_ = op.start_ns;
   if (op.end_ns > last_end_) last_end_ = op.end_ns;
   buffered_.emplace(op.start_ns, Interval{op.end_ns, op.kind, op.comm});
@@ -117,6 +124,14 @@ std::string Truth::json(int rank) {
   }
   o << "}, \"graphs\": {\"launches\": " << graph_launches_ << ", \"kernels\": " << graph_kernels_
     << ", \"ops\": " << graph_ops_ << ", \"device_s\": " << sec(graph_ns_) << "}";
+  o << ", \"kernel_geometry\": {\"sm_idle_s\": " << sec(static_cast<uint64_t>(kernel_sm_idle_ns_ + 0.5))
+    << ", \"blocks\": {";
+  bool first_blocks = true;
+  for (const auto& [blocks, n] : kernel_blocks_) {
+    o << (first_blocks ? "" : ", ") << "\"" << blocks << "\": " << n;
+    first_blocks = false;
+  }
+  o << "}, \"registers_per_thread\": " << SIMGPU_REGISTERS_PER_THREAD << "}";
   const MemoryMap::DeviceUse mem = MemoryMap::get().device_use();
   o << ", \"memory\": {\"peak_bytes\": " << mem.peak << ", \"total_bytes\": " << config().memory_bytes()
     << ", \"allocations\": " << mem.allocations << "}";

@@ -72,6 +72,10 @@ class Truth {
   uint64_t wait_ns_ = 0, ops_ = 0;
   // Work run by graph launches, counted apart too (it is also in kinds_).
   uint64_t graph_launches_ = 0, graph_kernels_ = 0, graph_ops_ = 0, graph_ns_ = 0;
+  // Kernels (not collectives) by their grid's block count, and the SM time they left idle:
+  // each kernel's time times the share of the sm_count SMs its grid gave no block.
+  std::map<uint64_t, uint64_t> kernel_blocks_;  // blocks -> kernels (bounded by what scenarios launch)
+  double kernel_sm_idle_ns_ = 0;
 };
 
 }  // namespace simgpu

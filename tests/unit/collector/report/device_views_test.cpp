@@ -170,5 +170,11 @@ TEST_CASE("collector: memory and device state in every view, and the device find
   REQUIRE(c.counter_samples.count("NVML SM clock MHz"));
   CHECK(c.counter_samples.at("NVML SM clock MHz").front().second == 1500);
   CHECK(c.counter_samples.at("NVML temperature C").back().second == 80);
+  // The memory the allocations held, at each allocation and free: 2 GiB, 3 GiB, 2 GiB, 2.5 GiB.
+  REQUIRE(c.counter_samples.count("memory reserved MiB"));
+  const auto& mem = c.counter_samples.at("memory reserved MiB");
+  REQUIRE(mem.size() == 4);
+  CHECK(mem[1].second == 3072);
+  CHECK(mem.back().second == 2560);
   fs::remove_all(dir);
 }

@@ -112,14 +112,17 @@ TEST_CASE("the encoders write every field of the messages the library sends") {
   gi::AppendActivity(batch, {.kind = gi::kActApi, .copy_kind = gi::kCopyH2D, .flags = gi::kFlagPageable,
                              .correlation_id = 1, .start_ns = 2, .end_ns = 3, .bytes = 4, .stream = 5, .device = 6,
                              .name_id = 7, .api_id = 8, .api_domain = gi::kApiDomainDriver, .graph_id = 9,
-                             .graph_node_id = 10, .comm_kernel = false});
+                             .graph_node_id = 10, .comm_kernel = false, .grid = {11, 12, 13}, .block = {14, 15, 16},
+                             .registers_per_thread = 17, .static_shared_bytes = 18, .dynamic_shared_bytes = 19});
   gi::AppendGpuSource(batch, 1, "CUPTI");
   gi::AppendEnvironment(batch, {.cuda_runtime = 13000, .cuda_driver = 13010, .nccl = 22800,
                                 .device_memory_bytes = 1, .device_sm_count = 2, .device_name = "gpu",
                                 .device_pci_bus_id = "00000000:01:00.0",
-                                .settings = {{"NCCL_ALGO", "Ring"}}});
-  gi::AppendProcSample(batch,
-                       {.t_ns = 1, .cpu_ns = 2, .read_chars = 3, .read_bytes = 4, .processes = 5, .run_wait_ns = 6});
+                                .settings = {{"NCCL_ALGO", "Ring"}},
+                                .placement = {.cpu_affinity = "0-3", .device_numa_node = 1, .device_numa_cpus = "4-7",
+                                              .cgroup_version = 2, .cpu_quota_us = 5, .cpu_period_us = 6}});
+  gi::AppendProcSample(batch, {.t_ns = 1, .cpu_ns = 2, .read_chars = 3, .read_bytes = 4, .processes = 5, .run_wait_ns = 6,
+                               .cgroup_periods = 7, .cgroup_throttled_periods = 8, .cgroup_throttled_ns = 9});
   gi::DeviceSample dev{.t_ns = 1, .gpu_util_pct = 2, .memory_util_pct = 3, .memory_used_bytes = 4,
                        .memory_total_bytes = 5, .sm_clock_mhz = 6, .sm_clock_max_mhz = 7, .memory_clock_mhz = 8,
                        .memory_clock_max_mhz = 9, .power_mw = 10, .power_limit_mw = 11, .temperature_c = 12,

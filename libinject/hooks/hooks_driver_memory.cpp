@@ -1,0 +1,99 @@
+// The driver's allocations, as libraries obtain them through the runtime's entry points
+// (cudaGetDriverEntryPoint: PyTorch's expandable segments reserve through cuMemCreate,
+// other allocators through cuMemAlloc): the function handed back is replaced by a wrapper
+// that records the allocation or free like the runtime's (memory_call.h), so the rank's
+// memory (summary.json `memory`) counts them. cuMemAlloc(_v2) and cuMemCreate count as
+// allocations (CUDA_MALLOC on the wire), cuMemFree(_v2) and cuMemRelease as frees
+// (CUDA_FREE), cuMemAllocAsync / cuMemFreeAsync as the stream-ordered ones. cuMemCreate's
+// handle stands for the physical memory it holds (its cuMemMap'ed addresses are not
+// followed). A dlsym on libcuda.so.1 is not seen here.
+#include <cuda.h>
+
+#include <atomic>
+#include <cstring>
+
+#include "hooks/memory_call.h"
+
+namespace gi = gpuwatch::inject;
+
+namespace {
+
+using AllocFn = CUresult(CUDAAPI*)(CUdeviceptr*, size_t);
+using FreeFn = CUresult(CUDAAPI*)(CUdeviceptr);
+using AllocAsyncFn = CUresult(CUDAAPI*)(CUdeviceptr*, size_t, CUstream);
+using FreeAsyncFn = CUresult(CUDAAPI*)(CUdeviceptr, CUstream);
+using CreateFn = CUresult(CUDAAPI*)(CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*,
+                                    unsigned long long);
+using ReleaseFn = CUresult(CUDAAPI*)(CUmemGenericAllocationHandle);
+
+// One real function per symbol (the driver hands out one); another one is passed through.
+std::atomic<AllocFn> g_alloc{nullptr};
+std::atomic<FreeFn> g_free{nullptr};
+std::atomic<AllocAsyncFn> g_alloc_async{nullptr};
+std::atomic<FreeAsyncFn> g_free_async{nullptr};
+std::atomic<CreateFn> g_create{nullptr};
+std::atomic<ReleaseFn> g_release{nullptr};
+
+uint64_t StreamId(CUstream s) { return reinterpret_cast<uintptr_t>(s); }
+
+CUresult CUDAAPI WrapAlloc(CUdeviceptr* p, size_t n) {
+  const AllocFn real = g_alloc.load(std::memory_order_relaxed);
+  return gi::hooks::MemoryCall(gi::kApiMalloc, 0, CUDA_SUCCESS, n, [&] { return real(p, n); },
+                               [&] { return p ? static_cast<uint64_t>(*p) : 0; });
+}
+CUresult CUDAAPI WrapFree(CUdeviceptr p) {
+  const FreeFn real = g_free.load(std::memory_order_relaxed);
+  return gi::hooks::MemoryCall(gi::kApiFree, 0, CUDA_SUCCESS, 0, [&] { return real(p); },
+                               [&] { return static_cast<uint64_t>(p); });
+}
+CUresult CUDAAPI WrapAllocAsync(CUdeviceptr* p, size_t n, CUstream s) {
+  const AllocAsyncFn real = g_alloc_async.load(std::memory_order_relaxed);
+  return gi::hooks::MemoryCall(gi::kApiMallocAsync, StreamId(s), CUDA_SUCCESS, n, [&] { return real(p, n, s); },
+                               [&] { return p ? static_cast<uint64_t>(*p) : 0; });
+}
+CUresult CUDAAPI WrapFreeAsync(CUdeviceptr p, CUstream s) {
+  const FreeAsyncFn real = g_free_async.load(std::memory_order_relaxed);
+  return gi::hooks::MemoryCall(gi::kApiFreeAsync, StreamId(s), CUDA_SUCCESS, 0, [&] { return real(p, s); },
+                               [&] { return static_cast<uint64_t>(p); });
+}
+CUresult CUDAAPI WrapCreate(CUmemGenericAllocationHandle* h, size_t n, const CUmemAllocationProp* prop,
+                            unsigned long long flags) {
+  const CreateFn real = g_create.load(std::memory_order_relaxed);
+  return gi::hooks::MemoryCall(gi::kApiMalloc, 0, CUDA_SUCCESS, n, [&] { return real(h, n, prop, flags); },
+                               [&] { return h ? static_cast<uint64_t>(*h) : 0; });
+}
+CUresult CUDAAPI WrapRelease(CUmemGenericAllocationHandle h) {
+  const ReleaseFn real = g_release.load(std::memory_order_relaxed);
+  return gi::hooks::MemoryCall(gi::kApiFree, 0, CUDA_SUCCESS, 0, [&] { return real(h); },
+                               [&] { return static_cast<uint64_t>(h); });
+}
+
+// `*fn` becomes `wrapper` when the slot is free or already holds the same real function.
+template <typename Fn>
+void Take(std::atomic<Fn>& slot, Fn wrapper, void** fn) {
+  Fn real = reinterpret_cast<Fn>(*fn);
+  Fn cur = nullptr;
+  if (slot.compare_exchange_strong(cur, real) || cur == real) *fn = reinterpret_cast<void*>(wrapper);
+}
+
+bool Is(const char* symbol, const char* name, const char* v2) {
+  return !std::strcmp(symbol, name) || (v2 && !std::strcmp(symbol, v2));
+}
+
+}  // namespace
+
+namespace gpuwatch::inject::hooks {
+
+// Called by hooks_cuda_driver.cpp for every entry point the runtime handed out.
+__attribute__((visibility("hidden"))) bool WrapMemoryEntryPoint(const char* symbol, void** fn) {
+  if (Is(symbol, "cuMemAlloc", "cuMemAlloc_v2")) Take(g_alloc, WrapAlloc, fn);
+  else if (Is(symbol, "cuMemFree", "cuMemFree_v2")) Take(g_free, WrapFree, fn);
+  else if (Is(symbol, "cuMemAllocAsync", "cuMemAllocAsync_ptsz")) Take(g_alloc_async, WrapAllocAsync, fn);
+  else if (Is(symbol, "cuMemFreeAsync", "cuMemFreeAsync_ptsz")) Take(g_free_async, WrapFreeAsync, fn);
+  else if (Is(symbol, "cuMemCreate", nullptr)) Take(g_create, WrapCreate, fn);
+  else if (Is(symbol, "cuMemRelease", nullptr)) Take(g_release, WrapRelease, fn);
+  else return false;
+  return true;
+}
+
+}  // namespace gpuwatch::inject::hooks

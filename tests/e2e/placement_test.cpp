@@ -1,0 +1,125 @@
+// Where the ranks run on their host, end to end (issue 17): a job pinned with the real
+// sched_setaffinity (what taskset does) to a CPU away from its GPU's NUMA node (the node from
+// a recorded sysfs under GPUWATCH_HOST_ROOT: the simulated GPU has no sysfs entry of its own)
+// is `cpu_affinity`; a job in a real cgroup (v1 cpu controller, made by the test) whose CPU
+// quota throttles its CPU-bound input pipeline is `cpu_throttled`.
+#include <catch2/catch.hpp>
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "scenario_run.h"
+
+using namespace gpuwatch::e2e;
+namespace fs = std::filesystem;
+
+namespace {
+
+// CPU-bound host work each step (a data loader that keeps a core busy) against 4 ms of kernels.
+const char* kCpuBound = R"({"name": "cpu_bound_input", "ranks": 1, "steps": 12,
+  "step": [{"op": "host", "ms": 30, "wait": "cpu"}, {"op": "kernels", "count": 4, "us": 1000}, {"op": "sync"}]})";
+
+// The same for 40 steps: a short job finishes before the quota's periods add up to throttling.
+const char* kCpuBoundLonger = R"({"name": "cpu_bound_input", "ranks": 1, "steps": 40,
+  "step": [{"op": "host", "ms": 30, "wait": "cpu"}, {"op": "kernels", "count": 4, "us": 1000}, {"op": "sync"}]})";
+
+const json* Finding(const json& findings, const std::string& id) {
+  for (const json& f : findings)
+    if (f["id"] == id) return &f;
+  return nullptr;
+}
+
+void Write(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p) << text;
+}
+
+// This process's cgroup of the v1 cpu controller ("/" at the top), from /proc/self/cgroup.
+std::string CpuCgroup() {
+  std::ifstream in("/proc/self/cgroup");
+  for (std::string line; std::getline(in, line);) {
+    const size_t a = line.find(':'), b = line.find(':', a + 1);
+    if (a == std::string::npos || b == std::string::npos) continue;
+    if (("," + line.substr(a + 1, b - a - 1) + ",").find(",cpu,") != std::string::npos) return line.substr(b + 1);
+  }
+  return "/";
+}
+
+// Moves this process (and so the job it starts) into the cgroup `dir` for its lifetime, then
+// back where it was.
+struct InCgroup {
+  explicit InCgroup(const std::string& dir) : home("/sys/fs/cgroup/cpu" + CpuCgroup()) {
+    std::ofstream(dir + "/cgroup.procs") << getpid() << "\n";
+  }
+  ~InCgroup() { std::ofstream(home + "/cgroup.procs") << getpid() << "\n"; }
+  std::string home;
+};
+
+}  // namespace
+
+TEST_CASE("placement: a job pinned to a CPU off its GPU's NUMA node is cpu_affinity") {
+  cpu_set_t old_set;
+  REQUIRE(sched_getaffinity(0, sizeof old_set, &old_set) == 0);
+  REQUIRE(CPU_COUNT(&old_set) >= 2);  // the machine's CPUs: one for the job, one for the "GPU's node"
+  int job_cpu = -1, node_cpu = -1;
+  for (int c = 0; c < CPU_SETSIZE && node_cpu < 0; ++c)
+    if (CPU_ISSET(c, &old_set)) (job_cpu < 0 ? job_cpu : node_cpu) = c;
+  // The simulated device 0 is PCI 00000000:00:00.0: its node is 1, whose CPU the job may not use.
+  const fs::path root = fs::temp_directory_path() / ("gw-e2e-placement-" + std::to_string(getpid()));
+  fs::remove_all(root);
+  Write(root / "sys/bus/pci/devices/0000:00:00.0/numa_node", "1\n");
+  Write(root / "sys/devices/system/node/node1/cpulist", std::to_string(node_cpu) + "\n");
+  cpu_set_t pinned;
+  CPU_ZERO(&pinned);
+  CPU_SET(job_cpu, &pinned);
+  REQUIRE(sched_setaffinity(0, sizeof pinned, &pinned) == 0);  // inherited by the job
+  JobRun r = RunScenario("placement-affinity", kCpuBound, {.env = {{"GPUWATCH_HOST_ROOT", root.string()}}});
+  sched_setaffinity(0, sizeof old_set, &old_set);
+  INFO("driver stderr:\n" << r.job.err);
+  const json& rank = r.summary["ranks"][0];
+  const json& p = rank["placement"];
+  INFO("placement " << p.dump() << "\nfindings " << rank["findings"].dump().substr(0, 3000));
+  REQUIRE(p.is_object());
+  CHECK(p["cpu_affinity"] == std::to_string(job_cpu));
+  CHECK(p["cpus"] == 1);
+  CHECK(p["gpu_numa_node"] == 1);
+  CHECK(p["gpu_node_cpus"] == std::to_string(node_cpu));
+  CHECK(p["cpus_on_gpu_node"] == 0);
+  CHECK(p["off_node_share"].get<double>() == 1.0);
+  const json* f = Finding(rank["findings"], "cpu_affinity");
+  REQUIRE(f);
+  const double host_wait = (*f)["evidence"]["gpu_idle_waiting_for_host_s"];
+  CHECK(host_wait > 0.1);  // 12 steps of 30 ms of host work
+  CHECK((*f)["time_lost_s"].get<double>() == Approx(host_wait * 0.25));
+  fs::remove_all(root);
+}
+
+TEST_CASE("placement: a CPU quota that throttles the input pipeline is cpu_throttled (real cgroup v1)") {
+  const std::string dir = "/sys/fs/cgroup/cpu" + CpuCgroup() + "/gwtest-" + std::to_string(getpid());
+  INFO("this test makes a cgroup under /sys/fs/cgroup/cpu (the CPU controller of cgroup v1) and needs to write there");
+  REQUIRE(fs::create_directory(dir));
+  std::ofstream(dir + "/cpu.cfs_period_us") << 100000 << "\n";
+  std::ofstream(dir + "/cpu.cfs_quota_us") << 20000 << "\n";  // 0.2 cores for a loop that wants one
+  JobRun r = [&] {
+    InCgroup in(dir);
+    return RunScenario("placement-throttled", kCpuBoundLonger);
+  }();
+  fs::remove(dir);
+  INFO("driver stderr:\n" << r.job.err);
+  const json& rank = r.summary["ranks"][0];
+  const json& p = rank["placement"];
+  INFO("placement " << p.dump() << "\nfindings " << rank["findings"].dump().substr(0, 3000));
+  REQUIRE(p.is_object());
+  CHECK(p["cgroup_version"] == 1);
+  CHECK(p["cpu_quota_cores"].get<double>() == Approx(0.2));
+  CHECK(p["cgroup_throttled_periods"].get<double>() > 0);
+  CHECK(p["throttled_share_in_host_wait"].get<double>() > 0.3);
+  const json* f = Finding(rank["findings"], "cpu_throttled");
+  REQUIRE(f);
+  CHECK((*f)["time_lost_s"].get<double>() > 0);
+  CHECK((*f)["time_lost_s"].get<double>() <= (*f)["evidence"]["gpu_idle_waiting_for_host_s"].get<double>() + 1e-9);
+}
