@@ -98,9 +98,21 @@ GW_DIGEST(DeviceSlice, busy, noncomm_busy, compute, comm, copy, idle)
 GW_DIGEST(SyncFigures, count, ns, kind_count, kind_ns)
 GW_DIGEST(CopyFigures::Direction, calls, pageable, blocking_count)
 GW_DIGEST(CopyFigures, dir, pageable, blocking, d2d, memset)
-GW_DIGEST(CollCall, hash, seq, t_ns, gpu_ns)
+GW_DIGEST(CollCall, hash, seq, t_ns, gpu_ns, pointer_keyed)
 GW_DIGEST(CollectiveFigures::Op, count, bytes, timed, bus_bytes)
 GW_DIGEST(CollectiveFigures, ops, sample, stride)
+GW_DIGEST(CollectiveSizeFigures, threshold_bytes, small_calls, small_bytes, small_timed, small_timed_bytes, small_ns,
+          large_calls, large_ns, large_bus_bytes, min_call_ns)
+GW_DIGEST(P2pLink, comm_hash, comm_id, comm_rank, comm_size, peer, send, count, bytes, gpu_ns, timed, call_gpu_ns)
+GW_DIGEST(PipelineFigures, links, links_dropped, recv_kernels, recv_kernel_ns, bubble_ns, grouped_calls)
+GW_DIGEST(CommFacts, nranks, rank, unique_hash, origin, parent_hash, split_index, color, key, ended)
+GW_DIGEST(CommFigures, hash, identified, nranks, rank, ops, kernels, kernel_ns, overlapped_ns, facts)
+GW_DIGEST(CommTable, comms, calls_not_kept)
+GW_DIGEST(OverlapTally, kernels, nccl_ns, overlapped_ns)
+GW_DIGEST(OverlapFigures, total, by_comm, per_step)
+GW_DIGEST(LaunchGeometry, blocks, block_threads, registers, shared_bytes)
+GW_DIGEST(SmFillFigures::Shape, name, geometry, count, ns, sm_share, occupancy)
+GW_DIGEST(SmFillFigures, sm_count, kernels, kernel_ns, small_grid_kernels, idle_sm_ns, top)
 GW_DIGEST(LaunchFigures, launches, launch_ns, driver_launches, by_name)
 GW_DIGEST(GraphFigures::Graph, launches, kernels, ops, device_ns)
 GW_DIGEST(GraphFigures, launches, launch_ns, captured_calls, captures, instantiations, device, by_graph)
@@ -118,7 +130,8 @@ GW_DIGEST(StepsFound, source, total, stats, nvtx, inferred)
 GW_DIGEST(StepRec, start, end, sync_mid, sync_mid_count, covered, dev)
 GW_DIGEST(StepFigures, steps, charged_until, sync_mid_ns, sync_mid_count)
 GW_DIGEST(InputIoFigures, intervals, max_processes, host_wait_s, gap_s, cpu_s, run_wait_s, read_chars,
-          read_bytes, all_s, all_cpu_s, all_read_chars)
+          read_bytes, periods, throttled_periods, throttled_s, throttled_gap_s, all_s, all_cpu_s, all_read_chars,
+          all_periods, all_throttled_periods, all_throttled_s, cgroup)
 GW_DIGEST(MemoryFigures, allocations, frees, allocated_bytes, reserved_bytes, peak_bytes, peak_t_ns,
           untracked, total_bytes, min_free_bytes, mem_get_info_calls, series)
 GW_DIGEST(DeviceStateFigures::Other, memory_bytes_max, busy_s, samples, sm_util_max_pct)
@@ -136,7 +149,7 @@ GW_DIGEST(HostFrame, where, samples, share)
 GW_DIGEST(HostFramesFigures, samples, tid, data_loading_share, frames)
 GW_DIGEST(SamplingFacts, known, hz, samples, cpu_ns, dropped)
 GW_DIGEST(EnvFacts, known, cuda_runtime, cuda_driver, nccl, settings, device_memory_bytes, device_sm_count,
-          device_name)
+          device_name, cpu_affinity, device_numa_cpus, device_numa_node, cgroup_version, cpu_quota_us, cpu_period_us)
 GW_DIGEST(OverheadFacts, known, cupti_mode, budget, hook_ns, cupti_ns, cupti_ns_measured, hw_trace,
           hook_calls, cupti_calls, hooks_added_ns, cupti_added_ns, windows, window_ns, elapsed_ns,
           sender_cpu_ns, hook_samples)
@@ -144,7 +157,7 @@ GW_DIGEST(Finding, id, title, severity, ranks, time_lost_s, share, evidence, sum
 GW_DIGEST(PerStepMean, known, per_step, steps, compute_ms, comm_not_overlapped_ms, idle_ms,
           host_blocked_in_syncs_ms, copies_ms)
 GW_DIGEST(RankResult, rank, host, host_calls, host_first_ns, host_last_ns, sync, copies, collectives,
-          launches, graphs, api_calls, gpu, found, steps, per_step_device, io, memory, device,
+          coll_sizes, pipeline, comms, overlap, sm_fill, launches, graphs, api_calls, gpu, found, steps, per_step_device, io, memory, device,
           device_sampler_detail, gpu_shape, sites, host_frames, sampling, env, dropped, dropped_total,
           overhead, findings, per_step)
 
@@ -153,14 +166,17 @@ GW_DIGEST(RankResult, rank, host, host_calls, host_first_ns, host_last_ns, sync,
 // platform the project builds on.
 #if defined(__x86_64__) && defined(__GLIBCXX__)
 // RankResult holds the others by value: its size covers them; these sit in containers.
-static_assert(sizeof(RankResult) == 46080, "RankResult changed: carry the new field in the digest");
-static_assert(sizeof(StepRec) == 112 && sizeof(CollCall) == 32 && sizeof(StepMark) == 24,
+static_assert(sizeof(RankResult) == 46576, "RankResult changed: carry the new field in the digest");
+static_assert(sizeof(StepRec) == 112 && sizeof(CollCall) == 40 && sizeof(StepMark) == 24,
               "a step or collective record changed: carry the new field in the digest");
 static_assert(sizeof(SiteStat) == 96 && sizeof(HostFrame) == 48 && sizeof(Finding) == 216,
               "a call site, host frame or finding changed: carry the new field in the digest");
 static_assert(sizeof(GraphFigures::Graph) == 32 && sizeof(GpuFigures::KernelStat) == 24 &&
                   sizeof(ApiCallFigures::Api) == 32 && sizeof(DeviceStateFigures::Other) == 32,
               "a per-graph, per-kernel, per-API or per-process figure changed: carry it in the digest");
+static_assert(sizeof(P2pLink) == 88 && sizeof(CommFigures) == 440 && sizeof(SmFillFigures::Shape) == 88 &&
+                  sizeof(OverlapTally) == 24,
+              "a send/recv link, communicator, kernel shape or overlap tally changed: carry it in the digest");
 #endif
 
 std::string EncodeRankResult(const RankResult& r) {
