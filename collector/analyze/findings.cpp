@@ -7,6 +7,7 @@
 
 #include "analyze/stragglers.h"
 #include "common/format.h"
+#include "common/median.h"
 #include "common/thresholds.h"
 #include "interpret/python_frames.h"
 
@@ -15,13 +16,6 @@ namespace {
 
 double S(uint64_t ns) { return ns * 1e-9; }
 double Ms(double s) { return s * 1e3; }
-
-double MedianD(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // A rule measures one finding of a rank; `found` holds what the rules before it found.
 using RankRule = std::optional<Finding> (*)(const RankContext& c, const std::vector<Finding>& found);
@@ -416,7 +410,7 @@ std::vector<Finding> JobFindings(const RankList& ranks) {
   if (!R) return out;
   std::vector<double> bases;
   for (const auto& r : ranks) bases.push_back(BaseS(r));
-  const double base = MedianD(bases);
+  const double base = Median(bases);
 
   std::vector<std::vector<Finding>> per(R);
   for (size_t i = 0; i < R; ++i) per[i] = ranks[i].findings;
@@ -447,7 +441,7 @@ std::vector<Finding> JobFindings(const RankList& ranks) {
     }
   }
   for (auto& [id, g] : best) {
-    Finding f = MakeFinding(id, MedianD(lost[id]), base);
+    Finding f = MakeFinding(id, Median(lost[id]), base);
     f.title = g.title;  // input_io's and environment's depend on what was found
     f.fix = g.fix;
     if (id == "environment") f.severity = env_severity;
@@ -467,7 +461,7 @@ std::vector<Finding> JobFindings(const RankList& ranks) {
 double JobSteps(const RankList& ranks) {
   std::vector<double> s;
   for (const auto& r : ranks) s.push_back(static_cast<double>(r.steps_total()));
-  return MedianD(s);
+  return Median(s);
 }
 
 std::string Verdict(const RankList& ranks, const std::vector<Finding>& f) {

@@ -10,19 +10,13 @@
 #include "analyze/communicators.h"
 #include "analyze/findings.h"
 #include "common/format.h"
+#include "common/median.h"
 #include "common/thresholds.h"
 
 namespace gpuwatch::collector {
 namespace {
 
 double Ms(double s) { return s * 1e3; }
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // One communicator's straggler: the rank index that reached its calls last most often.
 struct Straggle {

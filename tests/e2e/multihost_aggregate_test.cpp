@@ -11,27 +11,11 @@
 using namespace gpuwatch::e2e::multihost;
 
 TEST_CASE("multihost aggregate: the root merges the hosts' figures into the summary raw frames give") {
-  const std::string work = e2e::FreshDir("multihost-aggregate");
-  const std::string scenario_file = FourRankScenario(work);
-  const auto scenario = gpuwatch::scenario::load_scenario(scenario_file);
-  const int root = StartRoot(work);
-  const int port = e2e::LoggedTcpPort(work + "/root.log");
-  REQUIRE(port > 0);
-  const int a = StartHost(work, "a", port, kSkewA);
-  const int b = StartHost(work, "b", port, kSkewB);
-  REQUIRE(Forwarding(work + "/a.log"));
-  REQUIRE(Forwarding(work + "/b.log"));
-
-  const auto res = PlaySplit(work, scenario_file, {"a", "a", "b", "b"});
-  INFO("driver stderr:\n" << res.err);
-  REQUIRE(res.exit_code == 0);
-  const json sa = Summary(work + "/a-out"), sb = Summary(work + "/b-out");
-  const json top = Summary(work + "/root-out");
-  Stop(a);
-  Stop(b);
-  Stop(root);
-  const std::string logs = e2e::ReadFile(work + "/root.log") + e2e::ReadFile(work + "/a.log") +
-                           e2e::ReadFile(work + "/b.log");
+  const TwoHostRun run = RunTwoHosts("multihost-aggregate", false);
+  const std::string& work = run.work;
+  const auto& scenario = run.scenario;
+  const json &sa = run.sa, &sb = run.sb, &top = run.top;
+  const std::string& logs = run.logs;
   INFO(logs);
   CHECK(logs.find("error:") == std::string::npos);
   CHECK(logs.find("not forwarded") == std::string::npos);

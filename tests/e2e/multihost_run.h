@@ -165,4 +165,39 @@ inline void CheckRanksAsOnHosts(const json& sa, const json& sb, const json& top,
   }
 }
 
+// Two hosts (a: ranks 0-1, b: ranks 2-3, their clocks skewed) forwarding to one root, the
+// four-rank scenario played to its end, every collector stopped: the three summaries and the
+// collectors' logs. `raw`: the hosts forward raw frames, else their ranks' figures.
+struct TwoHostRun {
+  std::string work, scenario_file;
+  gpuwatch::scenario::Scenario scenario;
+  json sa, sb, top;
+  std::string logs;
+};
+inline TwoHostRun RunTwoHosts(const std::string& name, bool raw) {
+  TwoHostRun r;
+  r.work = e2e::FreshDir(name);
+  r.scenario_file = FourRankScenario(r.work);
+  const std::string& scenario_file = r.scenario_file;
+  r.scenario = gpuwatch::scenario::load_scenario(scenario_file);
+  const int root = StartRoot(r.work);
+  const int port = e2e::LoggedTcpPort(r.work + "/root.log");
+  REQUIRE(port > 0);
+  const int a = raw ? StartRawHost(r.work, "a", port, kSkewA) : StartHost(r.work, "a", port, kSkewA);
+  const int b = raw ? StartRawHost(r.work, "b", port, kSkewB) : StartHost(r.work, "b", port, kSkewB);
+  REQUIRE(Forwarding(r.work + "/a.log"));
+  REQUIRE(Forwarding(r.work + "/b.log"));
+  const auto res = PlaySplit(r.work, scenario_file, {"a", "a", "b", "b"});
+  INFO("driver stderr:\n" << res.err);
+  REQUIRE(res.exit_code == 0);
+  r.sa = Summary(r.work + "/a-out");
+  r.sb = Summary(r.work + "/b-out");
+  r.top = Summary(r.work + "/root-out");
+  Stop(a);
+  Stop(b);
+  Stop(root);
+  r.logs = e2e::ReadFile(r.work + "/root.log") + e2e::ReadFile(r.work + "/a.log") + e2e::ReadFile(r.work + "/b.log");
+  return r;
+}
+
 }  // namespace gpuwatch::e2e::multihost

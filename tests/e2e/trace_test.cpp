@@ -45,6 +45,7 @@ json CheckTrace(const std::string& scenario) {
     CHECK(c.host_h2d == Count(r, {"memcpy", "h2d", "count"}));
     CHECK(c.host_d2h == Count(r, {"memcpy", "d2h", "count"}));
     for (const auto& [op, v] : r["collectives"].items()) {
+      if (!v.is_object() || !v.contains("count")) continue;  // by_comm: the same calls per communicator
       INFO(op);
       CHECK(c.collectives.count(op));
       if (c.collectives.count(op)) CHECK(c.collectives.at(op) == v["count"].get<uint64_t>());
