@@ -52,7 +52,7 @@ void RegisterNew(ncclComm_t comm, uint64_t unique_hash, const gi::CommOrigin& ma
   gi::Communicators().Register(comm, n, r, unique_hash, made);
 }
 
-constexpr gi::CommOrigin kMadeByInit{.origin = 1};
+constexpr gi::CommOrigin kMadeByInit{.origin = gi::kMadeByInitRank};
 
 template <typename F>
 ncclResult_t Collective(gi::Api api, size_t count, ncclDataType_t type, int peer, ncclComm_t comm,
@@ -201,7 +201,7 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
     const uint64_t parent_hash = parent ? parent->unique_hash : 0;
     const uint64_t h[3] = {parent_hash, index, static_cast<uint64_t>(color)};
     RegisterNew(*newcomm, gi::HashBytes(h, sizeof h),
-                gi::CommOrigin{.origin = 2, .parent_hash = parent_hash, .split_index = index, .color = color, .key = key});
+                gi::CommOrigin{.origin = gi::kMadeBySplit, .parent_hash = parent_hash, .split_index = index, .color = color, .key = key});
   }
   return rc;
 }
@@ -216,7 +216,7 @@ ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
   if (rc == ncclSuccess && comms) {
     const uint64_t h[2] = {0x696e6974616c6cull /* "initall" */, calls.fetch_add(1)};
     const uint64_t hash = gi::HashBytes(h, sizeof h);
-    for (int i = 0; i < ndev; ++i) gi::Communicators().Register(comms[i], ndev, i, hash, gi::CommOrigin{.origin = 3});
+    for (int i = 0; i < ndev; ++i) gi::Communicators().Register(comms[i], ndev, i, hash, gi::CommOrigin{.origin = gi::kMadeByInitAll});
   }
   return rc;
 }
@@ -224,13 +224,13 @@ ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
 ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   GW_FORWARD(ncclCommDestroy);
   const ncclResult_t rc = real(comm);
-  if (rc == ncclSuccess) gi::Communicators().End(comm, 1);
+  if (rc == ncclSuccess) gi::Communicators().End(comm, gi::kDestroyed);
   return rc;
 }
 ncclResult_t ncclCommAbort(ncclComm_t comm) {
   GW_FORWARD(ncclCommAbort);
   const ncclResult_t rc = real(comm);
-  if (rc == ncclSuccess) gi::Communicators().End(comm, 2);
+  if (rc == ncclSuccess) gi::Communicators().End(comm, gi::kAborted);
   return rc;
 }
 

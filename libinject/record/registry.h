@@ -44,8 +44,13 @@ class KernelNames {
 };
 
 // How a communicator was made (proto Communicator.Origin and the split's arguments).
+// How a communicator came to be, and how it ended: the values of wire::Communicator's
+// Origin and ended fields (gpuwatch.proto).
+enum CommMadeBy : uint32_t { kMadeByInitRank = 1, kMadeBySplit = 2, kMadeByInitAll = 3, kFirstUse = 4 };
+enum CommEnd : uint32_t { kDestroyed = 1, kAborted = 2 };
+
 struct CommOrigin {
-  uint32_t origin = 4;  // 1 init, 2 split, 3 init all, 4 first use (not seen created)
+  uint32_t origin = kFirstUse;  // CommMadeBy
   uint64_t parent_hash = 0, split_index = 0;
   int color = 0, key = 0;
 };
@@ -57,7 +62,7 @@ struct CommInfo {
   uint64_t unique_hash = 0;
   CommOrigin made;
   std::atomic<uint64_t> splits{0};  // ncclCommSplit calls made on it: its children's split_index
-  std::atomic<uint32_t> ended{0};   // 1 destroyed, 2 aborted
+  std::atomic<uint32_t> ended{0};   // CommEnd; 0: alive
   mutable bool end_sent = false;    // the sender thread's alone: the ended definition went out
   std::atomic<uint64_t> next_seq{0};
   std::atomic<uint64_t> returned{0};  // 1 + the highest seq whose call returned; 0: none yet

@@ -5,6 +5,7 @@
 #include "enrich/cupti_reader.h"
 #include "gpuwatch.pb.h"
 #include "record/record.h"
+#include "record/registry.h"
 #include "transport/wire_fields.h"
 
 namespace {
@@ -22,6 +23,11 @@ namespace w = gpuwatch::wire;
   static_assert(static_cast<int>(mine) == static_cast<int>(theirs), #mine " is not gpuwatch.proto's " #theirs)
 
 static_assert(f::kProtocolVersion == w::PROTOCOL_VERSION, "Hello.protocol_version is not PROTOCOL_VERSION");
+// How a communicator was made travels as the library's own value.
+GW_ENUM(gi::kMadeByInitRank, w::Communicator::ORIGIN_INIT_RANK);
+GW_ENUM(gi::kMadeBySplit, w::Communicator::ORIGIN_SPLIT);
+GW_ENUM(gi::kMadeByInitAll, w::Communicator::ORIGIN_INIT_ALL);
+GW_ENUM(gi::kFirstUse, w::Communicator::ORIGIN_FIRST_USE);
 GW_FIELD(frame, Frame, Hello);
 GW_FIELD(frame, Frame, Batch);
 GW_FIELD(frame, Frame, Goodbye);
