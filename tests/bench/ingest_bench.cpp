@@ -22,6 +22,7 @@
 #include <string>
 #include <thread>
 
+#include "bench_socket.h"
 #include "frame.h"
 #include "gpuwatch.pb.h"
 
@@ -29,28 +30,8 @@ namespace w = gpuwatch::wire;
 
 namespace {
 
-int Connect(const std::string& path) {
-  for (int attempt = 0; attempt < 500; ++attempt) {
-    const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-    sockaddr_un a{};
-    a.sun_family = AF_UNIX;
-    std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);
-    if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) return fd;
-    close(fd);
-    usleep(10000);
-  }
-  return -1;
-}
-
-bool WriteAll(int fd, const std::string& s) {
-  size_t done = 0;
-  while (done < s.size()) {
-    const ssize_t n = write(fd, s.data() + done, s.size() - done);
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
+using gpuwatch::bench::Connect;
+using gpuwatch::bench::WriteAll;
 
 enum class Mix { kEvery16, kSteps };
 
