@@ -8,7 +8,9 @@
 // code. A unit test parses every encoder's output with the generated classes, so the
 // .proto stays the one contract.
 #pragma once
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -16,7 +18,26 @@ namespace gpuwatch::wire::enc {
 
 enum WireType : uint32_t { kVarint = 0, kI64 = 1, kLen = 2 };
 
-inline void Varint(std::string& o, uint64_t v) {
+// A small message's body on the stack: the per-record encoders (an event or an activity per
+// launch, ~200k a second on a launch-heavy job) build their body here rather than in a
+// std::string allocated and freed for each. Every writer below takes either. kMaxField is
+// the most one scalar field can take (a 2-byte tag, a 10-byte varint): a record of F scalar
+// fields fits in StackOut<F * kMaxField> (the wire-check unit test encodes every field at its
+// widest).
+inline constexpr size_t kMaxField = 12;
+template <size_t N>
+struct StackOut {
+  char data[N];
+  size_t size = 0;
+  void append(const char* p, size_t n) {
+    std::memcpy(data + size, p, n);
+    size += n;
+  }
+  operator std::string_view() const { return {data, size}; }
+};
+
+template <class Out>
+inline void Varint(Out& o, uint64_t v) {
   char buf[10];
   int n = 0;
   while (v >= 0x80) {
@@ -27,22 +48,26 @@ inline void Varint(std::string& o, uint64_t v) {
   o.append(buf, static_cast<size_t>(n));
 }
 
-inline void Tag(std::string& o, uint32_t field, WireType t) { Varint(o, (uint64_t{field} << 3) | t); }
+template <class Out>
+inline void Tag(Out& o, uint32_t field, WireType t) { Varint(o, (uint64_t{field} << 3) | t); }
 
 // proto3 scalars: a default (zero) value is not written, exactly as the generated code does.
-inline void UInt(std::string& o, uint32_t field, uint64_t v) {
+template <class Out>
+inline void UInt(Out& o, uint32_t field, uint64_t v) {
   if (v == 0) return;
   Tag(o, field, kVarint);
   Varint(o, v);
 }
 // int32 and enums: negative values are sign-extended to 64 bits on the wire.
-inline void Int(std::string& o, uint32_t field, int64_t v) {
+template <class Out>
+inline void Int(Out& o, uint32_t field, int64_t v) {
   if (v == 0) return;
   Tag(o, field, kVarint);
   Varint(o, static_cast<uint64_t>(v));
 }
 // double: 8 bytes little-endian (x86-64's own order).
-inline void Double(std::string& o, uint32_t field, double v) {
+template <class Out>
+inline void Double(Out& o, uint32_t field, double v) {
   if (v == 0) return;
   Tag(o, field, kI64);
   char b[8];
@@ -50,17 +75,19 @@ inline void Double(std::string& o, uint32_t field, double v) {
   __builtin_memcpy(b, &v, 8);
   o.append(b, 8);
 }
-inline void Bytes(std::string& o, uint32_t field, std::string_view s) {
+template <class Out>
+inline void Bytes(Out& o, uint32_t field, std::string_view s) {
   if (s.empty()) return;
   Tag(o, field, kLen);
   Varint(o, s.size());
-  o.append(s);
+  o.append(s.data(), s.size());
 }
 // An embedded message, present even when empty (presence matters for oneof members).
-inline void Message(std::string& o, uint32_t field, std::string_view body) {
+template <class Out>
+inline void Message(Out& o, uint32_t field, std::string_view body) {
   Tag(o, field, kLen);
   Varint(o, body.size());
-  o.append(body);
+  o.append(body.data(), body.size());
 }
 
 inline size_t VarintSize(uint64_t v) {

@@ -47,6 +47,8 @@ std::string FmtDuration(double s) {
   return Printf("%.3f s", s);
 }
 
+std::string FmtDurationNs(uint64_t ns) { return FmtDuration(Seconds(ns)); }
+
 std::string FmtRate(double gbps) { return Printf("%.2f", gbps); }
 
 std::string Clip(std::string_view s, size_t width) {

@@ -13,6 +13,8 @@ inline constexpr size_t kTextWidth = 80;
 std::string FmtBytes(uint64_t bytes);
 // Adaptive: "850.0 us", "12.345 ms", "1.234 s".
 std::string FmtDuration(double seconds);
+// The same, from nanoseconds.
+std::string FmtDurationNs(uint64_t ns);
 // "%.2f" of a rate in GB/s.
 std::string FmtRate(double gbps);
 // printf into a std::string.

@@ -17,7 +17,6 @@ std::string MembersText(const std::vector<int>& m) {
   return s + "]";
 }
 
-std::string Dur(uint64_t ns) { return FmtDuration(Seconds(ns)); }
 
 }  // namespace
 
@@ -33,18 +32,18 @@ void AppendCommsText(const JobResult& j, std::string& out) {
     const CollectiveFigures::Op t = c.figures.Total();
     const bool timeline = c.figures.kernels > 0;
     out += Printf("  %-20s %-7s %6llu %9s %9s %10s\n", MembersText(c.members).c_str(), c.kind.c_str(),
-                  static_cast<unsigned long long>(t.count), Dur(t.timed.ns).c_str(),
-                  timeline ? Dur(c.figures.ExposedNs()).c_str() : "-",
-                  timeline ? Dur(c.figures.overlapped_ns).c_str() : "-");
+                  static_cast<unsigned long long>(t.count), FmtDurationNs(t.timed.ns).c_str(),
+                  timeline ? FmtDurationNs(c.figures.ExposedNs()).c_str() : "-",
+                  timeline ? FmtDurationNs(c.figures.overlapped_ns).c_str() : "-");
   }
 }
 
 void AppendOverlapText(const RankResult& r, std::string& out) {
   const OverlapTally& t = r.overlap.total;
   if (!t.kernels) return;
-  out += Printf("  comm overlap: NCCL kernels %s, overlapped %s (%.0f%%), exposed %s\n", Dur(t.nccl_ns).c_str(),
-                Dur(t.overlapped_ns).c_str(), 100.0 * static_cast<double>(t.overlapped_ns) / static_cast<double>(t.nccl_ns),
-                Dur(t.ExposedNs()).c_str());
+  out += Printf("  comm overlap: NCCL kernels %s, overlapped %s (%.0f%%), exposed %s\n", FmtDurationNs(t.nccl_ns).c_str(),
+                FmtDurationNs(t.overlapped_ns).c_str(), 100.0 * static_cast<double>(t.overlapped_ns) / static_cast<double>(t.nccl_ns),
+                FmtDurationNs(t.ExposedNs()).c_str());
 }
 
 }  // namespace gpuwatch::collector

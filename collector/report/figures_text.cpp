@@ -13,7 +13,6 @@ namespace gpuwatch::collector {
 namespace {
 
 constexpr size_t kTopN = 10;
-std::string Dur(uint64_t ns) { return FmtDuration(Seconds(ns)); }
 std::string DurD(double ns) { return FmtDuration(ns * 1e-9); }
 const char* const kDirNames[kCopyDirections] = {"H2D", "D2H"};
 
@@ -28,10 +27,10 @@ void SyncText(const SyncFigures& s, std::string& out) {
     std::string label = ApiName(SyncFigures::kApis[i]);
     if (IsCopy(SyncFigures::kApis[i])) label += " (blocking)";
     out += Printf("    %-34s %9llu %13s\n", label.c_str(), static_cast<unsigned long long>(s.count[i]),
-                  Dur(s.ns[i]).c_str());
+                  FmtDurationNs(s.ns[i]).c_str());
   }
   out += Printf("    %-34s %9llu %13s\n", "total", static_cast<unsigned long long>(s.TotalCount()),
-                Dur(s.TotalNs()).c_str());
+                FmtDurationNs(s.TotalNs()).c_str());
 }
 
 // GB/s is the transfer's rate on the device (CUPTI's copy time); a copy call's host time
@@ -49,7 +48,7 @@ void CopiesText(const CopyFigures& c, const GpuFigures& gpu, std::string& out) {
     const std::string rate =
         gpu.cupti() && dev.ns ? FmtRate(Gbps(static_cast<double>(dev.bytes), Seconds(dev.ns))) : "-";
     out += Printf("    %-5s %8llu %11s %12s %9s %9llu %9llu\n", kDirNames[i], static_cast<unsigned long long>(d.count),
-                  FmtBytes(d.bytes).c_str(), Dur(d.ns).c_str(), rate.c_str(),
+                  FmtBytes(d.bytes).c_str(), FmtDurationNs(d.ns).c_str(), rate.c_str(),
                   static_cast<unsigned long long>(c.dir[i].pageable.count),
                   static_cast<unsigned long long>(c.dir[i].blocking_count));
   }
@@ -67,7 +66,7 @@ void CollectivesText(const CollectiveFigures& c, std::string& out) {
     const CollectiveFigures::Op& o = c.ops[i];
     if (o.count == 0) continue;
     out += Printf("    %-13s %7llu %11s %12s %11s %11s\n", kCollOps[i].name, static_cast<unsigned long long>(o.count),
-                  FmtBytes(o.bytes).c_str(), Dur(o.timed.ns).c_str(), FmtRate(o.algbw()).c_str(),
+                  FmtBytes(o.bytes).c_str(), FmtDurationNs(o.timed.ns).c_str(), FmtRate(o.algbw()).c_str(),
                   FmtRate(o.busbw()).c_str());
   }
   if (t.no_gpu_time())
@@ -80,7 +79,7 @@ void CollectivesText(const CollectiveFigures& c, std::string& out) {
 void PipelineText(const PipelineFigures& p, std::string& out) {
   if (!p.any()) return;
   out += Printf("  pipeline: stage %d of %d, bubble %s (compute idle while a recv ran), %llu recv kernel%s\n",
-                p.stage(), p.stages(), Dur(p.bubble_ns).c_str(), static_cast<unsigned long long>(p.recv_kernels),
+                p.stage(), p.stages(), FmtDurationNs(p.bubble_ns).c_str(), static_cast<unsigned long long>(p.recv_kernels),
                 p.recv_kernels == 1 ? "" : "s");
 }
 
@@ -93,9 +92,9 @@ void LaunchesText(const LaunchFigures& l, std::string& out) {
 void GraphsText(const GraphFigures& g, std::string& out) {
   if (!g.any()) return;
   out += Printf("  CUDA graphs: %llu launches (%s in the calls), %llu kernels / %llu ops on the device, %s\n",
-                static_cast<unsigned long long>(g.launches), Dur(g.launch_ns).c_str(),
+                static_cast<unsigned long long>(g.launches), FmtDurationNs(g.launch_ns).c_str(),
                 static_cast<unsigned long long>(g.device.kernels), static_cast<unsigned long long>(g.device.ops),
-                Dur(g.device.device_ns).c_str());
+                FmtDurationNs(g.device.device_ns).c_str());
   if (g.captures || g.captured_calls)
     out += Printf("    %llu captures, %llu instantiations, %llu calls recorded into graphs (not run)\n",
                   static_cast<unsigned long long>(g.captures), static_cast<unsigned long long>(g.instantiations),
@@ -109,38 +108,38 @@ void GpuText(const GpuFigures& s, std::string& out) {
     out += "  gpu (events): " + Clip("no device timeline: " + why, kTextWidth - 16) + "\n";
     if (comm_count)
       out += Printf("    collectives timed with CUDA events: %llu, %s\n", static_cast<unsigned long long>(comm_count),
-                    Dur(comm_ns).c_str());
+                    FmtDurationNs(comm_ns).c_str());
     return;
   }
-  out += Printf("  gpu (%s): busy %s of %s active, utilization %.1f%%\n", s.source_name(), Dur(s.run.busy).c_str(), Dur(s.active_ns).c_str(),
+  out += Printf("  gpu (%s): busy %s of %s active, utilization %.1f%%\n", s.source_name(), FmtDurationNs(s.run.busy).c_str(), FmtDurationNs(s.active_ns).c_str(),
                 100.0 * s.utilization());
   if (const std::string note = SampledNote(s); !note.empty())
     out += Clip("    " + note + ": figures scaled to the run", kTextWidth) + "\n";
   out += Printf("    %-4s %9s %11s %11s %11s %11s %11s\n", "gaps", "count", "total", "p50", "p90", "p99", "max");
   out += Printf("    %-4s %9llu %11s %11s %11s %11s %11s\n", "", static_cast<unsigned long long>(s.gap_count),
-                Dur(s.run.IdleTotal()).c_str(), DurD(s.gaps.Quantile(0.5)).c_str(),
-                DurD(s.gaps.Quantile(0.9)).c_str(), DurD(s.gaps.Quantile(0.99)).c_str(), Dur(s.gaps.max()).c_str());
+                FmtDurationNs(s.run.IdleTotal()).c_str(), DurD(s.gaps.Quantile(0.5)).c_str(),
+                DurD(s.gaps.Quantile(0.9)).c_str(), DurD(s.gaps.Quantile(0.99)).c_str(), FmtDurationNs(s.gaps.max()).c_str());
   out += Printf("    %-18s %11s %11s %11s %11s\n", "idle", IdleKindKey(kIdleHost), IdleKindKey(kIdleLaunch),
                 IdleKindKey(kIdleSync), IdleKindKey(kIdleOther));
-  out += Printf("    %-18s %11s %11s %11s %11s\n", "", Dur(s.run.idle[kIdleHost]).c_str(),
-                Dur(s.run.idle[kIdleLaunch]).c_str(), Dur(s.run.idle[kIdleSync]).c_str(),
-                Dur(s.run.idle[kIdleOther]).c_str());
+  out += Printf("    %-18s %11s %11s %11s %11s\n", "", FmtDurationNs(s.run.idle[kIdleHost]).c_str(),
+                FmtDurationNs(s.run.idle[kIdleLaunch]).c_str(), FmtDurationNs(s.run.idle[kIdleSync]).c_str(),
+                FmtDurationNs(s.run.idle[kIdleOther]).c_str());
   out += Printf("    launch delay p50 %s, p99 %s\n", DurD(s.launch_delay.Quantile(0.5)).c_str(),
                 DurD(s.launch_delay.Quantile(0.99)).c_str());
   out += Printf("    kernels %llu, %s, median %s, %.1f%% short\n", static_cast<unsigned long long>(s.kernel_count),
-                Dur(s.run.compute).c_str(), DurD(s.kernel_dur.Quantile(0.5)).c_str(), 100.0 * s.short_fraction());
+                FmtDurationNs(s.run.compute).c_str(), DurD(s.kernel_dur.Quantile(0.5)).c_str(), 100.0 * s.short_fraction());
   if (s.graph_kernels)
     out += Printf("    (%llu of them in CUDA graphs; short counts kernels launched one by one)\n",
                   static_cast<unsigned long long>(s.graph_kernels));
   for (const auto& [name, k] : s.TopByTime(kTopN))
-    out += Printf("      %9llu %11s  %s\n", static_cast<unsigned long long>(k.count), Dur(k.ns).c_str(),
+    out += Printf("      %9llu %11s  %s\n", static_cast<unsigned long long>(k.count), FmtDurationNs(k.ns).c_str(),
                   Clip(DemangleName(name), kTextWidth - 29).c_str());
-  out += Printf("    comm kernels %llu, %s\n", static_cast<unsigned long long>(comm_count), Dur(comm_ns).c_str());
+  out += Printf("    comm kernels %llu, %s\n", static_cast<unsigned long long>(comm_count), FmtDurationNs(comm_ns).c_str());
   for (int i = 0; i < kCopyDirections; ++i) {
     const Tally& c = s.copies[i].device;
     if (!c.count) continue;
     out += Printf("    %s %llu copies, %s, %s on device, %llu pageable\n", kDirNames[i],
-                  static_cast<unsigned long long>(c.count), FmtBytes(c.bytes).c_str(), Dur(c.ns).c_str(),
+                  static_cast<unsigned long long>(c.count), FmtBytes(c.bytes).c_str(), FmtDurationNs(c.ns).c_str(),
                   static_cast<unsigned long long>(s.copies[i].pageable));
   }
   if (s.late || s.overflow)
@@ -152,8 +151,8 @@ void OverheadText(const OverheadFacts& o, std::string& out) {
   if (!o.known) return;
   const uint64_t added = o.hooks_added_ns + o.cupti_added_ns;
   out += Clip(Printf("  gpuwatch's own cost: %s, %.2f%% of %s (hooks %s, CUPTI %s; budget %.3g%%)",
-                     Dur(added).c_str(), o.elapsed_ns ? 100.0 * added / o.elapsed_ns : 0.0, Dur(o.elapsed_ns).c_str(),
-                     Dur(o.hooks_added_ns).c_str(), Dur(o.cupti_added_ns).c_str(), 100 * o.budget),
+                     FmtDurationNs(added).c_str(), o.elapsed_ns ? 100.0 * added / o.elapsed_ns : 0.0, FmtDurationNs(o.elapsed_ns).c_str(),
+                     FmtDurationNs(o.hooks_added_ns).c_str(), FmtDurationNs(o.cupti_added_ns).c_str(), 100 * o.budget),
               kTextWidth) +
          "\n";
 }

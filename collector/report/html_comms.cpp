@@ -16,7 +16,6 @@ using json_read::Get;
 using json_read::Num;
 using json_read::Str;
 
-std::string Cell(const std::string& v) { return "<td class=\"n\">" + Esc(v) + "</td>"; }
 
 }  // namespace
 
@@ -37,9 +36,9 @@ void CommsSection(const json& s, std::string& out) {
       for (auto it = o.begin(); it != o.end(); ++it)
         ops += (ops.empty() ? "" : ", ") + it.key() + " " + FmtRate(Num(it.value(), "busbw_gbps"));
     out += "<tr><td>" + Esc(Get(c, "members").dump()) + (Get(c, "identified") == true ? "" : " (not identified)") +
-           "</td><td>" + Esc(Str(c, "kind", "-")) + "</td>" + Cell(Printf("%.0f", Num(c, "calls"))) +
-           Cell(FmtBytes(static_cast<uint64_t>(Num(c, "bytes")))) + Cell(FmtDuration(Num(c, "gpu_s"))) +
-           Cell(FmtDuration(Num(c, "exposed_s"))) + Cell(FmtDuration(Num(c, "overlapped_s"))) + "<td>" + Esc(ops) +
+           "</td><td>" + Esc(Str(c, "kind", "-")) + "</td>" + html::NumCell(Printf("%.0f", Num(c, "calls"))) +
+           html::NumCell(FmtBytes(static_cast<uint64_t>(Num(c, "bytes")))) + html::NumCell(FmtDuration(Num(c, "gpu_s"))) +
+           html::NumCell(FmtDuration(Num(c, "exposed_s"))) + html::NumCell(FmtDuration(Num(c, "overlapped_s"))) + "<td>" + Esc(ops) +
            "</td></tr>\n";
   }
   out += "</table>\n<table><tr><th>rank</th><th class=\"n\">NCCL kernels</th><th class=\"n\">overlapped</th>"
@@ -47,10 +46,10 @@ void CommsSection(const json& s, std::string& out) {
   for (const json& r : Arr(s, "ranks")) {
     const json& ov = Get(r, "comm_overlap");
     if (!ov.is_object()) continue;
-    out += "<tr><td>" + Esc(RankLabel(r)) + "</td>" + Cell(FmtDuration(Num(ov, "nccl_kernel_s"))) +
-           Cell(Printf("%s (%.0f%%)", FmtDuration(Num(ov, "overlapped_s")).c_str(), 100 * Num(ov, "overlapped_share"))) +
-           Cell(FmtDuration(Num(ov, "exposed_s"))) +
-           Cell(Printf("%.3f ms", Num(Get(Get(ov, "per_step"), "exposed_ms"), "median"))) + "</tr>\n";
+    out += "<tr><td>" + Esc(RankLabel(r)) + "</td>" + html::NumCell(FmtDuration(Num(ov, "nccl_kernel_s"))) +
+           html::NumCell(Printf("%s (%.0f%%)", FmtDuration(Num(ov, "overlapped_s")).c_str(), 100 * Num(ov, "overlapped_share"))) +
+           html::NumCell(FmtDuration(Num(ov, "exposed_s"))) +
+           html::NumCell(Printf("%.3f ms", Num(Get(Get(ov, "per_step"), "exposed_ms"), "median"))) + "</tr>\n";
   }
   out += "</table></section>\n";
 }

@@ -46,7 +46,6 @@ void MemoryChart(const json& s, std::string& out) {
   out += html::UtilizationSvg(rows, "memory", "Device memory held over time, one row per rank") + "\n</section>\n";
 }
 
-std::string Cell(const std::string& v) { return "<td class=\"n\">" + Esc(v) + "</td>"; }
 
 void DeviceTable(const json& s, std::string& out) {
   out += "<section id=\"device\"><h2>Devices (NVML)</h2>\n<table><tr><th>rank</th><th>device</th>"
@@ -68,14 +67,14 @@ void DeviceTable(const json& s, std::string& out) {
     for (const json& o : Arr(d, "other_processes"))
       others += Printf("%s%d: %s, %.0f%% busy", others.empty() ? "" : "; ", Int(o, "pid"),
                        FmtBytes(static_cast<uint64_t>(Num(o, "memory_bytes"))).c_str(), 100 * Num(o, "busy"));
-    out += Cell(Printf("%.0f%%", 100 * Num(d, "utilization"))) +
-           Cell(Printf("%.0f / %.0f MHz", Num(d, "sm_clock_busy_mhz"), Num(d, "sm_clock_max_mhz"))) +
-           Cell(Printf("%.0f%%", 100 * Num(d, "throttled_share"))) +
-           Cell(Printf("%.0f / %.0f W", Num(d, "power_mean_w"), Num(d, "power_limit_w"))) +
-           Cell(Printf("%.0f C", Num(d, "temperature_max_c"))) +
-           Cell(Printf("gen %d x%d of %d x%d", Int(pcie, "gen"), Int(pcie, "width"), Int(pcie, "gen_max"),
+    out += html::NumCell(Printf("%.0f%%", 100 * Num(d, "utilization"))) +
+           html::NumCell(Printf("%.0f / %.0f MHz", Num(d, "sm_clock_busy_mhz"), Num(d, "sm_clock_max_mhz"))) +
+           html::NumCell(Printf("%.0f%%", 100 * Num(d, "throttled_share"))) +
+           html::NumCell(Printf("%.0f / %.0f W", Num(d, "power_mean_w"), Num(d, "power_limit_w"))) +
+           html::NumCell(Printf("%.0f C", Num(d, "temperature_max_c"))) +
+           html::NumCell(Printf("gen %d x%d of %d x%d", Int(pcie, "gen"), Int(pcie, "width"), Int(pcie, "gen_max"),
                        Int(pcie, "width_max"))) +
-           Cell(FmtBytes(static_cast<uint64_t>(Num(d, "memory_used_max_bytes"))) + " / " +
+           html::NumCell(FmtBytes(static_cast<uint64_t>(Num(d, "memory_used_max_bytes"))) + " / " +
                 FmtBytes(static_cast<uint64_t>(Num(d, "memory_total_bytes")))) +
            "<td>" + Esc(others.empty() ? "none" : others) + "</td></tr>\n";
   }

@@ -3,6 +3,8 @@
 
 namespace gpuwatch::collector::html {
 
+std::string NumCell(const std::string& v) { return "<td class=\"n\">" + Esc(v) + "</td>"; }
+
 const char* PageCss() {
   return R"css(
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:#1d2430;background:#fff}

@@ -76,9 +76,8 @@ void AppendBatchSettled(std::string& batch, uint64_t settled_ns) { UInt(batch, f
 
 void AppendEvent(std::string& batch, const HostEvent& ev) {
   namespace m = f::event;
-  // Encoded into a small local buffer first: its length prefixes it in the batch.
-  std::string e;
-  e.reserve(80);
+  // Encoded on the stack first: its length prefixes it in the batch.
+  StackOut<16 * kMaxField> e;  // 16 scalar fields below
   UInt(e, m::kApi, ev.api);
   UInt(e, m::kTNs, ev.t_ns);
   UInt(e, m::kDurNs, ev.dur_ns);
@@ -189,8 +188,7 @@ uint64_t AppendDropCounts(std::string& msg, uint32_t field_number, const DropCou
 
 void AppendActivity(std::string& batch, const ActivityRecord& a) {
   namespace m = f::activity;
-  std::string o;
-  o.reserve(96);
+  StackOut<23 * kMaxField> o;  // 23 scalar fields below
   UInt(o, m::kKind, a.kind);
   UInt(o, m::kStartNs, a.start_ns);
   UInt(o, m::kEndNs, a.end_ns);

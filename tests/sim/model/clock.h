@@ -23,12 +23,16 @@ inline void sleep_until(uint64_t t) {
 }
 
 // Host cost of an API call. Under 20 us a sleep would overshoot by its wake-up latency
-// (tens of us), so short costs yield-spin; longer ones sleep.
+// (tens of us), so short costs busy-spin, as the driver's own work on the calling thread
+// does: a real launch never gives its core away. (A sched_yield spin did, to whatever else
+// was runnable there: a profiler's own threads then looked like they slowed every launch,
+// which on a GPU they do only where cores are short.) Longer costs sleep.
 inline void spend_host_time(uint64_t ns) {
   if (ns == 0) return;
   uint64_t until = now_ns() + ns;
   if (ns >= 20000) return sleep_until(until);
-  while (now_ns() < until) sched_yield();
+  while (now_ns() < until) {
+  }
 }
 
 }  // namespace simgpu

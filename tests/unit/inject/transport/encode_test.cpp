@@ -306,3 +306,41 @@ TEST_CASE("a split communicator's definition carries its parent, split index, co
   CHECK(c.rank() == 1);
   CHECK(c.ended() == 1);
 }
+
+// The per-record encoders build their body in a fixed stack buffer sized by their field count
+// (wire_encode.h, StackOut): every field at its widest must still fit and read back.
+TEST_CASE("an event and an activity with every field at its widest encode whole") {
+  constexpr uint64_t kMax = ~uint64_t{0};
+  std::string batch;
+  gi::AppendEvent(batch, {.api = 255, .copy_kind = 255, .flags = 0xffff, .name_id = ~0u, .site_id = ~0u,
+                          .tid = ~0u, .t_ns = kMax, .dur_ns = kMax, .bytes = kMax, .stream = kMax,
+                          .comm_id = kMax, .seq = kMax, .peer = -1, .gpu_ns = kMax, .address = kMax,
+                          .total_bytes = kMax});
+  gi::ActivityRecord a{};
+  a.kind = 255;
+  a.copy_kind = 255;
+  a.flags = 0xffff;
+  a.correlation_id = ~0u;
+  a.start_ns = a.end_ns = a.bytes = a.graph_node_id = kMax;
+  a.stream = a.name_id = a.api_id = a.api_domain = a.graph_id = ~0u;
+  a.device = -1;
+  for (int i = 0; i < 3; ++i) a.grid[i] = a.block[i] = ~0u;
+  a.registers_per_thread = a.static_shared_bytes = a.dynamic_shared_bytes = ~0u;
+  gi::AppendActivity(batch, a);
+  std::string out;
+  gpuwatch::wire::enc::Frame(out, gi::field::frame::kBatch, batch);
+  const w::Frame f = ParseOne(out);
+  REQUIRE(f.batch().events_size() == 1);
+  const auto& e = f.batch().events(0);
+  CHECK(e.t_ns() == kMax);
+  CHECK(e.seq() == kMax);
+  CHECK(e.peer() == -1);
+  CHECK(e.total_bytes() == kMax);
+  CHECK(e.site_id() == ~0u);
+  REQUIRE(f.batch().activities_size() == 1);
+  const auto& r = f.batch().activities(0);
+  CHECK(r.start_ns() == kMax);
+  CHECK(r.device() == -1);
+  CHECK(r.graph_node_id() == kMax);
+  CHECK(r.dynamic_shared_bytes() == ~0u);
+}
