@@ -14,8 +14,6 @@
 namespace gpuwatch::collector {
 namespace {
 
-double S(uint64_t ns) { return ns * 1e-9; }
-double Ms(double s) { return s * 1e3; }
 
 // A rule measures one finding of a rank; `found` holds what the rules before it found.
 using RankRule = std::optional<Finding> (*)(const RankContext& c, const std::vector<Finding>& found);
@@ -211,16 +209,16 @@ RankContext::RankContext(const RankResult& res) : r(res) {
       if (stall[k] || !r.steps.steps[k].covered) continue;
       ++normal;
       dev.Add(r.steps.steps[k].dev);
-      sync_mid_s += S(r.steps.steps[k].sync_mid);
+      sync_mid_s += Seconds(r.steps.steps[k].sync_mid);
     }
     scale = normal ? static_cast<double>(n) / normal * to_all_steps : 1.0;
     const auto& kept = r.steps.steps;
     const uint64_t until = std::max(kept.back().end, r.steps.charged_until);
-    const double covered = until > kept.front().start ? S(until - kept.front().start) : 0.0;
+    const double covered = until > kept.front().start ? Seconds(until - kept.front().start) : 0.0;
     fig_base = std::max(base, covered * to_all_steps);
   } else {
     dev = r.gpu.run;
-    sync_mid_s = S(r.steps.SyncMidNs());
+    sync_mid_s = Seconds(r.steps.SyncMidNs());
     fig_base = run_base;
   }
 }
@@ -229,7 +227,7 @@ std::string RankContext::Per(double s) const {
   return steps_div > 0 ? FmtDuration(s / steps_div) + " per step" : FmtDuration(s) + " in all";
 }
 
-double RankContext::PerStepMs(double s) const { return steps_div > 0 ? Ms(s / steps_div) : 0.0; }
+double RankContext::PerStepMs(double s) const { return steps_div > 0 ? Millis(s / steps_div) : 0.0; }
 
 namespace {
 
@@ -239,7 +237,7 @@ std::optional<Finding> PeriodicStall(const RankContext& c, const std::vector<Fin
   double lost = 0;
   std::vector<uint64_t> ex;
   for (size_t k : c.stalls) {
-    lost += S(dur[k] - c.median_step_ns);
+    lost += Seconds(dur[k] - c.median_step_ns);
     ex.push_back(dur[k] - c.median_step_ns);
   }
   lost *= c.to_all_steps;
@@ -248,11 +246,11 @@ std::optional<Finding> PeriodicStall(const RankContext& c, const std::vector<Fin
   f.evidence = {{"stalls", c.stalls.size()},
                 {"period_steps", c.period},
                 {"first_stall_step", c.stalls[0]},
-                {"median_excess_s", S(med_ex)},
-                {"median_step_s", S(c.median_step_ns)}};
+                {"median_excess_s", Seconds(med_ex)},
+                {"median_step_s", Seconds(c.median_step_ns)}};
   f.summary = Printf("%zu steps %.0fx longer than the median%s, %s extra each", c.stalls.size(),
                      static_cast<double>(c.median_step_ns + med_ex) / c.median_step_ns,
-                     Printf(", every %zu steps", c.period).c_str(), FmtDuration(S(med_ex)).c_str());
+                     Printf(", every %zu steps", c.period).c_str(), FmtDuration(Seconds(med_ex)).c_str());
   return f;
 }
 
@@ -267,13 +265,13 @@ void AddCoverage(const RankContext& c, Finding& f) {
 // Without samples (no Python, sampling off) it stays data loading, as before them.
 std::optional<Finding> DataLoading(const RankContext& c, const std::vector<Finding>&) {
   if (!c.r.cupti()) return std::nullopt;
-  const double host = S(c.dev.idle[kIdleHost]) * c.scale;
+  const double host = Seconds(c.dev.idle[kIdleHost]) * c.scale;
   const HostFramesFigures& hf = c.r.host_frames;
   const bool overhead = hf.samples >= kHostFramesMinSamples && hf.data_loading_share < 0.5;
   Finding f = MakeFinding(overhead ? "host_overhead" : "data_loading", host, c.fig_base);
   f.evidence = {{"gpu_idle_waiting_for_host_s", host},
                 {"per_step_ms", c.PerStepMs(host)},
-                {"gpu_utilization", c.r.ActiveS() > 0 ? S(c.r.gpu.run.busy) / c.r.ActiveS() : 0.0}};
+                {"gpu_utilization", c.r.ActiveS() > 0 ? Seconds(c.r.gpu.run.busy) / c.r.ActiveS() : 0.0}};
   AddCoverage(c, f);
   AddHostFrames(hf, f);
   if (overhead) {
@@ -292,7 +290,7 @@ std::optional<Finding> DataLoading(const RankContext& c, const std::vector<Findi
 std::optional<Finding> LaunchBound(const RankContext& c, const std::vector<Finding>&) {
   const GpuFigures& g = c.r.gpu;
   if (!c.r.cupti() || g.short_fraction() < kShortKernelShare) return std::nullopt;
-  const double launch = S(c.dev.idle[kIdleLaunch]) * c.scale;
+  const double launch = Seconds(c.dev.idle[kIdleLaunch]) * c.scale;
   Finding l = MakeFinding("launch_bound", launch, c.fig_base);
   const LaunchFigures& lf = c.r.launches;
   l.evidence = {{"gpu_idle_waiting_for_launches_s", launch},
@@ -312,7 +310,7 @@ std::optional<Finding> LaunchBound(const RankContext& c, const std::vector<Findi
 
 std::optional<Finding> Communication(const RankContext& c, const std::vector<Finding>& found) {
   if (!c.r.cupti()) return std::nullopt;
-  const double exposed = S(c.dev.ExposedComm()) * c.scale;
+  const double exposed = Seconds(c.dev.ExposedComm()) * c.scale;
   // What small_collectives and the pipeline bubble explain is their loss, not this one's.
   const double explained = std::min(exposed, ExplainedCommS(c, found));
   const double comm = exposed - explained;
@@ -322,7 +320,7 @@ std::optional<Finding> Communication(const RankContext& c, const std::vector<Fin
   f.evidence = {{"exposed_comm_s", exposed},
                 {"explained_by_other_findings_s", explained},
                 {"per_step_ms", c.PerStepMs(exposed)},
-                {"comm_kernels_s", S(c.r.gpu.run.comm)},
+                {"comm_kernels_s", Seconds(c.r.gpu.run.comm)},
                 {"collectives", t.count},
                 {"bytes", t.bytes},
                 {"busbw_gbps", busbw}};
@@ -341,7 +339,7 @@ std::optional<Finding> SyncStall(const RankContext& c, const std::vector<Finding
   nlohmann::json by = nlohmann::json::object();
   for (int k = 0; k < kSyncKinds; ++k)
     if (st.sync_mid_count[k])
-      by[SyncKindName(k)] = {{"count", st.sync_mid_count[k]}, {"blocked_s", S(st.sync_mid_ns[k])}};
+      by[SyncKindName(k)] = {{"count", st.sync_mid_count[k]}, {"blocked_s", Seconds(st.sync_mid_ns[k])}};
   // Where: the call site that blocked longest (syncs that blocked at least
   // GPUWATCH_CALLSITE_US), its Python line when the job runs CPython, else its first frame.
   nlohmann::json site = nullptr;
@@ -354,7 +352,7 @@ std::optional<Finding> SyncStall(const RankContext& c, const std::vector<Finding
             {"python_stack", s.python_stack},
             {"frames", frames},
             {"calls", s.count},
-            {"blocked_s", S(s.ns)}};
+            {"blocked_s", Seconds(s.ns)}};
     where = !s.python.empty() ? s.python : (s.frames.empty() ? "" : s.frames.front());
   }
   f.evidence = {{"blocked_s", v},          {"per_step_ms", c.PerStepMs(v)}, {"count", st.SyncMidCount()},
@@ -367,24 +365,24 @@ std::optional<Finding> SyncStall(const RankContext& c, const std::vector<Finding
 std::optional<Finding> PageableCopy(const RankContext& c, const std::vector<Finding>&) {
   const Tally& p = c.r.copies.pageable;
   if (!p.count) return std::nullopt;
-  Finding f = MakeFinding("pageable_copy", S(p.ns), c.run_base);
+  Finding f = MakeFinding("pageable_copy", Seconds(p.ns), c.run_base);
   f.evidence = {{"count", p.count},
                 {"bytes", p.bytes},
-                {"host_s", S(p.ns)},
-                {"per_step_ms", c.PerStepMs(S(p.ns))},
+                {"host_s", Seconds(p.ns)},
+                {"per_step_ms", c.PerStepMs(Seconds(p.ns))},
                 {"gbps", p.ns ? static_cast<double>(p.bytes) / p.ns : 0.0}};
   f.summary = Printf("%llu copies, %s from pageable memory held the host %s", static_cast<unsigned long long>(p.count),
-                     FmtBytes(p.bytes).c_str(), FmtDuration(S(p.ns)).c_str());
+                     FmtBytes(p.bytes).c_str(), FmtDuration(Seconds(p.ns)).c_str());
   return f;
 }
 
 std::optional<Finding> BlockingCopy(const RankContext& c, const std::vector<Finding>&) {
   const Tally& b = c.r.copies.blocking;
   if (!b.count) return std::nullopt;
-  Finding f = MakeFinding("blocking_copy", S(b.ns), c.run_base);
-  f.evidence = {{"count", b.count}, {"bytes", b.bytes}, {"host_s", S(b.ns)}};
+  Finding f = MakeFinding("blocking_copy", Seconds(b.ns), c.run_base);
+  f.evidence = {{"count", b.count}, {"bytes", b.bytes}, {"host_s", Seconds(b.ns)}};
   f.summary = Printf("%llu blocking copies, %s, held the host %s", static_cast<unsigned long long>(b.count),
-                     FmtBytes(b.bytes).c_str(), FmtDuration(S(b.ns)).c_str());
+                     FmtBytes(b.bytes).c_str(), FmtDuration(Seconds(b.ns)).c_str());
   return f;
 }
 
@@ -478,7 +476,7 @@ std::string Verdict(const RankList& ranks, const std::vector<Finding>& f) {
       active_ns += r.gpu.active_ns;
       windows += r.gpu.coverage.windows;
     }
-  std::string v = cupti ? Printf("GPU busy %.0f%% of the time", active > 0 ? 100 * S(busy) / active : 0.0)
+  std::string v = cupti ? Printf("GPU busy %.0f%% of the time", active > 0 ? 100 * Seconds(busy) / active : 0.0)
                         : std::string("No GPU timeline (CUPTI unavailable)");
   if (sampled && active_ns && covered < active_ns)  // the overhead budget recorded windows of it
     v += Printf(" (GPU timeline sampled over %.1f%% of the run, %llu window%s)", 100.0 * covered / active_ns,

@@ -9,7 +9,6 @@
 
 namespace gpuwatch::collector {
 namespace {
-double S(uint64_t ns) { return static_cast<double>(ns) * 1e-9; }
 }  // namespace
 
 // Each small call past the ones the same bytes need at kSmallCollectiveBytes pays the
@@ -23,13 +22,13 @@ std::optional<Finding> SmallCollectives(const RankContext& c, const std::vector<
       c.r.cupti() && c.r.gpu.run.comm
           ? std::min(1.0, static_cast<double>(c.r.gpu.run.ExposedComm()) / static_cast<double>(c.r.gpu.run.comm))
           : 1.0;
-  const double lost = S(cs.ExcessLatencyNs()) * exposed_share;
+  const double lost = Seconds(cs.ExcessLatencyNs()) * exposed_share;
   Finding f = MakeFinding("small_collectives", lost, c.run_base);
   const double busbw = cs.large_busbw_gbps();
   const uint64_t needed = (cs.small_timed_bytes + cs.threshold_bytes - 1) / cs.threshold_bytes;
   f.evidence = {{"small_collectives", cs.small_calls},
                 {"small_bytes", cs.small_bytes},
-                {"small_gpu_s", S(cs.small_ns)},
+                {"small_gpu_s", Seconds(cs.small_ns)},
                 {"mean_bytes", cs.small_calls ? cs.small_bytes / cs.small_calls : 0},
                 {c.steps_div > 0 ? "per_step" : "per_second", per},
                 {"threshold_bytes", cs.threshold_bytes},
@@ -47,14 +46,14 @@ std::optional<Finding> SmallCollectives(const RankContext& c, const std::vector<
                      "as %llu calls of %s they would save %s",
                      static_cast<unsigned long long>(cs.small_calls), FmtBytes(cs.threshold_bytes).c_str(),
                      FmtBytes(cs.small_calls ? cs.small_bytes / cs.small_calls : 0).c_str(), per,
-                     c.steps_div > 0 ? "per step" : "per second", FmtDuration(S(cs.min_call_ns)).c_str(),
+                     c.steps_div > 0 ? "per step" : "per second", FmtDuration(Seconds(cs.min_call_ns)).c_str(),
                      static_cast<unsigned long long>(needed), FmtBytes(cs.threshold_bytes).c_str(),
                      c.Per(lost).c_str());
   return f;
 }
 
 double ExplainedCommS(const RankContext& c, const std::vector<Finding>& found) {
-  double s = S(c.r.pipeline.bubble_ns);
+  double s = Seconds(c.r.pipeline.bubble_ns);
   for (const Finding& f : found)
     if (f.id == "small_collectives") s += f.time_lost_s;
   return s;
@@ -77,8 +76,8 @@ std::optional<Finding> PipelineBubbleFinding(const RankList& ranks, double base)
   double lost = 0;
   nlohmann::json by_rank = nlohmann::json::object();
   for (const RankResult& r : ranks) {
-    lost += S(r.pipeline.bubble_ns);
-    by_rank[std::to_string(r.rank)] = S(r.pipeline.bubble_ns);
+    lost += Seconds(r.pipeline.bubble_ns);
+    by_rank[std::to_string(r.rank)] = Seconds(r.pipeline.bubble_ns);
   }
   lost /= static_cast<double>(ranks.size());
   Finding f = MakeFinding("pipeline_bubble", lost, base);

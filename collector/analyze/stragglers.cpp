@@ -16,7 +16,6 @@
 namespace gpuwatch::collector {
 namespace {
 
-double Ms(double s) { return s * 1e3; }
 
 // One communicator's straggler: the rank index that reached its calls last most often.
 struct Straggle {
@@ -137,7 +136,7 @@ std::optional<Finding> StragglerFinding(const RankList& ranks, double base, std:
     c["last_share"] = st.last_share;
     c["collectives_compared"] = st.compared;
     c["peers_wait_s"] = st.peers_wait_s;
-    c["mean_wait_per_collective_ms"] = Ms(st.mean_wait_s);
+    c["mean_wait_per_collective_ms"] = Millis(st.mean_wait_s);
     c["wait_s_by_rank"] = waits;
     by_comm.push_back(std::move(c));
   }
@@ -154,7 +153,7 @@ std::optional<Finding> StragglerFinding(const RankList& ranks, double base, std:
                 {"comm", CommJson(comms, top.hash)},
                 {"peers_wait_s", top.peers_wait_s},
                 {"wait_s_by_rank", lead["wait_s_by_rank"]},
-                {"mean_wait_per_collective_ms", Ms(top.mean_wait_s)},
+                {"mean_wait_per_collective_ms", Millis(top.mean_wait_s)},
                 {"by_comm", by_comm}};
   f.summary = Printf("rank %d reaches %.0f%% of %s last; its peers wait %s for it each time (%s in all)", srank,
                      100 * top.last_share, group.c_str(), FmtDuration(top.mean_wait_s).c_str(),

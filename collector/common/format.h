@@ -8,6 +8,8 @@
 namespace gpuwatch::collector {
 
 inline constexpr size_t kTextWidth = 80;
+// How many rows the top-N tables (kernels by launches, by time) list, in text and JSON alike.
+inline constexpr size_t kTopN = 10;
 
 // Decimal units, like GB/s: "512 B", "1.50 kB", "12.00 MB", "3.25 GB".
 std::string FmtBytes(uint64_t bytes);
@@ -24,6 +26,8 @@ std::string Printf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 std::string Clip(std::string_view s, size_t width);
 // seconds from nanoseconds.
 inline double Seconds(uint64_t ns) { return static_cast<double>(ns) * 1e-9; }
+// milliseconds from seconds.
+inline double Millis(double seconds) { return seconds * 1e3; }
 // bytes / seconds / 1e9, 0 when there is no time.
 inline double Gbps(double bytes, double seconds) {
   return seconds > 0 ? bytes / seconds / 1e9 : 0.0;

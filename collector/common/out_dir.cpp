@@ -7,13 +7,10 @@
 #include <cstring>
 
 namespace gpuwatch::collector {
-namespace {
 
-std::string Why(const std::string& what, const std::string& path) {
+std::string ErrnoWhy(const std::string& what, const std::string& path) {
   return what + " " + path + ": " + std::strerror(errno);
 }
-
-}  // namespace
 
 std::string ChooseOutDir(const std::string& override_dir, const std::string& first_out_dir) {
   if (!override_dir.empty()) return override_dir;
@@ -29,14 +26,14 @@ bool MakeDirs(const std::string& dir, std::string* error, unsigned mode) {
     partial = dir.substr(0, pos);
     if (partial.empty()) continue;
     if (mkdir(partial.c_str(), static_cast<mode_t>(mode)) != 0 && errno != EEXIST) {
-      *error = Why("cannot create", partial);
+      *error = ErrnoWhy("cannot create", partial);
       return false;
     }
   }
   struct stat st {};
   if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     errno = errno ? errno : ENOTDIR;
-    *error = Why("cannot use output directory", dir);
+    *error = ErrnoWhy("cannot use output directory", dir);
     return false;
   }
   return true;

@@ -11,5 +11,7 @@ std::string ChooseOutDir(const std::string& override_dir, const std::string& fir
 
 // mkdir -p; what it creates gets `mode`. False with `error` set (one line) on failure.
 bool MakeDirs(const std::string& dir, std::string* error, unsigned mode = 0755);
+// "WHAT PATH: strerror(errno)": the one-line error of a failed file operation.
+std::string ErrnoWhy(const std::string& what, const std::string& path);
 
 }  // namespace gpuwatch::collector

@@ -8,7 +8,6 @@
 namespace gpuwatch::collector {
 namespace {
 
-double Ms(double s) { return s * 1e3; }
 
 const char* OriginName(int origin) {
   switch (origin) {
@@ -101,8 +100,8 @@ nlohmann::json RankOverlapJson(const RankResult& r) {
   nlohmann::json o = TallyJson(r.overlap.total);
   std::vector<double> exposed, overlapped;
   for (const OverlapTally& t : r.overlap.per_step) {
-    exposed.push_back(Ms(Seconds(t.ExposedNs())));
-    overlapped.push_back(Ms(Seconds(t.overlapped_ns)));
+    exposed.push_back(Millis(Seconds(t.ExposedNs())));
+    overlapped.push_back(Millis(Seconds(t.overlapped_ns)));
   }
   constexpr size_t kListed = 100;
   o["per_step"] = {{"steps", exposed.size()},

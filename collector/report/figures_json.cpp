@@ -14,9 +14,7 @@
 namespace gpuwatch::collector {
 namespace {
 
-constexpr size_t kTopN = 10;
 double Us(double ns) { return ns * 1e-3; }
-double Ms(double s) { return s * 1e3; }
 
 // Busy share per window, rounded to 0.1% to keep summary.json small (512 windows at most).
 nlohmann::json SeriesJson(const BusySeries& b) {
@@ -173,9 +171,9 @@ nlohmann::json PerStepMsJson(const PerStepMean& m) {
 nlohmann::json StepsJson(const RankResult& r) {
   nlohmann::json j = {{"count", r.steps_total()},
                       {"source", r.found.source},
-                      {"median_ms", Ms(Seconds(r.StepPercentileNs(0.5)))},
-                      {"p90_ms", Ms(Seconds(r.StepPercentileNs(0.9)))},
-                      {"max_ms", Ms(Seconds(r.StepMaxNs()))}};
+                      {"median_ms", Millis(Seconds(r.StepPercentileNs(0.5)))},
+                      {"p90_ms", Millis(Seconds(r.StepPercentileNs(0.9)))},
+                      {"max_ms", Millis(Seconds(r.StepMaxNs()))}};
   if (r.steps_total() > r.steps.steps.size()) j["per_step_records"] = r.steps.steps.size();  // the first ones
   // Steps whose device figures are whole: in a window of a sampled timeline, or inferred
   // after the pattern was found.
@@ -439,7 +437,7 @@ void AddJobFigures(const JobResult& j, nlohmann::json& obj) {
   obj["collectives"]["by_comm"] = JobCommsJson(j);
   obj["comm_overlap"] = JobOverlapJson(j);
   obj["overhead"] = JobOverheadJson(j.ranks);
-  obj["steps"] = {{"count", j.steps_count}, {"source", j.steps_source}, {"median_ms", Ms(j.steps_median_s)}};
+  obj["steps"] = {{"count", j.steps_count}, {"source", j.steps_source}, {"median_ms", Millis(j.steps_median_s)}};
   obj["findings"] = FindingsJson(j.findings);
   obj["verdict"] = j.verdict;
 }

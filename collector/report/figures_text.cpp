@@ -12,7 +12,6 @@ namespace gpuwatch::collector {
 
 namespace {
 
-constexpr size_t kTopN = 10;
 std::string DurD(double ns) { return FmtDuration(ns * 1e-9); }
 const char* const kDirNames[kCopyDirections] = {"H2D", "D2H"};
 

@@ -11,19 +11,12 @@
 #include "report/summary.h"
 
 namespace gpuwatch::collector {
-namespace {
-
-std::string Why(const std::string& what, const std::string& path) {
-  return what + " " + path + ": " + std::strerror(errno);
-}
-
-}  // namespace
 
 bool WriteAtomically(const std::string& path, const std::string& data, std::string* error) {
   const std::string tmp = path + ".tmp";
   const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
-    *error = Why("cannot create", tmp);
+    *error = ErrnoWhy("cannot create", tmp);
     return false;
   }
   size_t done = 0;
@@ -32,7 +25,7 @@ bool WriteAtomically(const std::string& path, const std::string& data, std::stri
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       if (n == 0) errno = ENOSPC;
-      *error = Why("cannot write", tmp);
+      *error = ErrnoWhy("cannot write", tmp);
       close(fd);
       unlink(tmp.c_str());
       return false;
@@ -41,18 +34,18 @@ bool WriteAtomically(const std::string& path, const std::string& data, std::stri
   }
   // fsync and close report delayed allocation failures (ENOSPC, EDQUOT) on some file systems.
   if (fsync(fd) != 0 && errno != EINVAL && errno != EROFS) {
-    *error = Why("cannot write", tmp);
+    *error = ErrnoWhy("cannot write", tmp);
     close(fd);
     unlink(tmp.c_str());
     return false;
   }
   if (close(fd) != 0) {
-    *error = Why("cannot write", tmp);
+    *error = ErrnoWhy("cannot write", tmp);
     unlink(tmp.c_str());
     return false;
   }
   if (rename(tmp.c_str(), path.c_str()) != 0) {
-    *error = Why("cannot rename to", path);
+    *error = ErrnoWhy("cannot rename to", path);
     unlink(tmp.c_str());
     return false;
   }
