@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "ingest/replay.h"
+#include "report_ranks.h"
 #include "jobs/job_end.h"
 #include "jobs/job_table.h"
 #include "report/summary.h"
@@ -29,7 +30,8 @@ CLI::App* AddReportCommand(CLI::App& app, ReportArgs& args) {
       "DIR/summary.txt. Use it after the collector was killed, or to re-render a run.\n\n"
       "Examples:\n"
       "  gpuwatch report ./gpuwatch-out\n"
-      "  gpuwatch report --out /tmp/again --quiet ./gpuwatch-out\n\n"
+      "  gpuwatch report --out /tmp/again --quiet ./gpuwatch-out\n"
+      "  gpuwatch report --ranks 3,5-7 ./root-out   (ranks 3, 5, 6, 7 in one trace)\n\n"
       "Exit status: 0 written, 1 nothing to rebuild, 2 rebuilt but not written.");
   cmd->add_option("DIR", args.dir, "Output directory of the run")->required();
   cmd->add_option("-o,--out", args.out, "Write the summary here instead of DIR");
@@ -39,10 +41,15 @@ CLI::App* AddReportCommand(CLI::App& app, ReportArgs& args) {
                   "heartbeat (default: $GPUWATCH_HANG_S, else 300)")
       ->check(CLI::PositiveNumber);
   cmd->add_flag("-q,--quiet", args.quiet, "Do not print summary.txt to stdout");
+  cmd->add_option("--ranks", args.ranks,
+                  "Instead: merge these ranks' traces (e.g. 3,5-7, or all) into one file on one "
+                  "timeline, DIR/trace-ranks-LIST.perfetto-trace (with --out: there). DIR is the "
+                  "root collector's output; its trace-index.json says where each rank's trace is");
   return cmd;
 }
 
 int RunReport(const ReportArgs& args) {
+  if (!args.ranks.empty()) return RunRankTraces(args);
   JobTable jobs(JobTiming{std::chrono::milliseconds(0), std::chrono::milliseconds(0), args.hang_s});
   ReplayResult result;
   std::string error;

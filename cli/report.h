@@ -15,6 +15,7 @@ struct ReportArgs {
   std::string job;        // which job, when DIR holds several
   double hang_s = 300;
   bool quiet = false;     // do not print summary.txt
+  std::string ranks;      // --ranks: merge these ranks' traces instead (report_ranks.h)
 };
 
 // Adds the subcommand to `app`; `args` is filled when it is chosen.

@@ -225,6 +225,7 @@ int CollectorMain(int argc, char** argv) {
     up->digest_every = std::chrono::milliseconds(digest_ms);
     up->retry = std::chrono::milliseconds(retry_ms);
     up->trace_dir = out_dir;
+    trace.test_clock_skew_ns = up->test_skew_ns;
   }
 
   JobTable jobs(JobTiming{std::chrono::milliseconds(linger_ms),

@@ -410,6 +410,15 @@ Clock::time_point Upstream::NextWake() const {
   return next;
 }
 
+void Upstream::SendFinalDigests() {
+  for (auto& [id, s] : streams_)
+    if (!s.relay && s.have_hello && !s.dead && !s.local_closed) {
+      SendDigest(s, true);
+      s.local_closed = true;  // nothing more comes from it here: no second final digest
+    }
+  RetireFinished();
+}
+
 void Upstream::Drain(std::chrono::milliseconds budget) {
   const auto deadline = Clock::now() + budget;
   for (;;) {

@@ -6,7 +6,8 @@
 //   the Hello (marked upstream_digests, with where the trace is), the heartbeats and the
 //   Goodbye as the rank sent them (hang detection and the rank's end), and a RankDigest
 //   (its RankResult: analyze/rank_digest.h) every `digest_every` while the rank runs and
-//   once more when its last connection closes. The Batches stay here: what goes up per
+//   once more when its last connection closes, or when this collector stops while the rank
+//   is still connected (SendFinalDigests). The Batches stay here: what goes up per
 //   rank is bounded by the digest's size and rate, whatever the rank's launch rate.
 //   With `raw` (--upstream-raw) every frame goes up unchanged, as before #21, and the
 //   root interprets everything. A rank that arrives already as digests (this collector is
@@ -94,6 +95,10 @@ class Upstream {
   void Tick();
   // When Tick() next has something to do.
   Clock::time_point NextWake() const;
+  // The collector is stopping (SIGTERM, the end of `gpuwatch run`) with ranks still
+  // connected: each one's figures as they are now, marked final, since none will follow.
+  // Call after the jobs were written, before Drain.
+  void SendFinalDigests();
   // The collector is stopping: sends what is queued for up to `budget`, then closes.
   void Drain(std::chrono::milliseconds budget);
 

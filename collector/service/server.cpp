@@ -199,9 +199,12 @@ void Server::Run() {
     jobs_.MarkWritten(job);
   }
   if (opt_.on_tick) opt_.on_tick(jobs_, Clock::now());  // live views end on final figures
-  // What the ranks sent last is still queued for the root: a bounded wait, the summaries
-  // are already written.
-  if (upstream_) upstream_->Drain(std::chrono::milliseconds(2000));
+  // What the ranks sent last is still queued for the root, and the ranks still connected
+  // have their final figures to send: a bounded wait, the summaries are already written.
+  if (upstream_) {
+    upstream_->SendFinalDigests();
+    upstream_->Drain(std::chrono::milliseconds(2000));
+  }
 }
 
 void Server::Accept(int listen_fd, Clock::time_point now) {

@@ -9,6 +9,7 @@
 #include "common/bus_factor.h"
 #include "common/format.h"
 #include "common/kernel_names.h"
+#include "ingest/clock_shift.h"
 
 namespace gpuwatch::collector {
 namespace {
@@ -106,7 +107,7 @@ TracePacket& RankTrace::NewPacket(uint64_t ts) {
     packet_->Clear();
   }
   TracePacket& p = *packet_;
-  p.set_timestamp(ts);
+  p.set_timestamp(ShiftNs(ts, file_->options().test_clock_skew_ns));
   p.set_trusted_packet_sequence_id(seq_);
   if (first_packet_) {
     p.set_sequence_flags(TracePacket::SEQ_INCREMENTAL_STATE_CLEARED |

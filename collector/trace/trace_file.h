@@ -33,6 +33,10 @@ struct TraceOptions {
   // the `summary` level. Default: the whole run.
   double window_from_s = 0, window_to_s = 0;  // to <= from: no window
   bool has_window() const { return window_to_s > window_from_s; }
+  // Tests only (GPUWATCH_TEST_CLOCK_SKEW_NS on a host collector): every time written is
+  // moved by this much, so the trace is on the clock the host pretends to have, as a skewed
+  // host's would be; `gpuwatch report --ranks` must take it back with the host's offset.
+  int64_t test_clock_skew_ns = 0;
 };
 
 // "off", "summary", "full" (also "0"/"1"); false for anything else.

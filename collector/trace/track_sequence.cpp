@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "ingest/clock_shift.h"
 #include "trace/packet_encoder.h"
 
 namespace gpuwatch::collector {
@@ -28,6 +29,7 @@ bool TrackSequence::Define(std::vector<bool>& defined, uint32_t iid) {
 
 void TrackSequence::Head(TraceFile& file, uint64_t ts, PacketScratch& x) {
   using namespace pkt;
+  ts = ShiftNs(ts, file.options().test_clock_skew_ns);
   if (!started_) {
     // TracePacketDefaults {timestamp_clock_id: 64, track_event_defaults {track_uuid}} and
     // ClockSnapshot {BOOTTIME = ts, clock 64 = ts, incremental}: from here on, this

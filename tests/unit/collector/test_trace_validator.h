@@ -46,6 +46,9 @@ struct RankCounts {
   std::map<std::string, std::vector<std::pair<uint64_t, double>>> counter_samples;  // track -> (ts, value)
   std::vector<std::string> instant_names;
   std::map<std::string, uint64_t> collectives;  // "allreduce" -> count
+  // When each NCCL kernel on the GPU ended, in file order (a collective ends at the same
+  // time on every rank of it: the merged traces of several hosts must show that).
+  std::vector<uint64_t> comm_kernel_ends;
   // Earliest and latest timestamp of the process's track events (one timeline for every
   // rank, multi-host included).
   uint64_t first_ns = UINT64_MAX, last_ns = 0;
@@ -239,8 +242,8 @@ inline TraceReport ValidateTrace(std::string_view data, bool truncated,
     }
     detail::Track& track = tit->second;
     RankCounts& rc = r.processes[track.process];
-    rc.first_ns = std::min<uint64_t>(rc.first_ns, p.timestamp());
-    rc.last_ns = std::max<uint64_t>(rc.last_ns, p.timestamp());
+    rc.first_ns = std::min<uint64_t>(rc.first_ns, ts);  // absolute, deltas summed
+    rc.last_ns = std::max<uint64_t>(rc.last_ns, ts);
     switch (te.type()) {
       case TrackEvent::TYPE_SLICE_BEGIN: {
         track.open.push_back(ts);
@@ -293,6 +296,8 @@ inline TraceReport ValidateTrace(std::string_view data, bool truncated,
           track.intervals.emplace_back(track.open.back(), ts);
           r.last_slice_end_ns = std::max(r.last_slice_end_ns, ts);
           if (track.name == "GPU idle") rc.idle_ns[track.open_names.back()] += ts - track.open.back();
+          if (track.name.rfind("GPU ", 0) == 0 && track.open_names.back().rfind("ncclDevKernel", 0) == 0)
+            rc.comm_kernel_ends.push_back(ts);
           if (track.name.rfind("python · thread ", 0) == 0)
             rc.python_ns[track.open_names.back()] += ts - track.open.back();
           track.open.pop_back();
