@@ -3,9 +3,29 @@
 
 #include <algorithm>
 
+#include "analyze/host_placement.h"
 #include "common/format.h"
 
 namespace gpuwatch::collector {
+
+namespace {
+
+// "  host: 8 CPUs (0-7), 2 on the GPU's NUMA node 1" and "  cgroup v2: quota 4.0 cores, throttled 1.500 s"
+void PlacementText(const RankResult& r, std::string& out) {
+  const PlacementFigures p = Placement(r.env);
+  if (p.affinity_known) {
+    std::string line = Printf("  host: %zu CPUs (%s)", p.cpus, r.env.cpu_affinity.c_str());
+    if (p.numa_known()) line += Printf(", %zu on the GPU's NUMA node %d", p.cpus_on_node, p.numa_node);
+    out += Clip(line, kTextWidth) + "\n";
+  }
+  if (p.quota_cores <= 0 && r.io.all_throttled_s <= 0) return;  // no CPU limit: nothing to say
+  std::string line = p.cgroup_version ? Printf("  cgroup v%d: ", p.cgroup_version) : std::string("  cgroup: ");
+  line += p.quota_cores > 0 ? Printf("quota %.1f cores", p.quota_cores) : std::string("no CPU quota");
+  if (r.io.cgroup) line += ", throttled " + FmtDuration(r.io.all_throttled_s);
+  out += Clip(line, kTextWidth) + "\n";
+}
+
+}  // namespace
 
 void DeviceStateText(const RankResult& r, std::string& out) {
   if (const char* shape = r.gpu_shape.key())
@@ -27,6 +47,7 @@ void DeviceStateText(const RankResult& r, std::string& out) {
                        static_cast<unsigned long long>(s.kernels)),
                 kTextWidth) +
            "\n";
+  PlacementText(r, out);
   const DeviceStateFigures& d = r.device;
   if (!d.known()) {
     if (!r.device_sampler_detail.empty()) out += Clip("  device (NVML): " + r.device_sampler_detail, kTextWidth) + "\n";

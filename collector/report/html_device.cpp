@@ -81,11 +81,44 @@ void DeviceTable(const json& s, std::string& out) {
   out += "</table></section>\n";
 }
 
+// How each rank used its GPU's SMs and where it ran on its host (gpu.sm_fill, placement).
+void PlacementTable(const json& s, std::string& out) {
+  out += "<section id=\"placement\"><h2>SM fill and host placement</h2>\n<table><tr><th>rank</th>"
+         "<th class=\"n\">SM fill</th><th class=\"n\">small-grid kernels</th><th class=\"n\">idle SM time</th>"
+         "<th>CPUs</th><th class=\"n\">on the GPU's NUMA node</th><th class=\"n\">CPU quota</th>"
+         "<th class=\"n\">cgroup throttled</th></tr>\n";
+  for (const json& r : Arr(s, "ranks")) {
+    const json& f = Get(Get(r, "gpu"), "sm_fill");
+    const json& p = Get(r, "placement");
+    out += "<tr><td>" + Esc(RankLabel(r)) + "</td>";
+    if (f.is_object())
+      out += Cell(Printf("%.0f%% of %d SMs", 100 * Num(f, "fill"), Int(f, "sm_count"))) +
+             Cell(Printf("%d of %d", Int(f, "small_grid_kernels"), Int(f, "kernels"))) +
+             Cell(FmtDuration(Num(f, "idle_sm_s")));
+    else
+      out += "<td colspan=\"3\">no launch geometry</td>";
+    if (p.is_object()) {
+      const json& node = Get(p, "gpu_numa_node");
+      out += "<td>" + Esc(Str(p, "cpu_affinity", "-")) + "</td>" +
+             Cell(Get(p, "off_node_share").is_number()
+                      ? Printf("%d of %d (node %d)", Int(p, "cpus_on_gpu_node"), Int(p, "cpus"), node.is_number() ? node.get<int>() : -1)
+                      : std::string("-")) +
+             Cell(Get(p, "cpu_quota_cores").is_number() ? Printf("%.1f cores", Num(p, "cpu_quota_cores")) : std::string("none")) +
+             Cell(FmtDuration(Num(p, "cgroup_throttled_s")));
+    } else {
+      out += "<td colspan=\"4\">not known</td>";
+    }
+    out += "</tr>\n";
+  }
+  out += "</table></section>\n";
+}
+
 }  // namespace
 
 void DeviceSections(const json& s, std::string& out) {
   MemoryChart(s, out);
   DeviceTable(s, out);
+  PlacementTable(s, out);
 }
 
 }  // namespace gpuwatch::collector

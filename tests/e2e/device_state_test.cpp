@@ -162,6 +162,14 @@ TEST_CASE("nvml: another process on the GPU is gpu_shared, with its memory and b
     const json f = rank["findings"][0];
     CHECK(f["id"] == "gpu_shared");
     CHECK(f["evidence"]["others_busy"].get<double>() == Approx(0.5).margin(0.05));
+    // The other process time-shares the SMs: each kernel takes twice as long. The finding
+    // counts the other's busy time over the whole run (idle stretches of this job too), so
+    // it covers the extra time the kernels took and is at most twice it (1.49 x measured).
+    CHECK(truth["kernel_slowdown"].get<double>() == Approx(2.0));
+    const double extra = truth["kernel_slowdown_extra_s"];
+    CHECK(extra > 0);
+    CHECK(f["time_lost_s"].get<double>() >= 0.9 * extra);
+    CHECK(f["time_lost_s"].get<double>() <= 2.0 * extra);
   }
 }
 
@@ -180,6 +188,15 @@ TEST_CASE("nvml: clocks held at the power cap are clocks_throttled") {
     CHECK(f["id"] == "clocks_throttled");
     CHECK(f["evidence"]["cause"] == "power");
     CHECK(f["evidence"]["clock_share"].get<double>() == Approx(0.75).margin(0.01));
+    // The simulator runs each kernel 1/0.75 times longer: the finding's time lost (busy time
+    // x (1 - clock share), from NVML's busy share every 100 ms carried over to the run) is
+    // that extra time, within half (0.72 of it measured on the loaded 2-core machine).
+    const json truth = r.Device(rank["rank"])["device"];
+    CHECK(truth["kernel_slowdown"].get<double>() == Approx(1 / 0.75));
+    const double extra = truth["kernel_slowdown_extra_s"];
+    CHECK(extra > 0);
+    CHECK(f["time_lost_s"].get<double>() >= 0.5 * extra);
+    CHECK(f["time_lost_s"].get<double>() <= 1.5 * extra);
   }
 }
 

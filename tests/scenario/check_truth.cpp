@@ -144,7 +144,7 @@ void check_device_truth(const Scenario& sc, int rank, const json& dev) {
       fail(who + " kinds." + it.key() + " has " + std::to_string(u64(it.value(), "count")) + " entries; the scenario makes none");
   check_device_comms(sc, rank, dev);
   if (want.count("kernel")) {
-    double got = num(kinds["kernel"], "device_s"), w = want.at("kernel").seconds;
+    double got = num(kinds["kernel"], "device_s"), w = want.at("kernel").seconds * kernel_slowdown(sc);
     if (!near(got, w)) fail(who + " kinds.kernel.device_s = " + fmt(got) + ", want " + fmt(w) + " (10% or 0.5 ms)");
   }
 
@@ -155,8 +155,9 @@ void check_device_truth(const Scenario& sc, int rank, const json& dev) {
     fail(who + " graphs.launches = " + std::to_string(u64(graphs, "launches")) + ", want " + std::to_string(g.launches));
   if (u64(graphs, "kernels") != g.kernels)
     fail(who + " graphs.kernels = " + std::to_string(u64(graphs, "kernels")) + ", want " + std::to_string(g.kernels));
-  if (g.kernels && !near(num(graphs, "device_s"), g.kernel_seconds))
-    fail(who + " graphs.device_s = " + fmt(num(graphs, "device_s")) + ", want " + fmt(g.kernel_seconds) + " (10% or 0.5 ms)");
+  if (g.kernels && !near(num(graphs, "device_s"), g.kernel_seconds * kernel_slowdown(sc)))
+    fail(who + " graphs.device_s = " + fmt(num(graphs, "device_s")) + ", want " + fmt(g.kernel_seconds * kernel_slowdown(sc)) +
+         " (10% or 0.5 ms)");
 
   // Copies: bytes / bandwidth, where the scenario sets the bandwidth it needs.
   auto gbps = [&](const char* key) { auto it = sc.gpu.find(key); return it == sc.gpu.end() ? 0.0 : it->second; };

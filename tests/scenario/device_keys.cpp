@@ -2,6 +2,7 @@
 // x16, throttle "none", no other processes.
 #include "device_keys.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -78,6 +79,19 @@ double pcie_link_fraction(const Scenario& sc) {
   const int g = gen == sc.gpu.end() ? 5 : static_cast<int>(gen->second);
   const double w = width == sc.gpu.end() ? 16 : width->second;
   return kLaneGbps[g] * w / (kLaneGbps[5] * 16);
+}
+
+double kernel_slowdown(const Scenario& sc) {
+  const auto t = sc.gpu_text.find("throttle");
+  const std::string throttle = t == sc.gpu_text.end() ? "none" : t->second;
+  const double share = throttle == "power" ? 0.75 : throttle == "thermal" ? 0.6 : 1.0;
+  double busy = 0;
+  if (const auto o = sc.gpu_text.find("other_processes"); o != sc.gpu_text.end()) {
+    std::istringstream in(o->second);  // "GIB:BUSY;GIB:BUSY", as parse_device_key wrote it
+    for (std::string item; std::getline(in, item, ';');)
+      if (const size_t colon = item.find(':'); colon != std::string::npos) busy += std::stod(item.substr(colon + 1));
+  }
+  return 1.0 / (share * (1.0 - std::min(busy, 0.9)));
 }
 
 }  // namespace gpuwatch::scenario

@@ -17,4 +17,9 @@ bool parse_device_key(Scenario& sc, const std::string& key, const nlohmann::json
 // The PCIe link's bandwidth as a share of gen 5 x16, as the simulator scales H2D/D2H copies.
 double pcie_link_fraction(const Scenario& sc);
 
+// How much longer the simulator runs each compute kernel on the scenario's device: 1 / (SM
+// clock share under `throttle` (0.75 power, 0.6 thermal) x (1 - the other processes' busy,
+// at most 0.9)); tests/sim/model/config.h kernel_slowdown.
+double kernel_slowdown(const Scenario& sc);
+
 }  // namespace gpuwatch::scenario

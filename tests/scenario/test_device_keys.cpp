@@ -36,6 +36,9 @@ TEST_CASE("scenario: device keys go to SIMGPU_CONFIG as the simulator reads them
         "memory_gib=80,pcie_gen=4,pcie_width=8,sm_count=108,other_processes=20:0.5;1.5:0,throttle=thermal");
   CHECK(pcie_link_fraction(sc) == Approx(1.969 * 8 / (3.938 * 16)));
   CHECK(pcie_link_fraction(parse_scenario(with_gpu(json::object()), "s.json")) == 1.0);
+  // Thermal throttling (clock at 60%) and another process half busy: kernels take 1/(0.6 x 0.5).
+  CHECK(kernel_slowdown(sc) == Approx(1 / (0.6 * 0.5)));
+  CHECK(kernel_slowdown(parse_scenario(with_gpu(json::object()), "s.json")) == 1.0);
 }
 
 TEST_CASE("scenario: bad device keys are refused, naming the key") {

@@ -47,6 +47,18 @@ struct Config {
     return kLaneGbps[gen] * pcie_width / (kLaneGbps[5] * 16);
   }
 
+  // The SM clock's share of its maximum while busy (what the simulated NVML reports), and how
+  // much longer each compute kernel runs for it and for the other processes' time share
+  // (their `busy` summed, at most 0.9): 1 / (clock share x (1 - busy)).
+  double clock_share() const {
+    return throttle == kThrottlePower ? 0.75 : throttle == kThrottleThermal ? 0.6 : 1.0;
+  }
+  double kernel_slowdown() const {
+    double busy = 0;
+    for (const OtherProcess& p : other_processes) busy += p.busy;
+    return 1.0 / (clock_share() * (1.0 - (busy < 0.9 ? busy : 0.9)));
+  }
+
   unsigned long long other_processes_bytes() const {
     double gib = 0;
     for (const OtherProcess& p : other_processes) gib += p.memory_gib;

@@ -203,7 +203,10 @@ std::vector<OpRef> Model::enqueue(Stream* s, const std::vector<OpDesc>& descs, O
       auto op = std::make_shared<Op>();
       op->kind = desc.kind;
       op->external = desc.external;
-      op->dur_ns = desc.dur_ns;
+      // Compute kernels run longer on a throttled or shared device (config.h kernel_slowdown).
+      op->dur_ns = desc.kind == SIMGPU_KERNEL && !desc.external
+                       ? static_cast<uint64_t>(static_cast<double>(desc.dur_ns) * config().kernel_slowdown() + 0.5)
+                       : desc.dur_ns;
       op->ready_ns = ready;
       op->deps = open;
       if (desc.kind != kMarker) {
