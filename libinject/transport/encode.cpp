@@ -120,6 +120,17 @@ void AppendPythonStack(std::string& batch, uint32_t id, const std::vector<std::s
   Message(batch, f::batch::kPythonStacks, p);
 }
 
+void AppendNativeStack(std::string& batch, uint32_t id, const std::vector<std::string>& frames,
+                       std::string_view blocked_in) {
+  namespace m = f::python_stack;
+  std::string p;
+  UInt(p, m::kId, id);
+  for (const std::string& fr : frames) Text(p, m::kFrames, fr);
+  UInt(p, m::kNative, 1);
+  if (!blocked_in.empty()) Text(p, m::kBlockedIn, blocked_in);
+  Message(batch, f::batch::kPythonStacks, p);
+}
+
 void AppendHostSample(std::string& batch, uint64_t t_ns, uint32_t tid, uint32_t stack_id, bool in_cuda) {
   namespace m = f::host_sample;
   std::string s;
@@ -130,13 +141,16 @@ void AppendHostSample(std::string& batch, uint64_t t_ns, uint32_t tid, uint32_t 
   Message(batch, f::batch::kHostSamples, s);
 }
 
-void AppendHostSampling(std::string& batch, double hz, uint64_t samples, uint64_t cpu_ns, uint64_t dropped) {
+void AppendHostSampling(std::string& batch, const HostSampler::Totals& t) {
   namespace m = f::host_sampling;
   std::string s;
-  Double(s, m::kHz, hz);
-  UInt(s, m::kSamples, samples);
-  UInt(s, m::kCpuNs, cpu_ns);
-  UInt(s, m::kDropped, dropped);
+  Double(s, m::kHz, t.hz);
+  UInt(s, m::kSamples, t.samples);
+  UInt(s, m::kCpuNs, t.cpu_ns);
+  UInt(s, m::kDropped, t.dropped);
+  UInt(s, m::kNativeSamples, t.native_samples);
+  UInt(s, m::kTimerCaptures, t.timer_captures);
+  UInt(s, m::kNativeSignal, static_cast<uint64_t>(t.native_signal));
   Message(batch, f::batch::kHostSampling, s);
 }
 

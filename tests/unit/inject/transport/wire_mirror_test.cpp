@@ -138,7 +138,9 @@ TEST_CASE("the encoders write every field of the messages the library sends") {
   gi::AppendCallSite(batch, 2, {"main+0x1 (a.out)"}, "train.py:1 in f");
   gi::AppendPythonStack(batch, 3, {"train.py:1 in f"}, 2);
   gi::AppendHostSample(batch, 5, 6, 3, true);
-  gi::AppendHostSampling(batch, 100, 7, 8, 9);
+  gi::AppendNativeStack(batch, (1u << 30) + 1, {"read_input (app)"}, "read");
+  gi::AppendHostSampling(batch, {.hz = 100, .samples = 7, .cpu_ns = 8, .dropped = 9, .native_samples = 10,
+                                 .timer_captures = 11, .native_signal = 12});
   gi::AppendCuptiWindows(batch, {{1, 2}}, 3);
   gi::CuptiBudget::Figures o{.mode = gi::CuptiBudget::Mode::kFull, .budget = 0.01, .hook_ns = 40, .hook_samples = 9, .cupti_ns = 3000,
                              .cupti_ns_measured = true, .hook_calls = 1, .cupti_calls = 2, .hooks_added_ns = 3,
