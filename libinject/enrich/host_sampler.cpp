@@ -68,11 +68,7 @@ HostSampler& Sampler() {
 }
 
 bool HostSampler::SetUpNative(NativeFrames native) {
-  native_ = native;
-  if (native_ == NativeFrames::kSignal) {
-    native_signal_ = CpuTimerCaptures::Install();
-    if (!native_signal_) native_ = NativeFrames::kProc;  // no free signal: blocked threads only
-  }
+  native_ = native;  // the signal is installed with the first timer (a Python job may need none)
   return native_ != NativeFrames::kOff;
 }
 
@@ -131,7 +127,7 @@ void HostSampler::Run() {
 void HostSampler::SampleOnce(std::span<Ring* const> rings, uint64_t now_ns) {
   const PyLayout* layout = PythonLayout();
   PyFrameText frames[kFramesPerSample];
-  if (native_ == NativeFrames::kSignal && !CpuTimerCaptures::StillOurs()) {
+  if (native_ == NativeFrames::kSignal && native_signal_ && !CpuTimerCaptures::StillOurs()) {
     DisarmAll();  // the job took the signal over: no more of ours
     native_ = NativeFrames::kProc;
   }
@@ -169,6 +165,10 @@ int HostSampler::TimerSlot(uint32_t tid) {
       return a.slot;
     }
   if (native_ != NativeFrames::kSignal || armed_.size() >= CpuTimerCaptures::kSlots) return -1;
+  if (!native_signal_ && !(native_signal_ = CpuTimerCaptures::Install())) {
+    native_ = NativeFrames::kProc;  // no free signal: blocked threads only
+    return -1;
+  }
   const int slot = CpuTimerCaptures::Arm(tid, static_cast<uint64_t>(1e9 / hz_));
   if (slot >= 0) armed_.push_back({tid, slot, true});
   return slot;

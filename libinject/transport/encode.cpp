@@ -110,25 +110,31 @@ void AppendCallSite(std::string& batch, uint32_t id, const std::vector<std::stri
   Message(batch, f::batch::kCallSites, c);
 }
 
-void AppendPythonStack(std::string& batch, uint32_t id, const std::vector<std::string>& frames,
-                       uint32_t call_site_id) {
+namespace {
+
+// A PythonStack message: a Python stack, or (native) a thread's native frames.
+void AppendStack(std::string& batch, uint32_t id, const std::vector<std::string>& frames, uint32_t call_site_id,
+                 bool native, std::string_view blocked_in) {
   namespace m = f::python_stack;
   std::string p;
   UInt(p, m::kId, id);
   for (const std::string& fr : frames) Text(p, m::kFrames, fr);
   UInt(p, m::kCallSiteId, call_site_id);
+  UInt(p, m::kNative, native ? 1 : 0);
+  if (!blocked_in.empty()) Text(p, m::kBlockedIn, blocked_in);
   Message(batch, f::batch::kPythonStacks, p);
+}
+
+}  // namespace
+
+void AppendPythonStack(std::string& batch, uint32_t id, const std::vector<std::string>& frames,
+                       uint32_t call_site_id) {
+  AppendStack(batch, id, frames, call_site_id, false, {});
 }
 
 void AppendNativeStack(std::string& batch, uint32_t id, const std::vector<std::string>& frames,
                        std::string_view blocked_in) {
-  namespace m = f::python_stack;
-  std::string p;
-  UInt(p, m::kId, id);
-  for (const std::string& fr : frames) Text(p, m::kFrames, fr);
-  UInt(p, m::kNative, 1);
-  if (!blocked_in.empty()) Text(p, m::kBlockedIn, blocked_in);
-  Message(batch, f::batch::kPythonStacks, p);
+  AppendStack(batch, id, frames, 0, true, blocked_in);
 }
 
 void AppendHostSample(std::string& batch, uint64_t t_ns, uint32_t tid, uint32_t stack_id, bool in_cuda) {
