@@ -277,8 +277,10 @@ std::optional<Finding> DataLoading(const RankContext& c, const std::vector<Findi
   if (overhead) {
     const std::string top = Clip(ShortWhere(hf.frames.front().where), 80);
     f.fix = HostOverheadFix(hf);
-    f.summary = Printf("GPU idle %s waiting for the host, which was running %s (%.0f%% of the time sampled)",
-                       c.Per(host).c_str(), top.c_str(), 100 * hf.frames.front().share);
+    const std::string& blocked = hf.frames.front().blocked_in;  // a native frame's syscall
+    f.summary = Printf("GPU idle %s waiting for the host, which was %s %s (%.0f%% of the time sampled)",
+                       c.Per(host).c_str(), blocked.empty() ? "running" : ("blocked in " + blocked + "() in").c_str(),
+                       top.c_str(), 100 * hf.frames.front().share);
   } else {
     f.summary = Printf("GPU idle %s waiting for the host, which was not waiting on the GPU", c.Per(host).c_str());
   }

@@ -21,7 +21,10 @@ const char* SeverityName(int r) { return r >= 2 ? "high" : r == 1 ? "medium" : "
 void AddHostFrames(const HostFramesFigures& hf, Finding& f) {
   if (!hf.known()) return;
   nlohmann::json frames = nlohmann::json::array();
-  for (const HostFrame& h : hf.frames) frames.push_back({{"where", h.where}, {"share", h.share}});
+  for (const HostFrame& h : hf.frames) {
+    frames.push_back({{"where", h.where}, {"share", h.share}});
+    if (!h.blocked_in.empty()) frames.back()["blocked_in"] = h.blocked_in;
+  }
   f.evidence["host_frames"] = frames;
   f.evidence["host_samples"] = hf.samples;
   f.evidence["data_loading_share"] = hf.data_loading_share;

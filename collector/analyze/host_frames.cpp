@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 
+#include "interpret/native_frames.h"
 #include "interpret/python_frames.h"
 
 namespace gpuwatch::collector {
@@ -60,23 +61,31 @@ HostFramesFigures HostFrames::Result(const RankFacts& facts) const {
   for (const auto& [t, n] : calls_by_tid_)
     if (n > most || (n == most && t < tid)) tid = t, most = n;
   f.tid = tid;
-  std::map<std::string, uint64_t> by_where;  // ordered: ties come out the same every time
+  // By (where, blocked_in); ordered: ties come out the same every time.
+  std::map<std::pair<std::string, std::string>, uint64_t> by_where;
+  const char* none = facts.sampling().native_samples > 0 ? "(no frame)" : "(no Python frame)";
   uint64_t loading = 0;
   for (const auto& [key, n] : all) {
     if (static_cast<uint32_t>(key >> 32) != tid) continue;
     f.samples += n;
-    const std::vector<std::string>* stack = facts.Stack(static_cast<uint32_t>(key));
+    const auto id = static_cast<uint32_t>(key);
+    const std::vector<std::string>* stack = facts.Stack(id);
     if (!stack || stack->empty()) {
-      by_where["(no Python frame)"] += n;
+      by_where[{none, ""}] += n;
       continue;
     }
-    by_where[UserFrame(*stack)] += n;
+    if (const std::string* blocked_in = facts.NativeBlockedIn(id)) {
+      by_where[{UserNativeFrame(*stack), *blocked_in}] += n;
+      if (!BlockedCause(*blocked_in).empty()) loading += n;
+      continue;
+    }
+    by_where[{UserFrame(*stack), ""}] += n;
     if (IsDataLoading(*stack)) loading += n;
   }
   if (f.samples == 0) return f;
   f.data_loading_share = static_cast<double>(loading) / static_cast<double>(f.samples);
   for (const auto& [where, n] : by_where)
-    f.frames.push_back({where, n, static_cast<double>(n) / static_cast<double>(f.samples)});
+    f.frames.push_back({where.first, where.second, n, static_cast<double>(n) / static_cast<double>(f.samples)});
   std::stable_sort(f.frames.begin(), f.frames.end(),
                    [](const HostFrame& a, const HostFrame& b) { return a.samples > b.samples; });
   if (f.frames.size() > kMaxHostFramesShown) f.frames.resize(kMaxHostFramesShown);

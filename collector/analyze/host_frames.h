@@ -1,8 +1,9 @@
 // What the host was doing while the GPU waited for it (issue 16): the library's samples of
 // the CUDA-calling threads' Python stacks (interpret/events.h ThreadSample) joined with the
 // GPU's host-wait gaps (interpret/device_sweep.h). A sample in a gap counts for its user
-// frame (interpret/python_frames.h); the thread that made the most CUDA calls is the
-// training thread, the one the figures are about.
+// frame (interpret/python_frames.h; for a thread without Python, its native frames and the
+// syscall it was blocked in, interpret/native_frames.h); the thread that made the most CUDA
+// calls is the training thread, the one the figures are about.
 //
 // Streaming, bounded, as input_io.h: samples arrive within a flush, gaps ~2 s behind the
 // newest CUPTI record. Gaps wait until a sample has passed their end; samples are kept until
@@ -23,6 +24,8 @@ inline constexpr size_t kMaxHostFramesShown = 5;
 
 struct HostFrame {
   std::string where;  // "train.py:42 in log_metrics": the innermost frame outside the framework
+                      // (native: "read_input(int) (app)", outside the system's libraries)
+  std::string blocked_in;  // native: the syscall the thread was blocked in there ("read"); empty: running
   uint64_t samples = 0;
   double share = 0;   // of the training thread's samples in host-wait gaps
 };
@@ -30,7 +33,8 @@ struct HostFrame {
 struct HostFramesFigures {
   uint64_t samples = 0;          // the training thread's samples in host-wait gaps
   uint32_t tid = 0;              // the training thread
-  double data_loading_share = 0;  // of those samples: iterating a DataLoader (python_frames.h)
+  double data_loading_share = 0;  // of those samples: iterating a DataLoader (python_frames.h),
+                                  // or blocked on input or a producer (native_frames.h)
   std::vector<HostFrame> frames;  // by share, at most kMaxHostFramesShown
   bool known() const { return samples > 0; }
 };

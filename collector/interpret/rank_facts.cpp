@@ -69,7 +69,10 @@ void RankFacts::OnBatch(const wire::Batch& b) {
         site->second.python_stack = frames;
       }
     }
-    if (stacks_.size() < kMaxStacks || stacks_.count(p.id())) stacks_[p.id()] = std::move(frames);
+    if (stacks_.size() < kMaxStacks || stacks_.count(p.id())) {
+      stacks_[p.id()] = std::move(frames);
+      if (p.native()) native_blocked_in_[p.id()] = p.blocked_in().substr(0, kMaxText);
+    }
   }
   if (b.gpu_source() != wire::GPU_SOURCE_UNSPECIFIED) gpu_source_ = b.gpu_source();
   if (!b.gpu_source_detail().empty()) gpu_source_detail_ = b.gpu_source_detail().substr(0, kMaxDetail);
@@ -84,7 +87,8 @@ void RankFacts::OnBatch(const wire::Batch& b) {
   }
   if (b.has_host_sampling()) {
     const wire::HostSampling& h = b.host_sampling();
-    sampling_ = SamplingFacts{true, h.hz(), h.samples(), h.cpu_ns(), h.dropped()};
+    sampling_ = SamplingFacts{true,      h.hz(),           h.samples(),          h.cpu_ns(),
+                              h.dropped(), h.native_samples(), h.timer_captures(), h.native_signal()};
   }
   for (const auto& d : b.dropped()) NoteDropped(d);
 }
@@ -128,6 +132,11 @@ const SiteText* RankFacts::Site(uint32_t id) const {
 const std::vector<std::string>* RankFacts::Stack(uint32_t id) const {
   auto it = stacks_.find(id);
   return it == stacks_.end() ? nullptr : &it->second;
+}
+
+const std::string* RankFacts::NativeBlockedIn(uint32_t id) const {
+  auto it = native_blocked_in_.find(id);
+  return it == native_blocked_in_.end() ? nullptr : &it->second;
 }
 
 }  // namespace gpuwatch::collector

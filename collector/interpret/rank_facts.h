@@ -48,6 +48,8 @@ struct SamplingFacts {
   bool known = false;
   double hz = 0;
   uint64_t samples = 0, cpu_ns = 0, dropped = 0;
+  uint64_t native_samples = 0, timer_captures = 0;  // threads without Python (native frames)
+  uint32_t native_signal = 0;                       // the CPU-time timer's signal; 0: none
 };
 
 struct CommFacts {
@@ -88,6 +90,9 @@ class RankFacts {
   const SiteText* Site(uint32_t id) const;
   // A Python stack the library interned (a call site's or a host sample's), innermost first.
   const std::vector<std::string>* Stack(uint32_t id) const;
+  // A native stack (a thread without Python, native_frames.h): the syscall its thread was
+  // blocked in ("" while running); null for a Python stack or an unknown id.
+  const std::string* NativeBlockedIn(uint32_t id) const;
   int world_size() const { return world_size_; }
 
   int gpu_source() const { return gpu_source_; }  // wire::GpuSource
@@ -110,6 +115,7 @@ class RankFacts {
   std::unordered_map<uint64_t, CommFacts> comms_;
   std::unordered_map<uint32_t, SiteText> sites_;
   std::unordered_map<uint32_t, std::vector<std::string>> stacks_;
+  std::unordered_map<uint32_t, std::string> native_blocked_in_;  // native stacks' ids only (within kMaxStacks)
   int gpu_source_ = wire::GPU_SOURCE_UNSPECIFIED;
   std::string gpu_source_detail_;
   std::string device_sampler_detail_;

@@ -425,7 +425,10 @@ void AddRankFigures(const RankResult& r, nlohmann::json& obj) {
     obj["overhead"]["host_sampler"] = {{"hz", r.sampling.hz},
                                        {"samples", r.sampling.samples},
                                        {"cpu_s", Seconds(r.sampling.cpu_ns)},
-                                       {"dropped", r.sampling.dropped}};
+                                       {"dropped", r.sampling.dropped},
+                                       {"native_samples", r.sampling.native_samples},
+                                       {"timer_captures", r.sampling.timer_captures},
+                                       {"native_signal", r.sampling.native_signal}};
   obj["steps"] = StepsJson(r);
   obj["findings"] = FindingsJson(r.findings);
   obj["environment"] = EnvJson(r.env);

@@ -1,6 +1,7 @@
 // See rank_trace.h.
 #include "trace/rank_trace.h"
 
+#include "interpret/native_frames.h"
 #include "interpret/python_frames.h"
 
 #include <algorithm>
@@ -441,9 +442,15 @@ void RankTrace::CloseSampleSlice(size_t index, uint64_t end) {
   SampledThread& t = sampled_threads_[index];
   t.open = false;
   const uint32_t stack = t.stack;
-  const uint32_t name = CachedIid(kStackKey | (stack & kIdMask), [&] {
+  // Native stacks (a thread without Python) have ids from 2^30 up, Python ones below 2^28.
+  const std::string* blocked_in = facts_ && stack ? facts_->NativeBlockedIn(stack) : nullptr;
+  const uint32_t key = blocked_in ? (uint32_t{1} << 28) | (stack & ((uint32_t{1} << 28) - 1)) : stack & kIdMask;
+  const uint32_t name = CachedIid(kStackKey | key, [&] {
     const std::vector<std::string>* frames = facts_ && stack ? facts_->Stack(stack) : nullptr;
-    return frames && !frames->empty() ? Clip(UserFrame(*frames), kMaxNameChars) : std::string("(no Python frame)");
+    if (!frames || frames->empty()) return std::string(blocked_in ? "(no frame)" : "(no Python frame)");
+    if (!blocked_in) return Clip(UserFrame(*frames), kMaxNameChars);
+    const std::string where = UserNativeFrame(*frames);
+    return Clip(blocked_in->empty() ? where : where + " [" + *blocked_in + "]", kMaxNameChars);
   });
   const uint32_t tid = t.tid;
   Slice(kSampledBase + static_cast<uint32_t>(index), t.lanes, static_cast<int32_t>(kSampledBase + index), t.start,

@@ -31,6 +31,11 @@ void Definitions::UseSite(uint32_t id, std::string& batch) {
 
 void Definitions::UseStack(uint32_t id, std::string& batch) {
   if (id == 0 || !stacks_sent_.insert(id).second) return;
+  if (id > kNativeStackIdBase) {
+    NativeStackText t;
+    if (src_.find_native && src_.find_native(id, &t)) AppendNativeStack(batch, id, t.frames, t.blocked_in);
+    return;
+  }
   std::vector<std::string> frames;
   if (src_.find_stack && src_.find_stack(id, &frames)) AppendPythonStack(batch, id, frames, 0);
 }

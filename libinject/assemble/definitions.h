@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "enrich/call_site_names.h"
+#include "enrich/native_frame_names.h"
 #include "record/python_stacks.h"
 #include "record/registry.h"
 
@@ -21,6 +22,7 @@ class Definitions {
     Comms* comms = &Communicators();
     bool (*describe_site)(uint32_t id, CallSiteText* out) = DescribeCallSite;
     bool (*find_stack)(uint32_t id, std::vector<std::string>* frames) = FindPythonStack;
+    bool (*find_native)(uint32_t id, NativeStackText* out) = FindNativeStack;
   };
   explicit Definitions(Sources s) : src_(s) {}
 
@@ -28,7 +30,8 @@ class Definitions {
   void UseName(uint32_t id);
   // A record uses call site `id`: appended to `batch` now, symbolized, unless sent before.
   void UseSite(uint32_t id, std::string& batch);
-  // A host sample uses Python stack `id`: appended to `batch` now unless sent before.
+  // A host sample uses Python stack `id` (or a native one, kNativeStackIdBase and up):
+  // appended to `batch` now unless sent before.
   void UseStack(uint32_t id, std::string& batch);
   // Appends the GPU source when it changed, the names used since the last call, and the
   // communicators created since. `frames_lost`: frames the transport could not keep so far;
@@ -41,7 +44,7 @@ class Definitions {
   std::vector<bool> name_sent_;              // by name id (dense and bounded)
   std::vector<uint32_t> names_due_;          // used in this batch, not sent before
   std::unordered_set<uint32_t> sites_sent_;  // call site ids (at most kMaxCallSites)
-  std::unordered_set<uint32_t> stacks_sent_;  // Python stack ids (at most kMaxPythonStacks)
+  std::unordered_set<uint32_t> stacks_sent_;  // stack ids (kMaxPythonStacks + NativeFrameNames::kMaxStacks)
   uint64_t comms_sent_ = 0;                  // communicators with ids up to this one went out
   uint64_t ends_seen_ = 0;                   // Comms::EndCount() when ended ones were last sent
   int source_sent_ = 0;

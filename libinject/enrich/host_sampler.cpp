@@ -1,10 +1,18 @@
 // See host_sampler.h.
 #include "enrich/host_sampler.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <time.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "record/native_signal.h"
 #include "record/python_stack.h"
 #include "record/python_stacks.h"
 #include "record/recorder.h"
@@ -18,6 +26,40 @@ uint64_t Clock(clockid_t id) {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
+// /proc/self/task/TID/syscall: "running", or "NR ARG1..ARG6 SP PC" ("-1 SP PC" when blocked
+// outside a syscall). False when it cannot be read (the thread is gone).
+bool ReadSyscallFile(uint32_t tid, int32_t* nr, uintptr_t* sp, uintptr_t* pc) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/self/task/%u/syscall", tid);
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char text[256];
+  const ssize_t got = read(fd, text, sizeof text - 1);
+  close(fd);
+  if (got <= 0) return false;
+  text[got] = '\0';
+  if (std::strncmp(text, "running", 7) == 0) {
+    *nr = HostSampler::NativeSample::kRunning;
+    return true;
+  }
+  char* p = text;
+  const long number = std::strtol(p, &p, 10);
+  uintptr_t words[8] = {};
+  int n = 0;
+  while (n < 8) {
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(p, &end, 16);
+    if (end == p) break;
+    words[n++] = static_cast<uintptr_t>(v);
+    p = end;
+  }
+  if (n < 2) return false;
+  *nr = number < 0 ? HostSampler::NativeSample::kBlockedOutsideSyscall : static_cast<int32_t>(number);
+  *sp = words[n - 2];  // the last two, whatever came before
+  *pc = words[n - 1];
+  return true;
+}
+
 }  // namespace
 
 HostSampler& Sampler() {
@@ -25,10 +67,22 @@ HostSampler& Sampler() {
   return *s;
 }
 
-bool HostSampler::Start(double hz, double max_cpu_share) {
-  if (hz <= 0 || !PythonLayout()) return false;
+bool HostSampler::SetUpNative(NativeFrames native) {
+  native_ = native;  // the signal is installed with the first timer (a Python job may need none)
+  return native_ != NativeFrames::kOff;
+}
+
+void HostSampler::EnableNativeForTest(double hz, NativeFrames native) {
+  hz_ = hz;
+  SetUpNative(native);
+}
+
+bool HostSampler::Start(double hz, double max_cpu_share, NativeFrames native) {
+  if (hz <= 0) return false;
   hz_ = hz;
   max_cpu_share_ = max_cpu_share;
+  const bool python = PythonLayout() != nullptr;
+  if (!SetUpNative(native) && !python) return false;
   buffer_.reserve(1024);
   sigset_t all, old;
   sigfillset(&all);
@@ -64,7 +118,7 @@ void HostSampler::Run() {
     cpu_ns_.store(cpu, std::memory_order_relaxed);
     // The cost bound: a tick is skipped while the sampler is over its share of wall time.
     if (static_cast<double>(cpu) > max_cpu_share_ * static_cast<double>(now - start) + kAllowanceNs) continue;
-    if (g_state.load(std::memory_order_relaxed) == static_cast<int>(State::kOff)) return;
+    if (g_state.load(std::memory_order_relaxed) == static_cast<int>(State::kOff)) return DisarmAll();
     CollectRings(rings_);
     SampleOnce(rings_, now);
   }
@@ -72,13 +126,20 @@ void HostSampler::Run() {
 
 void HostSampler::SampleOnce(std::span<Ring* const> rings, uint64_t now_ns) {
   const PyLayout* layout = PythonLayout();
-  if (!layout) return;
   PyFrameText frames[kFramesPerSample];
+  if (native_ == NativeFrames::kSignal && native_signal_ && !CpuTimerCaptures::StillOurs()) {
+    DisarmAll();  // the job took the signal over: no more of ours
+    native_ = NativeFrames::kProc;
+  }
+  for (Armed& a : armed_) a.seen = false;
   for (Ring* r : rings) {
     if (!r->owner_alive.load(std::memory_order_acquire)) continue;
     const uintptr_t tstate = r->py_thread_state.load(std::memory_order_acquire);
-    if (!tstate) continue;
     const bool in_cuda = r->inflight.since_ticks.load(std::memory_order_relaxed) != 0;
+    if (!tstate || !layout) {
+      if (native_ != NativeFrames::kOff) SampleNative(*r, now_ns, in_cuda);
+      continue;
+    }
     const int n = ReadPythonStack(*layout, tstate, frames, kFramesPerSample, &cache_);
     const Sample s{now_ns, r->tid.load(std::memory_order_relaxed), InternPythonStack(frames, n), in_cuda};
     std::lock_guard<std::mutex> lock(mu_);
@@ -89,6 +150,72 @@ void HostSampler::SampleOnce(std::span<Ring* const> rings, uint64_t now_ns) {
     }
     buffer_.push_back(s);
   }
+  // Threads gone (or no longer sampled natively): their timers go.
+  auto gone = std::remove_if(armed_.begin(), armed_.end(), [](const Armed& a) {
+    if (!a.seen) CpuTimerCaptures::Disarm(a.slot);
+    return !a.seen;
+  });
+  armed_.erase(gone, armed_.end());
+}
+
+int HostSampler::TimerSlot(uint32_t tid) {
+  for (Armed& a : armed_)
+    if (a.tid == tid) {
+      a.seen = true;
+      return a.slot;
+    }
+  if (native_ != NativeFrames::kSignal || armed_.size() >= CpuTimerCaptures::kSlots) return -1;
+  if (!native_signal_ && !(native_signal_ = CpuTimerCaptures::Install())) {
+    native_ = NativeFrames::kProc;  // no free signal: blocked threads only
+    return -1;
+  }
+  const int slot = CpuTimerCaptures::Arm(tid, static_cast<uint64_t>(1e9 / hz_));
+  if (slot >= 0) armed_.push_back({tid, slot, true});
+  return slot;
+}
+
+void HostSampler::SampleNative(Ring& r, uint64_t now_ns, bool in_cuda) {
+  NativeSample s{now_ns, r.tid.load(std::memory_order_relaxed), in_cuda, NativeSample::kRunning, 0, {}};
+  const int slot = TimerSlot(s.tid);
+  uintptr_t sp = 0, pc = 0;
+  if (!ReadSyscallFile(s.tid, &s.syscall, &sp, &pc)) return;
+  if (s.syscall == NativeSample::kRunning) {
+    // The latest capture of its timer. Captures come one per period of the thread's CPU
+    // time, so where they land is weighted by CPU time, as running samples should be: an
+    // older one (a thread that runs in short bursts) is as good a draw, up to kCaptureAge
+    // periods (then it may be from another phase of the job).
+    CpuTimerCaptures::Capture c;
+    const uint64_t period = static_cast<uint64_t>(1e9 / hz_);
+    if (slot >= 0 && CpuTimerCaptures::Latest(slot, &c) && c.t_ns + kCaptureAge * period >= now_ns) {
+      s.n = c.n;
+      std::memcpy(s.pcs, c.pcs, sizeof(uintptr_t) * static_cast<size_t>(c.n));
+    }
+  } else {
+    if (now_ns - code_refreshed_ns_ > 1'000'000'000ull || code_refreshed_ns_ == 0) {
+      code_.Refresh();  // libraries loaded since are code too
+      code_refreshed_ns_ = now_ns;
+    }
+    s.n = ScanStack(pc, sp, code_, s.pcs, kNativeFrames);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  ++samples_;
+  ++native_samples_;
+  if (native_buffer_.size() >= kMaxNativeBuffered) {
+    ++dropped_;
+    return;
+  }
+  native_buffer_.push_back(s);
+}
+
+void HostSampler::DisarmAll() {
+  for (const Armed& a : armed_) CpuTimerCaptures::Disarm(a.slot);
+  armed_.clear();
+}
+
+void HostSampler::DrainNative(std::vector<NativeSample>& out) {
+  out.clear();
+  std::lock_guard<std::mutex> lock(mu_);
+  out.swap(native_buffer_);
 }
 
 void HostSampler::Drain(std::vector<Sample>& out) {
@@ -99,7 +226,13 @@ void HostSampler::Drain(std::vector<Sample>& out) {
 
 HostSampler::Totals HostSampler::totals() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return Totals{hz_, samples_, cpu_ns_.load(std::memory_order_relaxed), dropped_};
+  return Totals{hz_,
+                samples_,
+                cpu_ns_.load(std::memory_order_relaxed),
+                dropped_,
+                native_samples_,
+                CpuTimerCaptures::captures(),
+                native_ == NativeFrames::kSignal ? native_signal_ : 0};
 }
 
 }  // namespace gpuwatch::inject

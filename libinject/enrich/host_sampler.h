@@ -4,6 +4,12 @@
 // GPU's idle gaps (collector/analyze/host_frames.h): what the host was doing while the GPU
 // waited for it.
 //
+// A thread without Python (a C++ job, GPUWATCH_NATIVE_FRAMES) gets native return addresses
+// instead: /proc/self/task/TID/syscall says whether it is running or blocked (in which
+// syscall, at which sp and pc: its stack is then scanned, record/native_stack.h); a running
+// thread's frames are the latest its CPU-time timer captured (record/native_signal.h). The
+// addresses are named by the sender (enrich/native_frame_names.h), never here.
+//
 // Bounded: samples wait for the sender in a buffer of kMaxBuffered (more are counted as
 // dropped); the sampler skips a tick whenever its own CPU time is past half of the overhead
 // budget's share of the wall time (plus kAllowanceNs), and its CPU time counts in the
@@ -15,16 +21,23 @@
 #include <span>
 #include <vector>
 
+#include "record/native_stack.h"
 #include "record/python_stack.h"
 #include "record/ring.h"
 
 namespace gpuwatch::inject {
+
+// GPUWATCH_NATIVE_FRAMES: native frames for threads without Python. kSignal (default):
+// blocked threads from /proc, running ones from a CPU-time timer's signal; kProc: /proc
+// only, no signal (running threads get no frame); kOff: none.
+enum class NativeFrames { kOff, kProc, kSignal };
 
 class HostSampler {
  public:
   static constexpr size_t kMaxBuffered = 16384;
   static constexpr uint64_t kAllowanceNs = 5'000'000;  // a short run is sampled whole
   static constexpr int kFramesPerSample = 16;
+  static constexpr uint64_t kCaptureAge = 50;  // periods a running thread's capture stands for it
 
   struct Sample {
     uint64_t t_ns;      // CLOCK_MONOTONIC
@@ -32,30 +45,64 @@ class HostSampler {
     uint32_t stack_id;  // record/python_stacks.h id; 0: no Python frame
     bool in_cuda;       // inside a hooked call that can block (EnterCall)
   };
+  static constexpr size_t kMaxNativeBuffered = 4096;
+  // A thread without Python: its return addresses, innermost first.
+  struct NativeSample {
+    static constexpr int32_t kRunning = -2, kBlockedOutsideSyscall = -1;
+    uint64_t t_ns;
+    uint32_t tid;
+    bool in_cuda;
+    int32_t syscall;  // >= 0: blocked in this syscall (the kernel's number); or kRunning, ...
+    int n;
+    uintptr_t pcs[kNativeFrames];
+  };
   struct Totals {
     double hz = 0;
     uint64_t samples = 0, cpu_ns = 0, dropped = 0;
+    uint64_t native_samples = 0, timer_captures = 0;  // of `samples`; the timer's signals handled
+    int native_signal = 0;                            // the timer's signal; 0: none
   };
 
   // Starts the thread (signals blocked, its own calls unrecorded) at `hz`, its CPU time kept
-  // within `max_cpu_share` of the wall time. False: not started (hz <= 0, no readable
-  // Python, or no thread).
-  bool Start(double hz, double max_cpu_share);
+  // within `max_cpu_share` of the wall time. False: not started (hz <= 0, neither readable
+  // Python nor native frames, or no thread).
+  bool Start(double hz, double max_cpu_share, NativeFrames native = NativeFrames::kSignal);
   // One pass: a sample of every ring's thread that is alive and has a Python thread state.
   // The thread's body; tests call it with their own rings.
   void SampleOnce(std::span<Ring* const> rings, uint64_t now_ns);
   // Sender thread: the samples taken since the last call, oldest first (`out` is reused).
   void Drain(std::vector<Sample>& out);
+  void DrainNative(std::vector<NativeSample>& out);
+  // Tests: native sampling as Start would set it up, without the thread.
+  void EnableNativeForTest(double hz, NativeFrames native);
+  // Sampler thread (and tests): deletes the timers of threads gone, and every timer when the
+  // job took the signal's handler over.
+  void DisarmAll();
   Totals totals() const;
 
  private:
   void Run();
   static void* Main(void* self);
+  bool SetUpNative(NativeFrames native);
+  void SampleNative(Ring& r, uint64_t now_ns, bool in_cuda);
+  int TimerSlot(uint32_t tid);
+  // Threads with a CPU-time timer (sampler thread only; at most CpuTimerCaptures::kSlots).
+  struct Armed {
+    uint32_t tid;
+    int slot;
+    bool seen;  // in this pass
+  };
 
   double hz_ = 0, max_cpu_share_ = 0;
   mutable std::mutex mu_;  // buffer_ and the counts: the sampler and the sender
   std::vector<Sample> buffer_;
-  uint64_t samples_ = 0, dropped_ = 0;
+  std::vector<NativeSample> native_buffer_;
+  uint64_t samples_ = 0, dropped_ = 0, native_samples_ = 0;
+  NativeFrames native_ = NativeFrames::kOff;
+  int native_signal_ = 0;
+  std::vector<Armed> armed_;
+  CodeRanges code_;           // refreshed about once a second
+  uint64_t code_refreshed_ns_ = 0;
   std::atomic<uint64_t> cpu_ns_{0};
   std::vector<Ring*> rings_;  // the sampler's own copy of the ring list
   PyCodeCache cache_;         // the sampler's thread only

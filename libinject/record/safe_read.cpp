@@ -69,6 +69,17 @@ bool SafeRead(uintptr_t addr, void* dst, size_t n) {
   return PipeRead(addr, dst, n);
 }
 
+bool SignalSafeRead(uintptr_t addr, void* dst, size_t n) {
+  if (n == 0) return true;
+  if (addr == 0 || addr + n < addr) return false;
+  const int saved = errno;  // the interrupted code may be about to read it
+  iovec local{dst, n};
+  iovec remote{reinterpret_cast<void*>(addr), n};
+  const ssize_t r = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+  errno = saved;
+  return r == static_cast<ssize_t>(n);
+}
+
 void UsePipeReadsForTest(bool pipe) { g_use_pipe.store(pipe, std::memory_order_relaxed); }
 
 }  // namespace gpuwatch::inject

@@ -13,6 +13,10 @@ namespace gpuwatch::inject {
 // Thread-safe; a syscall or two per call, no allocation after the first.
 bool SafeRead(uintptr_t addr, void* dst, size_t n);
 
+// The same read for a signal handler (record/native_signal.h): process_vm_readv only (no
+// lock, no pipe fallback; where it is refused nothing can be read), errno left as it was.
+bool SignalSafeRead(uintptr_t addr, void* dst, size_t n);
+
 template <typename T>
 bool SafeReadValue(uintptr_t addr, T* out) {
   return SafeRead(addr, out, sizeof(T));

@@ -50,6 +50,15 @@ CuptiBudget::Mode EnvCuptiMode() {
   return CuptiBudget::Mode::kBudget;
 }
 
+NativeFrames EnvNativeFrames() {
+  const char* v = std::getenv("GPUWATCH_NATIVE_FRAMES");
+  if (!v || !*v || std::string(v) == "on" || std::string(v) == "1") return NativeFrames::kSignal;
+  if (std::string(v) == "proc") return NativeFrames::kProc;
+  if (std::string(v) == "off" || std::string(v) == "0") return NativeFrames::kOff;
+  std::fprintf(stderr, "[gpuwatch] ignoring GPUWATCH_NATIVE_FRAMES=%s: expected on, proc or off\n", v);
+  return NativeFrames::kSignal;
+}
+
 // "FROM:TO" in seconds, 0 <= FROM < TO (the collector's trace window, whose errors it
 // reports: a bad value here only leaves the budget alone).
 void EnvRecordWindow(double* from, double* to) {
@@ -84,6 +93,7 @@ Config Load() {
   c.flush_ms = static_cast<int>(EnvLong("GPUWATCH_FLUSH_MS", 10, 1, 10000));
   c.call_site_ms = static_cast<double>(EnvLong("GPUWATCH_CALLSITE_US", 1000, 0, 60'000'000)) / 1000.0;
   c.sample_hz = static_cast<double>(EnvLong("GPUWATCH_SAMPLE_HZ", 100, 0, 1000));
+  c.native_frames = EnvNativeFrames();
   c.exit_timeout_ms = static_cast<int>(EnvLong("GPUWATCH_EXIT_TIMEOUT_MS", 3000, 0, 600000));
   c.nvml_ms = static_cast<int>(EnvLong("GPUWATCH_NVML_MS", 1000, 0, 10000));
   if (c.nvml_ms > 0 && c.nvml_ms < 100) c.nvml_ms = 100;  // at most 10 Hz

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "enrich/cupti_budget.h"
+#include "enrich/host_sampler.h"
 
 namespace gpuwatch::inject {
 
@@ -14,6 +15,9 @@ struct Config {
   int flush_ms = 10;             // GPUWATCH_FLUSH_MS: how often the sender drains the rings
   double call_site_ms = 1.0;     // GPUWATCH_CALLSITE_US (µs, default 1000): syncs blocking this long record where from (0: never)
   double sample_hz = 100;        // GPUWATCH_SAMPLE_HZ: Python stacks of CUDA-calling threads per second (0: off)
+  // GPUWATCH_NATIVE_FRAMES=on (default) | proc | off: native frames of threads without
+  // Python (enrich/host_sampler.h); `proc` never signals the job's threads.
+  NativeFrames native_frames = NativeFrames::kSignal;
   int exit_timeout_ms = 3000;    // GPUWATCH_EXIT_TIMEOUT_MS: most time spent at exit
   int nvml_ms = 1000;            // GPUWATCH_NVML_MS: the rank's device through NVML this often (100..10000; 0: never)
   size_t max_buffer_bytes = 8u << 20;  // GPUWATCH_BUFFER_BYTES: encoded data held while

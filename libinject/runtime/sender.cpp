@@ -21,6 +21,7 @@
 #include "enrich/environment_probe.h"
 #include "enrich/nvml_sampler.h"
 #include "enrich/host_sampler.h"
+#include "enrich/native_frame_names.h"
 #include "enrich/proc_sampler.h"
 #include "record/call_sites.h"
 #include "record/collective_timer.h"
@@ -149,14 +150,23 @@ class Sender {
   }
 
   // The host sampler's samples since the last cycle, their stacks' definitions first, and
-  // its totals when they changed.
+  // its totals when they changed. Native samples are named here (enrich/native_frame_names.h)
+  // and merged with the Python ones in time order (the collector's join expects it).
   void AppendHostSamples(std::string& batch, bool final) {
     Sampler().Drain(host_samples_);
-    for (const HostSampler::Sample& s : host_samples_) assembler_.UseStack(s.stack_id, batch);
-    for (const HostSampler::Sample& s : host_samples_) AppendHostSample(batch, s.t_ns, s.tid, s.stack_id, s.in_cuda);
+    Sampler().DrainNative(native_samples_);
+    named_samples_.clear();
+    for (const HostSampler::NativeSample& s : native_samples_)
+      named_samples_.push_back({s.t_ns, s.tid, NativeNames().StackOf(s), s.in_cuda});
+    merged_samples_.clear();
+    std::merge(host_samples_.begin(), host_samples_.end(), named_samples_.begin(), named_samples_.end(),
+               std::back_inserter(merged_samples_),
+               [](const HostSampler::Sample& a, const HostSampler::Sample& b) { return a.t_ns < b.t_ns; });
+    for (const HostSampler::Sample& s : merged_samples_) assembler_.UseStack(s.stack_id, batch);
+    for (const HostSampler::Sample& s : merged_samples_) AppendHostSample(batch, s.t_ns, s.tid, s.stack_id, s.in_cuda);
     const HostSampler::Totals t = Sampler().totals();
     if (t.hz > 0 && (final || t.samples != sampling_sent_.samples || t.dropped != sampling_sent_.dropped)) {
-      AppendHostSampling(batch, t.hz, t.samples, t.cpu_ns, t.dropped);
+      AppendHostSampling(batch, t);
       sampling_sent_ = t;
     }
   }
@@ -318,6 +328,8 @@ class Sender {
   ProcSampler proc_sampler_{getpid()};
   NvmlSampler nvml_sampler_{static_cast<uint64_t>(cfg_.nvml_ms) * 1'000'000};
   std::vector<HostSampler::Sample> host_samples_;  // reused each cycle
+  std::vector<HostSampler::NativeSample> native_samples_;
+  std::vector<HostSampler::Sample> named_samples_, merged_samples_;
   HostSampler::Totals sampling_sent_;
 };
 
@@ -369,7 +381,7 @@ void OnFirstRecord() {
     tl_internal = false;
     std::atexit(StopSender);
     // After the first CUDA call: Python is up by now. Half the overhead budget at most.
-    Sampler().Start(GetConfig().sample_hz, GetConfig().overhead / 2);
+    Sampler().Start(GetConfig().sample_hz, GetConfig().overhead / 2, GetConfig().native_frames);
     InstallExitSignalHandlers();
     g_sender->MarkRecording();
   });

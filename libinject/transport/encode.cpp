@@ -109,14 +109,31 @@ void AppendCallSite(std::string& batch, uint32_t id, const std::vector<std::stri
   Message(batch, f::batch::kCallSites, c);
 }
 
-void AppendPythonStack(std::string& batch, uint32_t id, const std::vector<std::string>& frames,
-                       uint32_t call_site_id) {
+namespace {
+
+// A PythonStack message: a Python stack, or (native) a thread's native frames.
+void AppendStack(std::string& batch, uint32_t id, const std::vector<std::string>& frames, uint32_t call_site_id,
+                 bool native, std::string_view blocked_in) {
   namespace m = f::python_stack;
   std::string p;
   UInt(p, m::kId, id);
   for (const std::string& fr : frames) Text(p, m::kFrames, fr);
   UInt(p, m::kCallSiteId, call_site_id);
+  UInt(p, m::kNative, native ? 1 : 0);
+  if (!blocked_in.empty()) Text(p, m::kBlockedIn, blocked_in);
   Message(batch, f::batch::kPythonStacks, p);
+}
+
+}  // namespace
+
+void AppendPythonStack(std::string& batch, uint32_t id, const std::vector<std::string>& frames,
+                       uint32_t call_site_id) {
+  AppendStack(batch, id, frames, call_site_id, false, {});
+}
+
+void AppendNativeStack(std::string& batch, uint32_t id, const std::vector<std::string>& frames,
+                       std::string_view blocked_in) {
+  AppendStack(batch, id, frames, 0, true, blocked_in);
 }
 
 void AppendHostSample(std::string& batch, uint64_t t_ns, uint32_t tid, uint32_t stack_id, bool in_cuda) {
@@ -129,13 +146,16 @@ void AppendHostSample(std::string& batch, uint64_t t_ns, uint32_t tid, uint32_t 
   Message(batch, f::batch::kHostSamples, s);
 }
 
-void AppendHostSampling(std::string& batch, double hz, uint64_t samples, uint64_t cpu_ns, uint64_t dropped) {
+void AppendHostSampling(std::string& batch, const HostSampler::Totals& t) {
   namespace m = f::host_sampling;
   std::string s;
-  Double(s, m::kHz, hz);
-  UInt(s, m::kSamples, samples);
-  UInt(s, m::kCpuNs, cpu_ns);
-  UInt(s, m::kDropped, dropped);
+  Double(s, m::kHz, t.hz);
+  UInt(s, m::kSamples, t.samples);
+  UInt(s, m::kCpuNs, t.cpu_ns);
+  UInt(s, m::kDropped, t.dropped);
+  UInt(s, m::kNativeSamples, t.native_samples);
+  UInt(s, m::kTimerCaptures, t.timer_captures);
+  UInt(s, m::kNativeSignal, static_cast<uint64_t>(t.native_signal));
   Message(batch, f::batch::kHostSampling, s);
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "enrich/cupti_budget.h"
+#include "enrich/host_sampler.h"
 #include "transport/identity.h"
 
 namespace gpuwatch::inject {
@@ -85,9 +86,12 @@ void AppendCallSite(std::string& batch, uint32_t id, const std::vector<std::stri
 // An interned Python stack (issue 16), with the call site it was captured with (0: a sample's).
 void AppendPythonStack(std::string& batch, uint32_t id, const std::vector<std::string>& frames,
                        uint32_t call_site_id);
+// A named native stack (enrich/native_frame_names.h), sent as a PythonStack with `native`.
+void AppendNativeStack(std::string& batch, uint32_t id, const std::vector<std::string>& frames,
+                       std::string_view blocked_in);
 // Where a CUDA-calling thread was at t_ns (host sampler), and the sampler's totals.
 void AppendHostSample(std::string& batch, uint64_t t_ns, uint32_t tid, uint32_t stack_id, bool in_cuda);
-void AppendHostSampling(std::string& batch, double hz, uint64_t samples, uint64_t cpu_ns, uint64_t dropped);
+void AppendHostSampling(std::string& batch, const HostSampler::Totals& t);
 
 // The overhead budget's windows closed since the last batch, the open one's start (0: none),
 // and the library's own cost so far (`hw_trace`: CUPTI's hardware tracing is on; the

@@ -56,13 +56,14 @@ inline constexpr uint32_t kEvents = 1, kKernelNames = 2, kCommunicators = 3, kDr
 inline constexpr uint32_t kDeviceSamples = 25, kDeviceSamplerDetail = 26;
 }
 namespace python_stack {
-inline constexpr uint32_t kId = 1, kFrames = 2, kCallSiteId = 3;
+inline constexpr uint32_t kId = 1, kFrames = 2, kCallSiteId = 3, kNative = 4, kBlockedIn = 5;
 }
 namespace host_sample {
 inline constexpr uint32_t kTNs = 1, kTid = 2, kStackId = 3, kInCuda = 4;
 }
 namespace host_sampling {
-inline constexpr uint32_t kHz = 1, kSamples = 2, kCpuNs = 3, kDropped = 4;
+inline constexpr uint32_t kHz = 1, kSamples = 2, kCpuNs = 3, kDropped = 4, kNativeSamples = 5, kTimerCaptures = 6,
+                          kNativeSignal = 7;
 }
 
 namespace device_sample {

@@ -5,6 +5,7 @@
 
 #include "analyze/findings.h"
 #include "analyze/rank_model.h"
+#include "interpret/native_frames.h"
 #include "interpret/python_frames.h"
 #include "step_loop.h"
 
@@ -23,15 +24,29 @@ void Stack(wire::Batch& b, uint32_t id, std::vector<std::string> frames) {
   for (auto& f : frames) s->add_frames(f);
 }
 
+// A C++ job's stacks (native frames, as the library names them): the loader's is a read.
+void NativeStack(wire::Batch& b, uint32_t id, std::vector<std::string> frames, const std::string& blocked_in) {
+  Stack(b, id, std::move(frames));
+  auto* s = b.mutable_python_stacks(b.python_stacks_size() - 1);
+  s->set_native(true);
+  s->set_blocked_in(blocked_in);
+}
+
 // Every 10 ms over the loop: in each 40 ms of host work, `loader_ms` in a DataLoader, the
 // rest in log_metrics; waiting in the sync otherwise. Thread 7, which made no CUDA call, is
 // sampled too: in log_metrics all along.
-wire::Batch Samples(uint64_t end, uint64_t loader_ms) {
+wire::Batch Samples(uint64_t end, uint64_t loader_ms, bool native = false) {
   wire::Batch b;
-  Stack(b, kLog, {"/home/u/train.py:10 in log_metrics", "/home/u/train.py:50 in main"});
-  Stack(b, kLoader, {"/venv/lib/python3.11/site-packages/torch/utils/data/dataloader.py:5 in __next__",
-                     "/home/u/train.py:40 in main"});
-  Stack(b, kWaiting, {"/home/u/train.py:45 in main"});
+  if (native) {
+    NativeStack(b, kLog, {"log_metrics() (app)", "main (app)", "__libc_start_call_main (libc.so.6)"}, "");
+    NativeStack(b, kLoader, {"read (libc.so.6)", "load_batch(int) (app)", "main (app)"}, "read");
+    NativeStack(b, kWaiting, {"libcudart.so.12+0x1234", "main (app)"}, "futex");
+  } else {
+    Stack(b, kLog, {"/home/u/train.py:10 in log_metrics", "/home/u/train.py:50 in main"});
+    Stack(b, kLoader, {"/venv/lib/python3.11/site-packages/torch/utils/data/dataloader.py:5 in __next__",
+                       "/home/u/train.py:40 in main"});
+    Stack(b, kWaiting, {"/home/u/train.py:45 in main"});
+  }
   const uint64_t step = 50 * kMs + 20 * kUs;  // Loop(…, 40, 10): host, launch, sync
   for (uint64_t t = kT0 + 5 * kMs; t < end; t += 10 * kMs) {
     const uint64_t in_step = (t - kT0) % step;
@@ -49,14 +64,14 @@ wire::Batch Samples(uint64_t end, uint64_t loader_ms) {
   return b;
 }
 
-dg::RankResult Run(uint64_t loader_ms, bool samples_first) {
+dg::RankResult Run(uint64_t loader_ms, bool samples_first, bool native = false) {
   dg::RankModel c;
   wire::Hello h;
   h.set_rank(0);
   c.OnHello(h);
   uint64_t end = 0;
   const wire::Batch loop = Loop(20, 40, 10, kT0, &end);
-  const wire::Batch samples = Samples(end, loader_ms);
+  const wire::Batch samples = Samples(end, loader_ms, native);
   if (samples_first) c.OnBatch(samples);
   c.OnBatch(loop);
   if (!samples_first) c.OnBatch(samples);
@@ -131,4 +146,48 @@ TEST_CASE("collector: which Python frames are the framework's") {
   CHECK(dg::ShortWhere("/t.py:1 in f") == "/t.py:1 in f");
   CHECK(dg::IsDataLoading({"/x/site-packages/torch/utils/data/dataloader.py:1 in __next__", "/home/u/t.py:2 in b"}));
   CHECK_FALSE(dg::IsDataLoading({"/home/u/t.py:2 in data_loader"}));
+}
+
+// Issue 16 without Python: the same loop as a C++ job's native frames. The frame is the
+// innermost outside the system's libraries; a blocked read is input (data loading).
+TEST_CASE("collector: native host frames name the user's function and what it was blocked in") {
+  const dg::RankResult r = Run(10, true, true);
+  const dg::HostFramesFigures& hf = r.host_frames;
+  REQUIRE(hf.frames.size() == 2);
+  CHECK(hf.frames[0].where == "log_metrics() (app)");
+  CHECK(hf.frames[0].blocked_in.empty());
+  CHECK(hf.frames[0].share == Approx(0.75).margin(0.05));
+  CHECK(hf.frames[1].where == "load_batch(int) (app)");
+  CHECK(hf.frames[1].blocked_in == "read");
+  CHECK(hf.data_loading_share == Approx(0.25).margin(0.05));
+  const dg::Finding* f = Find(r.findings, "host_overhead");
+  REQUIRE(f != nullptr);
+  CHECK(f->evidence["host_frames"][1]["blocked_in"] == "read");
+  CHECK_FALSE(f->evidence["host_frames"][0].contains("blocked_in"));
+  // Mostly blocked in the read: data loading, the read named first.
+  const dg::RankResult loading = Run(30, false, true);
+  CHECK(loading.host_frames.data_loading_share == Approx(0.75).margin(0.05));
+  const dg::Finding* l = Find(loading.findings, "data_loading");
+  REQUIRE(l != nullptr);
+  CHECK(l->evidence["host_frames"][0]["where"] == "load_batch(int) (app)");
+  CHECK(Find(loading.findings, "host_overhead") == nullptr);
+}
+
+TEST_CASE("collector: which native frames are the system's, and what a blocked syscall waits for") {
+  CHECK(dg::IsSystemFrame("read (libc.so.6)"));
+  CHECK(dg::IsSystemFrame("libc.so.6+0x1234"));
+  CHECK(dg::IsSystemFrame("std::thread::_State::_M_run() (libstdc++.so.6)"));
+  CHECK(dg::IsSystemFrame("libcudart.so.12+0x99"));
+  CHECK(dg::IsSystemFrame("0x7f0000001234"));
+  CHECK_FALSE(dg::IsSystemFrame("spin_compute(double) (gw_native_frames_app)"));
+  CHECK_FALSE(dg::IsSystemFrame("libmymodel.so+0x40"));
+  CHECK_FALSE(dg::IsSystemFrame("f(std::vector<int> (*)()) (app)"));  // parentheses in the name
+  CHECK(dg::UserNativeFrame({"read (libc.so.6)", "load(int) (app)", "main (app)"}) == "load(int) (app)");
+  CHECK(dg::UserNativeFrame({"read (libc.so.6)"}) == "read (libc.so.6)");
+  CHECK(dg::UserNativeFrame({}).empty());
+  CHECK(dg::BlockedCause("read") == "input");
+  CHECK(dg::BlockedCause("pread64") == "input");
+  CHECK(dg::BlockedCause("futex") == "producer");
+  CHECK(dg::BlockedCause("write").empty());
+  CHECK(dg::BlockedCause("").empty());
 }

@@ -86,7 +86,8 @@ TEST_CASE("every value of the proto's enums has a mirror in the library") {
 TEST_CASE("the encoders write every field of the messages the library sends") {
   // Set by a host collector that forwards a rank, never by the library; the clock probe is
   // collector to collector.
-  const std::set<std::string> not_written = {"gpuwatch.wire.Hello.clock_offset_ns", "gpuwatch.wire.Hello.clock_rtt_ns",
+  const std::set<std::string> not_written = {"gpuwatch.wire.PythonStack.native", "gpuwatch.wire.PythonStack.blocked_in",
+                                             "gpuwatch.wire.Hello.clock_offset_ns", "gpuwatch.wire.Hello.clock_rtt_ns",
                                              "gpuwatch.wire.Hello.via_collector", "gpuwatch.wire.Frame.clock_probe",
                                              // a host collector's, to the root (issue 21)
                                              "gpuwatch.wire.Hello.upstream_digests", "gpuwatch.wire.Hello.trace_at",
@@ -138,13 +139,21 @@ TEST_CASE("the encoders write every field of the messages the library sends") {
   gi::AppendCallSite(batch, 2, {"main+0x1 (a.out)"}, "train.py:1 in f");
   gi::AppendPythonStack(batch, 3, {"train.py:1 in f"}, 2);
   gi::AppendHostSample(batch, 5, 6, 3, true);
-  gi::AppendHostSampling(batch, 100, 7, 8, 9);
+  gi::AppendHostSampling(batch, {.hz = 100, .samples = 7, .cpu_ns = 8, .dropped = 9, .native_samples = 10,
+                                 .timer_captures = 11, .native_signal = 12});
   gi::AppendCuptiWindows(batch, {{1, 2}}, 3);
   gi::CuptiBudget::Figures o{.mode = gi::CuptiBudget::Mode::kFull, .budget = 0.01, .hook_ns = 40, .hook_samples = 9, .cupti_ns = 3000,
                              .cupti_ns_measured = true, .hook_calls = 1, .cupti_calls = 2, .hooks_added_ns = 3,
                              .cupti_added_ns = 4, .windows = 5, .window_ns = 6, .elapsed_ns = 7};
   gi::AppendOverhead(batch, o, true, 8);
   CheckEveryFieldSet(Parse(f::frame::kBatch, batch).batch(), not_written);
+  // A native stack is the other kind of PythonStack: the fields only it writes.
+  std::string native;
+  gi::AppendNativeStack(native, (1u << 30) + 1, {"read_input (app)"}, "read");
+  const w::Frame parsed = Parse(f::frame::kBatch, native);
+  const auto& stack = parsed.batch().python_stacks(0);
+  CHECK(stack.native());
+  CHECK(stack.blocked_in() == "read");
 
   std::string hb;
   gi::AppendHeartbeatNow(hb, 1);
