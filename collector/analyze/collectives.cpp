@@ -30,7 +30,8 @@ void CollectiveFigures::Merge(const CollectiveFigures& o) {
 }
 
 void CollectiveCounter::OnHostCall(const HostCall& c) {
-  if (!IsCollective(c.api)) return;
+  // Recorded into a CUDA graph: ran nothing now (graphs.captured_calls counts it).
+  if (!IsCollective(c.api) || c.captured) return;
   const auto it = std::find_if(kCollOps.begin(), kCollOps.end(), [&](const CollOp& op) { return op.api == c.api; });
   CollectiveFigures::Op& o = f_.ops[it - kCollOps.begin()];
   ++o.count;

@@ -94,7 +94,7 @@ inline void to_json(json& j, const StepStats& s) { j = DigestAccess::Stats(s); }
 inline void from_json(const json& j, StepStats& s) { DigestAccess::Stats(j, s); }
 
 GW_DIGEST(Tally, count, bytes, ns)
-GW_DIGEST(DeviceSlice, busy, noncomm_busy, compute, comm, copy, idle)
+GW_DIGEST(DeviceSlice, busy, noncomm_busy, compute, comm, copy, idle, graph_kernels)
 GW_DIGEST(SyncFigures, count, ns, kind_count, kind_ns)
 GW_DIGEST(CopyFigures::Direction, calls, pageable, blocking_count)
 GW_DIGEST(CopyFigures, dir, pageable, blocking, d2d, memset)
@@ -118,6 +118,8 @@ GW_DIGEST(GraphFigures::Graph, launches, kernels, ops, device_ns)
 GW_DIGEST(GraphFigures, launches, launch_ns, captured_calls, captures, instantiations, device, by_graph)
 GW_DIGEST(ApiCallFigures::Api, count, ns, captured, not_ready)
 GW_DIGEST(ApiCallFigures, by_api)
+GW_DIGEST(StreamFigures::Stream, work, busy_ns, idle_ns, waits)
+GW_DIGEST(StreamFigures, by_stream, waits, waits_unresolved)
 GW_DIGEST(GpuFigures::KernelStat, count, ns, in_graphs)
 GW_DIGEST(GpuFigures::CopyStat, device, pageable)
 GW_DIGEST(GpuFigures::Coverage, sampled, windows, covered_ns, enqueues, enqueues_in_windows)
@@ -127,7 +129,7 @@ GW_DIGEST(GpuFigures, cupti_ranks, events_ranks, source_detail, work, first_ns, 
           coverage, series)
 GW_DIGEST(StepMark, start_ns, end_ns, device_covered)
 GW_DIGEST(StepsFound, source, total, stats, nvtx, inferred)
-GW_DIGEST(StepRec, start, end, sync_mid, sync_mid_count, covered, dev)
+GW_DIGEST(StepRec, start, end, sync_mid, sync_mid_count, graph_launches, covered, dev)
 GW_DIGEST(StepFigures, steps, charged_until, sync_mid_ns, sync_mid_count)
 GW_DIGEST(InputIoFigures, intervals, max_processes, host_wait_s, gap_s, cpu_s, run_wait_s, read_chars,
           read_bytes, periods, throttled_periods, throttled_s, throttled_gap_s, all_s, all_cpu_s, all_read_chars,
@@ -155,9 +157,9 @@ GW_DIGEST(OverheadFacts, known, cupti_mode, budget, hook_ns, cupti_ns, cupti_ns_
           sender_cpu_ns, hook_samples)
 GW_DIGEST(Finding, id, title, severity, ranks, time_lost_s, share, evidence, summary, fix)
 GW_DIGEST(PerStepMean, known, per_step, steps, compute_ms, comm_not_overlapped_ms, idle_ms,
-          host_blocked_in_syncs_ms, copies_ms)
+          host_blocked_in_syncs_ms, copies_ms, graph_launches, graph_kernels)
 GW_DIGEST(RankResult, rank, host, host_calls, host_first_ns, host_last_ns, sync, copies, collectives,
-          coll_sizes, pipeline, comms, overlap, sm_fill, launches, graphs, api_calls, gpu, found, steps, per_step_device, io, memory, device,
+          coll_sizes, pipeline, comms, overlap, sm_fill, launches, graphs, api_calls, gpu, streams, found, steps, per_step_device, io, memory, device,
           device_sampler_detail, gpu_shape, sites, host_frames, sampling, env, dropped, dropped_total,
           overhead, findings, per_step)
 
@@ -166,13 +168,14 @@ GW_DIGEST(RankResult, rank, host, host_calls, host_first_ns, host_last_ns, sync,
 // platform the project builds on.
 #if defined(__x86_64__) && defined(__GLIBCXX__)
 // RankResult holds the others by value: its size covers them; these sit in containers.
-static_assert(sizeof(RankResult) == 46600, "RankResult changed: carry the new field in the digest");
-static_assert(sizeof(StepRec) == 112 && sizeof(CollCall) == 40 && sizeof(StepMark) == 24,
+static_assert(sizeof(RankResult) == 46688, "RankResult changed: carry the new field in the digest");
+static_assert(sizeof(StepRec) == 128 && sizeof(CollCall) == 40 && sizeof(StepMark) == 24,
               "a step or collective record changed: carry the new field in the digest");
 static_assert(sizeof(SiteStat) == 96 && sizeof(HostFrame) == 80 && sizeof(Finding) == 216,
               "a call site, host frame or finding changed: carry the new field in the digest");
 static_assert(sizeof(GraphFigures::Graph) == 32 && sizeof(GpuFigures::KernelStat) == 24 &&
-                  sizeof(ApiCallFigures::Api) == 32 && sizeof(DeviceStateFigures::Other) == 32,
+                  sizeof(ApiCallFigures::Api) == 32 && sizeof(DeviceStateFigures::Other) == 32 &&
+                  sizeof(StreamFigures::Stream) == 48,
               "a per-graph, per-kernel, per-API or per-process figure changed: carry it in the digest");
 static_assert(sizeof(P2pLink) == 88 && sizeof(CommFigures) == 440 && sizeof(SmFillFigures::Shape) == 88 &&
                   sizeof(OverlapTally) == 24,

@@ -10,7 +10,7 @@ namespace gpuwatch::collector {
 RankModel::RankModel(const RankModel& o)
     : interp_(o.interp_), sync_(o.sync_), copies_(o.copies_), collectives_(o.collectives_),
       coll_sizes_(o.coll_sizes_), pipeline_(o.pipeline_), comms_(o.comms_), overlap_(o.overlap_),
-      launches_(o.launches_), gpu_(o.gpu_), graphs_(o.graphs_), api_calls_(o.api_calls_), steps_(o.steps_),
+      launches_(o.launches_), gpu_(o.gpu_), graphs_(o.graphs_), api_calls_(o.api_calls_), streams_(o.streams_), steps_(o.steps_),
       io_(o.io_), sites_(o.sites_), memory_(o.memory_), device_(o.device_), host_frames_(o.host_frames_), sm_fill_(o.sm_fill_),
       rank_(o.rank_),
       host_(o.host_), state_(o.state_), flushed_(o.flushed_) {
@@ -20,7 +20,7 @@ RankModel::RankModel(const RankModel& o)
 void RankModel::SubscribeAnalyses() {
   for (EventSink* s : std::initializer_list<EventSink*>{&sync_, &copies_, &collectives_, &comms_, &overlap_, &launches_, &gpu_, &graphs_,
                                                          &api_calls_, &steps_, &io_, &sites_, &memory_, &device_,
-                                                         &host_frames_, &coll_sizes_, &pipeline_, &sm_fill_})
+                                                         &host_frames_, &coll_sizes_, &pipeline_, &sm_fill_, &streams_})
     interp_.Subscribe(s);
 }
 
@@ -86,6 +86,7 @@ RankResult RankModel::Compute() const {
   r.launches = launches_.Result(facts);
   r.graphs = graphs_.figures();
   r.api_calls = api_calls_.figures();
+  r.streams = streams_.figures();
   r.gpu = gpu_.Result(facts, interp_.sweep(), interp_.coverage(), r.host_first_ns, r.host_last_ns);
   r.found = interp_.steps();
   r.steps = steps_.figures();

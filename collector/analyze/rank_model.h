@@ -24,6 +24,7 @@
 #include "analyze/rank_result.h"
 #include "analyze/sm_fill.h"
 #include "analyze/step_figures.h"
+#include "analyze/streams.h"
 #include "analyze/sync.h"
 #include "interpret/rank_interpreter.h"
 
@@ -66,6 +67,7 @@ class RankModel {
   GpuCounter gpu_;
   GraphCounter graphs_;
   ApiCallCounter api_calls_;
+  StreamCounter streams_;
   StepCharger steps_;
   InputIo io_;
   SiteCounter sites_;

@@ -59,6 +59,7 @@ PerStepMean MeanPerStep(const RankResult& r) {
   m.per_step = r.per_step_device;
   DeviceSlice t = r.per_step_device ? DeviceSlice{} : r.gpu.run;
   uint64_t sync = r.per_step_device ? 0 : r.sync.KindNs();
+  uint64_t graph_launches = r.per_step_device ? 0 : r.graphs.launches;
   size_t covered = 0;
   uint64_t covered_ns = 0;
   if (r.per_step_device)
@@ -68,6 +69,7 @@ PerStepMean MeanPerStep(const RankResult& r) {
       covered_ns += s.end > s.start ? s.end - s.start : 0;
       t.Add(s.dev);
       sync += s.sync_mid;
+      graph_launches += s.graph_launches;
     }
   if (r.per_step_device && r.gpu.coverage.sampled && covered > 0) {
     // Steps inside windows ran slower by CUPTI's cost, and the GPU waited that much longer:
@@ -84,6 +86,8 @@ PerStepMean MeanPerStep(const RankResult& r) {
   for (int i = 0; i < kIdleKinds; ++i) m.idle_ms[i] = t.idle[i] / k;
   m.host_blocked_in_syncs_ms = sync / k;
   m.copies_ms = t.copy / k;
+  m.graph_launches = static_cast<double>(graph_launches) * 1e6 / k;
+  m.graph_kernels = static_cast<double>(t.graph_kernels) * 1e6 / k;
   return m;
 }
 

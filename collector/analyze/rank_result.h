@@ -27,6 +27,7 @@
 #include "analyze/sm_fill.h"
 #include "analyze/utilization_shape.h"
 #include "analyze/step_figures.h"
+#include "analyze/streams.h"
 #include "analyze/sync.h"
 #include "interpret/rank_facts.h"
 #include "interpret/step_finder.h"
@@ -42,6 +43,7 @@ struct PerStepMean {
   size_t steps = 0;       // the records they are over (CUPTI recorded them whole)
   double compute_ms = 0, comm_not_overlapped_ms = 0, idle_ms[kIdleKinds] = {};
   double host_blocked_in_syncs_ms = 0, copies_ms = 0;
+  double graph_launches = 0, graph_kernels = 0;  // CUDA graph launches and the kernels they ran, per step
   // Each part with its name in summary.json's steps.per_step_ms.
   std::array<std::pair<const char*, double>, 4 + kIdleKinds> Parts() const {
     return {{{"gpu_compute", compute_ms},
@@ -71,6 +73,7 @@ struct RankResult {
   GraphFigures graphs;
   ApiCallFigures api_calls;
   GpuFigures gpu;
+  StreamFigures streams;  // per device stream: busy, idle by cause (cross-stream waits)
   // Steps: `found` says which and how many; `steps.steps` holds the kept records (NVTX
   // steps with their figures, or inferred steps with none: per_step_device false).
   StepsFound found;

@@ -1,11 +1,17 @@
 // See step_figures.h.
 #include "analyze/step_figures.h"
 
+#include <algorithm>
 #include <numeric>
 
 #include "common/thresholds.h"
 
 namespace gpuwatch::collector {
+
+namespace {
+// The latest graph launches kept for the steps that will hold them (bounded).
+constexpr size_t kMaxPendingLaunches = 1 << 16;
+}  // namespace
 
 uint64_t StepFigures::SyncMidNs() const { return std::accumulate(sync_mid_ns.begin(), sync_mid_ns.end(), uint64_t{0}); }
 uint64_t StepFigures::SyncMidCount() const {
@@ -14,6 +20,10 @@ uint64_t StepFigures::SyncMidCount() const {
 
 void StepCharger::OnHostCall(const HostCall& c) {
   if (c.api == wire::NVTX_RANGE) return;
+  if (c.api == wire::CUDA_GRAPH_LAUNCH && !c.captured) {
+    graph_launches_.push_back(c.t_ns);
+    if (graph_launches_.size() > kMaxPendingLaunches) graph_launches_.pop_front();
+  }
   if (c.sync_kind != kNotSync) {
     pending_[c.sync_kind] += c.dur_ns;
     ++pending_n_[c.sync_kind];
@@ -37,12 +47,19 @@ void StepCharger::OnStep(const StepMark& m) {
   pending_.fill(0);
   pending_n_.fill(0);
   ++seen_;
+  // Graph launches by their time: every call that starts before the step's end has come
+  // (host calls arrive in start order, steps at their end). Kept, not taken: steps found
+  // again after a reset (interpret/step_finder.h) count them again.
+  const auto& gl = graph_launches_;
+  const uint64_t launches = static_cast<uint64_t>(std::upper_bound(gl.begin(), gl.end(), m.end_ns) -
+                                                  std::lower_bound(gl.begin(), gl.end(), m.start_ns));
   if (f_.steps.size() < kMaxSteps) {
     StepRec s;
     s.start = m.start_ns;
     s.end = m.end_ns;
     s.sync_mid = cur_mid_;
     s.sync_mid_count = cur_mid_n_;
+    s.graph_launches = launches;
     s.covered = m.device_covered;
     f_.steps.push_back(s);
   } else if (seen_ == kMaxSteps + 1) {

@@ -17,6 +17,7 @@ struct StepRec {
   uint64_t start = 0, end = 0;  // host CLOCK_MONOTONIC
   uint64_t sync_mid = 0;        // host blocked in syncs followed by more work in the step
   uint64_t sync_mid_count = 0;
+  uint64_t graph_launches = 0;  // hooked graph launch calls made inside [start, end] (not captured)
   bool covered = true;  // CUPTI recorded the whole step: its device figures are whole
   DeviceSlice dev;
 };
@@ -53,6 +54,7 @@ class StepCharger final : public EventSink {
   size_t cursor_ = 0;           // steps before it end before the device stream
   uint64_t stop_ = UINT64_MAX;  // no more steps are kept: device time after this is no step's
   std::array<uint64_t, kSyncKinds> pending_{}, pending_n_{};
+  std::deque<uint64_t> graph_launches_;  // times of the latest graph launches, in order (bounded)
   uint64_t cur_mid_ = 0, cur_mid_n_ = 0;
 };
 

@@ -19,6 +19,7 @@ inline const char* ApiName(wire::Api api) {
     case wire::CUDA_MEMSET: return "cudaMemset";
     case wire::CUDA_MEMSET_ASYNC: return "cudaMemsetAsync";
     case wire::CUDA_STREAM_WAIT_EVENT: return "cudaStreamWaitEvent";
+    case wire::CUDA_EVENT_RECORD: return "cudaEventRecord";
     case wire::CUDA_LAUNCH_HOST_FUNC: return "cudaLaunchHostFunc";
     case wire::CUDA_STREAM_QUERY: return "cudaStreamQuery";
     case wire::CUDA_EVENT_QUERY: return "cudaEventQuery";

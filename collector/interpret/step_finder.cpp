@@ -53,7 +53,7 @@ void StepFinder::OnHostCall(const HostCall& c, const Coverage& coverage, uint64_
   }
   if (c.sync_kind != kNotSync) {
     sync_pattern_.Add(static_cast<uint64_t>(c.api) * 31 + static_cast<uint64_t>(c.sync_kind), c.end_ns());
-  } else if (IsCollective(c.api)) {
+  } else if (IsCollective(c.api) && !c.captured) {
     coll_pattern_.Add(static_cast<uint64_t>(c.api) * 1000003 + c.bytes, c.t_ns);
   } else if (EnqueuesWork(c.api) && !c.captured) {
     // What was launched (the kernel, or the copy's size), and whether the host paused first.

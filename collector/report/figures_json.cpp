@@ -99,6 +99,18 @@ nlohmann::json ApiCallsJson(const ApiCallFigures& a) {
   return out;
 }
 
+// Rank only: per device stream, with the cross-stream waits behind its idle time.
+nlohmann::json StreamsJson(const StreamFigures& f) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& [id, s] : f.by_stream) {
+    nlohmann::json idle = nlohmann::json::object();
+    for (int k = 0; k < kStreamIdleKinds; ++k) idle[StreamIdleKey(k)] = Seconds(s.idle_ns[k]);
+    a.push_back({{"stream", id}, {"work", s.work}, {"busy_s", Seconds(s.busy_ns)},
+                 {"idle_s", Seconds(s.IdleTotal())}, {"idle_breakdown_s", idle}, {"waits", s.waits}});
+  }
+  return a;
+}
+
 nlohmann::json GpuJson(const GpuFigures& s) {
   nlohmann::json g;
   g["source"] = s.source_name();
@@ -181,6 +193,9 @@ nlohmann::json StepsJson(const RankResult& r) {
     j["per_step_recorded"] = r.per_step.steps;
   j["per_step_ms"] = PerStepMsJson(r.per_step);
   if (r.per_step.known) j["per_step_source"] = r.per_step.per_step ? "per step" : "run average";
+  j["per_step_graphs"] = r.per_step.known ? nlohmann::json{{"launches", r.per_step.graph_launches},
+                                                           {"kernels", r.per_step.graph_kernels}}
+                                          : nlohmann::json(nullptr);
   return j;
 }
 
@@ -416,6 +431,8 @@ void AddRankFigures(const RankResult& r, nlohmann::json& obj) {
   obj["gpu"]["utilization_shape"] = shape ? nlohmann::json(shape) : nlohmann::json(nullptr);
   obj["gpu"]["utilization_shape_evidence"] = ShapeEvidenceJson(r.gpu_shape);
   obj["gpu"]["sm_fill"] = SmFillJson(r.sm_fill);
+  obj["gpu"]["streams"] = StreamsJson(r.streams);
+  obj["gpu"]["stream_waits"] = {{"count", r.streams.waits}, {"unresolved", r.streams.waits_unresolved}};
   obj["memory"] = MemoryJson(r.memory);
   obj["device"] = DeviceJson(r.device, r.device_sampler_detail);
   obj["placement"] = PlacementJson(r.env, r.io);

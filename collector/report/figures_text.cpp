@@ -201,6 +201,8 @@ void StepsText(const RankResult& r, std::string& out) {
                   IdleKindKey(kIdleLaunch), ms(m.idle_ms[kIdleLaunch]).c_str(), IdleKindKey(kIdleSync),
                   ms(m.idle_ms[kIdleSync]).c_str(), IdleKindKey(kIdleOther), ms(m.idle_ms[kIdleOther]).c_str());
     out += Printf("      host blocked in syncs followed by more work: %s\n", ms(m.host_blocked_in_syncs_ms).c_str());
+    if (m.graph_launches > 0 || m.graph_kernels > 0)
+      out += Printf("      CUDA graphs: %.1f launches, %.1f graph kernels\n", m.graph_launches, m.graph_kernels);
   }
   for (size_t i = 0; i < r.findings.size() && i < 3; ++i) {
     const Finding& f = r.findings[i];

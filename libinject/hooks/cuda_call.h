@@ -98,13 +98,14 @@ constexpr bool MayHang(Api api) {
 // Calls that put something on a stream, and so can be recorded into a graph instead.
 constexpr bool Enqueues(Api api) {
   return api == kApiLaunchKernel || api == kApiDriverLaunchKernel || api == kApiGraphLaunch ||
-         api == kApiMemsetAsync || api == kApiLaunchHostFunc || api == kApiStreamWaitEvent;
+         api == kApiMemsetAsync || api == kApiLaunchHostFunc || api == kApiStreamWaitEvent || api == kApiEventRecord;
 }
 
 // Everything but copies. `s` is the call's stream (what the record carries, and what a
-// capture check asks about); `bytes` for memsets. A query answering "not ready" is flagged.
+// capture check asks about); `bytes` for memsets; `seq` the event of event records and
+// stream waits. A query answering "not ready" is flagged.
 template <typename F>
-cudaError_t Timed(Api api, cudaStream_t s, uint32_t name_id, F&& call, uint64_t bytes = 0) {
+cudaError_t Timed(Api api, cudaStream_t s, uint32_t name_id, F&& call, uint64_t bytes = 0, uint64_t seq = 0) {
   if (!Recording()) return call();
   const bool may_hang = MayHang(api);
   const uint64_t stream = StreamId(s);
@@ -119,6 +120,7 @@ cudaError_t Timed(Api api, cudaStream_t s, uint32_t name_id, F&& call, uint64_t 
   r.stream = stream;
   r.name_id = name_id;
   r.bytes = bytes;
+  r.seq = seq;
   if (rc == cudaErrorNotReady) r.flags |= kFlagNotReady;
   if (Enqueues(api) && InCapture(s)) r.flags |= kFlagInCapture;
   if (WantsCallSite(r)) r.site_id = CaptureCallSite();  // a sync that waited long: where from

@@ -1,11 +1,15 @@
 // NCCL wrappers: each collective gets a per-communicator sequence number (to line it up
 // across ranks) and a pair of CUDA events around its enqueue, for its GPU time; a group gets
-// one pair around all of it. Communicators are registered as they are created.
+// one pair around all of it. Communicators are registered as they are created. A collective
+// enqueued while its stream is captured into a CUDA graph runs nothing now (it runs at each
+// launch of the graph): flagged as captured, and timed by no event pair (it would join the
+// graph).
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
 #include <atomic>
 
+#include "hooks/cuda_call.h"
 #include "record/collective_timer.h"
 #include "record/real.h"
 #include "record/recorder.h"
@@ -71,17 +75,20 @@ ncclResult_t Collective(gi::Api api, size_t count, ncclDataType_t type, int peer
   gi::CollectiveTimer::NoTime why = gi::CollectiveTimer::NoTime::kNone;
   gi::CollectiveTimer& timer = gi::Timer();
   const auto begin = [&] { return timer.CuptiTimes() ? timer.BeginCuptiTimed() : timer.Begin(stream, &why); };
-  uint32_t slot;
+  // One relaxed load unless a capture is open (cuda_call.h).
+  const bool captured = gi::hooks::InCapture(stream);
+  if (captured) r.flags |= gi::kFlagInCapture;
+  uint32_t slot = 0;
   if (tl_group_depth > 0) {
     // The group is one launch: time it from its first operation's stream to its end.
-    if (!tl_group_timed) {
+    if (!tl_group_timed && !captured) {
       tl_group_slot = begin();
       tl_group_stream = stream;
       tl_group_timed = true;
     }
-    slot = tl_group_slot;
+    if (!captured) slot = tl_group_slot;
     r.flags |= gi::kFlagInGroup;
-  } else {
+  } else if (!captured) {
     slot = begin();
   }
   gi::EnsureRing();

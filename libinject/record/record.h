@@ -40,6 +40,7 @@ enum Api : uint8_t {
   kApiFreeAsync = 53,
   kApiMallocManaged = 54,
   kApiMemGetInfo = 55,  // bytes = free, seq = total
+  kApiEventRecord = 56,  // hooks_cuda_streams.cpp: seq = the event's handle (also in kApiStreamWaitEvent)
   // 200+: records that never leave the process.
   kGroupEnd = 200,  // closes the ncclGroupStart/End group whose events are in `event_slot`
 };

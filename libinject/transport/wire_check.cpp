@@ -262,7 +262,8 @@ GW_ENUM(gi::kApiMallocAsync, w::CUDA_MALLOC_ASYNC);
 GW_ENUM(gi::kApiFreeAsync, w::CUDA_FREE_ASYNC);
 GW_ENUM(gi::kApiMallocManaged, w::CUDA_MALLOC_MANAGED);
 GW_ENUM(gi::kApiMemGetInfo, w::CUDA_MEM_GET_INFO);
-GW_ENUM(gi::kApiMemGetInfo, w::Api_MAX);
+GW_ENUM(gi::kApiEventRecord, w::CUDA_EVENT_RECORD);
+GW_ENUM(gi::kApiEventRecord, w::Api_MAX);
 static_assert(static_cast<int>(gi::kGroupEnd) > static_cast<int>(w::Api_MAX),
               "kGroupEnd must stay outside the wire's Api values");
 GW_ENUM(gi::kCopyH2D, w::COPY_H2D);

@@ -1,11 +1,13 @@
 // A CUDA program that makes every call of the wider runtime surface gpuwatch hooks (pitched,
 // peer and symbol copies, memsets, cooperative launches, cross-stream waits, host functions,
-// polling loops, stream capture and graph launches), a known number of times, and prints
+// polling loops, stream capture and graph launches, an NCCL all-reduce captured into the
+// graph and one run eagerly), a known number of times, and prints
 // what it did as one JSON line: the e2e test compares the summary's host figures with it.
 // Built by the host compiler: its kernel is registered the way nvcc's module constructor
 // registers one (a host stub and a device name with "spin", which the simulator times by
 // its first argument, in ns).
 #include <cuda_runtime_api.h>
+#include <nccl.h>
 
 #include <atomic>
 #include <chrono>
@@ -137,6 +139,14 @@ int main() {
   for (int i = 0; i < kGraphKernels; ++i) Check(Spin(s1, 50'000), "cudaLaunchKernel (captured)");
   Check(cudaMemsetAsync(dev, 0, 4096, s1), "cudaMemsetAsync (captured)");
   Check(cudaMemcpyAsync(dev2, dev, 4096, cudaMemcpyDeviceToDevice, s1), "cudaMemcpyAsync (captured)");
+  // One rank's communicator: its all-reduce is recorded into the graph (not run now).
+  ncclUniqueId id;
+  ncclComm_t comm = nullptr;
+  if (ncclGetUniqueId(&id) != ncclSuccess || ncclCommInitRank(&comm, 1, id, 0) != ncclSuccess) {
+    std::fprintf(stderr, "api_app: NCCL init failed\n");
+    return 5;
+  }
+  if (ncclAllReduce(dev, dev, 1024, ncclFloat, ncclSum, comm, s1) != ncclSuccess) return 6;
   cudaGraph_t graph = nullptr;
   Check(cudaStreamEndCapture(s1, &graph), "cudaStreamEndCapture");
   cudaGraphExec_t exec = nullptr;
@@ -151,6 +161,10 @@ int main() {
     std::fprintf(stderr, "api_app: %d host functions ran, want %d\n", host_func_ran.load(), kRounds);
     return 4;
   }
+  // The same all-reduce run eagerly: the one executed collective.
+  if (ncclAllReduce(dev, dev, 1024, ncclFloat, ncclSum, comm, s1) != ncclSuccess) return 6;
+  Check(cudaStreamSynchronize(s1), "cudaStreamSynchronize");
+  ncclCommDestroy(comm);
   Check(cudaGraphExecDestroy(exec), "cudaGraphExecDestroy");
   Check(cudaGraphDestroy(graph), "cudaGraphDestroy");
 
@@ -159,9 +173,10 @@ int main() {
       "\"blocking_copies\": %llu, \"memsets\": %llu, \"memset_bytes\": %llu, \"launches\": %llu, "
       "\"stream_waits\": %llu, \"host_funcs\": %llu, \"stream_polls\": %llu, \"stream_poll_s\": %.6f, "
       "\"event_polls\": %llu, \"event_poll_s\": %.6f, \"graph_launches\": %d, \"graph_kernels\": %d, "
-      "\"captured_calls\": %d, \"captures\": 1, \"instantiations\": 1}\n",
+      "\"captured_calls\": %d, \"captures\": 1, \"instantiations\": 1, \"allreduces\": 2, "
+      "\"captured_allreduces\": 1}\n",
       h2d, h2d_bytes, d2h, d2h_bytes, d2d, d2d_bytes, blocking, memsets, memset_bytes, launches, waits, host_funcs,
       stream_polls, stream_poll_s, event_polls, event_poll_s, kGraphLaunches, kGraphLaunches * kGraphKernels,
-      kGraphKernels + 2);
+      kGraphKernels + 3);
   return 0;
 }

@@ -50,6 +50,12 @@ TEST_CASE("graphs: a launch-bound step captured in a graph is attributed to its 
   CHECK_FALSE(HasFinding(rank["findings"], "launch_bound"));
   CHECK_FALSE(HasFinding(r.summary["job"]["findings"], "launch_bound"));
   CHECK(r.SummaryText().find("CUDA graphs: 60 launches") != std::string::npos);
+  // Per NVTX step: the one replay and its 200 kernels.
+  const json& per = rank["steps"]["per_step_graphs"];
+  INFO(rank["steps"].dump());
+  CHECK(rank["steps"]["per_step_source"] == "per step");
+  CHECK(D(per, "launches") == Approx(1.0).epsilon(1e-9));
+  CHECK(D(per, "kernels") == Approx(200.0).epsilon(1e-9));
 }
 
 TEST_CASE("graphs: a step mixing graph replays and eager launches splits them") {
@@ -73,6 +79,11 @@ TEST_CASE("graphs: a step mixing graph replays and eager launches splits them") 
   CHECK(D(g, "device_s") == Approx(40 * 2 * 20 * 50e-6).epsilon(0.03));
   CHECK(U(rank["memset"], "count") == 40);
   CHECK(U(rank["memset"], "bytes") == 40ull * 1048576);
+  // Per NVTX step: two replays of 20 kernels; the eager kernels are not graph kernels.
+  const json& per = rank["steps"]["per_step_graphs"];
+  INFO(rank["steps"].dump());
+  CHECK(D(per, "launches") == Approx(2.0).epsilon(1e-9));
+  CHECK(D(per, "kernels") == Approx(40.0).epsilon(1e-9));
 }
 
 TEST_CASE("graphs: every newly hooked CUDA API is counted exactly on the host") {
@@ -116,6 +127,10 @@ TEST_CASE("graphs: every newly hooked CUDA API is counted exactly on the host") 
   CHECK(U(g, "device_launches") == U(want, "graph_launches"));
   // The captured memset and copy ran at each launch: 3 graph ops more than its kernels.
   CHECK(U(g, "ops") == U(want, "graph_kernels") + 2 * U(want, "graph_launches"));
+  // An all-reduce enqueued during the capture ran nothing then: captured, not executed.
+  CHECK(U(Sub(calls, "ncclAllReduce"), "count") == U(want, "allreduces"));
+  CHECK(U(Sub(calls, "ncclAllReduce"), "captured") == U(want, "captured_allreduces"));
+  CHECK(U(Sub(rank["collectives"], "allreduce"), "count") == U(want, "allreduces") - U(want, "captured_allreduces"));
 }
 
 TEST_CASE("graphs: the trace holds every graph kernel, annotated, with a flow from each launch") {

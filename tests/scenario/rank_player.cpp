@@ -69,6 +69,10 @@ class Player {
 
   cudaStream_t compute_ = nullptr, comm_stream_ = nullptr;
   cudaEvent_t compute_ready_ = nullptr, comm_done_ = nullptr, sync_event_ = nullptr;
+  // `"stream": "side"` kernels: made at setup only when a scenario has some, so the others
+  // make the calls they always made.
+  cudaStream_t side_ = nullptr;
+  cudaEvent_t side_ready_ = nullptr, side_done_ = nullptr;
   void* dev_ = nullptr;
   std::vector<void*> kept_;  // `alloc` ops' memory, freed at teardown
   void* pinned_ = nullptr;
@@ -126,6 +130,13 @@ void Player::setup() {
   for (const Op* op : all_ops(sc_)) library |= op->kind == OpKind::Kernels && op->via == Via::Library;
   if (library) check(init_library_launch(), "cudaGetDriverEntryPointByVersion(cuLaunchKernel) / cudaGetFuncBySymbol");
   capture_graphs();
+  bool side = false;
+  for (const Op* op : all_ops(sc_)) side |= op->kind == OpKind::Kernels && op->side;
+  if (side) {
+    check(cudaStreamCreate(&side_), "cudaStreamCreate");
+    check(cudaEventCreateWithFlags(&side_ready_, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+    check(cudaEventCreateWithFlags(&side_done_, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+  }
 
   ncclUniqueId id;
   if (opt_.rank == 0) {
@@ -271,17 +282,29 @@ void Player::play(const Op& op) {
       Clock::duration in_launch{};
       const bool library = op.via == Via::Library;
       const unsigned blocks = op.blocks ? static_cast<unsigned>(op.blocks) : sm_count_;
+      // A side stream's kernels start after the compute stream's work so far, and the compute
+      // stream's next work waits for them (a cross-stream dependency both ways).
+      cudaStream_t stream = compute_;
+      if (op.side) {
+        check(cudaEventRecord(side_ready_, compute_), "cudaEventRecord");
+        check(cudaStreamWaitEvent(side_, side_ready_, 0), "cudaStreamWaitEvent");
+        stream = side_;
+      }
       int driver_error = 0;  // CUresult of the first failed driver launch
       for (std::uint64_t i = 0; i < op.count; ++i) {
         auto t0 = Clock::now();
         if (library) {
-          const int r = launch_spin_library(ns, blocks, compute_);
+          const int r = launch_spin_library(ns, blocks, stream);
           in_launch += Clock::now() - t0;
           if (r != 0 && driver_error == 0) driver_error = r;
         } else {
-          launch_spin(ns, blocks, compute_);
+          launch_spin(ns, blocks, stream);
           in_launch += Clock::now() - t0;
         }
+      }
+      if (op.side) {
+        check(cudaEventRecord(side_done_, side_), "cudaEventRecord");
+        check(cudaStreamWaitEvent(compute_, side_done_, 0), "cudaStreamWaitEvent");
       }
       if (range) nvtxRangePop();
       truth_.add(library ? "kernels_library" : "kernels", std::chrono::duration<double>(in_launch).count(), 0, op.count);
@@ -403,6 +426,11 @@ void Player::teardown() {
   check(cudaFree(dev_), "cudaFree");
   for (void* p : kept_) check(cudaFree(p), "cudaFree");
   for (cudaEvent_t ev : {compute_ready_, comm_done_, sync_event_}) check(cudaEventDestroy(ev), "cudaEventDestroy");
+  if (side_) {
+    check(cudaEventDestroy(side_ready_), "cudaEventDestroy");
+    check(cudaEventDestroy(side_done_), "cudaEventDestroy");
+    check(cudaStreamDestroy(side_), "cudaStreamDestroy");
+  }
   check(cudaStreamDestroy(comm_stream_), "cudaStreamDestroy");
   check(cudaStreamDestroy(compute_), "cudaStreamDestroy");
   truth_.set("teardown_s", seconds_between(t0, Clock::now()));

@@ -74,7 +74,7 @@ const std::map<std::string, OpSpec>& op_specs() {
       {"host", {OpKind::Host, {"ms", "wait", "read_mbps"}}},
       {"h2d", {OpKind::H2D, {"bytes", "pinned", "async"}}},
       {"d2h", {OpKind::D2H, {"bytes", "pinned", "async"}}},
-      {"kernels", {OpKind::Kernels, {"count", "us", "name", "via", "blocks"}}},
+      {"kernels", {OpKind::Kernels, {"count", "us", "name", "via", "blocks", "stream"}}},
       {"item", {OpKind::Item, {}}},
       {"sync", {OpKind::Sync, {"what"}}},
       {"allreduce", {OpKind::AllReduce, {"bytes", "group", "overlap"}}},
@@ -139,6 +139,12 @@ Op parse_op(const json& j, const std::string& source, const std::string& path) {
         if (s == "runtime") op.via = Via::Runtime;
         else if (s == "library") op.via = Via::Library;
         else fail(source, join(path, "via"), "expected \"runtime\" or \"library\"");
+      }
+      if (j.contains("stream")) {
+        const json& v = j["stream"];
+        const std::string s = v.is_string() ? v.get<std::string>() : "";
+        if (s == "side") op.side = true;
+        else if (s != "compute") fail(source, join(path, "stream"), "expected \"compute\" or \"side\"");
       }
       break;
     case OpKind::Item:

@@ -138,7 +138,12 @@ static bool try_start(Op& op) {
     if (!d->resolved) return false;
     start = std::max(start, d->end_ns);
   }
+  for (const OpRef& d : op.deps) op.preds_end_ns = std::max(op.preds_end_ns, d->end_ns);
   op.deps.clear();
+  if (op.awaited) {
+    op.awaited_end_ns = op.awaited->preds_end_ns;  // resolved: it was a predecessor
+    op.awaited.reset();
+  }
   op.started = true;
   op.start_ns = start;
   if (!op.external) {
@@ -149,7 +154,10 @@ static bool try_start(Op& op) {
 }
 
 void Model::finish(Op& op, std::vector<simgpu_activity>& out) {
-  if (op.kind == kMarker) return;
+  if (op.kind == kMarker) {
+    if (op.awaited_end_ns) truth_.stream_waited(op.rec.stream_id, op.awaited_end_ns);
+    return;
+  }
   op.rec.start_ns = op.start_ns;
   op.rec.end_ns = op.end_ns;
   op.rec.wait_ns = op.wait_ns;
@@ -193,10 +201,10 @@ std::vector<OpRef> Model::enqueue(Stream* s, const std::vector<OpDesc>& descs, O
     } else if (!(s->flags & cudaStreamNonBlocking) && d.legacy.tail) {
       preds.push_back(d.legacy.tail);
     }
-    uint64_t ready = now;
+    uint64_t ready = now, preds_end = 0;
     std::vector<OpRef> open;  // only unresolved predecessors are kept as edges
     for (const OpRef& p : preds) {
-      if (p->resolved) ready = std::max(ready, p->end_ns);
+      if (p->resolved) ready = std::max(ready, p->end_ns), preds_end = std::max(preds_end, p->end_ns);
       else open.push_back(p);
     }
     for (const OpDesc& desc : descs) {
@@ -209,6 +217,13 @@ std::vector<OpRef> Model::enqueue(Stream* s, const std::vector<OpDesc>& descs, O
                        : desc.dur_ns;
       op->ready_ns = ready;
       op->deps = open;
+      op->preds_end_ns = preds_end;
+      op->rec.stream_id = s->id;
+      // cudaStreamWaitEvent: the stream's next work waits for the event's work (the truth's stream_wait).
+      if (extra && desc.kind == kMarker && descs.size() == 1) {
+        if (extra->resolved) op->awaited_end_ns = extra->preds_end_ns;
+        else op->awaited = extra;
+      }
       if (desc.kind != kMarker) {
         op->rec.kind = static_cast<uint32_t>(desc.kind);
         op->rec.flags = desc.flags;

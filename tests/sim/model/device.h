@@ -37,6 +37,13 @@ struct Op {
   uint64_t dur_ns = 0;
   uint64_t start_ns = 0, end_ns = 0, wait_ns = 0;
   std::vector<std::shared_ptr<Op>> deps;  // unresolved predecessors; cleared once started
+  // When its predecessors ended, leaving out the host's enqueue time: for an event's marker,
+  // when the work recorded in the event ended (0: none).
+  uint64_t preds_end_ns = 0;
+  // A cross-stream wait (a marker with an event dependency): the event's marker until this
+  // op starts, then when the work recorded in it ended (the truth's per-stream stream_wait).
+  std::shared_ptr<Op> awaited;
+  uint64_t awaited_end_ns = 0;
   simgpu_activity rec{};                  // what the observer and the truth get
 };
 using OpRef = std::shared_ptr<Op>;

@@ -35,6 +35,13 @@ void Truth::add(const simgpu_activity& op) {
     const double sms = config().sm_count;
     if (sms > 0 && blocks < sms) kernel_sm_idle_ns_ += static_cast<double>(op.end_ns - op.start_ns) * (1 - blocks / sms);
   }
+  StreamStat& st = streams_[op.stream_id];
+  if (st.ops && op.start_ns > st.last_end && st.awaited_end > st.last_end)
+    st.stream_wait_ns += std::min(op.start_ns, st.awaited_end) - st.last_end;
+  st.awaited_end = 0;
+  if (op.end_ns > std::max(op.start_ns, st.last_end)) st.busy_ns += op.end_ns - std::max(op.start_ns, st.last_end);
+  st.last_end = std::max(st.last_end, op.end_ns);
+  st.ops++;
   if (op.start_ns < first_start_) first_start_ = op.start_ns;
   if (op.end_ns > last_end_) last_end_ = op.end_ns;
   buffered_.emplace(op.start_ns, Interval{op.end_ns, op.kind, op.comm});
@@ -149,6 +156,14 @@ std::string Truth::json(int rank) {
       << static_cast<unsigned long long>(c.other_processes[i].memory_gib * (1ull << 30))
       << ", \"busy\": " << c.other_processes[i].busy << "}";
   o << "]}";
+  o << ", \"streams\": [";
+  first = true;
+  for (const auto& [id, st] : streams_) {
+    o << (first ? "" : ", ") << "{\"stream\": " << id << ", \"ops\": " << st.ops << ", \"busy_s\": " << sec(st.busy_ns)
+      << ", \"stream_wait_s\": " << sec(st.stream_wait_ns) << "}";
+    first = false;
+  }
+  o << "]";
   o << ", \"collective_wait_s\": " << sec(wait_ns_) << ", \"ops\": " << ops_
     << ", \"comm_overlap\": {\"nccl_s\": " << sec(comm_ns_) << ", \"overlapped_s\": " << sec(comm_overlapped_ns_)
     << ", \"exposed_s\": " << sec(comm_ns_ - comm_overlapped_ns_) << "}, \"comms\": {";

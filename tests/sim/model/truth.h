@@ -22,6 +22,11 @@ class Truth {
  public:
   void add(const simgpu_activity& op);
   void add_graph_launch() { graph_launches_++; }
+  // A cross-stream wait on `stream` resolved: its next op waits for work that ends at `end_ns`.
+  void stream_waited(uint64_t stream, uint64_t end_ns) {
+    uint64_t& w = streams_[stream].awaited_end;
+    w = std::max(w, end_ns);
+  }
 
   // No op added from now on starts before `watermark`: merge what starts before it.
   void advance(uint64_t watermark);
@@ -76,6 +81,13 @@ class Truth {
   // each kernel's time times the share of the sm_count SMs its grid gave no block.
   std::map<uint64_t, uint64_t> kernel_blocks_;  // blocks -> kernels (bounded by what scenarios launch)
   double kernel_sm_idle_ns_ = 0;
+  // Per stream, in its ops' order (a stream's ops resolve in order): its busy time, and the
+  // part of the gaps between its ops spent waiting for another stream's work (from the gap's
+  // start until the awaited work ended; the collector's `stream_wait`).
+  struct StreamStat {
+    uint64_t ops = 0, busy_ns = 0, stream_wait_ns = 0, last_end = 0, awaited_end = 0;
+  };
+  std::map<uint64_t, StreamStat> streams_;
 };
 
 }  // namespace simgpu

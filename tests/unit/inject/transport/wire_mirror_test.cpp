@@ -68,7 +68,7 @@ TEST_CASE("every value of the proto's enums has a mirror in the library") {
                       gi::kApiEventQuery, gi::kApiDriverLaunchKernel, gi::kApiAllReduce, gi::kApiAllGather,
                       gi::kApiReduceScatter, gi::kApiBroadcast, gi::kApiReduce, gi::kApiSend, gi::kApiRecv,
                       gi::kApiNvtxRange, gi::kApiMalloc, gi::kApiFree, gi::kApiMallocAsync, gi::kApiFreeAsync,
-                      gi::kApiMallocManaged, gi::kApiMemGetInfo});
+                      gi::kApiMallocManaged, gi::kApiMemGetInfo, gi::kApiEventRecord});
   CHECK(ProtoValues(w::CopyKind_descriptor()) == std::set<int>{gi::kCopyH2D, gi::kCopyD2H, gi::kCopyD2D, gi::kCopyH2H});
   CHECK(ProtoValues(w::EventFlag_descriptor()) ==
         std::set<int>{gi::kFlagPageable, gi::kFlagBlockedHost, gi::kFlagInGroup, gi::kFlagNoGpuTime,
