@@ -27,6 +27,10 @@ loop() {  # $1: preload or ""; prints wall seconds
   t0=$(date +%s%N)
   LD_PRELOAD=$1 "$B/bin/gpuwatch-scenario" --sim "$LOOP" >/dev/null 2>&1 || { echo "the launch loop failed" >&2; return 1; }
   t1=$(date +%s%N)
+  # The collector the library started writes the summary and trace after the job has
+  # exited (the job does not wait for it): let it finish before the next run starts, or
+  # its last work lands in that run's time (an A/A pair after a preloaded run read +2.6%).
+  while pgrep -f -- "--listen $GPUWATCH_SOCKET_DIR" >/dev/null; do sleep 0.05; done
   awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.4f\n", (b-a)/1e9}'
 }
 # The rank's figure (the first), from its summary.json.

@@ -262,12 +262,14 @@ void AddCoverage(const RankContext& c, Finding& f) {
 
 // The host frames (analyze/host_frames.h) say what the GPU waited for: DataLoader
 // iteration is data loading; anything else is the user's host work, named by its frames.
-// Without samples (no Python, sampling off) it stays data loading, as before them.
+// Without samples (sampling off), or when most samples name none of the user's code (a
+// thread whose stack shows only libc, say), it stays data loading, as before them: the
+// frames are evidence only where they show what the host ran.
 std::optional<Finding> DataLoading(const RankContext& c, const std::vector<Finding>&) {
   if (!c.r.cupti()) return std::nullopt;
   const double host = Seconds(c.dev.idle[kIdleHost]) * c.scale;
   const HostFramesFigures& hf = c.r.host_frames;
-  const bool overhead = hf.samples >= kHostFramesMinSamples && hf.data_loading_share < 0.5;
+  const bool overhead = hf.samples >= kHostFramesMinSamples && hf.unnamed_share < 0.5 && hf.data_loading_share < 0.5;
   Finding f = MakeFinding(overhead ? "host_overhead" : "data_loading", host, c.fig_base);
   f.evidence = {{"gpu_idle_waiting_for_host_s", host},
                 {"per_step_ms", c.PerStepMs(host)},

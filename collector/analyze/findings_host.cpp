@@ -28,6 +28,7 @@ void AddHostFrames(const HostFramesFigures& hf, Finding& f) {
   f.evidence["host_frames"] = frames;
   f.evidence["host_samples"] = hf.samples;
   f.evidence["data_loading_share"] = hf.data_loading_share;
+  f.evidence["unnamed_share"] = hf.unnamed_share;
 }
 
 // What fits depends on what the frames are; the frames themselves say where.

@@ -64,7 +64,7 @@ HostFramesFigures HostFrames::Result(const RankFacts& facts) const {
   // By (where, blocked_in); ordered: ties come out the same every time.
   std::map<std::pair<std::string, std::string>, uint64_t> by_where;
   const char* none = facts.sampling().native_samples > 0 ? "(no frame)" : "(no Python frame)";
-  uint64_t loading = 0;
+  uint64_t loading = 0, unnamed = 0;
   for (const auto& [key, n] : all) {
     if (static_cast<uint32_t>(key >> 32) != tid) continue;
     f.samples += n;
@@ -72,11 +72,14 @@ HostFramesFigures HostFrames::Result(const RankFacts& facts) const {
     const std::vector<std::string>* stack = facts.Stack(id);
     if (!stack || stack->empty()) {
       by_where[{none, ""}] += n;
+      unnamed += n;
       continue;
     }
     if (const std::string* blocked_in = facts.NativeBlockedIn(id)) {
-      by_where[{UserNativeFrame(*stack), *blocked_in}] += n;
+      const std::string where = UserNativeFrame(*stack);
+      by_where[{where, *blocked_in}] += n;
       if (!BlockedCause(*blocked_in).empty()) loading += n;
+      else if (IsSystemFrame(where)) unnamed += n;
       continue;
     }
     by_where[{UserFrame(*stack), ""}] += n;
@@ -84,6 +87,7 @@ HostFramesFigures HostFrames::Result(const RankFacts& facts) const {
   }
   if (f.samples == 0) return f;
   f.data_loading_share = static_cast<double>(loading) / static_cast<double>(f.samples);
+  f.unnamed_share = static_cast<double>(unnamed) / static_cast<double>(f.samples);
   for (const auto& [where, n] : by_where)
     f.frames.push_back({where.first, where.second, n, static_cast<double>(n) / static_cast<double>(f.samples)});
   std::stable_sort(f.frames.begin(), f.frames.end(),

@@ -35,6 +35,8 @@ struct HostFramesFigures {
   uint32_t tid = 0;              // the training thread
   double data_loading_share = 0;  // of those samples: iterating a DataLoader (python_frames.h),
                                   // or blocked on input or a producer (native_frames.h)
+  double unnamed_share = 0;      // of those samples: no frame of the user's code (no stack, or
+                                  // system libraries' native frames only): evidence of nothing
   std::vector<HostFrame> frames;  // by share, at most kMaxHostFramesShown
   bool known() const { return samples > 0; }
 };

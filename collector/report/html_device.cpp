@@ -92,19 +92,19 @@ void PlacementTable(const json& s, std::string& out) {
     const json& p = Get(r, "placement");
     out += "<tr><td>" + Esc(RankLabel(r)) + "</td>";
     if (f.is_object())
-      out += Cell(Printf("%.0f%% of %d SMs", 100 * Num(f, "fill"), Int(f, "sm_count"))) +
-             Cell(Printf("%d of %d", Int(f, "small_grid_kernels"), Int(f, "kernels"))) +
-             Cell(FmtDuration(Num(f, "idle_sm_s")));
+      out += html::NumCell(Printf("%.0f%% of %d SMs", 100 * Num(f, "fill"), Int(f, "sm_count"))) +
+             html::NumCell(Printf("%d of %d", Int(f, "small_grid_kernels"), Int(f, "kernels"))) +
+             html::NumCell(FmtDuration(Num(f, "idle_sm_s")));
     else
       out += "<td colspan=\"3\">no launch geometry</td>";
     if (p.is_object()) {
       const json& node = Get(p, "gpu_numa_node");
       out += "<td>" + Esc(Str(p, "cpu_affinity", "-")) + "</td>" +
-             Cell(Get(p, "off_node_share").is_number()
+             html::NumCell(Get(p, "off_node_share").is_number()
                       ? Printf("%d of %d (node %d)", Int(p, "cpus_on_gpu_node"), Int(p, "cpus"), node.is_number() ? node.get<int>() : -1)
                       : std::string("-")) +
-             Cell(Get(p, "cpu_quota_cores").is_number() ? Printf("%.1f cores", Num(p, "cpu_quota_cores")) : std::string("none")) +
-             Cell(FmtDuration(Num(p, "cgroup_throttled_s")));
+             html::NumCell(Get(p, "cpu_quota_cores").is_number() ? Printf("%.1f cores", Num(p, "cpu_quota_cores")) : std::string("none")) +
+             html::NumCell(FmtDuration(Num(p, "cgroup_throttled_s")));
     } else {
       out += "<td colspan=\"4\">not known</td>";
     }

@@ -82,6 +82,7 @@ bool HostSampler::Start(double hz, double max_cpu_share, NativeFrames native) {
   hz_ = hz;
   max_cpu_share_ = max_cpu_share;
   const bool python = PythonLayout() != nullptr;
+  if (native == NativeFrames::kAuto) native = python ? NativeFrames::kProc : NativeFrames::kSignal;
   if (!SetUpNative(native) && !python) return false;
   buffer_.reserve(1024);
   sigset_t all, old;

@@ -27,10 +27,13 @@
 
 namespace gpuwatch::inject {
 
-// GPUWATCH_NATIVE_FRAMES: native frames for threads without Python. kSignal (default):
-// blocked threads from /proc, running ones from a CPU-time timer's signal; kProc: /proc
-// only, no signal (running threads get no frame); kOff: none.
-enum class NativeFrames { kOff, kProc, kSignal };
+// GPUWATCH_NATIVE_FRAMES: native frames for threads without Python. kSignal: blocked
+// threads from /proc, running ones from a CPU-time timer's signal; kProc: /proc only, no
+// signal (running threads get no frame); kOff: none. kAuto (default): kSignal in a process
+// without Python (a C++ job: native frames are all it has), kProc in a Python one, whose
+// other threads (PyTorch's autograd and its workers) need no signal of ours for the
+// frames that matter there, the Python ones.
+enum class NativeFrames { kOff, kProc, kSignal, kAuto };
 
 class HostSampler {
  public:
@@ -66,7 +69,7 @@ class HostSampler {
   // Starts the thread (signals blocked, its own calls unrecorded) at `hz`, its CPU time kept
   // within `max_cpu_share` of the wall time. False: not started (hz <= 0, neither readable
   // Python nor native frames, or no thread).
-  bool Start(double hz, double max_cpu_share, NativeFrames native = NativeFrames::kSignal);
+  bool Start(double hz, double max_cpu_share, NativeFrames native = NativeFrames::kAuto);
   // One pass: a sample of every ring's thread that is alive and has a Python thread state.
   // The thread's body; tests call it with their own rings.
   void SampleOnce(std::span<Ring* const> rings, uint64_t now_ns);

@@ -52,11 +52,12 @@ CuptiBudget::Mode EnvCuptiMode() {
 
 NativeFrames EnvNativeFrames() {
   const char* v = std::getenv("GPUWATCH_NATIVE_FRAMES");
-  if (!v || !*v || std::string(v) == "on" || std::string(v) == "1") return NativeFrames::kSignal;
+  if (!v || !*v || std::string(v) == "auto") return NativeFrames::kAuto;
+  if (std::string(v) == "on" || std::string(v) == "1") return NativeFrames::kSignal;
   if (std::string(v) == "proc") return NativeFrames::kProc;
   if (std::string(v) == "off" || std::string(v) == "0") return NativeFrames::kOff;
-  std::fprintf(stderr, "[gpuwatch] ignoring GPUWATCH_NATIVE_FRAMES=%s: expected on, proc or off\n", v);
-  return NativeFrames::kSignal;
+  std::fprintf(stderr, "[gpuwatch] ignoring GPUWATCH_NATIVE_FRAMES=%s: expected auto, on, proc or off\n", v);
+  return NativeFrames::kAuto;
 }
 
 // "FROM:TO" in seconds, 0 <= FROM < TO (the collector's trace window, whose errors it

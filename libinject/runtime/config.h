@@ -17,7 +17,7 @@ struct Config {
   double sample_hz = 100;        // GPUWATCH_SAMPLE_HZ: Python stacks of CUDA-calling threads per second (0: off)
   // GPUWATCH_NATIVE_FRAMES=on (default) | proc | off: native frames of threads without
   // Python (enrich/host_sampler.h); `proc` never signals the job's threads.
-  NativeFrames native_frames = NativeFrames::kSignal;
+  NativeFrames native_frames = NativeFrames::kAuto;
   int exit_timeout_ms = 3000;    // GPUWATCH_EXIT_TIMEOUT_MS: most time spent at exit
   int nvml_ms = 1000;            // GPUWATCH_NVML_MS: the rank's device through NVML this often (100..10000; 0: never)
   size_t max_buffer_bytes = 8u << 20;  // GPUWATCH_BUFFER_BYTES: encoded data held while

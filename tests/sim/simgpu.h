@@ -122,6 +122,10 @@ cudaError_t simgpu_launch_kernel(cudaStream_t stream, const char* name, uint64_t
 /* Current device of the calling thread (what cudaGetDevice would say), without an API call. */
 int simgpu_current_device(void);
 
+/* 1 when `stream` is being captured into a graph (cudaStreamIsCapturing), without an API
+ * call: the simulated NCCL asks, and must make no public runtime call (hooks would see it). */
+int simgpu_stream_capturing(cudaStream_t stream);
+
 /* The model's clock: CLOCK_MONOTONIC in nanoseconds. */
 uint64_t simgpu_now_ns(void);
 

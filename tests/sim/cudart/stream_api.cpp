@@ -107,6 +107,10 @@ SIMGPU_EXPORT cudaError_t cudaStreamIsCapturing(cudaStream_t s, cudaStreamCaptur
 SIMGPU_EXPORT cudaError_t cudaStreamIsCapturing_ptsz(cudaStream_t s, cudaStreamCaptureStatus* st) {
   return is_capturing(s, st, true);
 }
+SIMGPU_EXPORT int simgpu_stream_capturing(cudaStream_t s) {
+  cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+  return is_capturing(s, &st, false) == cudaSuccess && st != cudaStreamCaptureStatusNone;
+}
 
 // ---- events ----------------------------------------------------------------------------
 

@@ -91,9 +91,7 @@ void set_members(ncclComm* c, std::vector<int> members) {
 // graph it is accepted and dropped: real NCCL records it into the graph, which runs it at
 // each launch; the simulator's graphs hold no collectives (docs/simulator.md, known gaps).
 ncclResult_t enqueue(cudaStream_t stream, const OpPlan& p) {
-  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(stream, &capturing) == cudaSuccess && capturing != cudaStreamCaptureStatusNone)
-    return ncclSuccess;
+  if (simgpu_stream_capturing(stream)) return ncclSuccess;
   if (tl_group_depth > 0) {
     tl_group.emplace_back(stream, p);
     return ncclSuccess;
