@@ -22,7 +22,7 @@ enum WireType : uint32_t { kVarint = 0, kI64 = 1, kLen = 2 };
 // launch, ~200k a second on a launch-heavy job) build their body here rather than in a
 // std::string allocated and freed for each. Every writer below takes either. kMaxField is
 // the most one scalar field can take (a 2-byte tag, a 10-byte varint): a record of F scalar
-// fields fits in StackOut<F * kMaxField> (the wire-check unit test encodes every field at its
+// fields fits in StackOut<F * kMaxField> (encode_test.cpp encodes every field at its
 // widest).
 inline constexpr size_t kMaxField = 12;
 template <size_t N>
