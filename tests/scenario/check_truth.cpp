@@ -4,7 +4,8 @@
 //   scenario-truth-check --driver BIN --sim-dir DIR --work DIR [--timeout S] SCENARIO.json
 //
 // Counts and bytes must match the model (scenario_model.h) exactly; times must be within
-// 10% or 0.5 ms (issue 2's tolerance). Prints every mismatch, exits 1 if there was any.
+// 10% or 0.5 ms (issue 2's tolerance); the rank's host time also allows each host op the
+// wake-up latency of a loaded machine (kHostOpSlack). Prints every mismatch, exits 1 if there was any.
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -31,7 +32,13 @@ void fail(const std::string& msg) {
   ++g_failures;
 }
 
-bool near(double got, double want) { return std::fabs(got - want) <= std::max(0.10 * want, 0.0005); }
+bool near(double got, double want, double slack = 0) { return std::fabs(got - want) <= std::max(0.10 * want, 0.0005) + slack; }
+
+// The driver's host ops end at their deadline or later: on CI's two cores, with ctest running
+// two scenarios at once, the yield after the sleep wakes 50-100 us late per op (a 60-op
+// scenario of 0.2 ms ops recorded 16 ms for 12). That is the driver's fidelity, not the tool's
+// accuracy: the tool is checked against the time the truth file recorded, whatever it was.
+constexpr double kHostOpSlack = 100e-6;
 
 std::string fmt(double x) {
   char b[64];
@@ -90,7 +97,8 @@ void check_rank_truth(const Scenario& sc, int rank, const json& truth) {
       fail(who + " ops." + it.key() + " present but the scenario has no such op");
   if (want.count("host")) {
     double got = num(ops["host"], "total_s"), w = want.at("host").seconds;
-    if (!near(got, w)) fail(who + " ops.host.total_s = " + fmt(got) + ", want " + fmt(w) + " (10% or 0.5 ms)");
+    if (got < w - 1e-6 || !near(got, w, kHostOpSlack * static_cast<double>(want.at("host").count)))
+      fail(who + " ops.host.total_s = " + fmt(got) + ", want " + fmt(w) + " (never less; 10% or 0.5 ms, plus 0.1 ms per op)");
   }
   std::map<std::uint64_t, std::uint64_t> launched = expected_kernel_blocks(sc);
   const auto sm = static_cast<std::uint64_t>(sc.gpu.count("sm_count") ? sc.gpu.at("sm_count") : 132);
