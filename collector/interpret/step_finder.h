@@ -55,7 +55,10 @@ class StepFinder {
   StepsFound nvtx_;
   uint64_t last_end_ = 0;
   // Steps without NVTX, best first.
-  StepPattern coll_pattern_, sync_pattern_, launch_pattern_{kLaunchAnchorWindow, kLaunchMaxPeriod, kFirstLaunchSearch};
+  // A sync ends its step; a launch's signature has the pause bit apart from what it launched.
+  StepPattern coll_pattern_;
+  StepPattern sync_pattern_{kAnchorWindow, kMaxPeriod, kFirstSearch, /*anchors_end_steps=*/true};
+  StepPattern launch_pattern_{kLaunchAnchorWindow, kLaunchMaxPeriod, kFirstLaunchSearch, false, ~uint64_t{1}};
   const StepPattern* emitting_ = nullptr;  // the pattern whose steps went out
   uint64_t emitted_from_ = 0;              // start of the next step it will emit
   uint64_t last_enqueue_end_ = 0;          // for the launch signature's pause bit

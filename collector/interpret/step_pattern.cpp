@@ -68,7 +68,8 @@ uint64_t FindPeriod(const std::vector<uint64_t>& sig, uint64_t max_period, uint6
   return 0;
 }
 
-void StepPattern::Boundary(uint64_t t_ns) {
+void StepPattern::Boundary(uint64_t index, uint64_t t_ns) {
+  last_boundary_index_ = index;
   if (boundary_count_ > 0) stats_.Add(t_ns > last_boundary_ ? t_ns - last_boundary_ : 0);
   last_boundary_ = t_ns;
   ++boundary_count_;
@@ -94,15 +95,25 @@ void StepPattern::Search(uint64_t min_repeats, bool final) {
     // The phase whose anchors follow the longest pauses (median over the window).
     uint64_t best_gap = 0;
     std::vector<uint64_t> gaps;
+    uint64_t longest = 0;
     for (uint64_t phase = 0; phase < p; ++phase) {
       gaps.clear();
       for (uint64_t i = phase == 0 ? p : phase; i < window_.size(); i += p)
         gaps.push_back(window_[i].t_ns - std::min(window_[i].t_ns, window_[i - 1].t_ns));
       if (gaps.empty()) continue;
       std::nth_element(gaps.begin(), gaps.begin() + gaps.size() / 2, gaps.end());
-      if (gaps[gaps.size() / 2] > best_gap) best_gap = gaps[gaps.size() / 2], phase_ = phase;
+      if (gaps[gaps.size() / 2] > best_gap) best_gap = gaps[gaps.size() / 2], longest = phase;
     }
-    for (size_t i = phase_; i < window_.size(); i += p) Boundary(window_[i].t_ns);
+    // An anchor that ends its step: the boundary is the one the pause follows.
+    phase_ = anchors_end_steps_ ? (longest + p - 1) % p : longest;
+    // The kind of anchor in the boundary's place, most often.
+    std::unordered_map<uint64_t, uint64_t> kinds;
+    for (size_t i = phase_; i < window_.size(); i += p) ++kinds[window_[i].sig & boundary_mask_];
+    uint64_t most = 0;
+    for (auto [sig, n] : kinds)
+      if (n > most || (n == most && sig < boundary_sig_)) most = n, boundary_sig_ = sig;
+    for (size_t i = phase_; i < window_.size(); i += p)
+      if ((window_[i].sig & boundary_mask_) == boundary_sig_) Boundary(i, window_[i].t_ns);
   }
   std::vector<Anchor>().swap(window_);
 }
@@ -110,7 +121,7 @@ void StepPattern::Search(uint64_t min_repeats, bool final) {
 void StepPattern::Add(uint64_t sig, uint64_t t_ns) {
   const uint64_t index = seen_++;
   if (searched_) {
-    if (period_ && index % period_ == phase_ % period_) Boundary(t_ns);
+    if (period_ && index % period_ == phase_ % period_ && (sig & boundary_mask_) == boundary_sig_) Boundary(index, t_ns);
     return;
   }
   window_.push_back({sig, t_ns});

@@ -67,3 +67,18 @@ TEST_CASE("steps: a DDP loop without NVTX gets per-step figures from its all-red
                                  {.truth = true});
   for (int rank = 0; rank < 2; ++rank) CheckInferredSteps(run, rank, "inferred:collectives", 20 * 0.100 + 5 * 0.040, 6.0);
 }
+
+TEST_CASE("steps: inferred steps count the graph launches and graph kernels of each step") {
+  // A loop without NVTX that replays a 50-kernel graph twice and waits for it every step:
+  // steps inferred from the syncs, each holding both replays and their 100 kernels.
+  const JobRun run = RunScenario("steps-graphs", R"({"name": "graphs_no_nvtx", "ranks": 1, "steps": 24, "nvtx": false,
+    "step": [{"op": "host", "ms": 2}, {"op": "graph", "kernels": 50, "us": 20, "replays": 2}, {"op": "sync"}]})",
+                                 {.truth = true});
+  INFO("driver stderr:\n" << run.job.err);
+  const json& st = run.summary["ranks"][0]["steps"];
+  INFO(st.dump());
+  CHECK(st["source"] == "inferred:syncs");
+  REQUIRE(st["per_step_source"] == "per step");
+  CHECK(st["per_step_graphs"]["launches"].get<double>() == Approx(2.0).epsilon(1e-9));
+  CHECK(st["per_step_graphs"]["kernels"].get<double>() == Approx(100.0).epsilon(1e-9));
+}
