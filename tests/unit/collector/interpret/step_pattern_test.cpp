@@ -58,7 +58,7 @@ TEST_CASE("collector: launch steps are found while the run goes on and open afte
   CHECK(total == 29);  // 30 starts: 29 closed steps; the last is closed by the finder at the end
 }
 
-TEST_CASE("collector: sync steps end at the sync before the pause; the teardown's sync closes no step") {
+TEST_CASE("collector: sync steps end at the sync before the pause, and the teardown's sync closes no step") {
   // Per step: 5 ms loading the batch, a .item() (kind 1) mid-step, the step's closing
   // stream sync (kind 2). The run ends with a cudaDeviceSynchronize (kind 3).
   dg::StepPattern p(dg::kAnchorWindow, dg::kMaxPeriod, dg::kFirstSearch, /*anchors_end_steps=*/true);
@@ -85,7 +85,7 @@ TEST_CASE("collector: sync steps end at the sync before the pause; the teardown'
   CHECK(stats.Percentile(0.5) == 8 * kMs);
 }
 
-TEST_CASE("collector: a launch step is complete only when all its anchors came; an odd anchor in the boundary's place is no boundary") {
+TEST_CASE("collector: a launch step is complete only when all its anchors came, and an odd anchor in the boundary's place is no boundary") {
   dg::StepPattern p(dg::kLaunchAnchorWindow, dg::kLaunchMaxPeriod, dg::kFirstLaunchSearch, false, ~uint64_t{1});
   uint64_t t = 1000 * kMs;
   for (int s = 0; s < 30; ++s) {
