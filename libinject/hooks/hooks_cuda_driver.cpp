@@ -1,9 +1,10 @@
 // Driver-API launches that libraries obtain through the runtime (cuBLAS, and code that
-// calls cudaGetDriverEntryPoint): the entry point handed back for cuLaunchKernel(_ptsz) or
-// cuGraphLaunch is replaced by a wrapper that times the call like any launch. The real
-// function goes into a slot; each slot has its own wrapper (a template instance), so the
-// hot path is one load of the slot. Triton's dlsym on libcuda.so.1 is not seen here (CUPTI
-// shows its kernels). cudaGetFuncBySymbol gives the CUfunction its kernel's name.
+// calls cudaGetDriverEntryPoint) or from libcuda.so.1 with dlsym (Triton: hooks_dlsym.cpp):
+// the function handed back for cuLaunchKernel(_ptsz), cuLaunchKernelEx(_ptsz) or
+// cuGraphLaunch(_ptsz) is replaced by a wrapper that times the call like any launch. The
+// real function goes into a slot; each slot has its own wrapper (a template instance), so
+// the hot path is one load of the slot. cudaGetFuncBySymbol gives the CUfunction its
+// kernel's name.
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
@@ -17,16 +18,20 @@ namespace gi = gpuwatch::inject;
 namespace gpuwatch::inject::hooks {
 // hooks_driver_memory.cpp: the driver's allocation entry points (true when `symbol` is one).
 __attribute__((visibility("hidden"))) bool WrapMemoryEntryPoint(const char* symbol, void** fn);
+// Replaces `*fn`, the driver's `symbol`, by its wrapper when gpuwatch wraps that symbol.
+__attribute__((visibility("hidden"))) void WrapDriverSymbol(const char* symbol, void** fn);
 }  // namespace gpuwatch::inject::hooks
 
 namespace {
 
 using LaunchFn = CUresult(CUDAAPI*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                                     CUstream, void**, void**);
+using LaunchExFn = CUresult(CUDAAPI*)(const CUlaunchConfig*, CUfunction, void**, void**);
 using GraphLaunchFn = CUresult(CUDAAPI*)(CUgraphExec, CUstream);
 
 constexpr int kSlots = 4;  // distinct real functions per kind (legacy, per-thread, ...)
 std::atomic<LaunchFn> g_launch[kSlots];
+std::atomic<LaunchExFn> g_launch_ex[kSlots];
 std::atomic<GraphLaunchFn> g_graph_launch[kSlots];
 
 // A driver call timed as its runtime counterpart is: CUresult has no "not ready", so the
@@ -49,12 +54,19 @@ CUresult CUDAAPI WrapLaunch(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                      [&] { return real(f, gx, gy, gz, bx, by, bz, smem, s, params, extra); });
 }
 template <int Slot>
+CUresult CUDAAPI WrapLaunchEx(const CUlaunchConfig* config, CUfunction f, void** params, void** extra) {
+  const LaunchExFn real = g_launch_ex[Slot].load(std::memory_order_relaxed);
+  return TimedDriver(gi::kApiDriverLaunchKernel, config ? config->hStream : nullptr, gi::hooks::KernelId(f),
+                     [&] { return real(config, f, params, extra); });
+}
+template <int Slot>
 CUresult CUDAAPI WrapGraphLaunch(CUgraphExec e, CUstream s) {
   const GraphLaunchFn real = g_graph_launch[Slot].load(std::memory_order_relaxed);
   return TimedDriver(gi::kApiGraphLaunch, s, 0, [&] { return real(e, s); });
 }
 
 constexpr LaunchFn kLaunchWrappers[kSlots] = {WrapLaunch<0>, WrapLaunch<1>, WrapLaunch<2>, WrapLaunch<3>};
+constexpr LaunchExFn kLaunchExWrappers[kSlots] = {WrapLaunchEx<0>, WrapLaunchEx<1>, WrapLaunchEx<2>, WrapLaunchEx<3>};
 constexpr GraphLaunchFn kGraphWrappers[kSlots] = {WrapGraphLaunch<0>, WrapGraphLaunch<1>, WrapGraphLaunch<2>,
                                                   WrapGraphLaunch<3>};
 
@@ -71,16 +83,22 @@ Fn Wrap(std::atomic<Fn> (&slots)[kSlots], const Fn (&wrappers)[kSlots], Fn real)
   return real;
 }
 
-void WrapEntryPoint(const char* symbol, void** fn) {
-  if (!symbol || !fn || !*fn) return;
-  if (gi::hooks::WrapMemoryEntryPoint(symbol, fn)) return;
-  if (!std::strcmp(symbol, "cuLaunchKernel") || !std::strcmp(symbol, "cuLaunchKernel_ptsz"))
-    *fn = reinterpret_cast<void*>(Wrap(g_launch, kLaunchWrappers, reinterpret_cast<LaunchFn>(*fn)));
-  else if (!std::strcmp(symbol, "cuGraphLaunch") || !std::strcmp(symbol, "cuGraphLaunch_ptsz"))
-    *fn = reinterpret_cast<void*>(Wrap(g_graph_launch, kGraphWrappers, reinterpret_cast<GraphLaunchFn>(*fn)));
+bool IsEither(const char* symbol, const char* name, const char* ptsz) {
+  return !std::strcmp(symbol, name) || !std::strcmp(symbol, ptsz);
 }
 
 }  // namespace
+
+void gpuwatch::inject::hooks::WrapDriverSymbol(const char* symbol, void** fn) {
+  if (!symbol || !fn || !*fn) return;
+  if (WrapMemoryEntryPoint(symbol, fn)) return;
+  if (IsEither(symbol, "cuLaunchKernel", "cuLaunchKernel_ptsz"))
+    *fn = reinterpret_cast<void*>(Wrap(g_launch, kLaunchWrappers, reinterpret_cast<LaunchFn>(*fn)));
+  else if (IsEither(symbol, "cuLaunchKernelEx", "cuLaunchKernelEx_ptsz"))
+    *fn = reinterpret_cast<void*>(Wrap(g_launch_ex, kLaunchExWrappers, reinterpret_cast<LaunchExFn>(*fn)));
+  else if (IsEither(symbol, "cuGraphLaunch", "cuGraphLaunch_ptsz"))
+    *fn = reinterpret_cast<void*>(Wrap(g_graph_launch, kGraphWrappers, reinterpret_cast<GraphLaunchFn>(*fn)));
+}
 
 extern "C" {
 
@@ -90,7 +108,7 @@ cudaError_t cudaGetDriverEntryPoint(const char* symbol, void** fn, unsigned long
             "cudaGetDriverEntryPoint");
   if (!real) return cudaErrorNotSupported;
   const cudaError_t rc = real(symbol, fn, flags, status);
-  if (rc == cudaSuccess) WrapEntryPoint(symbol, fn);
+  if (rc == cudaSuccess) gi::hooks::WrapDriverSymbol(symbol, fn);
   return rc;
 }
 cudaError_t cudaGetDriverEntryPoint_ptsz(const char* symbol, void** fn, unsigned long long flags,
@@ -99,7 +117,7 @@ cudaError_t cudaGetDriverEntryPoint_ptsz(const char* symbol, void** fn, unsigned
             "cudaGetDriverEntryPoint_ptsz");
   if (!real) return cudaErrorNotSupported;
   const cudaError_t rc = real(symbol, fn, flags, status);
-  if (rc == cudaSuccess) WrapEntryPoint(symbol, fn);
+  if (rc == cudaSuccess) gi::hooks::WrapDriverSymbol(symbol, fn);
   return rc;
 }
 cudaError_t cudaGetDriverEntryPointByVersion(const char* symbol, void** fn, unsigned int version,
@@ -108,7 +126,7 @@ cudaError_t cudaGetDriverEntryPointByVersion(const char* symbol, void** fn, unsi
             "cudaGetDriverEntryPointByVersion");
   if (!real) return cudaErrorNotSupported;
   const cudaError_t rc = real(symbol, fn, version, flags, status);
-  if (rc == cudaSuccess) WrapEntryPoint(symbol, fn);
+  if (rc == cudaSuccess) gi::hooks::WrapDriverSymbol(symbol, fn);
   return rc;
 }
 cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char* symbol, void** fn, unsigned int version,
@@ -117,7 +135,7 @@ cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char* symbol, void** fn,
             "cudaGetDriverEntryPointByVersion_ptsz");
   if (!real) return cudaErrorNotSupported;
   const cudaError_t rc = real(symbol, fn, version, flags, status);
-  if (rc == cudaSuccess) WrapEntryPoint(symbol, fn);
+  if (rc == cudaSuccess) gi::hooks::WrapDriverSymbol(symbol, fn);
   return rc;
 }
 

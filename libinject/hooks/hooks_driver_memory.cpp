@@ -6,7 +6,8 @@
 // allocations (CUDA_MALLOC on the wire), cuMemFree(_v2) and cuMemRelease as frees
 // (CUDA_FREE), cuMemAllocAsync / cuMemFreeAsync as the stream-ordered ones. cuMemCreate's
 // handle stands for the physical memory it holds (its cuMemMap'ed addresses are not
-// followed). A dlsym on libcuda.so.1 is not seen here.
+// followed). The same functions taken from libcuda.so.1 with dlsym come here too
+// (hooks_dlsym.cpp).
 #include <cuda.h>
 
 #include <atomic>

@@ -1,12 +1,15 @@
 // A CUDA program that makes every call of the wider runtime surface gpuwatch hooks (pitched,
 // peer and symbol copies, memsets, cooperative launches, cross-stream waits, host functions,
 // polling loops, stream capture and graph launches, an NCCL all-reduce captured into the
-// graph and one run eagerly), a known number of times, and prints
+// graph and one run eagerly, launches through the driver's functions taken from libcuda.so.1
+// by dlsym as Triton's launcher takes them), a known number of times, and prints
 // what it did as one JSON line: the e2e test compares the summary's host figures with it.
 // Built by the host compiler: its kernel is registered the way nvcc's module constructor
 // registers one (a host stub and a device name with "spin", which the simulator times by
 // its first argument, in ns).
+#include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <nccl.h>
 
 #include <atomic>
@@ -133,6 +136,39 @@ int main() {
     launches += 2, stream_polls += 1, event_polls += 1;
   }
 
+  // Triton's launcher: cuLaunchKernelEx from libcuda.so.1 by dlsym on the kernel's CUfunction
+  // (and cuLaunchKernel, as older launchers do).
+  constexpr int kDriverLaunches = 4;
+  void* libcuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  const auto launch_ex = libcuda ? reinterpret_cast<decltype(&cuLaunchKernelEx)>(dlsym(libcuda, "cuLaunchKernelEx")) : nullptr;
+  const auto launch = libcuda ? reinterpret_cast<decltype(&cuLaunchKernel)>(dlsym(libcuda, "cuLaunchKernel")) : nullptr;
+  if (!launch_ex || !launch) {
+    std::fprintf(stderr, "api_app: libcuda.so.1's launches: %s\n", libcuda ? "not found" : dlerror());
+    return 7;
+  }
+  cudaFunction_t fn = nullptr;
+  Check(cudaGetFuncBySymbol(&fn, reinterpret_cast<const void*>(&api_app_spin_stub)), "cudaGetFuncBySymbol");
+  for (int i = 0; i < kDriverLaunches / 2; ++i) {
+    unsigned long long ns = 20'000;
+    void* args[] = {&ns};
+    CUlaunchConfig config{};
+    config.gridDimX = config.gridDimY = config.gridDimZ = 1;
+    config.blockDimX = config.blockDimY = config.blockDimZ = 1;
+    config.hStream = reinterpret_cast<CUstream>(s1);
+    if (launch_ex(&config, reinterpret_cast<CUfunction>(fn), args, nullptr) != CUDA_SUCCESS ||
+        launch(reinterpret_cast<CUfunction>(fn), 1, 1, 1, 1, 1, 1, 0, reinterpret_cast<CUstream>(s1), args, nullptr) !=
+            CUDA_SUCCESS) {
+      std::fprintf(stderr, "api_app: a driver launch failed\n");
+      return 7;
+    }
+  }
+  // dlsym(RTLD_NEXT) searches after its caller whoever else defines dlsym: from this
+  // program, the next cudaLaunchKernel is the first one (a profiler's, else the runtime's).
+  if (dlsym(RTLD_NEXT, "cudaLaunchKernel") != dlsym(RTLD_DEFAULT, "cudaLaunchKernel")) {
+    std::fprintf(stderr, "api_app: dlsym(RTLD_NEXT) searched after another object than this program\n");
+    return 8;
+  }
+
   // A graph: 3 kernels, a memset and a copy captured on s1 (recorded, not run), launched 3 times.
   constexpr int kGraphKernels = 3, kGraphLaunches = 3;
   Check(cudaStreamBeginCapture(s1, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
@@ -174,9 +210,9 @@ int main() {
       "\"stream_waits\": %llu, \"host_funcs\": %llu, \"stream_polls\": %llu, \"stream_poll_s\": %.6f, "
       "\"event_polls\": %llu, \"event_poll_s\": %.6f, \"graph_launches\": %d, \"graph_kernels\": %d, "
       "\"captured_calls\": %d, \"captures\": 1, \"instantiations\": 1, \"allreduces\": 2, "
-      "\"captured_allreduces\": 1}\n",
+      "\"captured_allreduces\": 1, \"driver_launches\": %d}\n",
       h2d, h2d_bytes, d2h, d2h_bytes, d2d, d2d_bytes, blocking, memsets, memset_bytes, launches, waits, host_funcs,
       stream_polls, stream_poll_s, event_polls, event_poll_s, kGraphLaunches, kGraphLaunches * kGraphKernels,
-      kGraphKernels + 3);
+      kGraphKernels + 3, kDriverLaunches);
   return 0;
 }

@@ -79,8 +79,11 @@ TEST_CASE("memory: cudaMalloc, cudaMallocAsync, cudaMallocManaged, their frees a
   CHECK(m["reserved_bytes"] == 0);
 }
 
-TEST_CASE("memory: the driver's cuMemAlloc, cuMemCreate, cuMemAllocAsync and their frees, from entry points") {
-  JobRun r = RunJob("memory-driver", {GPUWATCH_BIN_DIR "/gw_memory_app", "driver"});
+TEST_CASE("memory: the driver's cuMemAlloc, cuMemCreate, cuMemAllocAsync and their frees, from entry points or dlsym") {
+  // "driver": through cudaGetDriverEntryPointByVersion; "dlsym": from libcuda.so.1 itself.
+  const std::string how = GENERATE(std::string("driver"), std::string("dlsym"));
+  INFO(how);
+  JobRun r = RunJob("memory-" + how, {GPUWATCH_BIN_DIR "/gw_memory_app", how});
   INFO("app stdout:\n" << r.job.out << "\nstderr:\n" << r.job.err);
   std::istringstream said(r.job.out);
   std::string word;

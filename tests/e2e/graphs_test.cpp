@@ -102,6 +102,8 @@ TEST_CASE("graphs: every newly hooked CUDA API is counted exactly on the host") 
   CHECK(U(rank["memset"], "count") == U(want, "memsets"));
   CHECK(U(rank["memset"], "bytes") == U(want, "memset_bytes"));
   CHECK(U(rank["kernels"], "launches") == U(want, "launches"));
+  // cuLaunchKernel(Ex) taken from libcuda.so.1 with dlsym (Triton's launcher).
+  CHECK(U(rank["kernels"], "driver_launches") == U(want, "driver_launches"));
   const json& by_api = rank["sync"]["by_api"];
   CHECK(U(Sub(by_api, "cudaMemcpy"), "count") == U(want, "blocking_copies"));
   // Polling loops: one sync each, as long as the program's own stopwatch says (5% or 0.5 ms).

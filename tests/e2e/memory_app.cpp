@@ -3,7 +3,9 @@
 //   memory_app          (prints "peak BYTES" and "free BYTES", what cudaMemGetInfo said)
 //   memory_app driver   the driver's allocations, through cudaGetDriverEntryPointByVersion as
 //                       PyTorch and cuBLAS get them (prints "peak BYTES")
+//   memory_app dlsym    the same, taken from libcuda.so.1 with dlsym as Triton takes its launch
 #include <cuda.h>
+#include <dlfcn.h>
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
@@ -18,12 +20,19 @@ bool Ok(cudaError_t e, const char* what) {
   return e == cudaSuccess;
 }
 
+void* g_libcuda = nullptr;  // set: the functions come from it by dlsym (their exported names)
+
 template <typename Fn>
-bool Entry(const char* symbol, Fn& fn) {
+bool Entry(const char* symbol, Fn& fn, const char* exported = nullptr) {
   void* p = nullptr;
   cudaDriverEntryPointQueryResult found{};
-  if (!Ok(cudaGetDriverEntryPointByVersion(symbol, &p, 12000, cudaEnableDefault, &found), symbol) ||
-      found != cudaDriverEntryPointSuccess || !p) {
+  if (g_libcuda) {
+    p = dlsym(g_libcuda, exported ? exported : symbol);
+  } else if (!Ok(cudaGetDriverEntryPointByVersion(symbol, &p, 12000, cudaEnableDefault, &found), symbol) ||
+             found != cudaDriverEntryPointSuccess) {
+    p = nullptr;
+  }
+  if (!p) {
     std::fprintf(stderr, "memory_app: %s not found\n", symbol);
     return false;
   }
@@ -47,7 +56,7 @@ int DriverAllocations() {
   decltype(&cuMemRelease) release = nullptr;
   cudaStream_t s;
   if (!Ok(cudaSetDevice(0), "cudaSetDevice") || !Ok(cudaStreamCreate(&s), "cudaStreamCreate") ||
-      !Entry("cuMemAlloc", alloc) || !Entry("cuMemFree", free_) || !Entry("cuMemAllocAsync", alloc_async) ||
+      !Entry("cuMemAlloc", alloc, "cuMemAlloc_v2") || !Entry("cuMemFree", free_, "cuMemFree_v2") || !Entry("cuMemAllocAsync", alloc_async) ||
       !Entry("cuMemFreeAsync", free_async) || !Entry("cuMemCreate", create) || !Entry("cuMemRelease", release))
     return 3;
   CUdeviceptr a = 0, c = 0;
@@ -68,6 +77,14 @@ int DriverAllocations() {
 
 int main(int argc, char** argv) {
   if (argc > 1 && !std::strcmp(argv[1], "driver")) return DriverAllocations();
+  if (argc > 1 && !std::strcmp(argv[1], "dlsym")) {
+    g_libcuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!g_libcuda) {
+      std::fprintf(stderr, "memory_app: %s\n", dlerror());
+      return 4;
+    }
+    return DriverAllocations();
+  }
   cudaStream_t s;
   void *a = nullptr, *b = nullptr, *c = nullptr, *d = nullptr;
   size_t free_bytes = 0, total_bytes = 0;

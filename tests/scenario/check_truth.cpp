@@ -35,10 +35,11 @@ void fail(const std::string& msg) {
 bool near(double got, double want, double slack = 0) { return std::fabs(got - want) <= std::max(0.10 * want, 0.0005) + slack; }
 
 // The driver's host ops end at their deadline or later: on CI's two cores, with ctest running
-// two scenarios at once, the yield after the sleep wakes 50-100 us late per op (a 60-op
-// scenario of 0.2 ms ops recorded 16 ms for 12). That is the driver's fidelity, not the tool's
-// accuracy: the tool is checked against the time the truth file recorded, whatever it was.
-constexpr double kHostOpSlack = 100e-6;
+// two scenarios at once, the yield after the sleep wakes 50-200 us late per op (a 60-op
+// scenario of 0.2 ms ops recorded 16 ms for 12; stream_wait 20.7 ms for 15 beside a build).
+// That is the driver's fidelity, not the tool's accuracy: the tool is checked against the
+// time the truth file recorded, whatever it was. A skipped or doubled op still fails.
+constexpr double kHostOpSlack = 250e-6;
 
 std::string fmt(double x) {
   char b[64];
@@ -98,7 +99,7 @@ void check_rank_truth(const Scenario& sc, int rank, const json& truth) {
   if (want.count("host")) {
     double got = num(ops["host"], "total_s"), w = want.at("host").seconds;
     if (got < w - 1e-6 || !near(got, w, kHostOpSlack * static_cast<double>(want.at("host").count)))
-      fail(who + " ops.host.total_s = " + fmt(got) + ", want " + fmt(w) + " (never less; 10% or 0.5 ms, plus 0.1 ms per op)");
+      fail(who + " ops.host.total_s = " + fmt(got) + ", want " + fmt(w) + " (never less; 10% or 0.5 ms, plus 0.25 ms per op)");
   }
   std::map<std::uint64_t, std::uint64_t> launched = expected_kernel_blocks(sc);
   const auto sm = static_cast<std::uint64_t>(sc.gpu.count("sm_count") ? sc.gpu.at("sm_count") : 132);

@@ -129,6 +129,11 @@ int simgpu_stream_capturing(cudaStream_t stream);
 /* The model's clock: CLOCK_MONOTONIC in nanoseconds. */
 uint64_t simgpu_now_ns(void);
 
+/* The simulated driver function named `symbol` (cuLaunchKernel, cuLaunchKernelEx,
+ * cuGraphLaunch, the allocations), as cudaGetDriverEntryPoint hands it out; NULL for any
+ * other. The simulated libcuda.so.1 exports them through this. */
+void* simgpu_driver_symbol(const char* symbol);
+
 /* ---- Externally completed ops (used by the simulated NCCL) ------------------------------
  * An external op has no duration of its own: the device model works out when it starts
  * (stream order, default-stream rules, group start), the owner learns that start by

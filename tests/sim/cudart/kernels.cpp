@@ -238,7 +238,7 @@ SIMGPU_EXPORT cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* con
 namespace {
 
 CUresult driver_launch(CUfunction f, void** params, void** extra, CUstream stream, bool per_thread,
-                       const simgpu_launch_geometry& geometry) {
+                       const simgpu_launch_geometry& geometry, uint32_t cbid) {
   if (!f) return CUDA_ERROR_INVALID_HANDLE;
   Kernel* k = find_kernel(nullptr, reinterpret_cast<cudaKernel_t>(f));
   if (!k) return CUDA_ERROR_INVALID_HANDLE;
@@ -250,20 +250,31 @@ CUresult driver_launch(CUfunction f, void** params, void** extra, CUstream strea
   for (void** e = extra; e && *e != CU_LAUNCH_PARAM_END; e += 2)
     if (*e == CU_LAUNCH_PARAM_BUFFER_POINTER) first = e[1];
   if (k->spin && first) dur = *static_cast<const unsigned long long*>(first);
-  const uint32_t cbid = per_thread ? CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz : CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel;
   cudaError_t e = launch_driver(reinterpret_cast<cudaStream_t>(stream), per_thread, k->name.c_str(), dur, cbid, geometry);
   return e == cudaSuccess ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
 CUresult CUDAAPI sim_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                     unsigned bz, unsigned smem, CUstream stream, void** params, void** extra) {
-  return driver_launch(f, params, extra, stream, false, geometry_of(dim3(gx, gy, gz), dim3(bx, by, bz), smem));
+  return driver_launch(f, params, extra, stream, false, geometry_of(dim3(gx, gy, gz), dim3(bx, by, bz), smem),
+                       CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel);
 }
 
 CUresult CUDAAPI sim_cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                          unsigned by, unsigned bz, unsigned smem, CUstream stream, void** params,
                                          void** extra) {
-  return driver_launch(f, params, extra, stream, true, geometry_of(dim3(gx, gy, gz), dim3(bx, by, bz), smem));
+  return driver_launch(f, params, extra, stream, true, geometry_of(dim3(gx, gy, gz), dim3(bx, by, bz), smem),
+                       CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz);
+}
+
+// Triton's launch: the grid, block, shared memory and stream in a config (its attributes,
+// cluster dimensions and the like, are not simulated).
+CUresult CUDAAPI sim_cuLaunchKernelEx(const CUlaunchConfig* c, CUfunction f, void** params, void** extra) {
+  if (!c) return CUDA_ERROR_INVALID_VALUE;
+  return driver_launch(f, params, extra, c->hStream, false,
+                       geometry_of(dim3(c->gridDimX, c->gridDimY, c->gridDimZ), dim3(c->blockDimX, c->blockDimY, c->blockDimZ),
+                                   c->sharedMemBytes),
+                       CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx);
 }
 
 }  // namespace
@@ -280,7 +291,7 @@ CUresult CUDAAPI sim_cuMemRelease(CUmemGenericAllocationHandle h);
 }  // namespace simgpu
 namespace {
 
-// Only cuLaunchKernel, cuGraphLaunch and the allocations (cuMemAlloc, cuMemFree, their Async forms,
+// Only cuLaunchKernel(Ex), cuGraphLaunch and the allocations (cuMemAlloc, cuMemFree, their Async forms,
 // cuMemCreate, cuMemRelease) are simulated; anything else is "symbol not found", which callers (cuBLAS,
 // Triton) treat as an old driver.
 cudaError_t entry_point(const char* symbol, void** fn, unsigned long long flags,
@@ -293,6 +304,7 @@ cudaError_t entry_point(const char* symbol, void** fn, unsigned long long flags,
   *fn = nullptr;
   if (s == "cuLaunchKernel") *fn = reinterpret_cast<void*>(per_thread ? sim_cuLaunchKernel_ptsz : sim_cuLaunchKernel);
   else if (s == "cuLaunchKernel_ptsz") *fn = reinterpret_cast<void*>(sim_cuLaunchKernel_ptsz);
+  else if (s == "cuLaunchKernelEx") *fn = reinterpret_cast<void*>(sim_cuLaunchKernelEx);
   else if (s == "cuGraphLaunch") *fn = reinterpret_cast<void*>(sim_cuGraphLaunch);
   else if (s == "cuMemAlloc" || s == "cuMemAlloc_v2") *fn = reinterpret_cast<void*>(sim_cuMemAlloc);
   else if (s == "cuMemFree" || s == "cuMemFree_v2") *fn = reinterpret_cast<void*>(sim_cuMemFree);
@@ -325,6 +337,13 @@ SIMGPU_EXPORT cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char* symb
                                                                 cudaDriverEntryPointQueryResult* status) {
   (void)version;
   return entry_point(symbol, fn, flags, status, true);
+}
+
+// For the simulated libcuda.so.1 (tests/sim/cuda): the driver function `symbol`, or null.
+SIMGPU_EXPORT void* simgpu_driver_symbol(const char* symbol) {
+  void* fn = nullptr;
+  entry_point(symbol, &fn, 0, nullptr, false);
+  return fn;
 }
 
 // The CUfunction of a kernel is the handle __cudaGetKernel hands out for it.
