@@ -7,8 +7,10 @@
 
 #include <cmath>
 
+#include "scenario_model.h"
 #include "scenario_run.h"
 #include "test_trace_validator.h"
+#include "truth_check.h"
 
 using namespace gpuwatch::e2e;
 
@@ -84,6 +86,20 @@ TEST_CASE("graphs: a step mixing graph replays and eager launches splits them") 
   INFO(rank["steps"].dump());
   CHECK(D(per, "launches") == Approx(2.0).epsilon(1e-9));
   CHECK(D(per, "kernels") == Approx(40.0).epsilon(1e-9));
+}
+
+TEST_CASE("graphs: Triton's launches (cuLaunchKernelEx from libcuda.so.1 by dlsym) are driver launches on the timeline") {
+  const JobRun run = RunScenario("triton-launches", R"({"name": "triton", "ranks": 1, "steps": 12,
+    "step": [{"op": "host", "ms": 1}, {"op": "kernels", "count": 6, "us": 80, "name": "aten"},
+             {"op": "kernels", "count": 4, "us": 120, "name": "triton_fused", "via": "triton"}, {"op": "sync"}]})",
+                                 {.truth = true});
+  INFO("driver stderr:\n" << run.job.err);
+  // Every count and time against the truth (driver_launches = the dlsym'd launches).
+  CheckSummaryAgainstTruth(gpuwatch::scenario::load_scenario(run.file), run.summary, run.truth_dir);
+  const json& rank = run.summary["ranks"][0];
+  CHECK(U(rank["kernels"], "launches") == 12 * 6);
+  CHECK(U(rank["kernels"], "driver_launches") == 12 * 4);
+  CHECK(U(rank["gpu"]["kernels"], "count") == 12 * 10);
 }
 
 TEST_CASE("graphs: every newly hooked CUDA API is counted exactly on the host") {

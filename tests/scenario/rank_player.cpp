@@ -126,9 +126,13 @@ void Player::setup() {
 
   // Only scenarios with library kernels look the driver entry point up, so older scenarios
   // make exactly the calls they always made.
-  bool library = false;
-  for (const Op* op : all_ops(sc_)) library |= op->kind == OpKind::Kernels && op->via == Via::Library;
+  bool library = false, triton = false;
+  for (const Op* op : all_ops(sc_)) {
+    library |= op->kind == OpKind::Kernels && op->via == Via::Library;
+    triton |= op->kind == OpKind::Kernels && op->via == Via::Triton;
+  }
   if (library) check(init_library_launch(), "cudaGetDriverEntryPointByVersion(cuLaunchKernel) / cudaGetFuncBySymbol");
+  if (triton) check(init_triton_launch(), "dlsym(libcuda.so.1, cuLaunchKernelEx) / cudaGetFuncBySymbol");
   capture_graphs();
   bool side = false;
   for (const Op* op : all_ops(sc_)) side |= op->kind == OpKind::Kernels && op->side;
@@ -280,7 +284,7 @@ void Player::play(const Op& op) {
       if (range) nvtxRangePushA(op.name.c_str());
       // Sum the launch calls only: the loop, the clock reads and NVTX are not launch time.
       Clock::duration in_launch{};
-      const bool library = op.via == Via::Library;
+      const bool library = op.via != Via::Runtime;
       const unsigned blocks = op.blocks ? static_cast<unsigned>(op.blocks) : sm_count_;
       // A side stream's kernels start after the compute stream's work so far, and the compute
       // stream's next work waits for them (a cross-stream dependency both ways).
@@ -294,7 +298,7 @@ void Player::play(const Op& op) {
       for (std::uint64_t i = 0; i < op.count; ++i) {
         auto t0 = Clock::now();
         if (library) {
-          const int r = launch_spin_library(ns, blocks, stream);
+          const int r = op.via == Via::Triton ? launch_spin_triton(ns, blocks, stream) : launch_spin_library(ns, blocks, stream);
           in_launch += Clock::now() - t0;
           if (r != 0 && driver_error == 0) driver_error = r;
         } else {

@@ -138,7 +138,8 @@ Op parse_op(const json& j, const std::string& source, const std::string& path) {
         const std::string s = v.is_string() ? v.get<std::string>() : "";
         if (s == "runtime") op.via = Via::Runtime;
         else if (s == "library") op.via = Via::Library;
-        else fail(source, join(path, "via"), "expected \"runtime\" or \"library\"");
+        else if (s == "triton") op.via = Via::Triton;
+        else fail(source, join(path, "via"), "expected \"runtime\", \"library\" or \"triton\"");
       }
       if (j.contains("stream")) {
         const json& v = j["stream"];
@@ -411,7 +412,7 @@ std::map<std::string, Totals> expected_truth_ops(const Scenario& sc, int rank) {
       case OpKind::H2D: t["h2d"].count++; t["h2d"].bytes += op.bytes; break;
       case OpKind::D2H: t["d2h"].count++; t["d2h"].bytes += op.bytes; break;
       case OpKind::Kernels: {
-        Totals& k = t[op.via == Via::Library ? "kernels_library" : "kernels"];
+        Totals& k = t[op.via != Via::Runtime ? "kernels_library" : "kernels"];
         k.count += op.count;
         k.seconds += double(op.count) * op.us * scale.kernels / 1e6;
         break;

@@ -22,7 +22,9 @@ enum class OpKind { Host, H2D, D2H, Kernels, Item, Sync, AllReduce, AllGather, R
 enum class SyncWhat { Stream, Device, Event };
 // How `kernels` are launched: through the runtime (<<<>>>, seen by cudaLaunchKernel hooks) or
 // as a library such as cuBLAS does (driver cuLaunchKernel, invisible to runtime hooks).
-enum class Via { Runtime, Library };
+// How kernels are launched: the runtime's <<<>>>; the driver's cuLaunchKernel from
+// cudaGetDriverEntryPointByVersion (cuBLAS); cuLaunchKernelEx from libcuda.so.1 by dlsym (Triton).
+enum class Via { Runtime, Library, Triton };
 // What a `host` op does while its time passes (host_work.h).
 enum class HostWait { Sleep, Cpu, Read };
 

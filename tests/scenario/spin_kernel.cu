@@ -6,6 +6,7 @@
 #include "spin_kernel.h"
 
 #include <cuda.h>
+#include <dlfcn.h>
 
 namespace gpuwatch::scenario {
 
@@ -28,6 +29,15 @@ using CuLaunchKernel = CUresult(CUDAAPI*)(CUfunction, unsigned, unsigned, unsign
                                           unsigned, CUstream, void**, void**);
 CuLaunchKernel g_cu_launch = nullptr;
 CUfunction g_spin_function = nullptr;
+decltype(&cuLaunchKernelEx) g_cu_launch_ex = nullptr;
+
+cudaError_t spin_function() {
+  if (g_spin_function) return cudaSuccess;
+  cudaFunction_t f = nullptr;
+  const cudaError_t e = cudaGetFuncBySymbol(&f, reinterpret_cast<const void*>(gpuwatch_spin_kernel));
+  if (e == cudaSuccess) g_spin_function = reinterpret_cast<CUfunction>(f);
+  return e;
+}
 }  // namespace
 
 cudaError_t init_library_launch() {
@@ -38,17 +48,35 @@ cudaError_t init_library_launch() {
   cudaError_t e = cudaGetDriverEntryPointByVersion("cuLaunchKernel", &fn, 12000, cudaEnableDefault, &found);
   if (e != cudaSuccess) return e;
   if (found != cudaDriverEntryPointSuccess || !fn) return cudaErrorSymbolNotFound;
-  cudaFunction_t f = nullptr;
-  e = cudaGetFuncBySymbol(&f, reinterpret_cast<const void*>(gpuwatch_spin_kernel));
+  e = spin_function();
   if (e != cudaSuccess) return e;
   g_cu_launch = reinterpret_cast<CuLaunchKernel>(fn);
-  g_spin_function = reinterpret_cast<CUfunction>(f);
   return cudaSuccess;
 }
 
 int launch_spin_library(unsigned long long ns, unsigned blocks, cudaStream_t stream) {
   void* args[] = {&ns};
   return static_cast<int>(g_cu_launch(g_spin_function, blocks, 1, 1, 1, 1, 1, 0, reinterpret_cast<CUstream>(stream), args, nullptr));
+}
+
+cudaError_t init_triton_launch() {
+  // RTLD_LOCAL and an explicit handle, as Triton's driver.c does: no preloaded definition of
+  // cuLaunchKernelEx can stand in for the function handed back.
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return cudaErrorSharedObjectInitFailed;
+  g_cu_launch_ex = reinterpret_cast<decltype(&cuLaunchKernelEx)>(dlsym(lib, "cuLaunchKernelEx"));
+  if (!g_cu_launch_ex) return cudaErrorSymbolNotFound;
+  return spin_function();
+}
+
+int launch_spin_triton(unsigned long long ns, unsigned blocks, cudaStream_t stream) {
+  void* args[] = {&ns};
+  CUlaunchConfig config{};
+  config.gridDimX = blocks;
+  config.gridDimY = config.gridDimZ = 1;
+  config.blockDimX = config.blockDimY = config.blockDimZ = 1;
+  config.hStream = reinterpret_cast<CUstream>(stream);
+  return static_cast<int>(g_cu_launch_ex(&config, g_spin_function, args, nullptr));
 }
 
 }  // namespace gpuwatch::scenario

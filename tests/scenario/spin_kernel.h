@@ -20,4 +20,10 @@ void launch_spin(unsigned long long ns, unsigned blocks, cudaStream_t stream);
 cudaError_t init_library_launch();
 int launch_spin_library(unsigned long long ns, unsigned blocks, cudaStream_t stream);
 
+// The same kernel launched as Triton's launcher launches its own: cuLaunchKernelEx taken from
+// libcuda.so.1 with dlopen + dlsym, on the same CUfunction, the grid and stream in a
+// CUlaunchConfig. init_triton_launch resolves it once; the launch returns the CUresult.
+cudaError_t init_triton_launch();
+int launch_spin_triton(unsigned long long ns, unsigned blocks, cudaStream_t stream);
+
 }  // namespace gpuwatch::scenario

@@ -98,7 +98,7 @@ TEST_CASE("scenario: errors name the key") {
   CHECK(error_with_op({{"op", "kernels"}, {"count", 1}, {"us", 0}}) == "s.json: step[1].us: expected a number > 0");
   CHECK(error_with_op({{"op", "kernels"}, {"count", 1}, {"us", 1}, {"name", 3}}) == "s.json: step[1].name: expected a string");
   CHECK(error_with_op({{"op", "kernels"}, {"count", 1}, {"us", 1}, {"via", "driver"}}) ==
-        "s.json: step[1].via: expected \"runtime\" or \"library\"");
+        "s.json: step[1].via: expected \"runtime\", \"library\" or \"triton\"");
   CHECK(error_with_op({{"op", "h2d"}, {"bytes", 8}, {"via", "library"}}) == "s.json: step[1].via: unknown key for op \"h2d\"");
   CHECK(error_with_op({{"op", "sync"}, {"what", "host"}}) == "s.json: step[1].what: expected \"stream\", \"device\" or \"event\"");
   CHECK(error_with_op({{"op", "allreduce"}, {"bytes", 6}}) == "s.json: step[1].bytes: expected a positive multiple of 4 (float32 elements)");
@@ -236,19 +236,21 @@ TEST_CASE("scenario: library kernels have their own truth key and count as devic
   doc["steps"] = 10;
   doc["step"] = json::parse(R"([{"op": "kernels", "count": 3, "us": 100},
                                 {"op": "kernels", "count": 2, "us": 1000, "via": "library"},
-                                {"op": "kernels", "count": 1, "us": 50, "via": "runtime"}])");
+                                {"op": "kernels", "count": 1, "us": 50, "via": "runtime"},
+                                {"op": "kernels", "count": 1, "us": 200, "via": "triton"}])");
   doc["rank_scale"] = json::parse(R"({"1": {"kernels": 2}})");
   Scenario sc = parse_scenario(doc, "s.json");
   CHECK(sc.step[1].via == Via::Library);
   CHECK(sc.step[2].via == Via::Runtime);
+  CHECK(sc.step[3].via == Via::Triton);
   auto t = expected_truth_ops(sc, 1);
   CHECK(t["kernels"].count == 40);
   CHECK(t["kernels"].seconds == Approx(2 * 10 * (300e-6 + 50e-6)));
-  CHECK(t["kernels_library"].count == 20);
-  CHECK(t["kernels_library"].seconds == Approx(2 * 10 * 2e-3));
+  CHECK(t["kernels_library"].count == 30);  // library and triton: both driver launches
+  CHECK(t["kernels_library"].seconds == Approx(2 * 10 * (2e-3 + 200e-6)));
   auto d = expected_device_kinds(sc, 1);
-  CHECK(d["kernel"].count == 60);
-  CHECK(d["kernel"].seconds == Approx(2 * 10 * (300e-6 + 50e-6 + 2e-3)));
+  CHECK(d["kernel"].count == 70);
+  CHECK(d["kernel"].seconds == Approx(2 * 10 * (300e-6 + 50e-6 + 2e-3 + 200e-6)));
   CHECK(d.count("kernels_library") == 0);
 }
 
