@@ -1,7 +1,7 @@
 // Driver-API launches that libraries obtain through the runtime (cuBLAS, and code that
 // calls cudaGetDriverEntryPoint) or from libcuda.so.1 with dlsym (Triton: hooks_dlsym.cpp):
 // the function handed back for cuLaunchKernel(_ptsz), cuLaunchKernelEx(_ptsz) or
-// cuGraphLaunch(_ptsz) is replaced by a wrapper that times the call like any launch. The
+// cuGraphLaunch(_ptsz) (and the allocations, copies and syncs of the files named below) is replaced by a wrapper that times the call like any launch. The
 // real function goes into a slot; each slot has its own wrapper (a template instance), so
 // the hot path is one load of the slot. cudaGetFuncBySymbol gives the CUfunction its
 // kernel's name.
@@ -12,12 +12,15 @@
 #include <cstring>
 
 #include "hooks/cuda_call.h"
+#include "hooks/driver_slot.h"
 
 namespace gi = gpuwatch::inject;
 
 namespace gpuwatch::inject::hooks {
-// hooks_driver_memory.cpp: the driver's allocation entry points (true when `symbol` is one).
+// hooks_driver_memory.cpp, hooks_driver_copies.cpp: the driver's allocations, copies and
+// syncs (true when `symbol` is one of theirs).
 __attribute__((visibility("hidden"))) bool WrapMemoryEntryPoint(const char* symbol, void** fn);
+__attribute__((visibility("hidden"))) bool WrapCopyEntryPoint(const char* symbol, void** fn);
 // Replaces `*fn`, the driver's `symbol`, by its wrapper when gpuwatch wraps that symbol.
 __attribute__((visibility("hidden"))) void WrapDriverSymbol(const char* symbol, void** fn);
 }  // namespace gpuwatch::inject::hooks
@@ -83,20 +86,16 @@ Fn Wrap(std::atomic<Fn> (&slots)[kSlots], const Fn (&wrappers)[kSlots], Fn real)
   return real;
 }
 
-bool IsEither(const char* symbol, const char* name, const char* ptsz) {
-  return !std::strcmp(symbol, name) || !std::strcmp(symbol, ptsz);
-}
-
 }  // namespace
 
 void gpuwatch::inject::hooks::WrapDriverSymbol(const char* symbol, void** fn) {
   if (!symbol || !fn || !*fn) return;
-  if (WrapMemoryEntryPoint(symbol, fn)) return;
-  if (IsEither(symbol, "cuLaunchKernel", "cuLaunchKernel_ptsz"))
+  if (WrapMemoryEntryPoint(symbol, fn) || WrapCopyEntryPoint(symbol, fn)) return;
+  if (IsSymbol(symbol, "cuLaunchKernel", "cuLaunchKernel_ptsz"))
     *fn = reinterpret_cast<void*>(Wrap(g_launch, kLaunchWrappers, reinterpret_cast<LaunchFn>(*fn)));
-  else if (IsEither(symbol, "cuLaunchKernelEx", "cuLaunchKernelEx_ptsz"))
+  else if (IsSymbol(symbol, "cuLaunchKernelEx", "cuLaunchKernelEx_ptsz"))
     *fn = reinterpret_cast<void*>(Wrap(g_launch_ex, kLaunchExWrappers, reinterpret_cast<LaunchExFn>(*fn)));
-  else if (IsEither(symbol, "cuGraphLaunch", "cuGraphLaunch_ptsz"))
+  else if (IsSymbol(symbol, "cuGraphLaunch", "cuGraphLaunch_ptsz"))
     *fn = reinterpret_cast<void*>(Wrap(g_graph_launch, kGraphWrappers, reinterpret_cast<GraphLaunchFn>(*fn)));
 }
 

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "hooks/driver_slot.h"
 #include "hooks/memory_call.h"
 
 namespace gi = gpuwatch::inject;
@@ -69,30 +70,18 @@ CUresult CUDAAPI WrapRelease(CUmemGenericAllocationHandle h) {
                                [&] { return static_cast<uint64_t>(h); });
 }
 
-// `*fn` becomes `wrapper` when the slot is free or already holds the same real function.
-template <typename Fn>
-void Take(std::atomic<Fn>& slot, Fn wrapper, void** fn) {
-  Fn real = reinterpret_cast<Fn>(*fn);
-  Fn cur = nullptr;
-  if (slot.compare_exchange_strong(cur, real) || cur == real) *fn = reinterpret_cast<void*>(wrapper);
-}
-
-bool Is(const char* symbol, const char* name, const char* v2) {
-  return !std::strcmp(symbol, name) || (v2 && !std::strcmp(symbol, v2));
-}
-
 }  // namespace
 
 namespace gpuwatch::inject::hooks {
 
 // Called by hooks_cuda_driver.cpp for every entry point the runtime handed out.
 __attribute__((visibility("hidden"))) bool WrapMemoryEntryPoint(const char* symbol, void** fn) {
-  if (Is(symbol, "cuMemAlloc", "cuMemAlloc_v2")) Take(g_alloc, WrapAlloc, fn);
-  else if (Is(symbol, "cuMemFree", "cuMemFree_v2")) Take(g_free, WrapFree, fn);
-  else if (Is(symbol, "cuMemAllocAsync", "cuMemAllocAsync_ptsz")) Take(g_alloc_async, WrapAllocAsync, fn);
-  else if (Is(symbol, "cuMemFreeAsync", "cuMemFreeAsync_ptsz")) Take(g_free_async, WrapFreeAsync, fn);
-  else if (Is(symbol, "cuMemCreate", nullptr)) Take(g_create, WrapCreate, fn);
-  else if (Is(symbol, "cuMemRelease", nullptr)) Take(g_release, WrapRelease, fn);
+  if (IsSymbol(symbol, "cuMemAlloc", "cuMemAlloc_v2")) TakeSlot(g_alloc, WrapAlloc, fn);
+  else if (IsSymbol(symbol, "cuMemFree", "cuMemFree_v2")) TakeSlot(g_free, WrapFree, fn);
+  else if (IsSymbol(symbol, "cuMemAllocAsync", "cuMemAllocAsync_ptsz")) TakeSlot(g_alloc_async, WrapAllocAsync, fn);
+  else if (IsSymbol(symbol, "cuMemFreeAsync", "cuMemFreeAsync_ptsz")) TakeSlot(g_free_async, WrapFreeAsync, fn);
+  else if (IsSymbol(symbol, "cuMemCreate", nullptr)) TakeSlot(g_create, WrapCreate, fn);
+  else if (IsSymbol(symbol, "cuMemRelease", nullptr)) TakeSlot(g_release, WrapRelease, fn);
   else return false;
   return true;
 }

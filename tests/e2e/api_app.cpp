@@ -162,6 +162,39 @@ int main() {
       return 7;
     }
   }
+  // The driver's copies and syncs, from the same library (as XLA and driver-API code use
+  // them): counted with the runtime's, under the runtime calls' names.
+  {
+    auto sym = [&](const char* name) { return dlsym(libcuda, name); };
+    const auto htod = reinterpret_cast<decltype(&cuMemcpyHtoD_v2)>(sym("cuMemcpyHtoD_v2"));
+    const auto htod_async = reinterpret_cast<decltype(&cuMemcpyHtoDAsync_v2)>(sym("cuMemcpyHtoDAsync_v2"));
+    const auto dtoh = reinterpret_cast<decltype(&cuMemcpyDtoH_v2)>(sym("cuMemcpyDtoH_v2"));
+    const auto dtoh_async = reinterpret_cast<decltype(&cuMemcpyDtoHAsync_v2)>(sym("cuMemcpyDtoHAsync_v2"));
+    const auto dtod = reinterpret_cast<decltype(&cuMemcpyDtoD_v2)>(sym("cuMemcpyDtoD_v2"));
+    const auto dtod_async = reinterpret_cast<decltype(&cuMemcpyDtoDAsync_v2)>(sym("cuMemcpyDtoDAsync_v2"));
+    const auto uva = reinterpret_cast<CUresult(CUDAAPI*)(CUdeviceptr, CUdeviceptr, size_t)>(sym("cuMemcpy"));
+    const auto stream_sync = reinterpret_cast<CUresult(CUDAAPI*)(CUstream)>(sym("cuStreamSynchronize"));
+    const auto ctx_sync = reinterpret_cast<decltype(&cuCtxSynchronize)>(sym("cuCtxSynchronize"));
+    const auto event_sync = reinterpret_cast<decltype(&cuEventSynchronize)>(sym("cuEventSynchronize"));
+    if (!htod || !htod_async || !dtoh || !dtoh_async || !dtod || !dtod_async || !uva || !stream_sync || !ctx_sync ||
+        !event_sync) {
+      std::fprintf(stderr, "api_app: libcuda.so.1's copies and syncs: not found\n");
+      return 7;
+    }
+    const auto d = reinterpret_cast<CUdeviceptr>(dev), d2 = reinterpret_cast<CUdeviceptr>(dev2);
+    const auto h = reinterpret_cast<CUdeviceptr>(pinned);
+    const auto cs = reinterpret_cast<CUstream>(s1);
+    Check(cudaEventRecord(ev, s1), "cudaEventRecord");
+    if (htod(d, pinned, 2048) || htod_async(d, pinned, 1024, cs) || dtoh(pinned, d, 512) || dtoh_async(pinned, d, 256, cs) ||
+        dtod(d2, d, 8192) || dtod_async(d2, d, 4096, cs) || uva(d, h, 128) || stream_sync(cs) ||
+        event_sync(reinterpret_cast<CUevent>(ev)) || ctx_sync()) {
+      std::fprintf(stderr, "api_app: a driver copy or sync failed\n");
+      return 7;
+    }
+    h2d += 3, h2d_bytes += 2048 + 1024 + 128, d2h += 2, d2h_bytes += 512 + 256, d2d += 2, d2d_bytes += 8192 + 4096;
+    blocking += 3;  // cuMemcpyHtoD, cuMemcpyDtoH, cuMemcpy
+  }
+
   // dlsym(RTLD_NEXT) searches after its caller whoever else defines dlsym: from this
   // program, the next cudaLaunchKernel is the first one (a profiler's, else the runtime's).
   if (dlsym(RTLD_NEXT, "cudaLaunchKernel") != dlsym(RTLD_DEFAULT, "cudaLaunchKernel")) {
@@ -210,7 +243,8 @@ int main() {
       "\"stream_waits\": %llu, \"host_funcs\": %llu, \"stream_polls\": %llu, \"stream_poll_s\": %.6f, "
       "\"event_polls\": %llu, \"event_poll_s\": %.6f, \"graph_launches\": %d, \"graph_kernels\": %d, "
       "\"captured_calls\": %d, \"captures\": 1, \"instantiations\": 1, \"allreduces\": 2, "
-      "\"captured_allreduces\": 1, \"driver_launches\": %d}\n",
+      "\"captured_allreduces\": 1, \"driver_launches\": %d, \"stream_syncs\": 2, \"device_syncs\": 2, "
+      "\"event_syncs\": 1}\n",
       h2d, h2d_bytes, d2h, d2h_bytes, d2d, d2d_bytes, blocking, memsets, memset_bytes, launches, waits, host_funcs,
       stream_polls, stream_poll_s, event_polls, event_poll_s, kGraphLaunches, kGraphLaunches * kGraphKernels,
       kGraphKernels + 3, kDriverLaunches);

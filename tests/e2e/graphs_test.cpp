@@ -122,6 +122,10 @@ TEST_CASE("graphs: every newly hooked CUDA API is counted exactly on the host") 
   CHECK(U(rank["kernels"], "driver_launches") == U(want, "driver_launches"));
   const json& by_api = rank["sync"]["by_api"];
   CHECK(U(Sub(by_api, "cudaMemcpy"), "count") == U(want, "blocking_copies"));
+  // The driver's cuStreamSynchronize, cuCtxSynchronize and cuEventSynchronize count with the runtime's.
+  CHECK(U(Sub(by_api, "cudaStreamSynchronize"), "count") == U(want, "stream_syncs"));
+  CHECK(U(Sub(by_api, "cudaDeviceSynchronize"), "count") == U(want, "device_syncs"));
+  CHECK(U(Sub(by_api, "cudaEventSynchronize"), "count") == U(want, "event_syncs"));
   // Polling loops: one sync each, as long as the program's own stopwatch says (5% or 0.5 ms).
   for (const char* api : {"cudaStreamQuery", "cudaEventQuery"}) {
     INFO(api);

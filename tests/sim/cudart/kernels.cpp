@@ -288,11 +288,24 @@ CUresult CUDAAPI sim_cuMemFreeAsync(CUdeviceptr p, CUstream stream);
 CUresult CUDAAPI sim_cuMemCreate(CUmemGenericAllocationHandle* h, size_t size, const CUmemAllocationProp* prop,
                                  unsigned long long flags);
 CUresult CUDAAPI sim_cuMemRelease(CUmemGenericAllocationHandle h);
+// memory_api.cpp: the driver's copies and syncs.
+CUresult CUDAAPI sim_cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n);
+CUresult CUDAAPI sim_cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s);
+CUresult CUDAAPI sim_cuMemcpyHtoD(CUdeviceptr dst, const void* src, size_t n);
+CUresult CUDAAPI sim_cuMemcpyHtoDAsync(CUdeviceptr dst, const void* src, size_t n, CUstream s);
+CUresult CUDAAPI sim_cuMemcpyDtoH(void* dst, CUdeviceptr src, size_t n);
+CUresult CUDAAPI sim_cuMemcpyDtoHAsync(void* dst, CUdeviceptr src, size_t n, CUstream s);
+CUresult CUDAAPI sim_cuMemcpyDtoD(CUdeviceptr dst, CUdeviceptr src, size_t n);
+CUresult CUDAAPI sim_cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s);
+CUresult CUDAAPI sim_cuCtxSynchronize();
+CUresult CUDAAPI sim_cuStreamSynchronize(CUstream s);
+CUresult CUDAAPI sim_cuEventSynchronize(CUevent e);
 }  // namespace simgpu
 namespace {
 
-// Only cuLaunchKernel(Ex), cuGraphLaunch and the allocations (cuMemAlloc, cuMemFree, their Async forms,
-// cuMemCreate, cuMemRelease) are simulated; anything else is "symbol not found", which callers (cuBLAS,
+// Only cuLaunchKernel(Ex), cuGraphLaunch, the allocations (cuMemAlloc, cuMemFree, their Async forms,
+// cuMemCreate, cuMemRelease), the copies (cuMemcpy, cuMemcpyHtoD/DtoH/DtoD and their Async
+// forms) and the syncs (cuStreamSynchronize, cuCtxSynchronize, cuEventSynchronize) are simulated; anything else is "symbol not found", which callers (cuBLAS,
 // Triton) treat as an old driver.
 cudaError_t entry_point(const char* symbol, void** fn, unsigned long long flags,
                         cudaDriverEntryPointQueryResult* status, bool per_thread_default) {
@@ -312,6 +325,17 @@ cudaError_t entry_point(const char* symbol, void** fn, unsigned long long flags,
   else if (s == "cuMemFreeAsync") *fn = reinterpret_cast<void*>(sim_cuMemFreeAsync);
   else if (s == "cuMemCreate") *fn = reinterpret_cast<void*>(sim_cuMemCreate);
   else if (s == "cuMemRelease") *fn = reinterpret_cast<void*>(sim_cuMemRelease);
+  else if (s == "cuMemcpy") *fn = reinterpret_cast<void*>(sim_cuMemcpy);
+  else if (s == "cuMemcpyAsync") *fn = reinterpret_cast<void*>(sim_cuMemcpyAsync);
+  else if (s == "cuMemcpyHtoD" || s == "cuMemcpyHtoD_v2") *fn = reinterpret_cast<void*>(sim_cuMemcpyHtoD);
+  else if (s == "cuMemcpyHtoDAsync" || s == "cuMemcpyHtoDAsync_v2") *fn = reinterpret_cast<void*>(sim_cuMemcpyHtoDAsync);
+  else if (s == "cuMemcpyDtoH" || s == "cuMemcpyDtoH_v2") *fn = reinterpret_cast<void*>(sim_cuMemcpyDtoH);
+  else if (s == "cuMemcpyDtoHAsync" || s == "cuMemcpyDtoHAsync_v2") *fn = reinterpret_cast<void*>(sim_cuMemcpyDtoHAsync);
+  else if (s == "cuMemcpyDtoD" || s == "cuMemcpyDtoD_v2") *fn = reinterpret_cast<void*>(sim_cuMemcpyDtoD);
+  else if (s == "cuMemcpyDtoDAsync" || s == "cuMemcpyDtoDAsync_v2") *fn = reinterpret_cast<void*>(sim_cuMemcpyDtoDAsync);
+  else if (s == "cuCtxSynchronize") *fn = reinterpret_cast<void*>(sim_cuCtxSynchronize);
+  else if (s == "cuStreamSynchronize") *fn = reinterpret_cast<void*>(sim_cuStreamSynchronize);
+  else if (s == "cuEventSynchronize") *fn = reinterpret_cast<void*>(sim_cuEventSynchronize);
   if (status) *status = *fn ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
   return cudaSuccess;
 }

@@ -1,4 +1,5 @@
 // Device management, allocations, copies and memsets of the simulated runtime.
+#include <cuda.h>
 #include <cstdlib>
 #include <cstring>
 
@@ -53,8 +54,8 @@ CopyPlan plan_copy(void* dst, const void* src, size_t n, cudaMemcpyKind kind) {
 // Every copy entry point ends here. A synchronous API, or a pageable host buffer (the
 // driver stages it through a pinned bounce buffer), blocks the host until the copy is done.
 cudaError_t copy(void* dst, const void* src, size_t n, cudaMemcpyKind kind, cudaStream_t stream,
-                 bool per_thread, bool sync_api, uint32_t cbid) {
-  ApiScope scope(SIMGPU_API_RUNTIME, cbid);  // covers the blocking wait too, as CUPTI's API record does
+                 bool per_thread, bool sync_api, uint32_t cbid, uint32_t domain = SIMGPU_API_RUNTIME) {
+  ApiScope scope(domain, cbid);  // covers the blocking wait too, as CUPTI's API record does
   Model& m = M();
   if (n && (!dst || !src)) return fail(cudaErrorInvalidValue);
   Stream* s = stream_of(stream, per_thread);
@@ -362,3 +363,47 @@ SIMGPU_EXPORT cudaError_t cudaMemset2DAsync(void* p, size_t pitch, int value, si
   (void)pitch, (void)value;
   return memset_impl(p, width * height, stream, false, false, CUPTI_RUNTIME_TRACE_CBID_cudaMemset2DAsync_v3020);
 }
+
+// ---- the driver's copies and syncs, for entry points and the simulated libcuda.so.1 ------
+// The same copies as the runtime's (reported to CUPTI as DRIVER calls); CUdeviceptr is the
+// device pointer. cuMemcpy(Async) is a UVA copy (its direction from the pointers).
+namespace simgpu {
+namespace {
+CUresult to_cu(cudaError_t e) { return e == cudaSuccess ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE; }
+void* ptr(CUdeviceptr p) { return reinterpret_cast<void*>(static_cast<uintptr_t>(p)); }
+cudaStream_t rt(CUstream s) { return reinterpret_cast<cudaStream_t>(s); }
+CUresult driver_copy(void* dst, const void* src, size_t n, cudaMemcpyKind kind, CUstream s, bool sync_api, uint32_t cbid) {
+  return to_cu(copy(dst, src, n, kind, sync_api ? cudaStreamLegacy : rt(s), false, sync_api, cbid, SIMGPU_API_DRIVER));
+}
+}  // namespace
+
+CUresult CUDAAPI sim_cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+  return driver_copy(ptr(dst), ptr(src), n, cudaMemcpyDefault, nullptr, true, CUPTI_DRIVER_TRACE_CBID_cuMemcpy);
+}
+CUresult CUDAAPI sim_cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
+  return driver_copy(ptr(dst), ptr(src), n, cudaMemcpyDefault, s, false, CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync);
+}
+CUresult CUDAAPI sim_cuMemcpyHtoD(CUdeviceptr dst, const void* src, size_t n) {
+  return driver_copy(ptr(dst), src, n, cudaMemcpyHostToDevice, nullptr, true, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2);
+}
+CUresult CUDAAPI sim_cuMemcpyHtoDAsync(CUdeviceptr dst, const void* src, size_t n, CUstream s) {
+  return driver_copy(ptr(dst), src, n, cudaMemcpyHostToDevice, s, false, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2);
+}
+CUresult CUDAAPI sim_cuMemcpyDtoH(void* dst, CUdeviceptr src, size_t n) {
+  return driver_copy(dst, ptr(src), n, cudaMemcpyDeviceToHost, nullptr, true, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2);
+}
+CUresult CUDAAPI sim_cuMemcpyDtoHAsync(void* dst, CUdeviceptr src, size_t n, CUstream s) {
+  return driver_copy(dst, ptr(src), n, cudaMemcpyDeviceToHost, s, false, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2);
+}
+CUresult CUDAAPI sim_cuMemcpyDtoD(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+  return driver_copy(ptr(dst), ptr(src), n, cudaMemcpyDeviceToDevice, nullptr, true, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2);
+}
+CUresult CUDAAPI sim_cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
+  return driver_copy(ptr(dst), ptr(src), n, cudaMemcpyDeviceToDevice, s, false,
+                     CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2);
+}
+CUresult CUDAAPI sim_cuCtxSynchronize() { return to_cu(cudaDeviceSynchronize()); }
+CUresult CUDAAPI sim_cuStreamSynchronize(CUstream s) { return to_cu(cudaStreamSynchronize(rt(s))); }
+CUresult CUDAAPI sim_cuEventSynchronize(CUevent e) { return to_cu(cudaEventSynchronize(reinterpret_cast<cudaEvent_t>(e))); }
+
+}  // namespace simgpu
