@@ -79,21 +79,43 @@ void ReadIo(pid_t pid, uint64_t& rchar, uint64_t& read_bytes) {
   if (const char* p = strstr(buf, "\nread_bytes:")) read_bytes = strtoull(p + 12, nullptr, 10);
 }
 
-// /proc/PID/schedstat: on-CPU ns, run-queue wait ns, timeslices (of the main thread).
-uint64_t ReadRunWait(pid_t pid) {
-  char path[48], buf[128];
-  snprintf(path, sizeof path, "/proc/%d/schedstat", static_cast<int>(pid));
+bool IsNumber(const char* s) {
+  if (!*s) return false;
+  for (; *s; ++s)
+    if (*s < '0' || *s > '9') return false;
+  return true;
+}
+
+// A schedstat file: on-CPU ns, run-queue wait ns, timeslices. The wait field.
+uint64_t RunWaitOf(const char* path) {
+  char buf[128];
   if (!ReadSmall(path, buf, sizeof buf)) return 0;
   char* end = nullptr;
   strtoull(buf, &end, 10);
   return strtoull(end, nullptr, 10);
 }
 
-bool IsNumber(const char* s) {
-  if (!*s) return false;
-  for (; *s; ++s)
-    if (*s < '0' || *s > '9') return false;
-  return true;
+// Run-queue wait of every thread of the process (the first kMaxTasks): /proc/PID/schedstat
+// is the main thread's alone, and the input pipeline's threads (a DataLoader's pin-memory
+// thread, a C++ loader pool) wait for a core as much as it does.
+uint64_t ReadRunWait(pid_t pid) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/task", static_cast<int>(pid));
+  DIR* d = opendir(path);
+  if (!d) {
+    snprintf(path, sizeof path, "/proc/%d/schedstat", static_cast<int>(pid));
+    return RunWaitOf(path);
+  }
+  uint64_t wait = 0;
+  size_t tasks = 0;
+  while (dirent* e = readdir(d)) {
+    if (!IsNumber(e->d_name) || ++tasks > ProcSampler::kMaxTasks) continue;
+    char file[320];
+    snprintf(file, sizeof file, "/proc/%d/task/%s/schedstat", static_cast<int>(pid), e->d_name);
+    wait += RunWaitOf(file);
+  }
+  closedir(d);
+  return wait;
 }
 
 }  // namespace

@@ -28,26 +28,56 @@ void sleep_until(Clock::time_point t) {
 // the simulator's threads, so a busy wait would distort everyone's timing. Yet a plain sleep
 // wakes late by 0.1-0.3 ms on a loaded machine, 10-30% of a 1 ms op. So: an absolute-deadline
 // clock_nanosleep on CLOCK_MONOTONIC (steady_clock's clock, 1 ns timer slack) until
-// kSpinMargin before the deadline, then a plain spin until it. Not sched_yield: it hands the
-// core to any runnable thread for its whole slice, and beside a build a 60-op scenario of
-// 0.2 ms ops took 75-108 ms for 12 (a plain spin: 28). Never early; at most kSpinMargin of
-// CPU per op.
+// kSpinMargin before the deadline, then sched_yield until it. Never early; at most
+// kSpinMargin of CPU per op. Not a plain spin: the tail would be the thread's own code
+// running, which a C++ job's host-frame samples (CPU-time timers) name as host work, not
+// as the wait for data a sleep stands for (a plain spin made dataloader_bound host_overhead).
+// The yield can hand the core away for a slice on a loaded machine: the truth records the
+// time the op took, which is what the tool is checked against.
 constexpr auto kSpinMargin = std::chrono::microseconds(250);
 
 void host_sleep(Clock::time_point deadline) {
   const auto wake = deadline - kSpinMargin;
   if (Clock::now() < wake) sleep_until(wake);
-  while (Clock::now() < deadline) {
-  }
+  while (Clock::now() < deadline) sched_yield();
 }
 
-// A CPU-bound pipeline: the thread is runnable the whole time, on a core or waiting for one,
+// A CPU-bound pipeline: the loader is runnable the whole time, on a core or waiting for one,
 // and ends at the deadline whatever share of a core it got. sched_yield in the loop lets
 // the simulator's and the other ranks' threads run as soon as they wake: a bare busy loop
 // delays their launches and collectives on a machine with few cores, which would show up as
-// other losses than data loading.
-void host_spin(Clock::time_point deadline) {
-  while (Clock::now() < deadline) sched_yield();
+// other losses than data loading. The training thread waits on a condition variable, as a
+// loop waits on a DataLoader's queue: its host frames say it was blocked on a producer.
+LoaderWorker::~LoaderWorker() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void LoaderWorker::work() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stop_ || job_; });
+    if (stop_) return;
+    const auto deadline = deadline_;
+    lock.unlock();
+    while (Clock::now() < deadline) sched_yield();
+    lock.lock();
+    job_ = false;
+    cv_.notify_all();
+  }
+}
+
+void LoaderWorker::load_until(Clock::time_point deadline) {
+  if (!thread_.joinable()) thread_ = std::thread([this] { work(); });
+  std::unique_lock<std::mutex> lock(mu_);
+  deadline_ = deadline;
+  job_ = true;
+  cv_.notify_all();
+  cv_.wait(lock, [&] { return !job_; });
 }
 
 ReadFeeder::~ReadFeeder() {

@@ -1,6 +1,8 @@
 // What a `host` op does while its time passes (docs/scenarios.md, key `wait`):
 //   sleep  (default) almost no CPU: the host is busy elsewhere (Python, a queue);
-//   cpu    a busy loop on the calling thread: a CPU-bound input pipeline;
+//   cpu    a CPU-bound input pipeline: a loader thread of the rank busy until the deadline
+//          while the training thread waits for its batch (a condition variable: a futex),
+//          as a DataLoader's workers and the loop waiting on their queue;
 //   read   blocked in read() on a pipe that a feeder thread fills at `read_mbps`: a
 //          pipeline waiting on storage or the network, using almost no CPU.
 // Each returns at or shortly after the deadline, never before.
@@ -16,7 +18,27 @@
 namespace gpuwatch::scenario {
 
 void host_sleep(Clock::time_point deadline);
-void host_spin(Clock::time_point deadline);
+
+// One loader thread, started at the first cpu op of the rank.
+class LoaderWorker {
+ public:
+  LoaderWorker() = default;
+  LoaderWorker(const LoaderWorker&) = delete;
+  LoaderWorker& operator=(const LoaderWorker&) = delete;
+  ~LoaderWorker();
+  // The loader busy until the deadline; the caller blocked until it is done.
+  void load_until(Clock::time_point deadline);
+
+ private:
+  void work();
+
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  bool job_ = false;
+  Clock::time_point deadline_;
+};
 
 // One pipe and one feeder thread, started at the first read op of the rank.
 class ReadFeeder {

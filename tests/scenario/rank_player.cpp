@@ -64,7 +64,8 @@ class Player {
   const PlayerOptions& opt_;
   const RankScale scale_;
   TruthRecorder truth_;
-  ReadFeeder feeder_;  // started by the first `"wait": "read"` host op
+  ReadFeeder feeder_;    // started by the first `"wait": "read"` host op
+  LoaderWorker loader_;  // started by the first `"wait": "cpu"` host op
   std::string where_ = "setup";
 
   cudaStream_t compute_ = nullptr, comm_stream_ = nullptr;
@@ -258,7 +259,7 @@ void Player::play(const Op& op) {
       auto t0 = Clock::now();
       const auto deadline =
           t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(op.ms * scale_.host));
-      if (op.wait == HostWait::Cpu) host_spin(deadline);
+      if (op.wait == HostWait::Cpu) loader_.load_until(deadline);
       else if (op.wait == HostWait::Read) feeder_.read_until(deadline, op.read_mbps);
       else host_sleep(deadline);
       truth_.add("host", seconds_between(t0, Clock::now()));
