@@ -68,9 +68,11 @@ inline constexpr uint64_t kLaunchGapNs = 100'000;
 // (field-facts); the same bound is used for D2H here.
 inline constexpr uint64_t kSmallCopyBytes = 64 * 1024;
 // Queries of one polling loop follow each other within this (interpret/poll_folder.h): a
-// loop that sleeps up to a millisecond between queries still waits on the GPU; a query per
-// training step does not.
-inline constexpr uint64_t kPollGapNs = 2'000'000;
+// loop that sleeps a little between queries still waits on the GPU, even when a loaded
+// machine wakes it late (a 50 us sleep came back after 2+ ms beside a build); a query per
+// training step does not (the step's other calls end the loop anyway), nor a watchdog
+// thread that looks once a second.
+inline constexpr uint64_t kPollGapNs = 10'000'000;
 
 // --- Periodic stalls ---------------------------------------------------------------------
 // A step is a stall when it lasts more than this times the median step and most of its
