@@ -27,5 +27,6 @@ for m in ("eager", "graphs"):
     print(m, "graph launches", g["launches"], "graph kernels", g["kernels"], "kernels", k["count"],
           "in_graphs", k["in_graphs"], "| profiler kernels/step", p["profiler_kernels"] / p["profiled_steps"],
           "graph launches", p["profiler_graph_launches"], "| launch_bound" if "launch_bound" in ids else "| -",
-          "| triton" if any(n.startswith("triton") for n in top) else "| no triton in top")
+          "| triton" if any(n.startswith("triton") for n in top) else "| no triton in top",
+          "| driver launches (Triton's dlsym'd cuLaunchKernelEx)", r["kernels"].get("driver_launches"))
 PY
