@@ -51,6 +51,9 @@ void StepFinder::OnHostCall(const HostCall& c, const Coverage& coverage, uint64_
     out.OnStep(StepMark{c.t_ns, c.end_ns(), coverage.Covers(c.t_ns, c.end_ns())});
     return;
   }
+  // NVTX steps, once found, are the steps: the inferring patterns would only cost CPU per
+  // call and keep boundaries no one takes.
+  if (nvtx_.nvtx) return;
   if (c.sync_kind != kNotSync) {
     sync_pattern_.Add(static_cast<uint64_t>(c.api) * 31 + static_cast<uint64_t>(c.sync_kind), c.end_ns());
   } else if (IsCollective(c.api) && !c.captured) {
@@ -64,7 +67,7 @@ void StepFinder::OnHostCall(const HostCall& c, const Coverage& coverage, uint64_
   } else {
     return;
   }
-  if (!nvtx_.nvtx) EmitInferred(coverage, device_swept, out);
+  EmitInferred(coverage, device_swept, out);
 }
 
 void StepFinder::EmitInferred(const Coverage& coverage, uint64_t device_swept, EventSink& out) {
