@@ -23,6 +23,7 @@ void CollectiveSizeFigures::Merge(const CollectiveSizeFigures& o) {
   small_timed_bytes += o.small_timed_bytes;
   small_ns += o.small_ns;
   large_calls += o.large_calls;
+  large_timed += o.large_timed;
   large_ns += o.large_ns;
   large_bus_bytes += o.large_bus_bytes;
   if (o.min_call_ns && (!min_call_ns || o.min_call_ns < min_call_ns)) min_call_ns = o.min_call_ns;
@@ -38,6 +39,7 @@ void CollectiveSizeCounter::OnHostCall(const HostCall& c) {
   if (c.coll_bytes >= f_.threshold_bytes) {
     ++f_.large_calls;
     if (timed) {
+      ++f_.large_timed;
       f_.large_ns += c.gpu_ns;
       f_.large_bus_bytes += static_cast<double>(c.coll_bytes) * BusFactor(c.api, c.comm_nranks);
     }

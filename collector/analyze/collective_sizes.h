@@ -13,7 +13,7 @@ struct CollectiveSizeFigures {
   uint64_t threshold_bytes = 0;  // kSmallCollectiveBytes
   uint64_t small_calls = 0, small_bytes = 0;      // every small call; S
   uint64_t small_timed = 0, small_timed_bytes = 0, small_ns = 0;  // those with GPU time
-  uint64_t large_calls = 0, large_ns = 0;
+  uint64_t large_calls = 0, large_timed = 0, large_ns = 0;  // every large call; those with GPU time, their time
   double large_bus_bytes = 0;    // S x bus factor of the timed large calls
   uint64_t min_call_ns = 0;      // the shortest timed collective (0: none)
 

@@ -6,11 +6,6 @@
 
 namespace gpuwatch::collector {
 
-double PcieLaneGbps(uint32_t gen) {
-  static const double kGbps[] = {0, 0.25, 0.5, 0.985, 1.969, 3.938, 7.563};
-  return kGbps[std::min<uint32_t>(gen, 6)];
-}
-
 double DeviceStateFigures::PcieLinkShare() const {
   if (!pcie_gen_max || !pcie_width_max || !pcie_gen || !pcie_width) return 1.0;
   const double full = PcieLaneGbps(pcie_gen_max) * pcie_width_max;
@@ -71,6 +66,12 @@ void DeviceStateCounter::OnDeviceSample(const wire::DeviceSample& s) {
   f.pcie_rx_mbps = rx_sum_ / f.samples;
   f.ecc_uncorrected = std::max(f.ecc_uncorrected, s.ecc_uncorrected());
   f.mig = f.mig || s.mig_mode() == 1;
+  if (s.nvlink_links()) {  // the fewest links up: a link that dropped slows every collective after
+    f.nvlink_links = std::max(f.nvlink_links, s.nvlink_links());
+    if (s.nvlink_version()) f.nvlink_version = s.nvlink_version();
+    f.nvlink_links_up = nvlink_seen_ ? std::min(f.nvlink_links_up, s.nvlink_links_up()) : s.nvlink_links_up();
+    nvlink_seen_ = true;
+  }
   double others = 0;
   for (const auto& p : s.processes()) {
     if (p.pid() == own_pid_) continue;

@@ -8,6 +8,7 @@
 #include <map>
 #include <vector>
 
+#include "common/link_peaks.h"
 #include "gpuwatch.pb.h"
 #include "interpret/event_sink.h"
 
@@ -19,9 +20,6 @@ inline constexpr uint64_t kReasonSwPowerCap = 0x4, kReasonHwSlowdown = 0x8, kRea
                           kReasonHwThermal = 0x40, kReasonHwPowerBrake = 0x80;
 inline constexpr uint64_t kPowerReasons = kReasonSwPowerCap | kReasonHwPowerBrake;
 inline constexpr uint64_t kThermalReasons = kReasonSwThermal | kReasonHwThermal;
-
-// PCIe bandwidth per lane in GB/s for generations 1..6 (after line coding).
-double PcieLaneGbps(uint32_t gen);
 
 struct DeviceStateFigures {
   struct Other {
@@ -57,6 +55,9 @@ struct DeviceStateFigures {
   uint64_t last_memory_used = 0;
   uint64_t ecc_uncorrected = 0;
   bool mig = false;
+  // NVLink: the device's links (0: no NVLink), the fewest of them seen up while sampled, and
+  // NVML's version enum (common/link_peaks.h; 0: not known, as with every link down).
+  uint32_t nvlink_links = 0, nvlink_links_up = 0, nvlink_version = 0;
   std::map<uint32_t, Other> others;  // pid -> what the other processes did
   double others_busy_s = 0;          // their busy shares summed (at most 1) over the sampled time
   // Utilization (0..1) of the whole device and SM clock per sample, for the views.
@@ -66,6 +67,9 @@ struct DeviceStateFigures {
   bool known() const { return samples > 0; }
   // The link's bandwidth as a share of what the device could train to (1: full).
   double PcieLinkShare() const;
+  // The PCIe link as trained, each way (GB/s); NVLink's links up together (0: none up).
+  double PcieGbps() const { return PcieLaneGbps(pcie_gen) * pcie_width; }
+  double NvLinkGbps() const { return NvLinkLinkGbps(nvlink_version) * nvlink_links_up; }
 };
 
 class DeviceStateCounter final : public EventSink {
@@ -81,6 +85,7 @@ class DeviceStateCounter final : public EventSink {
   double util_sum_ = 0, mem_util_sum_ = 0, power_sum_ = 0, busy_clock_sum_ = 0, throttled_share_sum_ = 0;
   double tx_sum_ = 0, rx_sum_ = 0;
   uint64_t throttled_samples_ = 0;
+  bool nvlink_seen_ = false;
 };
 
 }  // namespace gpuwatch::collector

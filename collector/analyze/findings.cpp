@@ -61,6 +61,12 @@ const Rule kRules[] = {
      "min_num_params), keep forward_prefetch/backward_prefetch on; coalesce small tensors "
      "(torch.distributed all_reduce_coalesced)",
      SmallCollectives},
+    {"link_bandwidth", "collectives far below their link's bandwidth",
+     "see which transport NCCL took (NCCL_DEBUG=INFO): NVLink links down (nvidia-smi nvlink "
+     "-s; a node with a failed link needs service), peer-to-peer disabled (NCCL_P2P_DISABLE, "
+     "NCCL_P2P_LEVEL; ACS/IOMMU in VMs) or sockets instead of InfiniBand (NCCL_IB_HCA, "
+     "NCCL_NET_GDR_LEVEL) make NCCL fall back to slower paths",
+     LinkBandwidth},
     {"communication", "communication not hidden by compute",
      "overlap gradients' all-reduce with backward (DDP bucket_cap_mb, gradient_as_bucket_"
      "view); fewer, larger collectives; check NCCL uses NVLink/IB, not sockets",
@@ -392,8 +398,9 @@ std::optional<Finding> BlockingCopy(const RankContext& c, const std::vector<Find
 
 }  // namespace
 
-std::vector<Finding> RankFindings(const RankResult& r) {
-  const RankContext c(r);
+std::vector<Finding> RankFindings(const RankResult& r, bool across_hosts) {
+  RankContext c(r);
+  c.across_hosts = across_hosts;
   std::vector<Finding> out;
   for (const Rule& rule : kRules) {
     if (!rule.measure) continue;
@@ -415,7 +422,15 @@ std::vector<Finding> JobFindings(const RankList& ranks) {
   const double base = Median(bases);
 
   std::vector<std::vector<Finding>> per(R);
-  for (size_t i = 0; i < R; ++i) per[i] = ranks[i].findings;
+  bool one_host = true;
+  for (const auto& r : ranks) one_host = one_host && r.host == ranks[0].host;
+  for (size_t i = 0; i < R; ++i) {
+    per[i] = ranks[i].findings;
+    // A rank judges its collectives by its own GPU's links; across hosts they may take the
+    // network: link_bandwidth, and the communication it explains, are measured again.
+    const bool link = std::any_of(per[i].begin(), per[i].end(), [](const Finding& g) { return g.id == "link_bandwidth"; });
+    if (!one_host && link) per[i] = RankFindings(ranks[i], true);
+  }
   if (auto s = StragglerFinding(ranks, base, per)) out.push_back(std::move(*s));
   if (auto p = PipelineBubbleFinding(ranks, base)) out.push_back(std::move(*p));
 

@@ -38,6 +38,7 @@ struct RankContext {
   DeviceSlice dev;          // device figures of the normal steps (or the run)
   double sync_mid_s = 0;    // syncs followed by work, normal steps (or the run)
   double scale = 1;         // normal steps -> every step
+  bool across_hosts = false;  // the job's ranks run on more than one host (link_bandwidth)
   // "6.1 ms per step", or "1.2 s in all" when there are no steps; the per-step value in ms.
   std::string Per(double s) const;
   double PerStepMs(double s) const;
@@ -52,7 +53,9 @@ Finding MakeFinding(const std::string& id, double lost, double base);
 
 // Findings of one rank, ranked (largest time lost first, ties by id); only those costing
 // at least kReportShare of the rank's time. (RankModel keeps them in RankResult::findings.)
-std::vector<Finding> RankFindings(const RankResult& r);
+// `across_hosts`: the job's ranks run on more than one host, so its collectives may cross
+// the network (JobFindings measures link_bandwidth again with it).
+std::vector<Finding> RankFindings(const RankResult& r, bool across_hosts = false);
 // Findings of the job (every rank's findings merged, plus straggler), ranked.
 std::vector<Finding> JobFindings(const RankList& ranks);
 
@@ -89,6 +92,13 @@ std::string HostOverheadFix(const HostFramesFigures& hf);
 std::optional<Finding> SmallCollectives(const RankContext& c, const std::vector<Finding>& found);
 std::optional<Finding> PipelineBubbleFinding(const RankList& ranks, double base);
 double ExplainedCommS(const RankContext& c, const std::vector<Finding>& found);
+// The share of the rank's NCCL kernel time not overlapped with compute (1 without CUPTI).
+double ExposedCommShare(const RankContext& c);
+// findings_link.cpp. link_bandwidth: the large collectives far slower than the link that
+// connects the rank's GPU to its peers (link_peaks.h) allows; its time lost (their exposed
+// time beyond a latency per call plus their bus bytes at the link's expected share) is taken
+// out of `communication`.
+std::optional<Finding> LinkBandwidth(const RankContext& c, const std::vector<Finding>& found);
 
 // "GPU busy 41% of the time. Biggest loss: data loading, 6.1 ms per step (47%) ..."
 std::string Verdict(const RankList& ranks, const std::vector<Finding>& f);

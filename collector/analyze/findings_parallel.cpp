@@ -18,10 +18,7 @@ std::optional<Finding> SmallCollectives(const RankContext& c, const std::vector<
   if (!cs.small_timed) return std::nullopt;
   const double per = c.steps_div > 0 ? cs.small_calls / c.steps_div : cs.small_calls / std::max(c.r.ActiveS(), 1e-9);
   if (per < kSmallCollectivesPerStep) return std::nullopt;
-  const double exposed_share =
-      c.r.cupti() && c.r.gpu.run.comm
-          ? std::min(1.0, static_cast<double>(c.r.gpu.run.ExposedComm()) / static_cast<double>(c.r.gpu.run.comm))
-          : 1.0;
+  const double exposed_share = ExposedCommShare(c);
   const double lost = Seconds(cs.ExcessLatencyNs()) * exposed_share;
   Finding f = MakeFinding("small_collectives", lost, c.run_base);
   const double busbw = cs.large_busbw_gbps();
@@ -52,10 +49,17 @@ std::optional<Finding> SmallCollectives(const RankContext& c, const std::vector<
   return f;
 }
 
+double ExposedCommShare(const RankContext& c) {
+  const auto& run = c.r.gpu.run;
+  return c.r.cupti() && run.comm
+             ? std::min(1.0, static_cast<double>(run.ExposedComm()) / static_cast<double>(run.comm))
+             : 1.0;
+}
+
 double ExplainedCommS(const RankContext& c, const std::vector<Finding>& found) {
   double s = Seconds(c.r.pipeline.bubble_ns);
   for (const Finding& f : found)
-    if (f.id == "small_collectives") s += f.time_lost_s;
+    if (f.id == "small_collectives" || f.id == "link_bandwidth") s += f.time_lost_s;
   return s;
 }
 

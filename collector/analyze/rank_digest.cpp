@@ -102,7 +102,7 @@ GW_DIGEST(CollCall, hash, seq, t_ns, gpu_ns, pointer_keyed)
 GW_DIGEST(CollectiveFigures::Op, count, bytes, timed, bus_bytes)
 GW_DIGEST(CollectiveFigures, ops, sample, stride)
 GW_DIGEST(CollectiveSizeFigures, threshold_bytes, small_calls, small_bytes, small_timed, small_timed_bytes, small_ns,
-          large_calls, large_ns, large_bus_bytes, min_call_ns)
+          large_calls, large_timed, large_ns, large_bus_bytes, min_call_ns)
 GW_DIGEST(P2pLink, comm_hash, comm_id, comm_rank, comm_size, peer, send, count, bytes, gpu_ns, timed, call_gpu_ns)
 GW_DIGEST(PipelineFigures, links, links_dropped, recv_kernels, recv_kernel_ns, bubble_ns, grouped_calls)
 GW_DIGEST(CommFacts, nranks, rank, unique_hash, origin, parent_hash, split_index, color, key, ended)
@@ -143,7 +143,7 @@ GW_DIGEST(DeviceStateFigures, samples, first_ns, last_ns, sampled_s, gpu_util_me
           throttled_thermal, throttled_hw, throttled_busy_s, throttle_lost_s, throttled_clock_share,
           pcie_gen, pcie_width, pcie_gen_max, pcie_width_max, pcie_gen_min, pcie_width_min,
           pcie_tx_mbps, pcie_rx_mbps, last_util, last_power_w, last_sm_clock_mhz, last_temperature_c,
-          last_memory_used, ecc_uncorrected, mig, others, others_busy_s, util_series, clock_series)
+          last_memory_used, ecc_uncorrected, mig, nvlink_links, nvlink_links_up, nvlink_version, others, others_busy_s, util_series, clock_series)
 GW_DIGEST(UtilizationShape, kind, windows, mean, high, idle_share, idle_runs, drops, first_third,
           last_third)
 GW_DIGEST(SiteStat, python, python_stack, frames, ns, count)
@@ -168,7 +168,7 @@ GW_DIGEST(RankResult, rank, host, host_calls, host_first_ns, host_last_ns, sync,
 // platform the project builds on.
 #if defined(__x86_64__) && defined(__GLIBCXX__)
 // RankResult holds the others by value: its size covers them; these sit in containers.
-static_assert(sizeof(RankResult) == 46696, "RankResult changed: carry the new field in the digest");
+static_assert(sizeof(RankResult) == 46712, "RankResult changed: carry the new field in the digest");
 static_assert(sizeof(StepRec) == 128 && sizeof(CollCall) == 40 && sizeof(StepMark) == 24,
               "a step or collective record changed: carry the new field in the digest");
 static_assert(sizeof(SiteStat) == 96 && sizeof(HostFrame) == 80 && sizeof(Finding) == 216,

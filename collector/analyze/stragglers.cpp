@@ -158,16 +158,22 @@ std::optional<Finding> StragglerFinding(const RankList& ranks, double base, std:
   f.summary = Printf("rank %d reaches %.0f%% of %s last; its peers wait %s for it each time (%s in all)", srank,
                      100 * top.last_share, group.c_str(), FmtDuration(top.mean_wait_s).c_str(),
                      FmtDuration(top.peers_wait_s).c_str());
-  // Their waiting is not a communication cost.
+  // Their waiting is not a communication cost, nor a slow link's (the collectives' time holds
+  // it): it comes out of link_bandwidth first, what that did not hold out of communication.
   std::vector<double> wait(R, 0.0);
   for (const Straggle& st : found)
     for (size_t i = 0; i < R; ++i) wait[i] += st.wait_s[i];
-  for (size_t i = 0; i < R; ++i)
-    for (auto& g : per[i])
-      if (g.id == "communication") {
-        g.time_lost_s = std::max(0.0, g.time_lost_s - wait[i]);
-        g.evidence["straggler_wait_s"] = wait[i];
-      }
+  for (size_t i = 0; i < R; ++i) {
+    double left = wait[i];
+    for (const char* id : {"link_bandwidth", "communication"})
+      for (auto& g : per[i])
+        if (g.id == id) {
+          const double taken = std::min(left, g.time_lost_s);
+          g.time_lost_s -= taken;
+          left -= taken;
+          g.evidence["straggler_wait_s"] = wait[i];
+        }
+  }
   return f;
 }
 

@@ -112,6 +112,17 @@ inline constexpr uint64_t kSmallCollectiveBytes = 1 << 20;
 // small_collectives needs at least this many small collectives per step (or in all,
 // without steps, this many per second of the run): a few small calls are normal.
 inline constexpr double kSmallCollectivesPerStep = 8;
+// link_bandwidth (link_peaks.h): a large collective is expected to take a latency plus its
+// bus bytes over the link's peak. The calls are "far below" the link when they took longer
+// than that over kLinkFarBelowShare; their time lost is what they took beyond the latency
+// plus their bus bytes at kLinkExpectedShare of the peak. nccl-tests reach 80-100% of NVLink
+// and of an InfiniBand NIC with large all-reduces, less over PCIe; inferred.
+inline constexpr double kLinkFarBelowShare = 0.35;
+inline constexpr double kLinkExpectedShare = 0.7;
+// The latency a large collective pays whatever its size: the rank's shortest small call, at
+// least kCollLatencyFloorNs (nccl-tests' small all-reduces on an 8-GPU NVLink node: 10-30 us),
+// so that 1-4 MB calls, still partly latency-bound, are not judged by bandwidth alone. Inferred.
+inline constexpr uint64_t kCollLatencyFloorNs = 20'000;
 // pipeline_bubble: the stage after the slow one waits at least this share of the base time
 // on its recvs beyond what the slow stage itself waited (the recvs' own transfer counts in
 // the bubble: a balanced pipeline shows a few percent). As the straggler's 5%; inferred.

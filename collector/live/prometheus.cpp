@@ -187,6 +187,27 @@ std::string FormatPrometheus(const LiveSnapshot& snap) {
   Write(out, {"gpuwatch_device_other_processes_busy_seconds_total", "counter",
               "NVML: time other processes kept the rank's GPU busy"},
         snap, labels, device([](const RankSample& r) { return r.device_others_busy_s; }));
+  auto when = [](bool RankSample::*known, double RankSample::*v) {
+    return [known, v](const RankSample& r, const Emit& emit) {
+      if (r.*known) emit("", r.*v);
+    };
+  };
+  Write(out, {"gpuwatch_device_nvlink_links_up", "gauge", "NVML: NVLink links up (fewest seen); devices with NVLink only"},
+        snap, labels, when(&RankSample::has_nvlink, &RankSample::device_nvlink_links_up));
+  Write(out, {"gpuwatch_sm_fill_ratio", "gauge",
+              "The kernels' mean share of the SMs their grids gave a block, weighted by kernel time (CUPTI)"},
+        snap, labels, when(&RankSample::has_sm_fill, &RankSample::sm_fill));
+  Write(out, {"gpuwatch_sm_idle_seconds_total", "counter",
+              "Kernel time x the share of SMs the kernel's grid left without a block (CUPTI)"},
+        snap, labels, when(&RankSample::has_sm_fill, &RankSample::sm_idle_s));
+  Write(out, {"gpuwatch_cpu_off_gpu_node_ratio", "gauge",
+              "Share of the CPUs the rank may run on that sit away from its GPU's NUMA node"},
+        snap, labels, when(&RankSample::has_numa, &RankSample::cpu_off_node_share));
+  Write(out, {"gpuwatch_cgroup_throttled_seconds_total", "counter",
+              "Time the rank's cgroup was held throttled by its CPU quota (cpu.stat)"},
+        snap, labels, when(&RankSample::has_cgroup, &RankSample::cgroup_throttled_s));
+  Write(out, {"gpuwatch_cgroup_cpu_quota_cores", "gauge", "The rank's cgroup's CPU quota in cores (0: no quota)"},
+        snap, labels, when(&RankSample::has_cgroup, &RankSample::cpu_quota_cores));
   Write(out, {"gpuwatch_dropped_records_total", "counter",
               "Records the library could not send (ring full, buffer cap, ...)"},
         snap, labels, one([](const RankSample& r) { return double(r.dropped); }));

@@ -2,6 +2,7 @@
 #include "live/snapshot.h"
 
 #include "analyze/collectives.h"
+#include "analyze/host_placement.h"
 #include "common/format.h"
 
 namespace gpuwatch::collector {
@@ -46,6 +47,17 @@ RankSample SampleOf(const RankResult& r) {
     s.device_pcie_link_share = d.PcieLinkShare();
     s.device_throttled_s = d.throttled_busy_s;
     s.device_others_busy_s = d.others_busy_s;
+    if ((s.has_nvlink = d.nvlink_links > 0)) s.device_nvlink_links_up = d.nvlink_links_up;
+  }
+  if ((s.has_sm_fill = r.sm_fill.known())) {
+    s.sm_fill = r.sm_fill.fill();
+    s.sm_idle_s = r.sm_fill.idle_sm_ns * 1e-9;
+  }
+  const PlacementFigures p = Placement(r.env);
+  if ((s.has_numa = p.numa_known())) s.cpu_off_node_share = p.OffNodeShare();
+  if ((s.has_cgroup = r.io.cgroup)) {
+    s.cgroup_throttled_s = r.io.all_throttled_s;
+    s.cpu_quota_cores = p.quota_cores;
   }
   return s;
 }

@@ -50,6 +50,14 @@ struct RankSample {
   double memory_reserved = 0, memory_peak = 0, memory_total = 0;
   double device_util = 0, device_sm_clock_mhz = 0, device_power_w = 0, device_temperature_c = 0;
   double device_memory_used = 0, device_pcie_link_share = 1, device_throttled_s = 0, device_others_busy_s = 0;
+  double device_nvlink_links_up = 0;  // has_device and the device has NVLink (has_nvlink)
+  bool has_nvlink = false;
+  // How much of the SMs the kernels' grids occupied (has_sm_fill: launch geometry seen).
+  bool has_sm_fill = false;
+  double sm_fill = 0, sm_idle_s = 0;
+  // Where the rank ran (has_numa: its CPUs and its GPU's node known; has_cgroup: cpu.stat read).
+  bool has_numa = false, has_cgroup = false;
+  double cpu_off_node_share = 0, cgroup_throttled_s = 0, cpu_quota_cores = 0;
 };
 
 // The figures of `r` a live view shows, the same numbers summary.json has.

@@ -65,6 +65,9 @@ void DeviceStateText(const RankResult& r, std::string& out) {
   out += Printf("    PCIe gen %u x%u of gen %u x%u (%.0f%%)%s%s\n", d.pcie_gen, d.pcie_width, d.pcie_gen_max,
                 d.pcie_width_max, 100 * d.PcieLinkShare(), d.ecc_uncorrected ? ", uncorrected ECC errors" : "",
                 d.mig ? ", MIG on" : "");
+  if (d.nvlink_links)
+    out += Printf("    NVLink %s: %u of %u links up (%.0f GB/s each way)\n", NvLinkVersionText(d.nvlink_version),
+                  d.nvlink_links_up, d.nvlink_links, d.NvLinkGbps());
   for (const auto& [pid, o] : d.others)
     out += Printf("    other process %u: %s, %.0f%% busy\n", pid, FmtBytes(o.memory_bytes_max).c_str(),
                   d.sampled_s > 0 ? 100 * std::min(1.0, o.busy_s / d.sampled_s) : 0.0);

@@ -372,7 +372,12 @@ nlohmann::json DeviceJson(const DeviceStateFigures& d, const std::string& detail
                                  {"hw_slowdown", d.throttled_hw}}},
           {"pcie", {{"gen", d.pcie_gen}, {"width", d.pcie_width}, {"gen_max", d.pcie_gen_max},
                     {"width_max", d.pcie_width_max}, {"link_share", d.PcieLinkShare()},
-                    {"tx_mbps", d.pcie_tx_mbps}, {"rx_mbps", d.pcie_rx_mbps}}},
+                    {"tx_mbps", d.pcie_tx_mbps}, {"rx_mbps", d.pcie_rx_mbps}, {"peak_gbps", d.PcieGbps()}}},
+          {"nvlink", d.nvlink_links ? nlohmann::json{{"version", NvLinkVersionText(d.nvlink_version)},
+                                                     {"links", d.nvlink_links},
+                                                     {"links_up", d.nvlink_links_up},
+                                                     {"peak_gbps", d.NvLinkGbps()}}
+                                    : nlohmann::json(nullptr)},
           {"ecc_uncorrected", d.ecc_uncorrected},
           {"mig", d.mig},
           {"other_processes", others},

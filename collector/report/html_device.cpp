@@ -51,7 +51,7 @@ void DeviceTable(const json& s, std::string& out) {
   out += "<section id=\"device\"><h2>Devices (NVML)</h2>\n<table><tr><th>rank</th><th>device</th>"
          "<th>utilization curve</th><th class=\"n\">NVML util</th><th class=\"n\">SM clock busy / max</th>"
          "<th class=\"n\">held back</th><th class=\"n\">power / limit</th><th class=\"n\">max temp</th>"
-         "<th class=\"n\">PCIe</th><th class=\"n\">memory used / total</th><th>other processes</th></tr>\n";
+         "<th class=\"n\">PCIe</th><th class=\"n\">NVLink</th><th class=\"n\">memory used / total</th><th>other processes</th></tr>\n";
   for (const json& r : Arr(s, "ranks")) {
     const json& d = Get(r, "device");
     const json& env = Get(r, "environment");
@@ -59,7 +59,7 @@ void DeviceTable(const json& s, std::string& out) {
     out += "<tr><td>" + Esc(RankLabel(r)) + "</td><td>" + Esc(Str(env, "device_name", "-")) + "</td><td>" +
            Esc(shape.is_string() ? shape.get<std::string>() : "-") + "</td>";
     if (!d.is_object() || Num(d, "samples") <= 0) {
-      out += "<td colspan=\"8\">" + Esc(Str(d, "sampler_detail", "no NVML samples")) + "</td></tr>\n";
+      out += "<td colspan=\"9\">" + Esc(Str(d, "sampler_detail", "no NVML samples")) + "</td></tr>\n";
       continue;
     }
     const json& pcie = Get(d, "pcie");
@@ -74,6 +74,10 @@ void DeviceTable(const json& s, std::string& out) {
            html::NumCell(Printf("%.0f C", Num(d, "temperature_max_c"))) +
            html::NumCell(Printf("gen %d x%d of %d x%d", Int(pcie, "gen"), Int(pcie, "width"), Int(pcie, "gen_max"),
                        Int(pcie, "width_max"))) +
+           html::NumCell(Get(d, "nvlink").is_object()
+                             ? Printf("%d of %d up (%.0f GB/s)", Int(Get(d, "nvlink"), "links_up"),
+                                      Int(Get(d, "nvlink"), "links"), Num(Get(d, "nvlink"), "peak_gbps"))
+                             : std::string("none")) +
            html::NumCell(FmtBytes(static_cast<uint64_t>(Num(d, "memory_used_max_bytes"))) + " / " +
                 FmtBytes(static_cast<uint64_t>(Num(d, "memory_total_bytes")))) +
            "<td>" + Esc(others.empty() ? "none" : others) + "</td></tr>\n";

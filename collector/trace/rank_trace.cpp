@@ -25,14 +25,14 @@ constexpr uint32_t kProcessLocal = 0;
 constexpr int kHostLanes = 8;
 constexpr uint32_t kThreadBase = 1;         // + thread index * kHostLanes + lane (512 threads)
 constexpr uint32_t kApiBase = 0x1001;       // + lane
-constexpr uint32_t kBusyLocal = 0x1011, kH2dLocal = 0x1012;  // then the NVML and memory counters, up to 0x1017
+constexpr uint32_t kBusyLocal = 0x1011, kH2dLocal = 0x1012;  // then the NVML and memory counters, up to 0x101a
 constexpr uint32_t kStepsLocal = 0x1020;    // + lane
 constexpr uint32_t kIdleLocal = 0x1030;     // + lane
 constexpr uint32_t kStreamBase = 0x1100;    // + stream index * kMaxLanes + lane (512 streams)
 constexpr uint32_t kSampledBase = 0x3100;   // + sampled thread index (kMaxSampledThreads)
 // Each base has room for its lanes: no two tracks of a rank share a uuid.
 static_assert(kThreadBase + 512 * 8 <= kApiBase && kApiBase + RankTrace::kMaxLanes <= kBusyLocal &&
-              kBusyLocal + 7 <= kStepsLocal && kStepsLocal + RankTrace::kMaxLanes <= kIdleLocal &&
+              kBusyLocal + RankTrace::kCounterTracks <= kStepsLocal && kStepsLocal + RankTrace::kMaxLanes <= kIdleLocal &&
               kIdleLocal + RankTrace::kMaxLanes <= kStreamBase &&
               kStreamBase + 512 * RankTrace::kMaxLanes <= kSampledBase &&
               kSampledBase + RankTrace::kMaxSampledThreads <= (1u << 14));
@@ -384,7 +384,8 @@ void RankTrace::EmitCounter(int i, uint64_t ts, int64_t value) {
     } kNames[kCounters] = {{"GPU busy % (10 ms)", "%"},       {"H2D MB/s (10 ms)", "MB/s"},
                            {"NVML GPU utilization %", "%"},  {"NVML SM clock MHz", "MHz"},
                            {"NVML power W", "W"},             {"NVML temperature C", "C"},
-                           {"memory reserved MiB", "MiB"}};
+                           {"memory reserved MiB", "MiB"},   {"NVML memory used MiB", "MiB"},
+                           {"NVML PCIe TX MB/s", "MB/s"},     {"NVML PCIe RX MB/s", "MB/s"}};
     for (int k = 0; k < kCounters; ++k) {
       DescribeCounter(kBusyLocal + k, kNames[k].name, kNames[k].unit);
       counters_.emplace_back(ids_->next_sequence++, Uuid(kBusyLocal + k));
@@ -408,6 +409,9 @@ void RankTrace::OnDeviceSample(const wire::DeviceSample& s) {
   EmitCounter(kSmClock, s.t_ns(), s.sm_clock_mhz());
   EmitCounter(kPower, s.t_ns(), s.power_mw() / 1000);
   EmitCounter(kTemperature, s.t_ns(), s.temperature_c());
+  EmitCounter(kDevMemory, s.t_ns(), static_cast<int64_t>(s.memory_used_bytes() >> 20));
+  EmitCounter(kPcieTx, s.t_ns(), s.pcie_tx_kbps() / 1000);  // NVML's KB/s
+  EmitCounter(kPcieRx, s.t_ns(), s.pcie_rx_kbps() / 1000);
 }
 
 // A sampled thread's track: a slice per run of samples with the same stack, named by its

@@ -34,6 +34,8 @@ constexpr int kClockSm = 1, kClockMem = 2;
 constexpr int kTemperatureGpu = 0;
 constexpr int kPcieTx = 0, kPcieRx = 1;
 constexpr int kEccUncorrected = 1, kEccVolatile = 0;
+constexpr unsigned kNvlinkVersion4 = 6, kNvlinkVersion5 = 7;  // nvmlNvlinkVersion_t: 4.0, 5.0
+constexpr unsigned kArchHopper = 9;                           // nvmlDeviceArchitecture_t
 
 }  // namespace
 
@@ -60,6 +62,9 @@ struct NvmlSampler::Api {
   int (*process_util)(Dev, ProcessUtilization*, unsigned*, unsigned long long);
   int (*ecc)(Dev, int, int, unsigned long long*);
   int (*mig)(Dev, unsigned*, unsigned*);
+  int (*nvlink_state)(Dev, unsigned, int*);  // nvmlEnableState_t: 1 = active
+  int (*nvlink_version)(Dev, unsigned, unsigned*);
+  int (*architecture)(Dev, unsigned*);  // nvmlDeviceArchitecture_t
 
   template <typename F>
   void Bind(F& fn, const char* name, const char* older = nullptr) {
@@ -104,6 +109,9 @@ bool NvmlSampler::Open(const std::string& pci_bus_id, int device) {
   a->Bind(a->process_util, "nvmlDeviceGetProcessUtilization");
   a->Bind(a->ecc, "nvmlDeviceGetTotalEccErrors");
   a->Bind(a->mig, "nvmlDeviceGetMigMode");
+  a->Bind(a->nvlink_state, "nvmlDeviceGetNvLinkState");
+  a->Bind(a->nvlink_version, "nvmlDeviceGetNvLinkVersion");
+  a->Bind(a->architecture, "nvmlDeviceGetArchitecture");
   if (!a->init || !a->utilization || a->init() != 0) {
     detail_ = "NVML did not initialize";
     delete a;
@@ -167,6 +175,19 @@ DeviceSample NvmlSampler::Take(uint64_t now_ns) {
   if (a.ecc && a.ecc(d, kEccUncorrected, kEccVolatile, &bits) == 0) s.ecc_uncorrected = bits;
   unsigned pending = 0;
   if (a.mig && a.mig(d, &v, &pending) == 0) s.mig_mode = v;
+  // A device without NVLink answers NOT_SUPPORTED for link 0; stop at the first link NVML
+  // does not know (a device with fewer links: INVALID_ARGUMENT). The version is the
+  // device's; NVML may refuse it for a link that is down, so every link is asked until one answers.
+  for (unsigned link = 0; a.nvlink_state && link < kMaxNvLinks; ++link) {
+    int active = 0;
+    if (a.nvlink_state(d, link, &active) != 0) break;
+    ++s.nvlink_links;
+    if (active == 1) ++s.nvlink_links_up;
+    if (!s.nvlink_version && a.nvlink_version && a.nvlink_version(d, link, &v) == 0) s.nvlink_version = v;
+  }
+  // Some drivers answer NVLink 5.0 on Hopper, whose NVLink is 4.0 (half 5.0's rate per link).
+  if (s.nvlink_version == kNvlinkVersion5 && a.architecture && a.architecture(d, &v) == 0 && v == kArchHopper)
+    s.nvlink_version = kNvlinkVersion4;
   if (a.processes) {
     ProcessInfo infos[kMaxProcesses];
     unsigned n = kMaxProcesses;

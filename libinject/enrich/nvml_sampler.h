@@ -34,6 +34,9 @@ struct DeviceSample {
   std::vector<DeviceProcessSample> processes;
   uint64_t ecc_uncorrected = 0;
   uint32_t mig_mode = 0;
+  // NVLink: links whose state NVML reports (0: no NVLink), those up, and NVML's version
+  // enum (nvmlNvlinkVersion_t: 6 = NVLink 4.0; 0 = not known).
+  uint32_t nvlink_links = 0, nvlink_links_up = 0, nvlink_version = 0;
 };
 
 // Sender thread only. Loads NVML at the first due sample (once the rank's device is known),
@@ -42,6 +45,7 @@ struct DeviceSample {
 class NvmlSampler {
  public:
   static constexpr size_t kMaxProcesses = 64;
+  static constexpr unsigned kMaxNvLinks = 18;  // NVML_NVLINK_MAX_LINKS
 
   explicit NvmlSampler(uint64_t interval_ns) : interval_ns_(interval_ns) {}
   ~NvmlSampler();

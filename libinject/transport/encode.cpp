@@ -343,6 +343,9 @@ void AppendDeviceSample(std::string& batch, const DeviceSample& s) {
   }
   UInt(o, m::kEccUncorrected, s.ecc_uncorrected);
   UInt(o, m::kMigMode, s.mig_mode);
+  UInt(o, m::kNvlinkLinksUp, s.nvlink_links_up);
+  UInt(o, m::kNvlinkVersion, s.nvlink_version);
+  UInt(o, m::kNvlinkLinks, s.nvlink_links);
   Message(batch, f::batch::kDeviceSamples, o);
 }
 

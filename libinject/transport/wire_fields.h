@@ -71,7 +71,8 @@ inline constexpr uint32_t kTNs = 1, kGpuUtilPct = 2, kMemoryUtilPct = 3, kMemory
                           kSmClockMhz = 6, kSmClockMaxMhz = 7, kMemoryClockMhz = 8, kMemoryClockMaxMhz = 9,
                           kPowerMw = 10, kPowerLimitMw = 11, kTemperatureC = 12, kThrottleReasons = 13,
                           kPcieGen = 14, kPcieGenMax = 15, kPcieWidth = 16, kPcieWidthMax = 17, kPcieTxKbps = 18,
-                          kPcieRxKbps = 19, kProcesses = 20, kEccUncorrected = 21, kMigMode = 22;
+                          kPcieRxKbps = 19, kProcesses = 20, kEccUncorrected = 21, kMigMode = 22,
+                          kNvlinkLinksUp = 23, kNvlinkVersion = 24, kNvlinkLinks = 25;
 }
 
 namespace device_process {

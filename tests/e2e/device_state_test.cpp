@@ -3,6 +3,7 @@
 // utilization curve on the bundled scenarios made to show one.
 #include <catch2/catch.hpp>
 
+#include <fstream>
 #include <sstream>
 #include <string>
 
@@ -223,9 +224,83 @@ TEST_CASE("nvml: a PCIe link below gen 5 x16 is pcie_link, its time lost the cop
         Approx(copies_s * (1 - pcie["link_share"].get<double>())).epsilon(0.05));
 }
 
+TEST_CASE("nvml: collectives far below the NVLink joining the ranks are link_bandwidth") {
+  JobRun r = RunSampled("nvml-link", "link_bandwidth");
+  INFO("verdict: " << r.summary["job"]["verdict"]);
+  CHECK(TopFinding(r)["id"] == "link_bandwidth");
+  const double busbw = r.scenario["gpu"]["busbw_gbps"];
+  for (const json& rank : r.summary["ranks"]) {
+    const int k = rank["rank"];
+    const json truth = r.Device(k);
+    CHECK(truth["device"]["nvlink_links"] == 18);
+    const json& nv = rank["device"]["nvlink"];
+    INFO("nvlink " << nv.dump());
+    REQUIRE(nv.is_object());
+    // The simulated driver answers NVLink 5.0 on its Hopper device: the sampler corrects it.
+    CHECK(nv["version"] == truth["device"]["nvlink_version"]);
+    CHECK(nv["version"] == "4.0");
+    CHECK(nv["links"] == 18);
+    CHECK(nv["links_up"] == truth["device"]["nvlink_links"]);
+    CHECK(nv["peak_gbps"].get<double>() == Approx(18 * 25.0));  // NVLink 4.0: 25 GB/s each way per link
+    const json f = rank["findings"][0];
+    INFO("finding " << f.dump());
+    REQUIRE(f["id"] == "link_bandwidth");
+    const json& e = f["evidence"];
+    CHECK(e["link"] == "nvlink");
+    CHECK(e["link_peak_gbps"] == nv["peak_gbps"]);
+    // The simulator's all-reduces take latency + S / busbw after the last arrival, and more
+    // when the other rank is late: the measured bus bandwidth is at most the configured one.
+    CHECK(e["busbw_gbps"].get<double>() <= busbw * 1.01);
+    CHECK(e["busbw_gbps"].get<double>() >= busbw * 0.5);
+    // Time lost: the all-reduces' device time (the truth's) beyond, for each, the latency
+    // floor (no small collective measured one) plus its 64 MiB of bus bytes (2 ranks: S) at
+    // 70% of 450 GB/s, times the exposed share (they are waited for at once: nearly all).
+    const double calls = truth["kinds"]["allreduce"]["count"];
+    const double ideal_s = calls * (20e-6 + 67108864.0 / (0.7 * 450e9));
+    const double device_s = truth["kinds"]["allreduce"]["device_s"];
+    CHECK(e["large_collectives"] == calls);
+    CHECK(e["latency_per_call_us"].get<double>() == Approx(20));
+    CHECK(e["at_expected_share_s"].get<double>() == Approx(ideal_s).epsilon(0.001));
+    CHECK(e["exposed_share"].get<double>() > 0.9);
+    CHECK(f["time_lost_s"].get<double>() ==
+          Approx((device_s - ideal_s) * e["exposed_share"].get<double>()).epsilon(0.05));
+    // The exposed communication it explains is taken out of `communication`.
+    for (const json& g : rank["findings"])
+      if (g["id"] == "communication")
+        CHECK(g["evidence"]["explained_by_other_findings_s"].get<double>() >= f["time_lost_s"].get<double>() * 0.99);
+  }
+}
+
+// A bundled scenario's JSON with the device given `links` NVLink links up.
+std::string WithNvLink(const std::string& name, int links) {
+  std::ifstream in(std::string(GPUWATCH_SCENARIOS_DIR) + "/" + name + ".json");
+  json scn = json::parse(in);
+  scn["gpu"]["nvlink_links"] = links;
+  return scn.dump();
+}
+
+TEST_CASE("nvml: collectives near a healthy NVLink, or waiting for a straggler, are not link_bandwidth") {
+  // 4 links: 100 GB/s each way; the simulated all-reduces reach 80 GB/s.
+  JobRun healthy = RunScenario("nvml-link-healthy", WithNvLink("healthy", 4), {.env = {{"GPUWATCH_NVML_MS", "100"}}});
+  INFO("driver stderr:\n" << healthy.job.err);
+  for (const json& rank : healthy.summary["ranks"]) {
+    CHECK(rank["device"]["nvlink"]["peak_gbps"].get<double>() == Approx(100));
+    CHECK_FALSE(HasFinding(rank["findings"], "link_bandwidth"));
+  }
+  CHECK_FALSE(HasFinding(healthy.summary["job"]["findings"], "link_bandwidth"));
+  // Ranks 0 and 1 wait for rank 2 inside every all-reduce: their collectives look slow, but
+  // the job's straggler takes their wait out of link_bandwidth (and communication).
+  JobRun straggler = RunScenario("nvml-link-straggler", WithNvLink("straggler", 4), {.env = {{"GPUWATCH_NVML_MS", "100"}}});
+  INFO("verdict: " << straggler.summary["job"]["verdict"]);
+  CHECK(TopFinding(straggler)["id"] == "straggler");
+  for (const json& rank : straggler.summary["ranks"])  // each waiting rank alone blames its link
+    if (rank["rank"] != 2) CHECK(HasFinding(rank["findings"], "link_bandwidth"));
+  CHECK_FALSE(HasFinding(straggler.summary["job"]["findings"], "link_bandwidth"));
+}
+
 TEST_CASE("nvml: the healthy scenario raises none of the device findings") {
   JobRun r = RunSampled("nvml-healthy", "healthy");
-  for (const char* id : {"gpu_shared", "clocks_throttled", "pcie_link"}) {
+  for (const char* id : {"gpu_shared", "clocks_throttled", "pcie_link", "link_bandwidth"}) {
     INFO(id);
     CHECK_FALSE(HasFinding(r.summary["job"]["findings"], id));
     for (const json& rank : r.summary["ranks"]) CHECK_FALSE(HasFinding(rank["findings"], id));
@@ -236,6 +311,7 @@ TEST_CASE("nvml: the healthy scenario raises none of the device findings") {
     CHECK(d["samples"].get<int>() >= 5);
     CHECK(d["other_processes"].empty());
     CHECK(d["pcie"]["link_share"] == 1.0);
+    CHECK(d["nvlink"].is_null());  // no NVLink on the simulator's default device
     CHECK(d["utilization"].get<double>() > 0.5);
   }
 }

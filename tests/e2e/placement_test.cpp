@@ -98,6 +98,48 @@ TEST_CASE("placement: a job pinned to a CPU off its GPU's NUMA node is cpu_affin
   fs::remove_all(root);
 }
 
+// The scenario's gpu.numa_node: the driver serves the GPU's node and two nodes' CPUs (node 0
+// the first half of the machine's CPUs, node 1 the rest) as a recorded sysfs. The job pinned
+// to a CPU of the first half runs on node 0: away from a GPU on node 1, beside one on node 0.
+TEST_CASE("placement: the scenario's gpu.numa_node, a rank pinned to the other node's CPUs is cpu_affinity") {
+  cpu_set_t old_set;
+  REQUIRE(sched_getaffinity(0, sizeof old_set, &old_set) == 0);
+  const long half = (sysconf(_SC_NPROCESSORS_CONF) + 1) / 2;
+  REQUIRE(sysconf(_SC_NPROCESSORS_CONF) >= 2);  // a CPU for each simulated node
+  int first = -1;  // a CPU of node 0 the test may use
+  for (int c = 0; c < half && first < 0; ++c)
+    if (CPU_ISSET(c, &old_set)) first = c;
+  REQUIRE(first >= 0);
+  cpu_set_t pinned;
+  CPU_ZERO(&pinned);
+  CPU_SET(first, &pinned);
+  for (int node : {1, 0}) {
+    INFO("GPU on node " << node);
+    std::string scn = kCpuBound;
+    scn.replace(scn.find("\"steps\""), 0, "\"gpu\": {\"numa_node\": " + std::to_string(node) + "}, ");
+    REQUIRE(sched_setaffinity(0, sizeof pinned, &pinned) == 0);  // inherited by the job
+    JobRun r = RunScenario("placement-numa-" + std::to_string(node), scn, {.truth = true});
+    sched_setaffinity(0, sizeof old_set, &old_set);
+    INFO("driver stderr:\n" << r.job.err);
+    CHECK(r.Device(0)["device"]["numa_node"] == node);
+    const json& rank = r.summary["ranks"][0];
+    const json& p = rank["placement"];
+    INFO("placement " << p.dump() << "\nfindings " << rank["findings"].dump().substr(0, 3000));
+    REQUIRE(p.is_object());
+    CHECK(p["gpu_numa_node"] == node);
+    CHECK(p["cpu_affinity"] == std::to_string(first));
+    CHECK(p["cpus_on_gpu_node"] == (node == 0 ? 1 : 0));
+    const json* f = Finding(rank["findings"], "cpu_affinity");
+    if (node == 0) {
+      CHECK_FALSE(f);
+      continue;
+    }
+    REQUIRE(f);
+    CHECK((*f)["time_lost_s"].get<double>() ==
+          Approx((*f)["evidence"]["gpu_idle_waiting_for_host_s"].get<double>() * 0.25));
+  }
+}
+
 TEST_CASE("placement: a CPU quota that throttles the input pipeline is cpu_throttled (real cgroup v1)") {
   const std::string dir = "/sys/fs/cgroup/cpu" + CpuCgroup() + "/gwtest-" + std::to_string(getpid());
   INFO("this test makes a cgroup under /sys/fs/cgroup/cpu (the CPU controller of cgroup v1) and needs to write there");

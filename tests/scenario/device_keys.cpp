@@ -39,6 +39,10 @@ bool parse_device_key(Scenario& sc, const std::string& key, const json& v, const
     const int w = integer_in(v, 1, 16, source, key);
     if (w != 1 && w != 2 && w != 4 && w != 8 && w != 16) fail(source, key, "expected 1, 2, 4, 8 or 16 lanes");
     sc.gpu[key] = w;
+  } else if (key == "nvlink_links") {
+    sc.gpu[key] = integer_in(v, 0, 18, source, key);
+  } else if (key == "numa_node") {
+    sc.gpu[key] = integer_in(v, 0, 1, source, key);
   } else if (key == "throttle") {
     const std::string t = v.is_string() ? v.get<std::string>() : "";
     if (t != "none" && t != "power" && t != "thermal") fail(source, key, "expected \"none\", \"power\" or \"thermal\"");

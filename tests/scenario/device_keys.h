@@ -9,7 +9,8 @@
 
 namespace gpuwatch::scenario {
 
-// If `key` is one of memory_gib, sm_count, pcie_gen, pcie_width, throttle, other_processes:
+// If `key` is one of memory_gib, sm_count, pcie_gen, pcie_width, nvlink_links, numa_node,
+// throttle, other_processes:
 // checks `value`, stores it in sc.gpu (numbers) or sc.gpu_text, and returns true; a bad
 // value throws ScenarioError naming "gpu.KEY". False for any other key.
 bool parse_device_key(Scenario& sc, const std::string& key, const nlohmann::json& value, const std::string& source);

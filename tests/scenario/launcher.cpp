@@ -1,6 +1,8 @@
 // See launcher.h.
 #include "launcher.h"
 
+#include "host_fixture.h"
+
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -30,7 +32,9 @@ bool starts_with_key(const char* entry, const std::string& key) {
 
 // The rank's environment: the parent's, unchanged (LD_PRELOAD included), except for the
 // variables set here, which replace any inherited value.
-std::vector<std::string> rank_environment(const Scenario& sc, const LaunchOptions& opt, int rank) {
+// `host_root`: the recorded sysfs of gpu.numa_node ("": none).
+std::vector<std::string> rank_environment(const Scenario& sc, const LaunchOptions& opt, int rank,
+                                          const std::string& host_root) {
   EnvVars set = {
       {"RANK", std::to_string(rank)},
       {"LOCAL_RANK", std::to_string(rank)},  // one node: local rank = rank, as torchrun
@@ -38,6 +42,7 @@ std::vector<std::string> rank_environment(const Scenario& sc, const LaunchOption
       {"LOCAL_WORLD_SIZE", std::to_string(sc.ranks)},
   };
   for (auto& kv : sim_environment(sc, opt)) set.push_back(std::move(kv));
+  if (!host_root.empty()) set.emplace_back("GPUWATCH_HOST_ROOT", host_root);
   if (auto it = opt.rank_env.find(rank); it != opt.rank_env.end()) {
     for (const auto& kv : it->second) {
       std::erase_if(set, [&](const auto& old) { return old.first == kv.first; });
@@ -101,6 +106,7 @@ int launch_ranks(const Scenario& sc, const LaunchOptions& opt) {
     return 1;
   }
   const std::string run_dir = tmpl;
+  const std::string host_root = opt.sim ? write_host_fixture(sc, run_dir + "/host") : "";
 
   std::vector<std::string> args = {opt.rank_exe, "--run-dir", run_dir};
   if (!opt.truth_dir.empty()) {
@@ -120,7 +126,7 @@ int launch_ranks(const Scenario& sc, const LaunchOptions& opt) {
   bool start_failed = false;
   for (int r = 0; r < sc.ranks; ++r) {
     // Everything the child needs is built before fork: the child only execs.
-    std::vector<std::string> env = rank_environment(sc, opt, r);
+    std::vector<std::string> env = rank_environment(sc, opt, r, host_root);
     std::vector<std::string> argv_copy = args;
     std::vector<char*> envp = c_strings(env), argv = c_strings(argv_copy);
     pid_t pid = fork();

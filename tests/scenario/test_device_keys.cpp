@@ -29,11 +29,11 @@ std::string error_of(const json& doc) {
 TEST_CASE("scenario: device keys go to SIMGPU_CONFIG as the simulator reads them") {
   const Scenario sc = parse_scenario(
       with_gpu(json::parse(R"({"memory_gib": 80, "sm_count": 108, "pcie_gen": 4, "pcie_width": 8,
-                              "throttle": "thermal",
+                              "nvlink_links": 12, "numa_node": 1, "throttle": "thermal",
                               "other_processes": [{"memory_gib": 20, "busy": 0.5}, {"memory_gib": 1.5}]})")),
       "s.json");
   CHECK(simgpu_config(sc) ==
-        "memory_gib=80,pcie_gen=4,pcie_width=8,sm_count=108,other_processes=20:0.5;1.5:0,throttle=thermal");
+        "memory_gib=80,numa_node=1,nvlink_links=12,pcie_gen=4,pcie_width=8,sm_count=108,other_processes=20:0.5;1.5:0,throttle=thermal");
   CHECK(pcie_link_fraction(sc) == Approx(1.969 * 8 / (3.938 * 16)));
   CHECK(pcie_link_fraction(parse_scenario(with_gpu(json::object()), "s.json")) == 1.0);
   // Thermal throttling (clock at 60%) and another process half busy: kernels take 1/(0.6 x 0.5).
@@ -46,6 +46,8 @@ TEST_CASE("scenario: bad device keys are refused, naming the key") {
   CHECK(error_of(with_gpu({{"sm_count", 1.5}})) == "s.json: gpu.sm_count: expected an integer from 1 to 1024");
   CHECK(error_of(with_gpu({{"pcie_gen", 6}})) == "s.json: gpu.pcie_gen: expected an integer from 1 to 5");
   CHECK(error_of(with_gpu({{"pcie_width", 12}})) == "s.json: gpu.pcie_width: expected 1, 2, 4, 8 or 16 lanes");
+  CHECK(error_of(with_gpu({{"nvlink_links", 19}})) == "s.json: gpu.nvlink_links: expected an integer from 0 to 18");
+  CHECK(error_of(with_gpu({{"numa_node", 2}})) == "s.json: gpu.numa_node: expected an integer from 0 to 1");
   CHECK(error_of(with_gpu({{"throttle", "hot"}})) == "s.json: gpu.throttle: expected \"none\", \"power\" or \"thermal\"");
   CHECK(error_of(with_gpu(json::parse(R"({"other_processes": [{"busy": 2}]})"))) ==
         "s.json: gpu.other_processes[0].busy: expected a fraction from 0 to 1");

@@ -31,6 +31,8 @@ constexpr Key kKeys[] = {
     {"sm_count", &Config::sm_count},
     {"pcie_gen", &Config::pcie_gen},
     {"pcie_width", &Config::pcie_width},
+    {"nvlink_links", &Config::nvlink_links},
+    {"numa_node", &Config::numa_node},
 };
 
 std::string trim(const std::string& s) {

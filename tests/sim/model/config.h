@@ -32,6 +32,12 @@ struct Config {
   // processes on the device (their memory counts against memory_gib).
   double pcie_gen = 5;
   double pcie_width = 16;
+  // NVLink links up (NVLink 4, 25 GB/s each way per link, as on H100/H200); 0: no NVLink,
+  // NVML answers NOT_SUPPORTED. The NCCL model's speed stays busbw_gbps whatever the link.
+  double nvlink_links = 0;
+  // The GPU's NUMA node (0 or 1; -1: not set): the scenario driver serves it, and the CPUs of
+  // the two simulated nodes, as a recorded sysfs (GPUWATCH_HOST_ROOT); recorded in the truth.
+  double numa_node = -1;
   enum Throttle { kThrottleNone = 0, kThrottlePower = 1, kThrottleThermal = 2 };
   int throttle = kThrottleNone;  // throttle=none|power|thermal
   struct OtherProcess {

@@ -147,6 +147,7 @@ std::string Truth::json(int rank) {
   static const char* const kThrottle[] = {"none", "power", "thermal"};
   o << ", \"device\": {\"sm_count\": " << c.sm_count << ", \"pcie_gen\": " << c.pcie_gen
     << ", \"pcie_width\": " << c.pcie_width << ", \"pcie_gen_max\": 5, \"pcie_width_max\": 16"
+    << ", \"numa_node\": " << c.numa_node << ", \"nvlink_links\": " << c.nvlink_links << ", \"nvlink_version\": \"" << (c.nvlink_links > 0 ? "4.0" : "") << "\""
     << ", \"throttle\": \"" << kThrottle[c.throttle] << "\", \"sm_clock_share\": " << c.clock_share()
     << ", \"kernel_slowdown\": " << c.kernel_slowdown() << ", \"kernel_slowdown_extra_s\": "
     << sec(static_cast<uint64_t>(static_cast<double>(kinds_[SIMGPU_KERNEL].device_ns) * (1 - 1 / c.kernel_slowdown())))

@@ -19,7 +19,8 @@
 namespace {
 
 using nvmlReturn_t = int;
-constexpr nvmlReturn_t kSuccess = 0, kUninitialized = 1, kInvalidArgument = 2, kNotFound = 6, kInsufficientSize = 7;
+constexpr nvmlReturn_t kSuccess = 0, kUninitialized = 1, kInvalidArgument = 2, kNotSupported = 3, kNotFound = 6,
+                        kInsufficientSize = 7;
 
 struct nvmlDevice_st {
   unsigned index;
@@ -45,6 +46,7 @@ struct nvmlProcessUtilizationSample_t {
 };
 
 constexpr unsigned kMaxDevices = 64;
+constexpr unsigned kNvLinks = 18;  // NVML_NVLINK_MAX_LINKS
 constexpr unsigned kSmClockMax = 1980, kSmClockIdle = 345, kMemClockMax = 3201;
 constexpr unsigned kPowerLimitMw = 700000;
 constexpr unsigned kOtherPidBase = 999000;  // the configured other processes' pids
@@ -258,6 +260,32 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t d, int type, i
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t d, unsigned int* current, unsigned int* pending) {
   if (!Valid(d) || !current || !pending) return g_inits ? kInvalidArgument : kUninitialized;
   *current = *pending = 0;
+  return kSuccess;
+}
+
+// NVLink 4.0 (Hopper's) links 0..nvlink_links-1 up, the rest of the 18 down; no NVLink:
+// NOT_SUPPORTED. The version answered is 7 (5.0), as some drivers answer on Hopper: the
+// library's sampler must correct it with the architecture.
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t d, unsigned int link, int* active) {
+  if (!Valid(d) || !active) return g_inits ? kInvalidArgument : kUninitialized;
+  const double links = simgpu_config_value("nvlink_links");
+  if (links <= 0) return kNotSupported;
+  if (link >= kNvLinks) return kInvalidArgument;
+  *active = link < links ? 1 : 0;
+  return kSuccess;
+}
+
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkVersion(nvmlDevice_t d, unsigned int link, unsigned int* version) {
+  if (!Valid(d) || !version) return g_inits ? kInvalidArgument : kUninitialized;
+  if (simgpu_config_value("nvlink_links") <= 0) return kNotSupported;
+  if (link >= kNvLinks) return kInvalidArgument;
+  *version = 7;  // NVML_NVLINK_VERSION_5_0: the Hopper quirk
+  return kSuccess;
+}
+
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetArchitecture(nvmlDevice_t d, unsigned int* arch) {
+  if (!Valid(d) || !arch) return g_inits ? kInvalidArgument : kUninitialized;
+  *arch = 9;  // NVML_DEVICE_ARCH_HOPPER: the simulated device is an H200
   return kSuccess;
 }
 

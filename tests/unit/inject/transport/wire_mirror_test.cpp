@@ -133,7 +133,7 @@ TEST_CASE("the encoders write every field of the messages the library sends") {
                        .throttle_reasons = 13, .pcie_gen = 14, .pcie_gen_max = 15, .pcie_width = 16,
                        .pcie_width_max = 17, .pcie_tx_kbps = 18, .pcie_rx_kbps = 19,
                        .processes = {{.pid = 1, .memory_bytes = 2, .sm_util_pct = 3}}, .ecc_uncorrected = 21,
-                       .mig_mode = 1};
+                       .mig_mode = 1, .nvlink_links = 18, .nvlink_links_up = 18, .nvlink_version = 6};
   gi::AppendDeviceSample(batch, dev);
   gi::AppendDeviceSamplerDetail(batch, "libnvidia-ml.so.1 not found");
   gi::AppendCallSite(batch, 2, {"main+0x1 (a.out)"}, "train.py:1 in f");
