@@ -95,27 +95,35 @@ uint64_t RunWaitOf(const char* path) {
   return strtoull(end, nullptr, 10);
 }
 
-// Run-queue wait of every thread of the process (the first kMaxTasks): /proc/PID/schedstat
-// is the main thread's alone, and the input pipeline's threads (a DataLoader's pin-memory
-// thread, a C++ loader pool) wait for a core as much as it does.
-uint64_t ReadRunWait(pid_t pid) {
+// Calls `file(path)` with /proc/PID/task/TID/<name> for each of the process's threads (the
+// first ProcSampler::kMaxTasks). False when the task folder cannot be read (the process is gone).
+template <class F>
+bool ForEachTaskFile(pid_t pid, const char* name, F&& file) {
   char path[64];
   snprintf(path, sizeof path, "/proc/%d/task", static_cast<int>(pid));
   DIR* d = opendir(path);
-  if (!d) {
-    snprintf(path, sizeof path, "/proc/%d/schedstat", static_cast<int>(pid));
-    return RunWaitOf(path);
-  }
-  uint64_t wait = 0;
+  if (!d) return false;
   size_t tasks = 0;
   while (dirent* e = readdir(d)) {
     if (!IsNumber(e->d_name) || ++tasks > ProcSampler::kMaxTasks) continue;
-    char file[320];
-    snprintf(file, sizeof file, "/proc/%d/task/%s/schedstat", static_cast<int>(pid), e->d_name);
-    wait += RunWaitOf(file);
+    char f[320];  // d_name is numeric here, but sized for any d_name
+    snprintf(f, sizeof f, "/proc/%d/task/%s/%s", static_cast<int>(pid), e->d_name, name);
+    file(f);
   }
   closedir(d);
-  return wait;
+  return true;
+}
+
+// Run-queue wait of every thread of the process: /proc/PID/schedstat is the main thread's
+// alone, and the input pipeline's threads (a DataLoader's pin-memory thread, a C++ loader
+// pool) wait for a core as much as it does. A thread that exits takes its wait with it: the
+// sum can fall, and the collector counts a fall as no wait (input_io.cpp).
+uint64_t ReadRunWait(pid_t pid) {
+  uint64_t wait = 0;
+  if (ForEachTaskFile(pid, "schedstat", [&](const char* f) { wait += RunWaitOf(f); })) return wait;
+  char path[48];
+  snprintf(path, sizeof path, "/proc/%d/schedstat", static_cast<int>(pid));
+  return RunWaitOf(path);
 }
 
 }  // namespace
@@ -153,22 +161,15 @@ ProcTotals ProcSampler::Sample(uint64_t now_ns) {
 }
 
 bool ProcSampler::ChildrenFromTasks(pid_t pid, std::vector<pid_t>& out) {
-  char path[64];
-  snprintf(path, sizeof path, "/proc/%d/task", static_cast<int>(pid));
-  DIR* d = opendir(path);
-  if (!d) return true;  // the process is gone: nothing to add, the files may still exist
   bool any_file = false;
-  size_t tasks = 0;
-  while (dirent* e = readdir(d)) {
-    if (!IsNumber(e->d_name) || ++tasks > kMaxTasks) continue;
-    char file[320], buf[4096];  // d_name is numeric here, but sized for any d_name
-    snprintf(file, sizeof file, "/proc/%d/task/%s/children", static_cast<int>(pid), e->d_name);
+  const bool listed = ForEachTaskFile(pid, "children", [&](const char* file) {
     const int fd = open(file, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
+    if (fd < 0) return;
     any_file = true;
+    char buf[4096];
     const ssize_t n = read(fd, buf, sizeof buf - 1);
     close(fd);
-    if (n <= 0) continue;
+    if (n <= 0) return;
     buf[n] = '\0';
     for (char* p = buf; *p;) {
       char* end = nullptr;
@@ -177,9 +178,8 @@ bool ProcSampler::ChildrenFromTasks(pid_t pid, std::vector<pid_t>& out) {
       if (c > 0) out.push_back(static_cast<pid_t>(c));
       p = end;
     }
-  }
-  closedir(d);
-  return any_file;
+  });
+  return listed ? any_file : true;  // gone: nothing to add, the files may still exist
 }
 
 // Every process whose parent is in the tree joins it, until nothing changes (a worker's
