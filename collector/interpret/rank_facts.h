@@ -41,6 +41,8 @@ struct OverheadFacts {
   uint64_t windows = 0, window_ns = 0, elapsed_ns = 0;
   uint64_t sender_cpu_ns = 0;
   uint64_t hook_samples = 0;  // 0: hook_ns was timed at start, not in place
+  uint64_t startup_ns = 0;    // the library's load and ring set-up on the job's threads
+  uint64_t AddedNs() const { return hooks_added_ns + cupti_added_ns + startup_ns; }
 };
 
 // The library's host sampler (wire HostSampling, the latest; known once sent).

@@ -269,12 +269,13 @@ const char* CuptiModeName(int mode) {
 
 nlohmann::json OverheadJson(const OverheadFacts& o) {
   if (!o.known) return nullptr;
-  const uint64_t added = o.hooks_added_ns + o.cupti_added_ns;
+  const uint64_t added = o.AddedNs();
   return {{"cupti_mode", CuptiModeName(o.cupti_mode)},
           {"budget", o.budget},
           {"added_s", Seconds(added)},
           {"hooks_s", Seconds(o.hooks_added_ns)},
           {"cupti_s", Seconds(o.cupti_added_ns)},
+          {"startup_s", Seconds(o.startup_ns)},
           {"share_of_wall", o.elapsed_ns ? static_cast<double>(added) / o.elapsed_ns : 0.0},
           {"hook_ns_per_call", o.hook_ns},
           {"hook_ns_timed_in_place", o.hook_samples > 0},
@@ -290,7 +291,7 @@ nlohmann::json OverheadJson(const OverheadFacts& o) {
 }
 
 nlohmann::json JobOverheadJson(const RankList& ranks) {
-  uint64_t hooks = 0, cupti = 0, elapsed = 0, sender_cpu = 0;
+  uint64_t hooks = 0, cupti = 0, startup = 0, elapsed = 0, sender_cpu = 0;
   double max_share = 0, budget = 0;
   bool any = false;
   for (const RankResult& r : ranks) {
@@ -299,17 +300,20 @@ nlohmann::json JobOverheadJson(const RankList& ranks) {
     any = true;
     hooks += o.hooks_added_ns;
     cupti += o.cupti_added_ns;
+    startup += o.startup_ns;
     elapsed += o.elapsed_ns;
     sender_cpu += o.sender_cpu_ns;
     budget = std::max(budget, o.budget);
-    if (o.elapsed_ns) max_share = std::max(max_share, static_cast<double>(o.hooks_added_ns + o.cupti_added_ns) / o.elapsed_ns);
+    if (o.elapsed_ns) max_share = std::max(max_share, static_cast<double>(o.AddedNs()) / o.elapsed_ns);
   }
   if (!any) return nullptr;
+  const uint64_t added = hooks + cupti + startup;
   return {{"budget", budget},
-          {"added_s", Seconds(hooks + cupti)},
+          {"added_s", Seconds(added)},
           {"hooks_s", Seconds(hooks)},
           {"cupti_s", Seconds(cupti)},
-          {"share_of_wall", elapsed ? static_cast<double>(hooks + cupti) / elapsed : 0.0},
+          {"startup_s", Seconds(startup)},
+          {"share_of_wall", elapsed ? static_cast<double>(added) / elapsed : 0.0},
           {"max_share_of_wall", max_share},
           {"sender_cpu_s", Seconds(sender_cpu)}};
 }

@@ -148,10 +148,13 @@ void GpuText(const GpuFigures& s, std::string& out) {
 
 void OverheadText(const OverheadFacts& o, std::string& out) {
   if (!o.known) return;
-  const uint64_t added = o.hooks_added_ns + o.cupti_added_ns;
-  out += Clip(Printf("  gpuwatch's own cost: %s, %.2f%% of %s (hooks %s, CUPTI %s; budget %.3g%%)",
-                     FmtDurationNs(added).c_str(), o.elapsed_ns ? 100.0 * added / o.elapsed_ns : 0.0, FmtDurationNs(o.elapsed_ns).c_str(),
-                     FmtDurationNs(o.hooks_added_ns).c_str(), FmtDurationNs(o.cupti_added_ns).c_str(), 100 * o.budget),
+  const uint64_t added = o.AddedNs();
+  out += Clip(Printf("  gpuwatch's own cost: %s, %.2f%% of %s (budget %.3g%%)", FmtDurationNs(added).c_str(),
+                     o.elapsed_ns ? 100.0 * added / o.elapsed_ns : 0.0, FmtDurationNs(o.elapsed_ns).c_str(), 100 * o.budget),
+              kTextWidth) +
+         "\n";
+  out += Clip(Printf("    hooks %s, CUPTI %s, start-up %s", FmtDurationNs(o.hooks_added_ns).c_str(),
+                     FmtDurationNs(o.cupti_added_ns).c_str(), FmtDurationNs(o.startup_ns).c_str()),
               kTextWidth) +
          "\n";
 }
@@ -265,7 +268,7 @@ std::vector<std::string> JobHeadlines(const JobResult& j) {
   if (j.gpu.cupti() && j.gpu.active_ns) parts.push_back(Printf("gpu busy %.1f%%", 100.0 * j.gpu.utilization()));
   uint64_t added = 0, elapsed = 0;
   for (const RankResult& r : j.ranks)
-    if (r.overhead.known) added += r.overhead.hooks_added_ns + r.overhead.cupti_added_ns, elapsed += r.overhead.elapsed_ns;
+    if (r.overhead.known) added += r.overhead.AddedNs(), elapsed += r.overhead.elapsed_ns;
   if (elapsed) parts.push_back(Printf("own cost %.2f%%", 100.0 * added / elapsed));
   parts.push_back(Printf("%llu dropped", static_cast<unsigned long long>(DroppedTotal(j.dropped))));
   return parts;

@@ -51,7 +51,8 @@ const char* const kKeyNames[] = {"bytes",          "blocking",           "seq",
                                  "gpu_compute_ms", "comm_not_overlapped_ms", "idle_host_wait_ms",
                                  "idle_launch_wait_ms", "idle_sync_wait_ms", "idle_other_ms",
                                  "host_blocked_in_syncs_ms", "copies_ms",          "graph_id",
-                                 "nccl_overlapped_ms", "nccl_exposed_ms"};
+                                 "nccl_overlapped_ms", "nccl_exposed_ms", "launches",
+                                 "launch_calls_ms"};
 
 const char* CopyDir(int kind) {
   switch (kind) {
@@ -258,6 +259,11 @@ void RankTrace::OnHostCall(const HostCall& c) {
   if (c.blocks_host && c.dur_ns >= kLongStallNs) LongStall(c);
   if (launch && !Detail(c.t_ns)) return;
   const size_t ti = ThreadIndex(c.tid);
+  if (launch && !c.recorded) {
+    AddToBurst(ti, c);
+    return;
+  }
+  CloseBurst(ti);
   Ann anns[4];
   int n = 0;
   uint32_t name;
@@ -287,6 +293,27 @@ void RankTrace::OnHostCall(const HostCall& c) {
     return ti + 1 == lim_.max_threads && thread_tids_[ti] != c.tid ? std::string("other threads")
                                                                     : Printf("thread %u", c.tid);
   });
+}
+
+void RankTrace::AddToBurst(size_t ti, const HostCall& c) {
+  LaunchBurst& b = bursts_[ti];
+  if (b.count > 0 && (c.t_ns > b.end + kBurstGapNs || c.end_ns() > b.start + kBurstMaxNs)) CloseBurst(ti);
+  if (b.count == 0) b.start = c.t_ns;
+  b.end = std::max(b.end, c.end_ns());
+  b.calls_ns += c.dur_ns;
+  ++b.count;
+}
+
+void RankTrace::CloseBurst(size_t ti) {
+  LaunchBurst& b = bursts_[ti];
+  if (b.count == 0) return;
+  const Ann anns[2] = {{kKeyLaunches, Ann::kUint, b.count, 0},
+                       {kKeyLaunchCallsMs, Ann::kDouble, 0, static_cast<double>(b.calls_ns) / 1e6}};
+  const uint32_t base = kThreadBase + static_cast<uint32_t>(ti * kHostLanes);
+  Slice(base, thread_lanes_[ti], static_cast<int32_t>(base), b.start, b.end,
+        names_.Iid("kernel launches (outside CUPTI windows)"), anns, 2, 0, 0,
+        [&] { return thread_tids_[ti] == UINT32_MAX ? std::string("other threads") : Printf("thread %u", thread_tids_[ti]); });
+  b = LaunchBurst{};
 }
 
 void RankTrace::LongStall(const HostCall& c) {
@@ -462,6 +489,7 @@ void RankTrace::CloseSampleSlice(size_t index, uint64_t end) {
 }
 
 void RankTrace::Finish() {
+  for (size_t i = 0; i < bursts_.size(); ++i) CloseBurst(i);
   for (size_t i = 0; i < sampled_threads_.size(); ++i)
     if (sampled_threads_[i].open) CloseSampleSlice(i, sampled_threads_[i].last + SamplePeriodNs());
   windows_[kBusy].Drain([this](uint64_t ts, double busy_ns) { EmitCounter(kBusy, ts, BusyPct(busy_ns)); });
@@ -475,17 +503,23 @@ std::string RankTrace::KernelName(uint32_t id) const {
 }
 
 size_t RankTrace::ThreadIndex(uint32_t tid) {
+  if (tid == last_tid_) return last_ti_;  // most calls come from one thread
   auto it = threads_.find(tid);
-  if (it != threads_.end()) return it->second;
+  if (it != threads_.end()) {
+    last_tid_ = tid;
+    return last_ti_ = it->second;
+  }
   if (thread_tids_.size() + 1 >= lim_.max_threads) {  // the last index is shared
     if (thread_tids_.size() + 1 == lim_.max_threads) {
       thread_tids_.push_back(UINT32_MAX);
       thread_lanes_.emplace_back();
+      bursts_.emplace_back();
     }
     return lim_.max_threads - 1;
   }
   thread_tids_.push_back(tid);
   thread_lanes_.emplace_back();
+  bursts_.emplace_back();
   return threads_[tid] = thread_tids_.size() - 1;
 }
 

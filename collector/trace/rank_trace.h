@@ -100,7 +100,7 @@ class RankTrace final : public EventSink {
   enum Key : uint32_t {
     kKeyBytes = 1, kKeyBlocking, kKeySeq, kKeyBusbw, kKeyPeer, kKeyStep,
     kKeyCompute, kKeyCommExposed, kKeyIdle0, kKeyIdleLast = kKeyIdle0 + kIdleKinds - 1, kKeySyncMid, kKeyCopies,
-    kKeyGraph, kKeyNcclOverlapped, kKeyNcclExposed
+    kKeyGraph, kKeyNcclOverlapped, kKeyNcclExposed, kKeyLaunches, kKeyLaunchCallsMs
   };
   struct Lanes {
     uint64_t last_end[kMaxLanes] = {};
@@ -123,6 +123,13 @@ class RankTrace final : public EventSink {
   // most events then cost no string work at all.
   template <class MakeName>
   uint32_t CachedIid(uint32_t key, const MakeName& make);
+  // Under the overhead budget, launches outside CUPTI's windows are drawn as bursts: one
+  // slice per run of a thread's launches (count and call time as arguments), closed by any
+  // other call of the thread, a pause over kBurstGapNs, or kBurstMaxNs of length. One slice
+  // per launch cost the collector a third of its CPU on a launch-bound job (175k launches/s
+  // beside the job on its cores) for detail the windows show anyway.
+  void AddToBurst(size_t thread_index, const HostCall& c);
+  void CloseBurst(size_t thread_index);
   void LongStall(const HostCall& c);
   void EmitApi(const ApiSpan& span, uint64_t flow_out);
   // Counter `i` (kBusy, kH2d) for the window starting at `ts`.
@@ -163,6 +170,13 @@ class RankTrace final : public EventSink {
   std::unordered_map<uint32_t, size_t> threads_;  // tid -> index
   std::vector<uint32_t> thread_tids_;
   std::vector<Lanes> thread_lanes_;
+  struct LaunchBurst {
+    uint64_t start = 0, end = 0, calls_ns = 0, count = 0;
+  };
+  static constexpr uint64_t kBurstGapNs = 1'000'000, kBurstMaxNs = 10'000'000;
+  std::vector<LaunchBurst> bursts_;  // by thread index
+  uint32_t last_tid_ = UINT32_MAX;   // ThreadIndex's last answer
+  size_t last_ti_ = 0;
   std::unordered_map<uint64_t, size_t> streams_;  // device << 32 | stream -> index
   std::vector<std::pair<int32_t, uint32_t>> stream_ids_;
   std::vector<Lanes> stream_lanes_;

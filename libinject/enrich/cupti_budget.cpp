@@ -1,6 +1,7 @@
 // See cupti_budget.h. What a cycle costs: every hooked call pays the hook's own time; while
 // a window is open, every call that enqueues device work also pays CUPTI's instrumentation.
-// Spent = hooks + CUPTI, both from costs measured here; the allowance grows with the wall
+// Spent = hooks + CUPTI + the library's start-up work on the job's threads + the host
+// sampler's CPU, all measured here; the allowance grows with the wall
 // time. A window closes when spent reaches the allowance, and opens again once the credit
 // covers min_window_ns at the recent rate of calls: a phase with few launches gets long
 // windows, a launch-heavy one short, spaced ones.
@@ -46,6 +47,7 @@ bool CuptiBudget::Update(const Cycle& c) {
     hook_samples_ = c.hook_samples;
   }
   device_records_ += c.device_records;
+  startup_ns_ = std::max(startup_ns_, c.startup_ns);
   if (open_) {
     in_launches_.Merge(c.launches);
     in_enqueues_ += c.enqueues;
@@ -69,7 +71,7 @@ bool CuptiBudget::Update(const Cycle& c) {
   const Figures f = figures();
   // The host sampler runs beside the job, not inside its calls; its CPU is counted anyway.
   sampler_ns_ = c.sampler_cpu_ns;
-  const double spent = static_cast<double>(f.hooks_added_ns + f.cupti_added_ns + sampler_ns_);
+  const double spent = static_cast<double>(f.hooks_added_ns + f.cupti_added_ns + f.startup_ns + sampler_ns_);
   const double allowance = o_.budget * static_cast<double>(now - start_ns_) + static_cast<double>(o_.allowance_ns);
   if (open_ && spent >= allowance) {
     Close(now);
@@ -97,6 +99,7 @@ CuptiBudget::Figures CuptiBudget::figures() const {
   f.cupti_calls = static_cast<uint64_t>(cupti_calls_);
   f.hooks_added_ns = static_cast<uint64_t>(hook_ns_ * static_cast<double>(hook_calls_));
   f.cupti_added_ns = static_cast<uint64_t>(f.cupti_ns * cupti_calls_);
+  f.startup_ns = startup_ns_;
   f.windows = windows_ + (open_ ? 1 : 0);
   f.window_ns = window_ns_ + (open_ ? last_ns_ - window_start_ : 0);
   f.elapsed_ns = last_ns_ - start_ns_;

@@ -35,6 +35,7 @@ class CuptiBudget {
     uint64_t enqueues = 0;        // calls that enqueue device work (launches, copies, memsets)
     uint64_t device_records = 0;  // CUPTI kernels, copies, memsets parsed
     uint64_t sampler_cpu_ns = 0;  // the host sampler's CPU time so far (enrich/host_sampler.h)
+    uint64_t startup_ns = 0;      // the library's one-off work on the job's threads so far
     // The hooks' own cost timed in place so far (record/recorder.h: HookCostProbe), mean ns
     // over `hook_samples` samples; used from kMinHookSamples on.
     double hook_ns = 0;
@@ -52,6 +53,7 @@ class CuptiBudget {
     uint64_t cupti_calls = 0;     // enqueueing calls made while a window was open (all of them,
                                   // the hooked ones scaled by CUPTI's device records per hooked one)
     uint64_t hooks_added_ns = 0, cupti_added_ns = 0;
+    uint64_t startup_ns = 0;      // its load, and the rings its recording threads zeroed
     uint64_t windows = 0;         // closed, plus the open one
     uint64_t window_ns = 0;       // their length (the open one up to now)
     uint64_t elapsed_ns = 0;
@@ -72,7 +74,7 @@ class CuptiBudget {
   double CuptiNs() const;
 
  private:
-  uint64_t sampler_ns_ = 0;
+  uint64_t sampler_ns_ = 0, startup_ns_ = 0;
   bool Measured() const;
   void Open(uint64_t now);
   void Close(uint64_t now);

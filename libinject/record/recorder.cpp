@@ -28,6 +28,7 @@ std::atomic<Ring*> g_rings[kMaxThreads];
 std::atomic<int> g_ring_count{0};
 std::mutex g_ring_mu;  // taken only when a thread gets its ring
 std::atomic<uint64_t> g_too_many_threads{0};
+std::atomic<uint64_t> g_startup_ns{0};
 
 // Marks the ring free for reuse when its thread exits, so thread churn cannot grow memory.
 struct RingReleaser {
@@ -51,7 +52,9 @@ Ring* AcquireRing() {
   }
   if (!ring) {
     if (n == kMaxThreads) return nullptr;
+    const uint64_t t0 = NowNs();
     ring = new Ring(g_setup.ring_records);
+    AddStartupNs(NowNs() - t0);
     g_rings[n].store(ring, std::memory_order_release);
     g_ring_count.store(n + 1, std::memory_order_release);
   }
@@ -65,11 +68,22 @@ Ring* AcquireRing() {
 
 void SetUpRecorder(const RecorderSetup& setup) { g_setup = setup; }
 
+void AddStartupNs(uint64_t ns) { g_startup_ns.fetch_add(ns, std::memory_order_relaxed); }
+uint64_t StartupNs() { return g_startup_ns.load(std::memory_order_relaxed); }
+
 void PrepareFirstRing() {
-  std::lock_guard<std::mutex> lock(g_ring_mu);
-  if (g_ring_count.load(std::memory_order_relaxed) != 0) return;
-  g_rings[0].store(new Ring(g_setup.ring_records), std::memory_order_release);
-  g_ring_count.store(1, std::memory_order_release);
+  // Zeroed before the lock: an application thread making its own ring meanwhile must not
+  // wait for this one's pages.
+  auto* ring = new Ring(g_setup.ring_records);
+  {
+    std::lock_guard<std::mutex> lock(g_ring_mu);
+    if (g_ring_count.load(std::memory_order_relaxed) == 0) {
+      g_rings[0].store(ring, std::memory_order_release);
+      g_ring_count.store(1, std::memory_order_release);
+      return;
+    }
+  }
+  delete ring;  // a thread recorded first and made its own
 }
 
 Ring* ThreadRingSlow() {

@@ -30,8 +30,8 @@ struct RecorderSetup {
 // Before any thread records (a constructor), or from a test. Until it is called, records are
 // not kept (the process stays kIdle).
 void SetUpRecorder(const RecorderSetup& setup);
-// A ring for the process's first recording thread, taken now (at load) so that its first
-// call does not pay for the allocation.
+// A ring for the process's first recording thread, made ahead (by the sender thread as it
+// starts) so that its first call does not pay for the allocation.
 void PrepareFirstRing();
 
 // Whether a hook should time its call. True before the first CUDA call too: that call is
@@ -126,6 +126,11 @@ constexpr int kMaxThreads = 256;
 // Every thread's ring so far, in the order they were taken (`out` is reused: no allocation
 // once it has grown).
 void CollectRings(std::vector<Ring*>& out);
+
+// The library's one-off work on the application's threads (its load, and the ring each new
+// recording thread zeroes): part of what it adds to the job (the overhead budget's spend).
+void AddStartupNs(uint64_t ns);
+uint64_t StartupNs();
 // Records lost because all kMaxThreads rings were taken.
 uint64_t DroppedTooManyThreads();
 

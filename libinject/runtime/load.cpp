@@ -6,6 +6,7 @@
 
 #include "enrich/cupti_reader.h"
 #include "record/recorder.h"
+#include "record/stamp_clock.h"
 #include "runtime/config.h"
 #include "runtime/sender.h"
 
@@ -20,6 +21,7 @@ namespace {
 // rather than inside its first CUDA call. Programs that are not (shells, compilers, Python
 // before it imports torch) get no thread; nothing connects anywhere before a first record.
 __attribute__((constructor)) void AtLoad() {
+  const uint64_t t0 = NowNs();
   RecorderSetup setup;
   setup.ring_records = GetConfig().ring_records;
   setup.start = StartSender;
@@ -33,10 +35,10 @@ __attribute__((constructor)) void AtLoad() {
         TurnOff();
         return;
       }
-      // CUPTI now, so the timeline has the program's first GPU work too.
+      // CUPTI now, so the timeline has the program's first GPU work too. (The first
+      // thread's spare ring is made on the sender thread: runtime/sender.cpp.)
       Cupti().Start();
-      // A spare ring for the first thread that records (the ring allocation is a syscall).
-      PrepareFirstRing();
+      AddStartupNs(NowNs() - t0);  // what the program's start waited for
       return;
     }
   }

@@ -383,6 +383,7 @@ void AppendOverhead(std::string& batch, const CuptiBudget::Figures& x, bool hw_t
   UInt(o, m::kHwTrace, hw_trace);
   UInt(o, m::kSenderCpuNs, sender_cpu_ns);
   UInt(o, m::kHookSamples, x.hook_samples);
+  UInt(o, m::kStartupNs, x.startup_ns);
   Message(batch, f::batch::kOverhead, o);
 }
 

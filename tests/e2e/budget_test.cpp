@@ -8,6 +8,7 @@
 #include <string>
 
 #include "scenario_run.h"
+#include "test_trace_validator.h"
 
 using namespace gpuwatch::e2e;
 
@@ -69,6 +70,19 @@ TEST_CASE("budget: a launch-heavy run is sampled in windows, and its device figu
   CHECK(r.summary["job"]["overhead"]["budget"] == 0.01);
   // Per-step device figures come from the steps a window held whole.
   CHECK(rank["steps"]["per_step_recorded"].get<int>() >= 1);
+
+  // The trace draws launches one by one inside the windows, as bursts outside them: every
+  // launch is in one or the other, and the bursts are far fewer than the launches they hold.
+  const gwtrace::TraceReport rep = gwtrace::ValidateTrace(ReadFile(r.out + "/trace.perfetto-trace"), false);
+  INFO(rep.First());
+  REQUIRE(rep.errors.empty());
+  REQUIRE(rep.processes.size() == 1);
+  const gwtrace::RankCounts& c = rep.processes.begin()->second;
+  INFO("launch slices " << c.launches << ", bursts " << c.launch_bursts << " holding " << c.burst_launches);
+  CHECK(c.launches + c.burst_launches == r.Truth(0)["ops"]["kernels"]["count"].get<uint64_t>());
+  CHECK(c.launches > 0);
+  CHECK(c.launch_bursts > 0);
+  CHECK(c.launch_bursts * 100 < c.burst_launches);
 }
 
 TEST_CASE("budget: GPUWATCH_CUPTI=full records the same run whole, off records no device work") {

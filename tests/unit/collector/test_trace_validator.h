@@ -39,6 +39,8 @@ struct RankCounts {
   uint64_t kernels = 0, gpu_h2d = 0, gpu_d2h = 0, memsets = 0, launches = 0;
   uint64_t host_h2d = 0, host_d2h = 0, syncs = 0, api = 0, counters = 0, instants = 0;
   uint64_t steps = 0, nvtx = 0, idle_slices = 0;
+  // Launches outside CUPTI's windows (overhead budget): bursts, and the launches they hold.
+  uint64_t launch_bursts = 0, burst_launches = 0;
   std::map<std::string, uint64_t> idle_ns;           // "idle: host_wait" -> ns
   uint64_t python_slices = 0;
   std::map<std::string, uint64_t> python_ns;         // sampled frame ("train.py:9 in f") -> ns
@@ -262,6 +264,12 @@ inline TraceReport ValidateTrace(std::string_view data, bool truncated,
         } else if (tn.rfind("thread ", 0) == 0 || tn.rfind("other threads", 0) == 0) {
           if (name.rfind("launch ", 0) == 0) {
             ++rc.launches;
+          } else if (name.rfind("kernel launches", 0) == 0) {
+            ++rc.launch_bursts;
+            bool counted = false;
+            for (const auto& a : te.debug_annotations())
+              if (seq.keys[a.name_iid()] == "launches" && a.has_uint_value()) rc.burst_launches += a.uint_value(), counted = true;
+            if (!counted) error("launch burst '" + name + "' without a launches count");
           } else if (name.rfind("cudaMemcpy", 0) == 0) {
             rc.host_h2d += h2d, rc.host_d2h += d2h;
           } else if (name.rfind("nccl", 0) == 0) {

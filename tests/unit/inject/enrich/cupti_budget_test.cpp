@@ -179,3 +179,38 @@ TEST_CASE("overhead budget: hooks that cost more than the budget leave CUPTI no 
   CHECK(open_late == 0);
   CHECK(b.figures().hooks_added_ns == 200ull * 1'000'000);
 }
+
+TEST_CASE("overhead budget: the library's start-up work on the job's threads is spent from the allowance") {
+  // Two budgets on the same calls; one started 30 ms in debt (its load and a thread's ring).
+  // The first window (the allowance) closes when hooks + CUPTI + start-up reach 50 ms: 30 ms
+  // sooner of CUPTI's time for the one that paid for its start.
+  gi::CuptiBudget::Options o;
+  o.hook_ns = 0;
+  o.budget = 0;  // the allowance alone
+  uint64_t t0 = 1 * kS;
+  gi::CuptiBudget plain(o, t0), loaded(o, t0);
+  uint64_t open_plain = 0, open_loaded = 0;
+  for (int i = 0; i < 100; ++i) {
+    // 1000 launches a cycle, CUPTI adding 3 us to each while a window is open: 3 ms a cycle.
+    auto cycle = [&](const gi::CuptiBudget& b) {
+      gi::CuptiBudget::Cycle c;
+      c.now_ns = t0 + 10 * kMs;
+      c.hook_calls = c.enqueues = 1000;
+      for (int k = 0; k < 1000; ++k) c.launches.Add(b.open() ? 7000 : 4000);
+      c.device_records = b.open() ? c.enqueues : 0;
+      return c;
+    };
+    gi::CuptiBudget::Cycle c = cycle(plain), d = cycle(loaded);
+    d.startup_ns = 30 * kMs;  // cumulative, as the sender reads it
+    open_plain += plain.open();
+    open_loaded += loaded.open();
+    plain.Update(c);
+    loaded.Update(d);
+    t0 += 10 * kMs;
+  }
+  CHECK(loaded.figures().startup_ns == 30 * kMs);  // counted once, not per cycle
+  CHECK(plain.figures().startup_ns == 0);
+  CHECK(open_plain == 17);   // 50 ms / 3 ms a cycle, rounded up: the cycle that overshoots
+  CHECK(open_loaded == 7);   // 20 ms / 3 ms
+  CHECK(loaded.figures().cupti_added_ns + 30 * kMs <= 50 * kMs + 3 * kMs);
+}
