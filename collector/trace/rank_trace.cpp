@@ -224,7 +224,11 @@ void RankTrace::WriteSteps(const std::deque<StepRec>& steps, size_t from, uint64
         ms(kKeyNcclExposed, overlap[k].ExposedNs());
       }
     }
-    Slice(kStepsLocal, step_lanes_, static_cast<int32_t>(kStepsLocal), s.start, s.end, name, anns, n, 0, 0,
+    // Steps follow each other: an NVTX range's end and the next one's start come from two
+    // stamps converted to ns apiece, and may overlap by a rounding nanosecond, which would
+    // put every such step on a lane of its own.
+    const uint64_t start = std::max(s.start, std::min(step_lanes_.last_end[0], s.end));
+    Slice(kStepsLocal, step_lanes_, static_cast<int32_t>(kStepsLocal), start, s.end, name, anns, n, 0, 0,
           [] { return std::string("steps"); });
   }
   file_->Flush();

@@ -35,7 +35,7 @@ class CuptiBudget {
     uint64_t enqueues = 0;        // calls that enqueue device work (launches, copies, memsets)
     uint64_t device_records = 0;  // CUPTI kernels, copies, memsets parsed
     uint64_t sampler_cpu_ns = 0;  // the host sampler's CPU time so far (enrich/host_sampler.h)
-    uint64_t startup_ns = 0;      // the library's one-off work on the job's threads so far
+    uint64_t startup_ns = 0;      // the library's one-off work on the job's threads so far (reported, not spent)
     // The hooks' own cost timed in place so far (record/recorder.h: HookCostProbe), mean ns
     // over `hook_samples` samples; used from kMinHookSamples on.
     double hook_ns = 0;

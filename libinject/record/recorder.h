@@ -30,8 +30,8 @@ struct RecorderSetup {
 // Before any thread records (a constructor), or from a test. Until it is called, records are
 // not kept (the process stays kIdle).
 void SetUpRecorder(const RecorderSetup& setup);
-// A ring for the process's first recording thread, made ahead (by the sender thread as it
-// starts) so that its first call does not pay for the allocation.
+// A ring for the process's first recording thread, taken now (at load) so that its first
+// call does not pay for the allocation.
 void PrepareFirstRing();
 
 // Whether a hook should time its call. True before the first CUDA call too: that call is

@@ -2,9 +2,12 @@
 // the only writer, the sender thread the only reader. A full ring drops the new record and
 // counts it; the producer never waits.
 #pragma once
+#include <sys/mman.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 
 #include "record/record.h"
@@ -13,12 +16,13 @@ namespace gpuwatch::inject {
 
 class Ring {
  public:
-  // The slots are zeroed here, which faults every page in now: left to the producer, every
-  // 64th Push would take a page fault on the application's thread, and a fault is a point
-  // where the kernel may preempt it (measured: 70-200 us stalls inside hooks on a busy
-  // host). Rings are made at load (the first thread's) or on a thread's first record.
-  explicit Ring(size_t capacity_pow2)
-      : mask_(capacity_pow2 - 1), slots_(new Record[capacity_pow2]()) {}
+  // The slots are mapped populated here, every page faulted in now: left to the producer,
+  // every 64th Push would take a page fault on the application's thread, and a fault is a
+  // point where the kernel may preempt it (measured: 70-200 us stalls inside hooks on a busy
+  // host). One mmap with MAP_POPULATE rather than zeroing from user space: on the 2-core VM
+  // the latter took 6 ms for 1 MiB (a fault per page), the former 0.25 ms. Rings are made
+  // at load (the first thread's) or on a thread's first record.
+  explicit Ring(size_t capacity_pow2) : mask_(capacity_pow2 - 1), slots_(MapSlots(capacity_pow2)) {}
 
   // Producer side. Returns false (and counts) when full.
   bool Push(const Record& r) {
@@ -30,7 +34,7 @@ class Ring {
         return false;
       }
     }
-    slots_[head & mask_] = r;
+    slots_.get()[head & mask_] = r;
     head_.store(head + 1, std::memory_order_release);
     return true;
   }
@@ -42,7 +46,7 @@ class Ring {
     const uint64_t head = head_.load(std::memory_order_acquire);
     uint64_t n = head - tail;
     if (n > max) n = max;
-    for (uint64_t i = 0; i < n; ++i) fn(slots_[(tail + i) & mask_]);
+    for (uint64_t i = 0; i < n; ++i) fn(slots_.get()[(tail + i) & mask_]);
     tail_.store(tail + n, std::memory_order_release);
     return n;
   }
@@ -82,7 +86,16 @@ class Ring {
 
  private:
   const uint64_t mask_;
-  std::unique_ptr<Record[]> slots_;
+  struct Unmap {
+    size_t bytes;
+    void operator()(Record* p) const { munmap(p, bytes); }
+  };
+  static std::unique_ptr<Record, Unmap> MapSlots(size_t n) {
+    void* p = mmap(nullptr, n * sizeof(Record), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    if (p == MAP_FAILED) std::abort();  // as new[] would throw: a ring is a few pages
+    return std::unique_ptr<Record, Unmap>(static_cast<Record*>(p), Unmap{n * sizeof(Record)});
+  }
+  std::unique_ptr<Record, Unmap> slots_;
   alignas(64) std::atomic<uint64_t> head_{0};
   uint64_t cached_tail_ = 0;  // producer's last view of tail_, saves a shared load per push
   alignas(64) std::atomic<uint64_t> tail_{0};

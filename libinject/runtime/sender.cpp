@@ -56,9 +56,6 @@ class Sender {
 
   void Run() {
     tl_internal = true;
-    // A spare ring for the application's first recording thread, zeroed here rather than
-    // on the thread that loaded the library (1 MiB of page faults: ~5 ms of its start).
-    PrepareFirstRing();
     if (pthread_getcpuclockid(pthread_self(), &sender_clock_) != 0) sender_clock_ = CLOCK_THREAD_CPUTIME_ID;
     WarmUpCallSites();
     // What a hooked call costs here, timed before the application's calls are counted.

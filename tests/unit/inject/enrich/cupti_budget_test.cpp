@@ -180,10 +180,10 @@ TEST_CASE("overhead budget: hooks that cost more than the budget leave CUPTI no 
   CHECK(b.figures().hooks_added_ns == 200ull * 1'000'000);
 }
 
-TEST_CASE("overhead budget: the library's start-up work on the job's threads is spent from the allowance") {
-  // Two budgets on the same calls; one started 30 ms in debt (its load and a thread's ring).
-  // The first window (the allowance) closes when hooks + CUPTI + start-up reach 50 ms: 30 ms
-  // sooner of CUPTI's time for the one that paid for its start.
+TEST_CASE("overhead budget: the library's start-up is reported, not spent from the allowance") {
+  // Two budgets on the same calls; one says its load and a thread's ring took 30 ms. Both
+  // record the first 50 ms of CUPTI's time whole (a short run stays whole: the allowance
+  // is for CUPTI), and the one that paid for its start reports it.
   gi::CuptiBudget::Options o;
   o.hook_ns = 0;
   o.budget = 0;  // the allowance alone
@@ -208,9 +208,9 @@ TEST_CASE("overhead budget: the library's start-up work on the job's threads is 
     loaded.Update(d);
     t0 += 10 * kMs;
   }
+  CHECK(open_plain == 17);  // 50 ms / 3 ms a cycle, rounded up: the cycle that overshoots
+  CHECK(open_loaded == open_plain);
   CHECK(loaded.figures().startup_ns == 30 * kMs);  // counted once, not per cycle
   CHECK(plain.figures().startup_ns == 0);
-  CHECK(open_plain == 17);   // 50 ms / 3 ms a cycle, rounded up: the cycle that overshoots
-  CHECK(open_loaded == 7);   // 20 ms / 3 ms
-  CHECK(loaded.figures().cupti_added_ns + 30 * kMs <= 50 * kMs + 3 * kMs);
+  CHECK(loaded.figures().cupti_added_ns == plain.figures().cupti_added_ns);
 }
