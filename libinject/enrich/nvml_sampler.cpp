@@ -262,8 +262,10 @@ void NvmlSampler::SampleNvLinkRate(const bool (&up)[kMaxNvLinks], uint64_t now_n
   for (unsigned link = 0; link < kMaxNvLinks; ++link) {
     if (!up[link]) continue;
     links[n / 2] = link;
-    fields[n].field_id = kFieldNvLinkDataTx, fields[n++].scope_id = link;
-    fields[n].field_id = kFieldNvLinkDataRx, fields[n++].scope_id = link;
+    for (unsigned field : {kFieldNvLinkDataTx, kFieldNvLinkDataRx}) {  // TX at even indices, RX after it
+      fields[n].field_id = field;
+      fields[n++].scope_id = link;
+    }
   }
   if (n == 0 || !api_->field_values || api_->field_values(device_, n, fields) != 0) {
     nvlink_rate_.Forget();
