@@ -175,6 +175,7 @@ TEST_CASE("collector: memory and device state in every view, and the device find
   CHECK(rs.html.find("<section id=\"device\">") != std::string::npos);
   CHECK(rs.html.find("1500 / 2000 MHz") != std::string::npos);
   CHECK(rs.html.find("gen 4 x8 of 5 x16") != std::string::npos);
+  CHECK(rs.html.find("18 of 18 up (450 GB/s), TX 5.5 / RX 0.5 GB/s mean") != std::string::npos);
   CHECK(Metric(metrics, "gpuwatch_memory_peak_bytes") == Approx(3.0 * kGiB));
   CHECK(Metric(metrics, "gpuwatch_device_sm_clock_mhz") == Approx(1500));
   CHECK(Metric(metrics, "gpuwatch_device_temperature_celsius") == Approx(80));
