@@ -72,6 +72,15 @@ void DeviceStateCounter::OnDeviceSample(const wire::DeviceSample& s) {
     f.nvlink_links_up = nvlink_seen_ ? std::min(f.nvlink_links_up, s.nvlink_links_up()) : s.nvlink_links_up();
     nvlink_seen_ = true;
   }
+  // A rate covers the time since the previous sample (the sampler's previous reading).
+  if (s.nvlink_rate_links() && dt > 0) {
+    ++f.nvlink_rate_samples;
+    f.nvlink_rate_s += dt;
+    f.nvlink_tx_bytes += static_cast<double>(s.nvlink_tx_bytes_per_s()) * dt;
+    f.nvlink_rx_bytes += static_cast<double>(s.nvlink_rx_bytes_per_s()) * dt;
+    f.nvlink_tx_peak_gbps = std::max(f.nvlink_tx_peak_gbps, s.nvlink_tx_bytes_per_s() * 1e-9);
+    f.nvlink_rx_peak_gbps = std::max(f.nvlink_rx_peak_gbps, s.nvlink_rx_bytes_per_s() * 1e-9);
+  }
   double others = 0;
   for (const auto& p : s.processes()) {
     if (p.pid() == own_pid_) continue;

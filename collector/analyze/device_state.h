@@ -58,6 +58,12 @@ struct DeviceStateFigures {
   // NVLink: the device's links (0: no NVLink), the fewest of them seen up while sampled, and
   // NVML's version enum (common/link_peaks.h; 0: not known, as with every link down).
   uint32_t nvlink_links = 0, nvlink_links_up = 0, nvlink_version = 0;
+  // NVLink data throughput (NVML's per-link counters summed over the links up): the samples
+  // that had a rate, the time they cover, the bytes each way over it, and the fastest sample's
+  // rate in GB/s. No sample with a rate (no counters): nvlink_rate_samples 0 -- no rate, not 0.
+  uint64_t nvlink_rate_samples = 0;
+  double nvlink_rate_s = 0, nvlink_tx_bytes = 0, nvlink_rx_bytes = 0;
+  double nvlink_tx_peak_gbps = 0, nvlink_rx_peak_gbps = 0;
   std::map<uint32_t, Other> others;  // pid -> what the other processes did
   double others_busy_s = 0;          // their busy shares summed (at most 1) over the sampled time
   // Utilization (0..1) of the whole device and SM clock per sample, for the views.
@@ -70,6 +76,10 @@ struct DeviceStateFigures {
   // The PCIe link as trained, each way (GB/s); NVLink's links up together (0: none up).
   double PcieGbps() const { return PcieLaneGbps(pcie_gen) * pcie_width; }
   double NvLinkGbps() const { return NvLinkLinkGbps(nvlink_version) * nvlink_links_up; }
+  // The mean NVLink throughput over the samples with a rate, GB/s each way (0 without any).
+  bool HasNvLinkRate() const { return nvlink_rate_samples > 0 && nvlink_rate_s > 0; }
+  double NvLinkTxGbps() const { return HasNvLinkRate() ? nvlink_tx_bytes / nvlink_rate_s * 1e-9 : 0; }
+  double NvLinkRxGbps() const { return HasNvLinkRate() ? nvlink_rx_bytes / nvlink_rate_s * 1e-9 : 0; }
 };
 
 class DeviceStateCounter final : public EventSink {

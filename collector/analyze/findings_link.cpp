@@ -6,7 +6,9 @@
 // links is up: NCCL fell back to PCIe, at the link's generation x width as trained. A device
 // without NVLink may reach its peers over PCIe peer-to-peer, through host memory, or over the
 // network, which NVML does not tell apart: no finding. A job whose ranks run on more than one
-// host is judged, at job level, against the slower of that link and the network.
+// host is judged, at job level, against the slower of that link and the network: its peak per
+// GPU as the rank's library read the host's NIC ports in sysfs (their rates together over the
+// host's GPUs; without the GPU count, the fastest port), else the DGX assumption (link_peaks.h).
 // Only collectives of at least kSmallCollectiveBytes count: smaller ones are latency-bound
 // (small_collectives), whatever the link.
 #include <algorithm>
@@ -23,6 +25,7 @@ struct Link {
   const char* kind;  // "nvlink", "pcie", "network"
   double peak_gbps;  // each way
   std::string name;  // for the summary
+  const char* peak_source;  // "nvml"; the network's: "host_nics_per_gpu", "fastest_nic", "assumed"
 };
 
 std::optional<Link> DeviceLink(const DeviceStateFigures& d) {
@@ -31,11 +34,32 @@ std::optional<Link> DeviceLink(const DeviceStateFigures& d) {
     if (d.NvLinkGbps() <= 0) return std::nullopt;  // a version the table does not know
     return Link{"nvlink", d.NvLinkGbps(),
                 Printf("NVLink %s (%u of %u links up)", NvLinkVersionText(d.nvlink_version), d.nvlink_links_up,
-                       d.nvlink_links)};
+                       d.nvlink_links),
+                "nvml"};
   }
   if (d.PcieGbps() <= 0) return std::nullopt;
-  return Link{"pcie", d.PcieGbps(), Printf("PCIe gen %u x%u (none of %u NVLink links up)", d.pcie_gen, d.pcie_width,
-                                           d.nvlink_links)};
+  return Link{"pcie", d.PcieGbps(),
+              Printf("PCIe gen %u x%u (none of %u NVLink links up)", d.pcie_gen, d.pcie_width, d.nvlink_links), "nvml"};
+}
+
+// Mb/s (sysfs) -> GB/s.
+constexpr double kMbpsToGBps = 1.0 / 8000;
+
+Link NetworkLink(const EnvFacts& e) {
+  if (e.nic_total_mbps && e.host_gpus) {
+    const double gbps = static_cast<double>(e.nic_total_mbps) * kMbpsToGBps / e.host_gpus;
+    return Link{"network", gbps,
+                Printf("the network (%u NIC ports, %.0f Gb/s together, over %u GPUs: %.1f GB/s per GPU)", e.nic_ports,
+                       e.nic_total_mbps * 1e-3, e.host_gpus, gbps),
+                "host_nics_per_gpu"};
+  }
+  if (e.nic_max_mbps) {
+    const double gbps = static_cast<double>(e.nic_max_mbps) * kMbpsToGBps;
+    return Link{"network", gbps, Printf("the network (its fastest NIC port, %.0f Gb/s: %.1f GB/s)", e.nic_max_mbps * 1e-3, gbps),
+                "fastest_nic"};
+  }
+  return Link{"network", kNetworkPerGpuGbps, Printf("the network (assumed %.0f GB/s per GPU)", kNetworkPerGpuGbps),
+              "assumed"};
 }
 
 // The latency each large call pays (thresholds.h): the shortest small call, at least the floor.
@@ -62,6 +86,7 @@ std::optional<Finding> MeasureAgainst(const RankContext& c, const Link& link) {
   const double reachable = cs.large_bus_bytes / at_peak_s * 1e-9;
   f.evidence = {{"link", link.kind},
                 {"link_peak_gbps", link.peak_gbps},
+                {"peak_source", link.peak_source},
                 {"busbw_gbps", busbw},
                 {"reachable_busbw_gbps", reachable},
                 {"share_of_reachable", busbw / reachable},
@@ -80,6 +105,21 @@ std::optional<Finding> MeasureAgainst(const RankContext& c, const Link& link) {
                      "could reach; at %.0f%% of the link they would have taken %s instead of %s",
                      link.name.c_str(), busbw, 100 * busbw / reachable, reachable, 100 * kLinkExpectedShare,
                      FmtDuration(expected_s).c_str(), FmtDuration(large_s).c_str());
+  if (link.kind == std::string("network")) {
+    const EnvFacts& e = c.r.env;
+    f.evidence["nic_source"] = e.nic_source;
+    f.evidence["nic_ports"] = e.nic_ports;
+    f.evidence["host_gpus"] = e.host_gpus;
+  }
+  // What NVML measured crossing the NVLink during the run, when its counters gave a rate.
+  if (link.kind == std::string("nvlink") && d.HasNvLinkRate()) {
+    f.evidence["nvlink_tx_gbps_mean"] = d.NvLinkTxGbps();
+    f.evidence["nvlink_rx_gbps_mean"] = d.NvLinkRxGbps();
+    f.evidence["nvlink_tx_gbps_peak"] = d.nvlink_tx_peak_gbps;
+    f.evidence["nvlink_rx_gbps_peak"] = d.nvlink_rx_peak_gbps;
+    f.summary += Printf("; NVML measured %.1f GB/s sent over NVLink on average (%.1f at most)", d.NvLinkTxGbps(),
+                        d.nvlink_tx_peak_gbps);
+  }
   return f;
 }
 
@@ -88,8 +128,10 @@ std::optional<Finding> MeasureAgainst(const RankContext& c, const Link& link) {
 std::optional<Finding> LinkBandwidth(const RankContext& c, const std::vector<Finding>&) {
   std::optional<Link> link = DeviceLink(c.r.device);
   if (!link) return std::nullopt;
-  if (c.across_hosts && link->peak_gbps > kNetworkPerGpuGbps)
-    link = Link{"network", kNetworkPerGpuGbps, Printf("the network (assumed %.0f GB/s per GPU)", kNetworkPerGpuGbps)};
+  if (c.across_hosts) {
+    Link network = NetworkLink(c.r.env);
+    if (network.peak_gbps > 0 && link->peak_gbps > network.peak_gbps) link = std::move(network);
+  }
   return MeasureAgainst(c, *link);
 }
 

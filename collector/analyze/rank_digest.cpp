@@ -143,7 +143,9 @@ GW_DIGEST(DeviceStateFigures, samples, first_ns, last_ns, sampled_s, gpu_util_me
           throttled_thermal, throttled_hw, throttled_busy_s, throttle_lost_s, throttled_clock_share,
           pcie_gen, pcie_width, pcie_gen_max, pcie_width_max, pcie_gen_min, pcie_width_min,
           pcie_tx_mbps, pcie_rx_mbps, last_util, last_power_w, last_sm_clock_mhz, last_temperature_c,
-          last_memory_used, ecc_uncorrected, mig, nvlink_links, nvlink_links_up, nvlink_version, others, others_busy_s, util_series, clock_series)
+          last_memory_used, ecc_uncorrected, mig, nvlink_links, nvlink_links_up, nvlink_version,
+          nvlink_rate_samples, nvlink_rate_s, nvlink_tx_bytes, nvlink_rx_bytes, nvlink_tx_peak_gbps,
+          nvlink_rx_peak_gbps, others, others_busy_s, util_series, clock_series)
 GW_DIGEST(UtilizationShape, kind, windows, mean, high, idle_share, idle_runs, drops, first_third,
           last_third)
 GW_DIGEST(SiteStat, python, python_stack, frames, ns, count)
@@ -151,7 +153,8 @@ GW_DIGEST(HostFrame, where, blocked_in, samples, share)
 GW_DIGEST(HostFramesFigures, samples, tid, data_loading_share, unnamed_share, frames)
 GW_DIGEST(SamplingFacts, known, hz, samples, cpu_ns, dropped, native_samples, timer_captures, native_signal)
 GW_DIGEST(EnvFacts, known, cuda_runtime, cuda_driver, nccl, settings, device_memory_bytes, device_sm_count,
-          device_name, cpu_affinity, device_numa_cpus, device_numa_node, cgroup_version, cpu_quota_us, cpu_period_us)
+          device_name, cpu_affinity, device_numa_cpus, device_numa_node, cgroup_version, cpu_quota_us, cpu_period_us,
+          nic_max_mbps, nic_total_mbps, nic_ports, nic_source, host_gpus)
 GW_DIGEST(OverheadFacts, known, cupti_mode, budget, hook_ns, cupti_ns, cupti_ns_measured, hw_trace,
           hook_calls, cupti_calls, hooks_added_ns, cupti_added_ns, windows, window_ns, elapsed_ns,
           sender_cpu_ns, hook_samples, startup_ns)
@@ -168,7 +171,7 @@ GW_DIGEST(RankResult, rank, host, host_calls, host_first_ns, host_last_ns, sync,
 // platform the project builds on.
 #if defined(__x86_64__) && defined(__GLIBCXX__)
 // RankResult holds the others by value: its size covers them; these sit in containers.
-static_assert(sizeof(RankResult) == 46720, "RankResult changed: carry the new field in the digest");
+static_assert(sizeof(RankResult) == 46824, "RankResult changed: carry the new field in the digest");
 static_assert(sizeof(StepRec) == 128 && sizeof(CollCall) == 40 && sizeof(StepMark) == 24,
               "a step or collective record changed: carry the new field in the digest");
 static_assert(sizeof(SiteStat) == 96 && sizeof(HostFrame) == 80 && sizeof(Finding) == 216,

@@ -37,8 +37,9 @@ inline const char* NvLinkVersionText(uint32_t nvml_version) {
   return nvml_version < std::size(kText) ? kText[nvml_version] : "";
 }
 
-// Between hosts the collector cannot read the NIC: it assumes the DGX H100/H200 design, one
-// 400 Gb/s (InfiniBand NDR or RoCE) NIC per GPU. Inferred for other clusters.
+// Between hosts, when the rank's library could read no NIC rate in sysfs (a container without
+// /sys/class/infiniband, only virtual interfaces): the DGX H100/H200 design, one 400 Gb/s
+// (InfiniBand NDR or RoCE) NIC per GPU. Inferred for other clusters.
 inline constexpr double kNetworkPerGpuGbps = 50;
 
 }  // namespace gpuwatch::collector

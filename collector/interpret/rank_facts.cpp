@@ -31,6 +31,13 @@ void EnvFacts::Merge(const wire::Environment& e) {
     cpu_quota_us = e.cpu_quota_us();
     cpu_period_us = e.cpu_period_us();
   }
+  if (e.nic_ports()) {
+    nic_max_mbps = e.nic_max_mbps();
+    nic_total_mbps = e.nic_total_mbps();
+    nic_ports = e.nic_ports();
+    nic_source = e.nic_source().substr(0, 16);
+  }
+  if (e.host_gpus()) host_gpus = e.host_gpus();
   settings.clear();
   for (const auto& s : e.settings())
     if (settings.size() < 64) settings.emplace_back(s.name().substr(0, 64), s.value().substr(0, 128));

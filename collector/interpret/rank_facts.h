@@ -27,6 +27,11 @@ struct EnvFacts {
   std::string cpu_affinity, device_numa_cpus;
   int device_numa_node = -1, cgroup_version = 0;
   uint64_t cpu_quota_us = 0, cpu_period_us = 0;
+  // The host's NIC ports as sysfs showed them (wire Environment: Mb/s; 0 / "": none read)
+  // and the NVIDIA GPUs on the host (0: not known): the network peak of link_bandwidth.
+  uint64_t nic_max_mbps = 0, nic_total_mbps = 0;
+  uint32_t nic_ports = 0, host_gpus = 0;
+  std::string nic_source;
   // The latest message wins field by field (a later one adds NCCL's version).
   void Merge(const wire::Environment& e);
 };

@@ -195,6 +195,14 @@ std::string FormatPrometheus(const LiveSnapshot& snap) {
   };
   Write(out, {"gpuwatch_device_nvlink_links_up", "gauge", "NVML: NVLink links up (fewest seen); devices with NVLink only"},
         snap, labels, when(&RankSample::has_nvlink, &RankSample::device_nvlink_links_up));
+  Write(out, {"gpuwatch_device_nvlink_bytes_total", "counter",
+              "NVML: data bytes sent (tx) and received (rx) over the GPU's NVLink links while sampled; devices "
+              "whose NVLink counters NVML gives only"},
+        snap, labels, [](const RankSample& r, const Emit& emit) {
+          if (!r.has_nvlink_rate) return;
+          emit("direction=\"tx\"", r.device_nvlink_tx_bytes);
+          emit("direction=\"rx\"", r.device_nvlink_rx_bytes);
+        });
   Write(out, {"gpuwatch_sm_fill_ratio", "gauge",
               "The kernels' mean share of the SMs their grids gave a block, weighted by kernel time (CUPTI)"},
         snap, labels, when(&RankSample::has_sm_fill, &RankSample::sm_fill));

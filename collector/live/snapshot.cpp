@@ -49,6 +49,10 @@ RankSample SampleOf(const RankResult& r) {
     s.device_throttled_s = d.throttled_busy_s;
     s.device_others_busy_s = d.others_busy_s;
     if ((s.has_nvlink = d.nvlink_links > 0)) s.device_nvlink_links_up = d.nvlink_links_up;
+    if ((s.has_nvlink_rate = d.HasNvLinkRate())) {
+      s.device_nvlink_tx_bytes = d.nvlink_tx_bytes;
+      s.device_nvlink_rx_bytes = d.nvlink_rx_bytes;
+    }
   }
   if ((s.has_sm_fill = r.sm_fill.known())) {
     s.sm_fill = r.sm_fill.fill();

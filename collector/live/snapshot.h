@@ -52,6 +52,9 @@ struct RankSample {
   double device_memory_used = 0, device_pcie_link_share = 1, device_throttled_s = 0, device_others_busy_s = 0;
   double device_nvlink_links_up = 0;  // has_device and the device has NVLink (has_nvlink)
   bool has_nvlink = false;
+  // NVLink data moved each way, from NVML's counters (has_nvlink_rate: a sample had a rate).
+  bool has_nvlink_rate = false;
+  double device_nvlink_tx_bytes = 0, device_nvlink_rx_bytes = 0;
   // How much of the SMs the kernels' grids occupied (has_sm_fill: launch geometry seen).
   bool has_sm_fill = false;
   double sm_fill = 0, sm_idle_s = 0;

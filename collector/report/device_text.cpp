@@ -68,6 +68,9 @@ void DeviceStateText(const RankResult& r, std::string& out) {
   if (d.nvlink_links)
     out += Printf("    NVLink %s: %u of %u links up (%.0f GB/s each way)\n", NvLinkVersionText(d.nvlink_version),
                   d.nvlink_links_up, d.nvlink_links, d.NvLinkGbps());
+  if (d.HasNvLinkRate())
+    out += Printf("      NVLink traffic: TX %.1f GB/s mean (%.1f peak), RX %.1f GB/s mean (%.1f peak)\n",
+                  d.NvLinkTxGbps(), d.nvlink_tx_peak_gbps, d.NvLinkRxGbps(), d.nvlink_rx_peak_gbps);
   for (const auto& [pid, o] : d.others)
     out += Printf("    other process %u: %s, %.0f%% busy\n", pid, FmtBytes(o.memory_bytes_max).c_str(),
                   d.sampled_s > 0 ? 100 * std::min(1.0, o.busy_s / d.sampled_s) : 0.0);

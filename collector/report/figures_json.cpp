@@ -228,7 +228,14 @@ nlohmann::json EnvJson(const EnvFacts& e) {
           {"device_name", e.device_name.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.device_name)},
           {"device_memory_bytes", e.device_memory_bytes ? nlohmann::json(e.device_memory_bytes) : nlohmann::json(nullptr)},
           {"device_sm_count", e.device_sm_count ? nlohmann::json(e.device_sm_count) : nlohmann::json(nullptr)},
-          {"settings", s}};
+          {"settings", s},
+          {"network", e.nic_ports || e.host_gpus
+                          ? nlohmann::json{{"nic_source", e.nic_source.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.nic_source)},
+                                           {"nic_ports", e.nic_ports},
+                                           {"nic_max_gbps", e.nic_max_mbps * 1e-3},
+                                           {"nic_total_gbps", e.nic_total_mbps * 1e-3},
+                                           {"host_gpus", e.host_gpus}}
+                          : nlohmann::json(nullptr)}};
 }
 
 namespace {
@@ -353,6 +360,8 @@ nlohmann::json DeviceJson(const DeviceStateFigures& d, const std::string& detail
                       {"memory_bytes", o.memory_bytes_max},
                       {"busy", d.sampled_s > 0 ? std::min(1.0, o.busy_s / d.sampled_s) : 0.0},
                       {"samples", o.samples}});
+  // NVLink throughput: null without a sample that had a rate (no counters), never 0.
+  auto rate = [&d](double v) { return d.HasNvLinkRate() ? nlohmann::json(v) : nlohmann::json(nullptr); };
   nlohmann::json series = nlohmann::json::array();
   for (size_t i = 0; i < d.util_series.size(); ++i)
     series.push_back({d.util_series[i].first, std::round(d.util_series[i].second * 1000) / 1000, d.clock_series[i].second});
@@ -380,7 +389,14 @@ nlohmann::json DeviceJson(const DeviceStateFigures& d, const std::string& detail
           {"nvlink", d.nvlink_links ? nlohmann::json{{"version", NvLinkVersionText(d.nvlink_version)},
                                                      {"links", d.nvlink_links},
                                                      {"links_up", d.nvlink_links_up},
-                                                     {"peak_gbps", d.NvLinkGbps()}}
+                                                     {"peak_gbps", d.NvLinkGbps()},
+                                                     {"tx_gbps_mean", rate(d.NvLinkTxGbps())},
+                                                     {"rx_gbps_mean", rate(d.NvLinkRxGbps())},
+                                                     {"tx_gbps_peak", rate(d.nvlink_tx_peak_gbps)},
+                                                     {"rx_gbps_peak", rate(d.nvlink_rx_peak_gbps)},
+                                                     {"tx_bytes", rate(d.nvlink_tx_bytes)},
+                                                     {"rx_bytes", rate(d.nvlink_rx_bytes)},
+                                                     {"rate_s", rate(d.nvlink_rate_s)}}
                                     : nlohmann::json(nullptr)},
           {"ecc_uncorrected", d.ecc_uncorrected},
           {"mig", d.mig},

@@ -67,6 +67,13 @@ void DeviceTable(const json& s, std::string& out) {
     for (const json& o : Arr(d, "other_processes"))
       others += Printf("%s%d: %s, %.0f%% busy", others.empty() ? "" : "; ", Int(o, "pid"),
                        FmtBytes(static_cast<uint64_t>(Num(o, "memory_bytes"))).c_str(), 100 * Num(o, "busy"));
+    const json& nv = Get(d, "nvlink");
+    std::string nvlink = "none";
+    if (nv.is_object()) {
+      nvlink = Printf("%d of %d up (%.0f GB/s)", Int(nv, "links_up"), Int(nv, "links"), Num(nv, "peak_gbps"));
+      if (Get(nv, "tx_gbps_mean").is_number())  // what crossed them, when NVML's counters said
+        nvlink += Printf(", TX %.1f / RX %.1f GB/s mean", Num(nv, "tx_gbps_mean"), Num(nv, "rx_gbps_mean"));
+    }
     out += html::NumCell(Printf("%.0f%%", 100 * Num(d, "utilization"))) +
            html::NumCell(Printf("%.0f / %.0f MHz", Num(d, "sm_clock_busy_mhz"), Num(d, "sm_clock_max_mhz"))) +
            html::NumCell(Printf("%.0f%%", 100 * Num(d, "throttled_share"))) +
@@ -74,10 +81,7 @@ void DeviceTable(const json& s, std::string& out) {
            html::NumCell(Printf("%.0f C", Num(d, "temperature_max_c"))) +
            html::NumCell(Printf("gen %d x%d of %d x%d", Int(pcie, "gen"), Int(pcie, "width"), Int(pcie, "gen_max"),
                        Int(pcie, "width_max"))) +
-           html::NumCell(Get(d, "nvlink").is_object()
-                             ? Printf("%d of %d up (%.0f GB/s)", Int(Get(d, "nvlink"), "links_up"),
-                                      Int(Get(d, "nvlink"), "links"), Num(Get(d, "nvlink"), "peak_gbps"))
-                             : std::string("none")) +
+           html::NumCell(nvlink) +
            html::NumCell(FmtBytes(static_cast<uint64_t>(Num(d, "memory_used_max_bytes"))) + " / " +
                 FmtBytes(static_cast<uint64_t>(Num(d, "memory_total_bytes")))) +
            "<td>" + Esc(others.empty() ? "none" : others) + "</td></tr>\n";

@@ -25,7 +25,7 @@ constexpr uint32_t kProcessLocal = 0;
 constexpr int kHostLanes = 8;
 constexpr uint32_t kThreadBase = 1;         // + thread index * kHostLanes + lane (512 threads)
 constexpr uint32_t kApiBase = 0x1001;       // + lane
-constexpr uint32_t kBusyLocal = 0x1011, kH2dLocal = 0x1012;  // then the NVML and memory counters, up to 0x101a
+constexpr uint32_t kBusyLocal = 0x1011, kH2dLocal = 0x1012;  // then the NVML and memory counters, up to 0x101c
 constexpr uint32_t kStepsLocal = 0x1020;    // + lane
 constexpr uint32_t kIdleLocal = 0x1030;     // + lane
 constexpr uint32_t kStreamBase = 0x1100;    // + stream index * kMaxLanes + lane (512 streams)
@@ -416,7 +416,8 @@ void RankTrace::EmitCounter(int i, uint64_t ts, int64_t value) {
                            {"NVML GPU utilization %", "%"},  {"NVML SM clock MHz", "MHz"},
                            {"NVML power W", "W"},             {"NVML temperature C", "C"},
                            {"memory reserved MiB", "MiB"},   {"NVML memory used MiB", "MiB"},
-                           {"NVML PCIe TX MB/s", "MB/s"},     {"NVML PCIe RX MB/s", "MB/s"}};
+                           {"NVML PCIe TX MB/s", "MB/s"},     {"NVML PCIe RX MB/s", "MB/s"},
+                           {"NVML NVLink TX MB/s", "MB/s"},   {"NVML NVLink RX MB/s", "MB/s"}};
     for (int k = 0; k < kCounters; ++k) {
       DescribeCounter(kBusyLocal + k, kNames[k].name, kNames[k].unit);
       counters_.emplace_back(ids_->next_sequence++, Uuid(kBusyLocal + k));
@@ -443,6 +444,10 @@ void RankTrace::OnDeviceSample(const wire::DeviceSample& s) {
   EmitCounter(kDevMemory, s.t_ns(), static_cast<int64_t>(s.memory_used_bytes() >> 20));
   EmitCounter(kPcieTx, s.t_ns(), s.pcie_tx_kbps() / 1000);  // NVML's KB/s
   EmitCounter(kPcieRx, s.t_ns(), s.pcie_rx_kbps() / 1000);
+  if (s.nvlink_rate_links()) {  // no counters: no values, rather than a flat 0
+    EmitCounter(kNvlinkTx, s.t_ns(), static_cast<int64_t>(s.nvlink_tx_bytes_per_s() / 1000000));
+    EmitCounter(kNvlinkRx, s.t_ns(), static_cast<int64_t>(s.nvlink_rx_bytes_per_s() / 1000000));
+  }
 }
 
 // A sampled thread's track: a slice per run of samples with the same stack, named by its

@@ -51,7 +51,7 @@ class RankTrace final : public EventSink {
   };
   static constexpr int kMaxLanes = 16;
   static constexpr size_t kMaxSampledThreads = 256;
-  static constexpr int kCounterTracks = 10;  // counter tracks per rank (the Counter enum below)
+  static constexpr int kCounterTracks = 12;  // counter tracks per rank (the Counter enum below)
 
   // `trace_pid`: the pid written into the ProcessDescriptor (the real one unless another
   // rank of the job already uses it).
@@ -185,12 +185,13 @@ class RankTrace final : public EventSink {
   // Busy and H2D in 10 ms windows; the NVML counters at each sample; the memory the rank's
   // allocations hold, at each allocation and free (memory_).
   enum Counter {
-    kBusy = 0, kH2d, kDevUtil, kSmClock, kPower, kTemperature, kMemory, kDevMemory, kPcieTx, kPcieRx, kCounters
+    kBusy = 0, kH2d, kDevUtil, kSmClock, kPower, kTemperature, kMemory, kDevMemory, kPcieTx, kPcieRx, kNvlinkTx,
+    kNvlinkRx, kCounters
   };
   static_assert(kCounters == kCounterTracks);
   std::vector<TrackSequence> counters_;  // one per Counter (all described at the first value)
   Lanes step_lanes_;
-  int64_t last_value_[kCounters] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
+  int64_t last_value_[kCounters] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
   MemoryCounter memory_;  // the live set, as summary.json's memory keeps it
   CounterWindows windows_[2];  // kBusy, kH2d
   // Sampled threads (host samples): the run of samples with one stack not yet written.

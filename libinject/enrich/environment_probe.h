@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "enrich/host_network.h"
 #include "enrich/host_placement.h"
 
 namespace gpuwatch::inject {
@@ -20,6 +21,7 @@ struct EnvironmentInfo {
   std::string device_pci_bus_id;  // "00000000:BB:DD.0", as NVML names devices
   std::vector<std::pair<std::string, std::string>> settings;  // set variables of kWatchedVariables
   HostPlacement placement;  // CPU affinity, the GPU's NUMA node, the cgroup's CPU quota
+  HostNetwork network;      // the NIC ports' rates and the GPUs on the host (read once)
 };
 
 // The variables reported when set (the collector judges them: collector/analyze/environment.cpp).

@@ -10,9 +10,7 @@
 #include <sstream>
 
 namespace gpuwatch::inject {
-namespace {
 
-// The first line of a small file; empty when it cannot be read.
 std::string FirstLine(const std::string& path) {
   std::ifstream in(path);
   std::string line;
@@ -20,6 +18,8 @@ std::string FirstLine(const std::string& path) {
   while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
   return line;
 }
+
+namespace {
 
 uint64_t ToU64(const std::string& s) { return std::strtoull(s.c_str(), nullptr, 10); }
 

@@ -33,6 +33,9 @@ struct CgroupCpuStat {
 // A cpulist ("0-3,8") of the first `n` CPUs in `set` (a cpu_set_t's bytes).
 std::string CpuList(const void* set, size_t bytes);
 
+// The first line of a small (sysfs, /proc) file, trailing space cut; empty when unreadable.
+std::string FirstLine(const std::string& path);
+
 class HostPlacementProbe {
  public:
   // `root`: the fixture root ("" = the real files).

@@ -1,13 +1,14 @@
 // See nvml_sampler.h. NVML's C ABI, declared here (there is no nvml.h package): a handle
 // is an opaque pointer, every call returns 0 on success, the structs below are NVML's own
 // layouts (nvmlUtilization_t, nvmlMemory_t, nvmlProcessInfo_t (v2/v3),
-// nvmlProcessUtilizationSample_t), stable since the functions' _v2/_v3 versions.
+// nvmlProcessUtilizationSample_t, nvmlFieldValue_t), stable since the functions' _v2/_v3 versions.
 #include "enrich/nvml_sampler.h"
 
 #include <dlfcn.h>
 #include <time.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 
 namespace gpuwatch::inject {
@@ -30,6 +31,41 @@ struct ProcessUtilization {
   unsigned long long timestamp_us;
   unsigned int sm, mem, enc, dec;
 };
+// nvmlFieldValue_t (nvmlDeviceGetFieldValues): the caller sets fieldId and scopeId (for the
+// NVLink throughput fields, the link), NVML the rest; `value` is read by valueType
+// (nvmlValueType_t) and only where nvmlReturn is 0.
+struct FieldValue {
+  unsigned int field_id, scope_id;
+  long long timestamp_us, latency_us;
+  int value_type, nvml_return;
+  union {
+    double d;
+    unsigned int ui;
+    unsigned long ul;
+    unsigned long long ull;
+    long long sll;
+    int si;
+    unsigned short us;
+  } value;
+};
+static_assert(sizeof(FieldValue) == 40 && offsetof(FieldValue, value) == 32, "nvmlFieldValue_t's layout");
+constexpr unsigned kFieldNvLinkDataTx = 138, kFieldNvLinkDataRx = 139;  // NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX/RX, KiB
+
+// A field's value as a counter; none where NVML answered an error or a negative value.
+std::optional<uint64_t> Counter(const FieldValue& f) {
+  if (f.nvml_return != 0) return std::nullopt;
+  switch (f.value_type) {
+    case 0: return f.value.d >= 0 ? std::optional<uint64_t>(static_cast<uint64_t>(f.value.d)) : std::nullopt;
+    case 1: return f.value.ui;
+    case 2: return f.value.ul;
+    case 3: return f.value.ull;
+    case 4: return f.value.sll >= 0 ? std::optional<uint64_t>(f.value.sll) : std::nullopt;
+    case 5: return f.value.si >= 0 ? std::optional<uint64_t>(f.value.si) : std::nullopt;
+    case 6: return f.value.us;
+    default: return std::nullopt;
+  }
+}
+
 constexpr int kClockSm = 1, kClockMem = 2;
 constexpr int kTemperatureGpu = 0;
 constexpr int kPcieTx = 0, kPcieRx = 1;
@@ -65,6 +101,7 @@ struct NvmlSampler::Api {
   int (*nvlink_state)(Dev, unsigned, int*);  // nvmlEnableState_t: 1 = active
   int (*nvlink_version)(Dev, unsigned, unsigned*);
   int (*architecture)(Dev, unsigned*);  // nvmlDeviceArchitecture_t
+  int (*field_values)(Dev, int, FieldValue*);
 
   template <typename F>
   void Bind(F& fn, const char* name, const char* older = nullptr) {
@@ -112,6 +149,7 @@ bool NvmlSampler::Open(const std::string& pci_bus_id, int device) {
   a->Bind(a->nvlink_state, "nvmlDeviceGetNvLinkState");
   a->Bind(a->nvlink_version, "nvmlDeviceGetNvLinkVersion");
   a->Bind(a->architecture, "nvmlDeviceGetArchitecture");
+  a->Bind(a->field_values, "nvmlDeviceGetFieldValues");
   if (!a->init || !a->utilization || a->init() != 0) {
     detail_ = "NVML did not initialize";
     delete a;
@@ -178,16 +216,18 @@ DeviceSample NvmlSampler::Take(uint64_t now_ns) {
   // A device without NVLink answers NOT_SUPPORTED for link 0; stop at the first link NVML
   // does not know (a device with fewer links: INVALID_ARGUMENT). The version is the
   // device's; NVML may refuse it for a link that is down, so every link is asked until one answers.
+  bool up[kMaxNvLinks] = {};
   for (unsigned link = 0; a.nvlink_state && link < kMaxNvLinks; ++link) {
     int active = 0;
     if (a.nvlink_state(d, link, &active) != 0) break;
     ++s.nvlink_links;
-    if (active == 1) ++s.nvlink_links_up;
+    if (active == 1) ++s.nvlink_links_up, up[link] = true;
     if (!s.nvlink_version && a.nvlink_version && a.nvlink_version(d, link, &v) == 0) s.nvlink_version = v;
   }
   // Some drivers answer NVLink 5.0 on Hopper, whose NVLink is 4.0 (half 5.0's rate per link).
   if (s.nvlink_version == kNvlinkVersion5 && a.architecture && a.architecture(d, &v) == 0 && v == kArchHopper)
     s.nvlink_version = kNvlinkVersion4;
+  SampleNvLinkRate(up, now_ns, s);
   if (a.processes) {
     ProcessInfo infos[kMaxProcesses];
     unsigned n = kMaxProcesses;
@@ -210,6 +250,36 @@ DeviceSample NvmlSampler::Take(uint64_t now_ns) {
           if (p.pid == util[i].pid) p.sm_util_pct = std::max(p.sm_util_pct, util[i].sm);
   }
   return s;
+}
+
+// The TX and RX data counters of every link up, in one call. A field NVML answers with an
+// error leaves its link out; no link up, no nvmlDeviceGetFieldValues, or a failed call: no rate.
+void NvmlSampler::SampleNvLinkRate(const bool (&up)[kMaxNvLinks], uint64_t now_ns, DeviceSample& s) {
+  static_assert(kMaxNvLinks == NvLinkRate::kMaxLinks);
+  FieldValue fields[2 * kMaxNvLinks] = {};
+  unsigned links[kMaxNvLinks];
+  int n = 0;
+  for (unsigned link = 0; link < kMaxNvLinks; ++link) {
+    if (!up[link]) continue;
+    links[n / 2] = link;
+    for (unsigned field : {kFieldNvLinkDataTx, kFieldNvLinkDataRx}) {  // TX at even indices, RX after it
+      fields[n].field_id = field;
+      fields[n++].scope_id = link;
+    }
+  }
+  if (n == 0 || !api_->field_values || api_->field_values(device_, n, fields) != 0) {
+    nvlink_rate_.Forget();
+    return;
+  }
+  NvLinkRate::LinkCounters read[NvLinkRate::kMaxLinks];
+  for (int i = 0; i < n; i += 2) {
+    const std::optional<uint64_t> tx = Counter(fields[i]), rx = Counter(fields[i + 1]);
+    if (tx && rx) read[links[i / 2]] = {true, *tx, *rx};
+  }
+  const NvLinkRate::Rate r = nvlink_rate_.Update(now_ns, read);
+  s.nvlink_tx_bytes_per_s = r.tx_bytes_per_s;
+  s.nvlink_rx_bytes_per_s = r.rx_bytes_per_s;
+  s.nvlink_rate_links = r.links;
 }
 
 }  // namespace gpuwatch::inject

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "enrich/nvlink_rate.h"
+
 namespace gpuwatch::inject {
 
 struct DeviceProcessSample {
@@ -37,6 +39,10 @@ struct DeviceSample {
   // NVLink: links whose state NVML reports (0: no NVLink), those up, and NVML's version
   // enum (nvmlNvlinkVersion_t: 6 = NVLink 4.0; 0 = not known).
   uint32_t nvlink_links = 0, nvlink_links_up = 0, nvlink_version = 0;
+  // NVLink data throughput since the previous sample, summed over the links up whose counters
+  // NVML gave at both (nvlink_rate.h); nvlink_rate_links 0: no rate.
+  uint64_t nvlink_tx_bytes_per_s = 0, nvlink_rx_bytes_per_s = 0;
+  uint32_t nvlink_rate_links = 0;
 };
 
 // Sender thread only. Loads NVML at the first due sample (once the rank's device is known),
@@ -62,6 +68,7 @@ class NvmlSampler {
   struct Api;
   bool Open(const std::string& pci_bus_id, int device);
   DeviceSample Take(uint64_t now_ns);
+  void SampleNvLinkRate(const bool (&up)[kMaxNvLinks], uint64_t now_ns, DeviceSample& s);
 
   uint64_t interval_ns_;
   uint64_t next_ns_ = 0, last_ns_ = 0;
@@ -70,6 +77,7 @@ class NvmlSampler {
   void* device_ = nullptr;
   std::string detail_;
   bool detail_sent_ = false;
+  NvLinkRate nvlink_rate_;
 };
 
 }  // namespace gpuwatch::inject

@@ -288,6 +288,12 @@ void AppendEnvironment(std::string& batch, const EnvironmentInfo& e) {
   Int(o, m::kCgroupVersion, h.cgroup_version);
   UInt(o, m::kCpuQuotaUs, h.cpu_quota_us);
   UInt(o, m::kCpuPeriodUs, h.cpu_period_us);
+  const HostNetwork& n = e.network;
+  UInt(o, m::kNicMaxMbps, n.nic_max_mbps);
+  UInt(o, m::kNicTotalMbps, n.nic_total_mbps);
+  UInt(o, m::kNicPorts, n.nic_ports);
+  Text(o, m::kNicSource, n.nic_source);
+  UInt(o, m::kHostGpus, n.host_gpus);
   for (const auto& [name, value] : e.settings) {
     std::string v;
     Text(v, f::env_var::kName, name);
@@ -346,6 +352,9 @@ void AppendDeviceSample(std::string& batch, const DeviceSample& s) {
   UInt(o, m::kNvlinkLinksUp, s.nvlink_links_up);
   UInt(o, m::kNvlinkVersion, s.nvlink_version);
   UInt(o, m::kNvlinkLinks, s.nvlink_links);
+  UInt(o, m::kNvlinkTxBytesPerS, s.nvlink_tx_bytes_per_s);
+  UInt(o, m::kNvlinkRxBytesPerS, s.nvlink_rx_bytes_per_s);
+  UInt(o, m::kNvlinkRateLinks, s.nvlink_rate_links);
   Message(batch, f::batch::kDeviceSamples, o);
 }
 

@@ -72,7 +72,8 @@ inline constexpr uint32_t kTNs = 1, kGpuUtilPct = 2, kMemoryUtilPct = 3, kMemory
                           kPowerMw = 10, kPowerLimitMw = 11, kTemperatureC = 12, kThrottleReasons = 13,
                           kPcieGen = 14, kPcieGenMax = 15, kPcieWidth = 16, kPcieWidthMax = 17, kPcieTxKbps = 18,
                           kPcieRxKbps = 19, kProcesses = 20, kEccUncorrected = 21, kMigMode = 22,
-                          kNvlinkLinksUp = 23, kNvlinkVersion = 24, kNvlinkLinks = 25;
+                          kNvlinkLinksUp = 23, kNvlinkVersion = 24, kNvlinkLinks = 25, kNvlinkTxBytesPerS = 26,
+                          kNvlinkRxBytesPerS = 27, kNvlinkRateLinks = 28;
 }
 
 namespace device_process {
@@ -98,7 +99,8 @@ namespace environment {
 inline constexpr uint32_t kCudaRuntimeVersion = 1, kCudaDriverVersion = 2, kNcclVersion = 3, kSettings = 4,
                           kDeviceMemoryBytes = 5, kDeviceSmCount = 6, kDeviceName = 7,
                           kDevicePciBusId = 8, kCpuAffinity = 20, kDeviceNumaNodePlus1 = 21,
-                          kDeviceNumaCpus = 22, kCgroupVersion = 23, kCpuQuotaUs = 24, kCpuPeriodUs = 25;
+                          kDeviceNumaCpus = 22, kCgroupVersion = 23, kCpuQuotaUs = 24, kCpuPeriodUs = 25,
+                          kNicMaxMbps = 26, kNicTotalMbps = 27, kNicPorts = 28, kNicSource = 29, kHostGpus = 30;
 }
 
 namespace proc_sample {

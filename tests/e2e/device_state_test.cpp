@@ -242,12 +242,25 @@ TEST_CASE("nvml: collectives far below the NVLink joining the ranks are link_ban
     CHECK(nv["links"] == 18);
     CHECK(nv["links_up"] == truth["device"]["nvlink_links"]);
     CHECK(nv["peak_gbps"].get<double>() == Approx(18 * 25.0));  // NVLink 4.0: 25 GB/s each way per link
+    // NVML's NVLink data counters advance by the bus bytes the simulated collectives moved
+    // (sent and received, spread over their device time): their bytes over the run, the
+    // sampled rates times the time they cover, match the truth's.
+    REQUIRE(nv["tx_bytes"].is_number());
+    CHECK(truth["device"]["nvlink_tx_bytes"].get<double>() > 0);
+    CHECK(nv["tx_bytes"].get<double>() == Approx(truth["device"]["nvlink_tx_bytes"].get<double>()).epsilon(0.05));
+    CHECK(nv["rx_bytes"].get<double>() == Approx(truth["device"]["nvlink_rx_bytes"].get<double>()).epsilon(0.05));
+    // No sampled interval moves data faster than the collectives do (busbw_gbps).
+    CHECK(nv["tx_gbps_mean"].get<double>() > 0);
+    CHECK(nv["tx_gbps_peak"].get<double>() >= nv["tx_gbps_mean"].get<double>());
+    CHECK(nv["tx_gbps_peak"].get<double>() <= busbw * 1.01);
     const json f = rank["findings"][0];
     INFO("finding " << f.dump());
     REQUIRE(f["id"] == "link_bandwidth");
     const json& e = f["evidence"];
     CHECK(e["link"] == "nvlink");
     CHECK(e["link_peak_gbps"] == nv["peak_gbps"]);
+    CHECK(e["peak_source"] == "nvml");
+    CHECK(e["nvlink_tx_gbps_mean"] == nv["tx_gbps_mean"]);  // what crossed the link, quoted
     // The simulator's all-reduces take latency + S / busbw after the last arrival, and more
     // when the other rank is late: the measured bus bandwidth is at most the configured one.
     CHECK(e["busbw_gbps"].get<double>() <= busbw * 1.01);

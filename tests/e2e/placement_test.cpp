@@ -2,7 +2,8 @@
 // sched_setaffinity (what taskset does) to a CPU away from its GPU's NUMA node (the node from
 // a recorded sysfs under GPUWATCH_HOST_ROOT: the simulated GPU has no sysfs entry of its own)
 // is `cpu_affinity`; a job in a real cgroup (v1 cpu controller, made by the test) whose CPU
-// quota throttles its CPU-bound input pipeline is `cpu_throttled`.
+// quota throttles its CPU-bound input pipeline is `cpu_throttled`. The recorded sysfs also
+// holds the host's NIC ports and GPUs, which summary.json's environment.network reports.
 #include <catch2/catch.hpp>
 
 #include <sched.h>
@@ -73,6 +74,16 @@ TEST_CASE("placement: a job pinned to a CPU off its GPU's NUMA node is cpu_affin
   fs::remove_all(root);
   Write(root / "sys/bus/pci/devices/0000:00:00.0/numa_node", "1\n");
   Write(root / "sys/devices/system/node/node1/cpulist", std::to_string(node_cpu) + "\n");
+  // The host's network in the same recorded sysfs (enrich/host_network.h): two active 400 Gb/s
+  // InfiniBand ports, one down, and two NVIDIA GPUs.
+  for (const char* port : {"mlx5_0", "mlx5_1", "mlx5_2"}) {
+    Write(root / "sys/class/infiniband" / port / "ports/1/rate", "400 Gb/sec (4X NDR)\n");
+    Write(root / "sys/class/infiniband" / port / "ports/1/state", port == std::string("mlx5_2") ? "1: DOWN\n" : "4: ACTIVE\n");
+  }
+  for (const char* gpu : {"0000:18:00.0", "0000:2a:00.0"}) {
+    Write(root / "sys/bus/pci/devices" / gpu / "vendor", "0x10de\n");
+    Write(root / "sys/bus/pci/devices" / gpu / "class", "0x030200\n");
+  }
   cpu_set_t pinned;
   CPU_ZERO(&pinned);
   CPU_SET(job_cpu, &pinned);
@@ -95,6 +106,15 @@ TEST_CASE("placement: a job pinned to a CPU off its GPU's NUMA node is cpu_affin
   const double host_wait = (*f)["evidence"]["gpu_idle_waiting_for_host_s"];
   CHECK(host_wait > 0.1);  // 12 steps of 30 ms of host work
   CHECK((*f)["time_lost_s"].get<double>() == Approx(host_wait * 0.25));
+  // What the library read of the host's network reaches summary.json (link_bandwidth's peak).
+  const json& net = rank["environment"]["network"];
+  INFO("network " << net.dump());
+  REQUIRE(net.is_object());
+  CHECK(net["nic_source"] == "infiniband");
+  CHECK(net["nic_ports"] == 2);
+  CHECK(net["nic_max_gbps"].get<double>() == Approx(400));
+  CHECK(net["nic_total_gbps"].get<double>() == Approx(800));
+  CHECK(net["host_gpus"] == 2);
   fs::remove_all(root);
 }
 

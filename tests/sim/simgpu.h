@@ -146,6 +146,9 @@ typedef struct simgpu_external_desc {
   uint64_t bytes;   /* reported in truth and activity records */
   const char* name; /* static string, e.g. "ncclAllReduce" */
   const char* comm; /* static string or NULL: simgpu_activity.comm */
+  /* Bytes the op sends and receives over the device's links (NCCL: its bus bytes), spread
+   * evenly over its device time: what the simulated NVML's NVLink counters count. */
+  uint64_t link_tx_bytes, link_rx_bytes;
 } simgpu_external_desc;
 
 /* Enqueue n external ops on one stream as a group: all start together when the stream
@@ -179,6 +182,7 @@ typedef struct simgpu_device_state {
   int other_processes;    /* configured other processes (at most SIMGPU_MAX_OTHER_PROCESSES) */
   uint64_t other_memory[SIMGPU_MAX_OTHER_PROCESSES];
   double other_busy[SIMGPU_MAX_OTHER_PROCESSES];
+  uint64_t link_tx_bytes, link_rx_bytes; /* moved over the links by now (simgpu_external_desc) */
 } simgpu_device_state;
 void simgpu_get_device_state(simgpu_device_state* out);
 

@@ -71,6 +71,7 @@ SIMGPU_EXPORT void simgpu_get_device_state(simgpu_device_state* out) {
   out->memory_held = MemoryMap::get().device_use().held;
   out->now_ns = simgpu_now_ns();
   out->busy_ns = M().busy_ns_until(out->now_ns);
+  M().link_bytes_until(out->now_ns, &out->link_tx_bytes, &out->link_rx_bytes);
   out->sm_count = static_cast<int>(c.sm_count);
   out->pcie_gen = static_cast<int>(c.pcie_gen);
   out->pcie_width = static_cast<int>(c.pcie_width);

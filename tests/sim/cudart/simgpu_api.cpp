@@ -88,6 +88,8 @@ SIMGPU_EXPORT cudaError_t simgpu_enqueue_external(cudaStream_t stream, int n, co
     ds[i].bytes = descs[i].bytes;
     ds[i].name = descs[i].name;
     ds[i].comm = descs[i].comm;
+    ds[i].link_tx_bytes = descs[i].link_tx_bytes;
+    ds[i].link_rx_bytes = descs[i].link_rx_bytes;
     ds[i].external = true;
   }
   std::vector<OpRef> ops = m.enqueue(s, ds);

@@ -162,6 +162,8 @@ void Model::finish(Op& op, std::vector<simgpu_activity>& out) {
   op.rec.end_ns = op.end_ns;
   op.rec.wait_ns = op.wait_ns;
   truth_.add(op.rec);
+  if (op.link_tx_bytes || op.link_rx_bytes)
+    truth_.links().add(op.start_ns, op.end_ns, op.link_tx_bytes, op.link_rx_bytes, now_ns());
   out.push_back(op.rec);
 }
 
@@ -236,6 +238,8 @@ std::vector<OpRef> Model::enqueue(Stream* s, const std::vector<OpDesc>& descs, O
         op->rec.graph_id = desc.graph_id;
         op->rec.graph_node_id = desc.graph_node_id;
         op->rec.geometry = desc.geometry;
+        op->link_tx_bytes = desc.link_tx_bytes;
+        op->link_rx_bytes = desc.link_rx_bytes;
       }
       ops.push_back(op);
     }
@@ -383,6 +387,11 @@ uint64_t Model::busy_ns_until(uint64_t now) {
   std::lock_guard<std::mutex> lk(mu_);
   advance_truth();
   return truth_.busy_until(now);
+}
+
+void Model::link_bytes_until(uint64_t now, uint64_t* tx, uint64_t* rx) {
+  std::lock_guard<std::mutex> lk(mu_);
+  truth_.links().until(now, tx, rx);
 }
 
 void Model::write_truth() {

@@ -45,6 +45,7 @@ struct Op {
   std::shared_ptr<Op> awaited;
   uint64_t awaited_end_ns = 0;
   simgpu_activity rec{};                  // what the observer and the truth get
+  uint64_t link_tx_bytes = 0, link_rx_bytes = 0;  // external ops: over the device's links
 };
 using OpRef = std::shared_ptr<Op>;
 
@@ -73,6 +74,7 @@ struct OpDesc {
   uint32_t flags = 0;
   const char* name = nullptr;
   const char* comm = nullptr;  // external NCCL ops: simgpu_activity.comm
+  uint64_t link_tx_bytes = 0, link_rx_bytes = 0;  // external NCCL ops: their bus bytes
   bool external = false;
   // Graph replays: every node of one launch carries the launch's correlation id (0: take a
   // new one) and the graph's ids, as CUPTI reports them.
@@ -127,6 +129,8 @@ class Model {
 
   // Device time busy (all devices, merged) up to `now`: the simulated NVML's utilization.
   uint64_t busy_ns_until(uint64_t now);
+  // Bytes the collectives moved over the links by `now` (the simulated NVML's NVLink counters).
+  void link_bytes_until(uint64_t now, uint64_t* tx, uint64_t* rx);
 
  private:
   Model();

@@ -47,6 +47,39 @@ void Truth::add(const simgpu_activity& op) {
   buffered_.emplace(op.start_ns, Interval{op.end_ns, op.kind, op.comm});
 }
 
+void LinkBytes::add(uint64_t start, uint64_t end, uint64_t tx, uint64_t rx, uint64_t now) {
+  total_tx_ += tx;
+  total_rx_ += rx;
+  running_.push_back(Running{start, std::max(start, end), tx, rx});
+  prune(now);
+}
+
+void LinkBytes::prune(uint64_t now) {
+  for (size_t i = 0; i < running_.size();) {
+    if (running_[i].end > now) {
+      ++i;
+      continue;
+    }
+    done_tx_ += running_[i].tx;
+    done_rx_ += running_[i].rx;
+    running_[i] = running_.back();
+    running_.pop_back();
+  }
+}
+
+void LinkBytes::until(uint64_t now, uint64_t* tx, uint64_t* rx) {
+  prune(now);
+  double t = static_cast<double>(done_tx_), r = static_cast<double>(done_rx_);
+  for (const Running& op : running_)
+    if (now > op.start) {
+      const double share = static_cast<double>(now - op.start) / static_cast<double>(op.end - op.start);
+      t += share * static_cast<double>(op.tx);
+      r += share * static_cast<double>(op.rx);
+    }
+  *tx = static_cast<uint64_t>(t);
+  *rx = static_cast<uint64_t>(r);
+}
+
 static bool is_nccl(uint32_t kind) { return kind >= SIMGPU_ALLREDUCE && kind <= SIMGPU_RECV; }
 
 void Truth::advance(uint64_t watermark) {
@@ -147,7 +180,9 @@ std::string Truth::json(int rank) {
   static const char* const kThrottle[] = {"none", "power", "thermal"};
   o << ", \"device\": {\"sm_count\": " << c.sm_count << ", \"pcie_gen\": " << c.pcie_gen
     << ", \"pcie_width\": " << c.pcie_width << ", \"pcie_gen_max\": 5, \"pcie_width_max\": 16"
-    << ", \"numa_node\": " << c.numa_node << ", \"nvlink_links\": " << c.nvlink_links << ", \"nvlink_version\": \"" << (c.nvlink_links > 0 ? "4.0" : "") << "\""
+    << ", \"numa_node\": " << c.numa_node << ", \"nvlink_links\": " << c.nvlink_links
+    << ", \"nvlink_tx_bytes\": " << (c.nvlink_links > 0 ? links_.total_tx() : 0)
+    << ", \"nvlink_rx_bytes\": " << (c.nvlink_links > 0 ? links_.total_rx() : 0) << ", \"nvlink_version\": \"" << (c.nvlink_links > 0 ? "4.0" : "") << "\""
     << ", \"throttle\": \"" << kThrottle[c.throttle] << "\", \"sm_clock_share\": " << c.clock_share()
     << ", \"kernel_slowdown\": " << c.kernel_slowdown() << ", \"kernel_slowdown_extra_s\": "
     << sec(static_cast<uint64_t>(static_cast<double>(kinds_[SIMGPU_KERNEL].device_ns) * (1 - 1 / c.kernel_slowdown())))

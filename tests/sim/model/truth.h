@@ -18,6 +18,26 @@
 
 namespace simgpu {
 
+// Bytes the device's collectives moved over its links, each op's spread evenly over its device
+// time. Ops resolve before the clock reaches them: those not over yet wait in a list that
+// holds only work scheduled in the future (pruned at every add and query).
+class LinkBytes {
+ public:
+  void add(uint64_t start, uint64_t end, uint64_t tx, uint64_t rx, uint64_t now);
+  // Moved by `now`: the ops over, and the elapsed share of those running.
+  void until(uint64_t now, uint64_t* tx, uint64_t* rx);
+  uint64_t total_tx() const { return total_tx_; }
+  uint64_t total_rx() const { return total_rx_; }
+
+ private:
+  struct Running {
+    uint64_t start, end, tx, rx;
+  };
+  void prune(uint64_t now);
+  std::vector<Running> running_;
+  uint64_t done_tx_ = 0, done_rx_ = 0, total_tx_ = 0, total_rx_ = 0;
+};
+
 class Truth {
  public:
   void add(const simgpu_activity& op);
@@ -39,6 +59,8 @@ class Truth {
     const uint64_t open = open_ && now > open_start_ ? std::min(now, open_end_) - open_start_ : 0;
     return busy_ns_ + open;
   }
+
+  LinkBytes& links() { return links_; }
 
   // For tests and the file: seconds of union, first-start-to-last-end, etc.
   std::string json(int rank);
@@ -88,6 +110,7 @@ class Truth {
     uint64_t ops = 0, busy_ns = 0, stream_wait_ns = 0, last_end = 0, awaited_end = 0;
   };
   std::map<uint64_t, StreamStat> streams_;
+  LinkBytes links_;
 };
 
 }  // namespace simgpu

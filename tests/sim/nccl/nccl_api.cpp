@@ -110,10 +110,12 @@ ncclResult_t collective(ncclComm* comm, int kind, const char* name, size_t count
   OpPlan p;
   p.comm = comm;
   double s = static_cast<double>(count) * static_cast<double>(es) * s_elems_factor;
-  p.desc = simgpu_external_desc{kind, static_cast<uint64_t>(s), kernel_name(name, redop, dt), comm->label};
+  p.desc = simgpu_external_desc{kind, static_cast<uint64_t>(s), kernel_name(name, redop, dt), comm->label, 0, 0};
   p.participant = comm->rank;
   p.seq = comm->coll_seq++;
   p.duration_ns = latency_ns() + bus_ns(s * bus_factor);
+  // A ring sends and receives its bus bytes on every rank (nccl-tests' busbw is their rate).
+  p.desc.link_tx_bytes = p.desc.link_rx_bytes = static_cast<uint64_t>(s * bus_factor + 0.5);
   return enqueue(stream, p);
 }
 
@@ -127,12 +129,13 @@ ncclResult_t p2p(ncclComm* comm, bool send, size_t count, ncclDataType_t dt, int
   OpPlan p;
   p.comm = comm;
   uint64_t s = static_cast<uint64_t>(count) * es;
-  p.desc = simgpu_external_desc{send ? SIMGPU_SEND : SIMGPU_RECV, s, "ncclDevKernel_SendRecv", comm->label};
+  p.desc = simgpu_external_desc{send ? SIMGPU_SEND : SIMGPU_RECV, s, "ncclDevKernel_SendRecv", comm->label, 0, 0};
   p.src = send ? comm->rank : peer;
   p.dst = send ? peer : comm->rank;
   p.participant = send ? 0 : 1;
   p.seq = send ? comm->send_seq[peer]++ : comm->recv_seq[peer]++;
   p.duration_ns = latency_ns() + bus_ns(static_cast<double>(s));
+  (send ? p.desc.link_tx_bytes : p.desc.link_rx_bytes) = s;
   return enqueue(stream, p);
 }
 

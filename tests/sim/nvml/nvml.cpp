@@ -44,6 +44,22 @@ struct nvmlProcessUtilizationSample_t {
   unsigned long long timeStamp;
   unsigned int smUtil, memUtil, encUtil, decUtil;
 };
+struct nvmlFieldValue_t {
+  unsigned int fieldId, scopeId;
+  long long timestamp, latencyUsec;
+  int valueType, nvmlReturn;
+  union {
+    double dVal;
+    unsigned int uiVal;
+    unsigned long ulVal;
+    unsigned long long ullVal;
+    long long sllVal;
+    int siVal;
+    unsigned short usVal;
+  } value;
+};
+constexpr unsigned kFieldNvLinkDataTx = 138, kFieldNvLinkDataRx = 139;  // KiB, cumulative
+constexpr int kValueTypeUnsignedLongLong = 3;
 
 constexpr unsigned kMaxDevices = 64;
 constexpr unsigned kNvLinks = 18;  // NVML_NVLINK_MAX_LINKS
@@ -280,6 +296,36 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkVersion(nvmlDevice_t d, unsigned int
   if (simgpu_config_value("nvlink_links") <= 0) return kNotSupported;
   if (link >= kNvLinks) return kInvalidArgument;
   *version = 7;  // NVML_NVLINK_VERSION_5_0: the Hopper quirk
+  return kSuccess;
+}
+
+// The NVLink data counters: the bytes this process's collectives moved over the device's links
+// (their bus bytes, simgpu_external_desc), in KiB, split evenly over the links up (link i of n
+// holds floor(K(i+1)/n) - floor(Ki/n) of the K KiB: the links sum to K exactly); a link down
+// counts nothing; scopeId UINT_MAX: all links together, as real NVML answers it. Without
+// NVLink, or any other field: NOT_SUPPORTED in the field, the call itself succeeds.
+NVML_EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t d, int count, nvmlFieldValue_t* values) {
+  if (!Valid(d) || count < 0 || (count > 0 && !values)) return g_inits ? kInvalidArgument : kUninitialized;
+  const simgpu_device_state s = State();
+  const double links = simgpu_config_value("nvlink_links");
+  const unsigned up = links > 0 ? std::min(kNvLinks, static_cast<unsigned>(links)) : 0;
+  for (int i = 0; i < count; ++i) {
+    nvmlFieldValue_t& f = values[i];
+    f.timestamp = static_cast<long long>(s.now_ns / 1000);
+    f.latencyUsec = 0;
+    f.valueType = kValueTypeUnsignedLongLong;
+    const bool tx = f.fieldId == kFieldNvLinkDataTx;
+    if ((!tx && f.fieldId != kFieldNvLinkDataRx) || up == 0) {
+      f.nvmlReturn = kNotSupported;
+      continue;
+    }
+    const unsigned long long kib = (tx ? s.link_tx_bytes : s.link_rx_bytes) / 1024;
+    f.nvmlReturn = kSuccess;
+    if (f.scopeId == 0xffffffffu) f.value.ullVal = kib;
+    else if (f.scopeId >= kNvLinks) f.nvmlReturn = kInvalidArgument;
+    else if (f.scopeId >= up) f.value.ullVal = 0;
+    else f.value.ullVal = kib * (f.scopeId + 1) / up - kib * f.scopeId / up;
+  }
   return kSuccess;
 }
 

@@ -317,7 +317,7 @@ TEST_CASE("sim: grouped external ops start together and the stream waits for the
   cudaStream_t s;
   CUDA_OK(cudaStreamCreate(&s));
   CUDA_OK(simgpu_launch_kernel(s, "before", 5 * kMs));
-  simgpu_external_desc descs[2] = {{SIMGPU_SEND, 10, "ncclSend"}, {SIMGPU_RECV, 10, "ncclRecv"}};
+  simgpu_external_desc descs[2] = {{SIMGPU_SEND, 10, "ncclSend", nullptr, 0, 0}, {SIMGPU_RECV, 10, "ncclRecv", nullptr, 0, 0}};
   simgpu_op* ops[2];
   CUDA_OK(simgpu_enqueue_external(s, 2, descs, ops));
   CUDA_OK(simgpu_launch_kernel(s, "after", 5 * kMs));

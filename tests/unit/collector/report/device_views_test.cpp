@@ -30,7 +30,8 @@ wire::Event* Memory(wire::Batch* b, wire::Api api, uint64_t t, uint64_t address,
 }
 
 // 11 samples 100 ms apart: busy 90%, SM clock at 75% of 2000 MHz by the power cap, a gen 4
-// x8 link of a gen 5 x16 device, another process (pid 77) with 10 GiB 40% busy.
+// x8 link of a gen 5 x16 device, another process (pid 77) with 10 GiB 40% busy; 18 NVLink 4.0
+// links up whose counters gave, from the second sample on, i GB/s sent and 0.5 GB/s received.
 void Samples(wire::Batch* b, uint64_t t0, uint32_t own_pid) {
   for (int i = 0; i <= 10; ++i) {
     wire::DeviceSample* s = b->add_device_samples();
@@ -48,6 +49,14 @@ void Samples(wire::Batch* b, uint64_t t0, uint32_t own_pid) {
     s->set_pcie_gen_max(5);
     s->set_pcie_width(8);
     s->set_pcie_width_max(16);
+    s->set_nvlink_links(18);
+    s->set_nvlink_links_up(18);
+    s->set_nvlink_version(6);
+    if (i > 0) {
+      s->set_nvlink_tx_bytes_per_s(i * 1'000'000'000ull);
+      s->set_nvlink_rx_bytes_per_s(500'000'000);
+      s->set_nvlink_rate_links(18);
+    }
     wire::DeviceProcess* own = s->add_processes();
     own->set_pid(own_pid);
     own->set_memory_bytes(3 * kGiB);
@@ -125,6 +134,15 @@ TEST_CASE("collector: memory and device state in every view, and the device find
   CHECK(d["throttled_samples"]["power"] == 11);
   CHECK(d["temperature_max_c"] == 80);
   CHECK(d["pcie"]["link_share"].get<double>() == Approx(1.969 * 8 / (3.938 * 16)));
+  // NVLink: 100 ms at each of 1..10 GB/s sent, 0.5 GB/s received.
+  const json& nv = d["nvlink"];
+  CHECK(nv["tx_bytes"].get<double>() == Approx(5.5e9));
+  CHECK(nv["rx_bytes"].get<double>() == Approx(0.5e9));
+  CHECK(nv["rate_s"].get<double>() == Approx(1.0));
+  CHECK(nv["tx_gbps_mean"].get<double>() == Approx(5.5));
+  CHECK(nv["tx_gbps_peak"].get<double>() == Approx(10));
+  CHECK(nv["rx_gbps_mean"].get<double>() == Approx(0.5));
+  CHECK(nv["rx_gbps_peak"].get<double>() == Approx(0.5));
   REQUIRE(d["other_processes"].size() == 1);  // the rank's own process is not "other"
   CHECK(d["other_processes"][0]["pid"] == 77);
   CHECK(d["other_processes"][0]["memory_bytes"] == 10 * kGiB);
@@ -151,14 +169,25 @@ TEST_CASE("collector: memory and device state in every view, and the device find
   CHECK(rs.text.find("memory: peak " + col::FmtBytes(3 * kGiB) + " of " + col::FmtBytes(80 * kGiB)) != std::string::npos);
   CHECK(rs.text.find("device (NVML, 11 samples): utilization 90%") != std::string::npos);
   CHECK(rs.text.find("PCIe gen 4 x8 of gen 5 x16") != std::string::npos);
+  CHECK(rs.text.find("NVLink traffic: TX 5.5 GB/s mean (10.0 peak), RX 0.5 GB/s mean (0.5 peak)") != std::string::npos);
   CHECK(rs.text.find("other process 77: " + col::FmtBytes(10 * kGiB) + ", 40% busy") != std::string::npos);
   CHECK(rs.html.find("<section id=\"memory\">") != std::string::npos);
   CHECK(rs.html.find("<section id=\"device\">") != std::string::npos);
   CHECK(rs.html.find("1500 / 2000 MHz") != std::string::npos);
   CHECK(rs.html.find("gen 4 x8 of 5 x16") != std::string::npos);
+  CHECK(rs.html.find("18 of 18 up (450 GB/s), TX 5.5 / RX 0.5 GB/s mean") != std::string::npos);
   CHECK(Metric(metrics, "gpuwatch_memory_peak_bytes") == Approx(3.0 * kGiB));
   CHECK(Metric(metrics, "gpuwatch_device_sm_clock_mhz") == Approx(1500));
   CHECK(Metric(metrics, "gpuwatch_device_temperature_celsius") == Approx(80));
+  auto nvlink_bytes = [&](const std::string& direction) {
+    std::istringstream in(metrics);
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind("gpuwatch_device_nvlink_bytes_total{", 0) == 0 && line.find(direction) != std::string::npos)
+        return std::stod(line.substr(line.rfind(' ') + 1));
+    return -1.0;
+  };
+  CHECK(nvlink_bytes("direction=\"tx\"") == Approx(5.5e9));
+  CHECK(nvlink_bytes("direction=\"rx\"") == Approx(0.5e9));
   CHECK(Metric(metrics, "gpuwatch_device_pcie_link_ratio") == Approx(d["pcie"]["link_share"].get<double>()));
   std::ifstream in(trace_path, std::ios::binary);
   std::stringstream ss;
@@ -170,6 +199,11 @@ TEST_CASE("collector: memory and device state in every view, and the device find
   REQUIRE(c.counter_samples.count("NVML SM clock MHz"));
   CHECK(c.counter_samples.at("NVML SM clock MHz").front().second == 1500);
   CHECK(c.counter_samples.at("NVML temperature C").back().second == 80);
+  // NVLink from the second sample (the first has no rate), in MB/s.
+  REQUIRE(c.counter_samples.count("NVML NVLink TX MB/s"));
+  CHECK(c.counter_samples.at("NVML NVLink TX MB/s").front().second == 1000);
+  CHECK(c.counter_samples.at("NVML NVLink TX MB/s").back().second == 10000);
+  CHECK(c.counter_samples.at("NVML NVLink RX MB/s").back().second == 500);
   // The memory the allocations held, at each allocation and free: 2 GiB, 3 GiB, 2 GiB, 2.5 GiB.
   REQUIRE(c.counter_samples.count("memory reserved MiB"));
   const auto& mem = c.counter_samples.at("memory reserved MiB");

@@ -124,7 +124,9 @@ TEST_CASE("the encoders write every field of the messages the library sends") {
                                 .device_pci_bus_id = "00000000:01:00.0",
                                 .settings = {{"NCCL_ALGO", "Ring"}},
                                 .placement = {.cpu_affinity = "0-3", .device_numa_node = 1, .device_numa_cpus = "4-7",
-                                              .cgroup_version = 2, .cpu_quota_us = 5, .cpu_period_us = 6}});
+                                              .cgroup_version = 2, .cpu_quota_us = 5, .cpu_period_us = 6},
+                                .network = {.nic_max_mbps = 400000, .nic_total_mbps = 800000, .nic_ports = 2,
+                                            .nic_source = "infiniband", .host_gpus = 8}});
   gi::AppendProcSample(batch, {.t_ns = 1, .cpu_ns = 2, .read_chars = 3, .read_bytes = 4, .processes = 5, .run_wait_ns = 6,
                                .cgroup_periods = 7, .cgroup_throttled_periods = 8, .cgroup_throttled_ns = 9});
   gi::DeviceSample dev{.t_ns = 1, .gpu_util_pct = 2, .memory_util_pct = 3, .memory_used_bytes = 4,
@@ -133,7 +135,8 @@ TEST_CASE("the encoders write every field of the messages the library sends") {
                        .throttle_reasons = 13, .pcie_gen = 14, .pcie_gen_max = 15, .pcie_width = 16,
                        .pcie_width_max = 17, .pcie_tx_kbps = 18, .pcie_rx_kbps = 19,
                        .processes = {{.pid = 1, .memory_bytes = 2, .sm_util_pct = 3}}, .ecc_uncorrected = 21,
-                       .mig_mode = 1, .nvlink_links = 18, .nvlink_links_up = 18, .nvlink_version = 6};
+                       .mig_mode = 1, .nvlink_links = 18, .nvlink_links_up = 18, .nvlink_version = 6,
+                       .nvlink_tx_bytes_per_s = 26, .nvlink_rx_bytes_per_s = 27, .nvlink_rate_links = 28};
   gi::AppendDeviceSample(batch, dev);
   gi::AppendDeviceSamplerDetail(batch, "libnvidia-ml.so.1 not found");
   gi::AppendCallSite(batch, 2, {"main+0x1 (a.out)"}, "train.py:1 in f");
