@@ -3,10 +3,14 @@
 // forwards them to a root collector that writes the job-wide one (multi-host). The
 // stages, one folder each (docs/ARCHITECTURE.md): ingest/ -> interpret/ -> analyze/ ->
 // report/, trace/, live/; jobs/ holds the jobs and their ranks, service/ the event loop.
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <optional>
 
@@ -30,6 +34,7 @@ namespace {
 // Exit codes.
 constexpr int kExitOk = 0;
 constexpr int kExitStartFailed = 1;    // bad arguments, socket taken, cannot listen
+constexpr int kAutostartNice = 10;     // how much lower an autostarted collector runs
 constexpr int kExitSummaryUnwritten = 2;  // ran, but a summary could not be written to disk
 
 void SetUpLogging() {
@@ -241,6 +246,18 @@ int CollectorMain(int argc, char** argv) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
   };
+
+  // Started by the library, the collector is the job's guest on its host: at nice +10, a
+  // host whose cores the job keeps busy (its ranks, their DataLoader workers) runs the job's
+  // threads first, and the collector catches up from its socket buffers and journal (the
+  // library's senders buffer, then spool, and never wait for it). Started by hand (a host
+  // collector, `gpuwatch collector`) it keeps the priority it was given.
+  if (autostart) {
+    errno = 0;
+    const int now = getpriority(PRIO_PROCESS, 0);
+    if (errno == 0 && setpriority(PRIO_PROCESS, 0, std::min(now + kAutostartNice, 19)) != 0)
+      spdlog::debug("could not lower the collector's priority: {}", std::strerror(errno));
+  }
 
   ServerOptions options;
   options.listen_path = listen_path;

@@ -2,8 +2,16 @@
 // ranks race to start it, and nothing at all in processes that never call CUDA.
 #include <catch2/catch.hpp>
 
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <filesystem>
+#include <fstream>
 #include <set>
+#include <sstream>
 
 #include "scenario_run.h"
 
@@ -77,4 +85,35 @@ TEST_CASE("lifecycle: GPUWATCH_DISABLE=1 leaves the job alone") {
   CHECK(run.job.exit_code == 0);
   CHECK_FALSE(fs::exists(run.work + "/sock"));
   CHECK_FALSE(fs::exists(run.out));
+}
+
+TEST_CASE("lifecycle: the collector the library starts runs at nice +10, one started by hand as given") {
+  const std::string work = FreshDir("lifecycle-nice");
+  errno = 0;
+  const int mine = getpriority(PRIO_PROCESS, 0);
+  REQUIRE(errno == 0);
+  // The nice value (field 19 of /proc/PID/stat) of a collector, once it is listening.
+  auto nice_of = [&](bool autostart) {
+    std::vector<std::string> argv = {std::string(GPUWATCH_BIN_DIR) + "/gpuwatch-collector", "--listen",
+                                     work + (autostart ? "/a.sock" : "/h.sock"), "--idle-exit-ms", "3000"};
+    if (autostart) argv.push_back("--autostart");
+    const int pid = Spawn(argv, {}, work + (autostart ? "/a.log" : "/h.log"));
+    REQUIRE(pid > 0);
+    int nice = INT32_MIN;
+    for (int i = 0; i < 200 && !fs::exists(work + (autostart ? "/a.sock" : "/h.sock")); ++i) usleep(10000);
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const size_t close = text.rfind(')');  // the command name may hold spaces
+    if (close != std::string::npos) {
+      std::istringstream rest(text.substr(close + 2));
+      std::string field;
+      for (int k = 3; k <= 19 && rest >> field; ++k)
+        if (k == 19) nice = std::stoi(field);
+    }
+    kill(pid, SIGTERM);
+    Wait(pid, 10);
+    return nice;
+  };
+  CHECK(nice_of(true) == std::min(mine + 10, 19));
+  CHECK(nice_of(false) == mine);
 }
