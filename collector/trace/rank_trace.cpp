@@ -293,10 +293,8 @@ void RankTrace::OnHostCall(const HostCall& c) {
     name = names_.Iid(ApiName(c.api));
   }
   const uint32_t base = kThreadBase + static_cast<uint32_t>(ti * kHostLanes);
-  Slice(base, thread_lanes_[ti], static_cast<int32_t>(base), c.t_ns, c.end_ns(), name, anns, n, 0, 0, [&] {
-    return ti + 1 == lim_.max_threads && thread_tids_[ti] != c.tid ? std::string("other threads")
-                                                                    : Printf("thread %u", c.tid);
-  });
+  Slice(base, thread_lanes_[ti], static_cast<int32_t>(base), c.t_ns, c.end_ns(), name, anns, n, 0, 0,
+        [&] { return ThreadTrackName(ti); });
 }
 
 void RankTrace::AddToBurst(size_t ti, const HostCall& c) {
@@ -316,7 +314,7 @@ void RankTrace::CloseBurst(size_t ti) {
   const uint32_t base = kThreadBase + static_cast<uint32_t>(ti * kHostLanes);
   Slice(base, thread_lanes_[ti], static_cast<int32_t>(base), b.start, b.end,
         names_.Iid("kernel launches (outside CUPTI windows)"), anns, 2, 0, 0,
-        [&] { return thread_tids_[ti] == UINT32_MAX ? std::string("other threads") : Printf("thread %u", thread_tids_[ti]); });
+        [&] { return ThreadTrackName(ti); });
   b = LaunchBurst{};
 }
 
@@ -509,6 +507,10 @@ void RankTrace::Finish() {
 std::string RankTrace::KernelName(uint32_t id) const {
   const std::string* n = facts_ ? facts_->Name(id) : nullptr;
   return n ? Clip(DemangleName(*n), kMaxNameChars) : Printf("kernel#%u", id);
+}
+
+std::string RankTrace::ThreadTrackName(size_t ti) const {
+  return thread_tids_[ti] == UINT32_MAX ? std::string("other threads") : Printf("thread %u", thread_tids_[ti]);
 }
 
 size_t RankTrace::ThreadIndex(uint32_t tid) {

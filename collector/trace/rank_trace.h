@@ -141,6 +141,8 @@ class RankTrace final : public EventSink {
   // Demangled and clipped; "kernel#N" for a name the rank never sent.
   std::string KernelName(uint32_t id) const;
   size_t ThreadIndex(uint32_t tid);
+  // "thread T", or "other threads" for the index past the thread cap (shared).
+  std::string ThreadTrackName(size_t thread_index) const;
   uint64_t SamplePeriodNs() const;
   void CloseSampleSlice(size_t index, uint64_t end);
   size_t StreamIndex(int32_t device, uint32_t stream);

@@ -72,7 +72,7 @@ void AddStartupNs(uint64_t ns) { g_startup_ns.fetch_add(ns, std::memory_order_re
 uint64_t StartupNs() { return g_startup_ns.load(std::memory_order_relaxed); }
 
 void PrepareFirstRing() {
-  // Zeroed before the lock: an application thread making its own ring meanwhile must not
+  // Mapped before the lock: an application thread making its own ring meanwhile must not
   // wait for this one's pages.
   auto* ring = new Ring(g_setup.ring_records);
   {
