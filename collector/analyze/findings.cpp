@@ -211,12 +211,15 @@ RankContext::RankContext(const RankResult& res) : r(res) {
   // is in it (and a share stays within 100%).
   if (r.per_step_device && n > 0) {
     size_t normal = 0;
+    uint64_t normal_ns = 0;
     for (size_t k = 0; k < n; ++k) {
       if (stall[k] || !r.steps.steps[k].covered) continue;
       ++normal;
+      normal_ns += dur[k];
       dev.Add(r.steps.steps[k].dev);
       sync_mid_s += Seconds(r.steps.steps[k].sync_mid);
     }
+    TakeOutWindowExcess(r, normal, normal_ns, dev);  // as the steps table does
     scale = normal ? static_cast<double>(n) / normal * to_all_steps : 1.0;
     const auto& kept = r.steps.steps;
     const uint64_t until = std::max(kept.back().end, r.steps.charged_until);

@@ -51,6 +51,15 @@ double RankResult::StepsTotalS() const {
   return t;
 }
 
+void TakeOutWindowExcess(const RankResult& r, size_t covered, uint64_t covered_ns, DeviceSlice& dev) {
+  const double n = static_cast<double>(r.steps_total());
+  if (!r.gpu.coverage.sampled || covered == 0 || n <= 0) return;
+  const double excess = static_cast<double>(covered_ns) - r.StepsTotalS() * 1e9 / n * static_cast<double>(covered);
+  const double idle = static_cast<double>(dev.IdleTotal());
+  if (excess > 0 && idle > 0)
+    for (uint64_t& v : dev.idle) v = static_cast<uint64_t>(static_cast<double>(v) * std::max(0.0, idle - excess) / idle);
+}
+
 PerStepMean MeanPerStep(const RankResult& r) {
   PerStepMean m;
   const double n = static_cast<double>(r.steps_total());
@@ -62,7 +71,7 @@ PerStepMean MeanPerStep(const RankResult& r) {
   uint64_t graph_launches = r.per_step_device ? 0 : r.graphs.launches;
   size_t covered = 0;
   uint64_t covered_ns = 0;
-  if (r.per_step_device)
+  if (r.per_step_device) {
     for (const auto& s : r.steps.steps) {
       if (!s.covered) continue;  // outside the overhead budget's windows: no whole device figures
       ++covered;
@@ -71,13 +80,7 @@ PerStepMean MeanPerStep(const RankResult& r) {
       sync += s.sync_mid;
       graph_launches += s.graph_launches;
     }
-  if (r.per_step_device && r.gpu.coverage.sampled && covered > 0) {
-    // Steps inside windows ran slower by CUPTI's cost, and the GPU waited that much longer:
-    // take the difference from the mean step out of their idle time.
-    const double excess = static_cast<double>(covered_ns) - r.StepsTotalS() * 1e9 / n * static_cast<double>(covered);
-    const double idle = static_cast<double>(t.IdleTotal());
-    if (excess > 0 && idle > 0)
-      for (uint64_t& v : t.idle) v = static_cast<uint64_t>(static_cast<double>(v) * std::max(0.0, idle - excess) / idle);
+    TakeOutWindowExcess(r, covered, covered_ns, t);
   }
   m.steps = r.per_step_device ? covered : r.steps_total();
   const double k = (r.per_step_device ? static_cast<double>(covered) : n) * 1e6;  // -> ms

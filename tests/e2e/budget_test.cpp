@@ -79,6 +79,21 @@ TEST_CASE("budget: a launch-heavy run is sampled in windows, and its device figu
   CHECK(r.summary["job"]["overhead"]["budget"] == 0.01);
   // Per-step device figures come from the steps a window held whole.
   CHECK(rank["steps"]["per_step_recorded"].get<int>() >= 1);
+  // The finding charges what the steps table shows, and no more than the device idled: the
+  // windows' steps ran slower by CUPTI's cost (a finding once scaled their inflated idle
+  // time to every step and claimed 151% of the run).
+  const json* launch_bound = nullptr;
+  for (const json& f : rank["findings"])
+    if (f["id"] == "launch_bound") launch_bound = &f;
+  REQUIRE(launch_bound != nullptr);
+  const double lost = Num((*launch_bound)["time_lost_s"]);
+  const double idle_truth = Num(gpu["active_s"]) - busy;
+  INFO("launch_bound " << launch_bound->dump() << "\nsteps " << rank["steps"].dump());
+  CHECK(lost <= 1.02 * idle_truth);
+  CHECK(lost >= 0.7 * idle_truth);
+  const double table = Num(rank["steps"]["per_step_ms"]["gpu_idle_waiting_for_launches"]) * 1e-3 *
+                       rank["steps"]["count"].get<double>();
+  CHECK(lost == Approx(table).epsilon(0.05));
 
   // The trace draws launches one by one inside the windows, as bursts outside them: every
   // launch is in one or the other, and the bursts are far fewer than the launches they hold.
