@@ -178,14 +178,26 @@ RankContext::RankContext(const RankResult& res) : r(res) {
 
   // Periodic stalls: steps far longer than the median whose excess is mostly GPU idle.
   stall.assign(n, false);
+  // Under the overhead budget the steps inside windows ran slower by CUPTI's cost, and only
+  // they carry device figures: each step is set against the steps of its own kind, or the
+  // windows' regular spacing would read as a periodic stall.
+  std::vector<uint64_t> kind_dur[2], kind_idle[2];
+  for (size_t k = 0; k < n; ++k) {
+    kind_dur[KindOf(k)].push_back(dur[k]);
+    kind_idle[KindOf(k)].push_back(r.steps.steps[k].dev.IdleTotal());
+  }
+  uint64_t kind_med_idle[2] = {};
+  for (int i = 0; i < 2; ++i) {
+    kind_median_ns[i] = kind_dur[i].empty() ? median_step_ns : Percentile(kind_dur[i], 0.5);
+    kind_med_idle[i] = kind_idle[i].empty() ? 0 : Percentile(kind_idle[i], 0.5);
+  }
   if (n >= 4 && median_step_ns > 0) {
-    std::vector<uint64_t> idle;
-    for (const auto& s : r.steps.steps) idle.push_back(s.dev.IdleTotal());
-    const uint64_t med_idle = Percentile(idle, 0.5);
     for (size_t k = 0; k < n; ++k) {
-      if (dur[k] <= kStallFactor * median_step_ns) continue;
-      const double excess = static_cast<double>(dur[k] - median_step_ns);
-      const double idle_excess = idle[k] > med_idle ? static_cast<double>(idle[k] - med_idle) : 0.0;
+      const uint64_t med = MedianFor(k);
+      if (dur[k] <= kStallFactor * med) continue;
+      const double excess = static_cast<double>(dur[k] - med);
+      const uint64_t idle = r.steps.steps[k].dev.IdleTotal(), med_idle = kind_med_idle[KindOf(k)];
+      const double idle_excess = idle > med_idle ? static_cast<double>(idle - med_idle) : 0.0;
       if (r.per_step_device && r.cupti() && r.steps.steps[k].covered && idle_excess < kStallIdleShare * excess)
         continue;
       stall[k] = true;
@@ -232,6 +244,8 @@ RankContext::RankContext(const RankResult& res) : r(res) {
   }
 }
 
+int RankContext::KindOf(size_t k) const { return r.gpu.coverage.sampled && r.steps.steps[k].covered ? 1 : 0; }
+
 std::string RankContext::Per(double s) const {
   return steps_div > 0 ? FmtDuration(s / steps_div) + " per step" : FmtDuration(s) + " in all";
 }
@@ -246,8 +260,8 @@ std::optional<Finding> PeriodicStall(const RankContext& c, const std::vector<Fin
   double lost = 0;
   std::vector<uint64_t> ex;
   for (size_t k : c.stalls) {
-    lost += Seconds(dur[k] - c.median_step_ns);
-    ex.push_back(dur[k] - c.median_step_ns);
+    lost += Seconds(dur[k] - c.MedianFor(k));
+    ex.push_back(dur[k] - c.MedianFor(k));
   }
   lost *= c.to_all_steps;
   Finding f = MakeFinding("periodic_stall", lost, c.base);

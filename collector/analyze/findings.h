@@ -30,6 +30,11 @@ struct RankContext {
   double fig_base = 0;  // for the device and sync figures below
   size_t n = 0;         // step records kept
   uint64_t median_step_ns = 0;
+  // The median step of each kind: 1 for steps inside the overhead budget's windows when the
+  // run was sampled, 0 for the rest (KindOf); what a step is compared with for a stall.
+  uint64_t kind_median_ns[2] = {};
+  int KindOf(size_t k) const;
+  uint64_t MedianFor(size_t k) const { return kind_median_ns[KindOf(k)]; }
   double steps_div = 0;     // steps to divide a run figure by (0: no steps)
   double to_all_steps = 1;  // kept records -> every step
   std::vector<bool> stall;  // per kept step: a periodic stall

@@ -2,6 +2,8 @@
 // collectives, per-step device figures, and the findings built on them.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "analyze/findings.h"
 #include "analyze/job_result.h"
 #include "analyze/rank_model.h"
@@ -94,6 +96,38 @@ TEST_CASE("collector: periodic stalls from long steps whose excess is GPU idle")
   // The stall steps' idle is not data loading.
   for (const auto& x : f)
     if (x.id == "data_loading") CHECK(x.time_lost_s == Approx(0.040).epsilon(0.01));
+}
+
+TEST_CASE("collector: the overhead budget's windows are not periodic stalls") {
+  // Sampled: every 10th step lies inside a window, where CUPTI's cost per launch made it
+  // 2.2x longer with the GPU idling meanwhile (and only those steps carry device figures).
+  // Against the median of all steps they read as a stall every 10 steps; against the
+  // windows' own steps they are normal. A real stall inside the windows still shows.
+  for (const bool real_stalls : {false, true}) {
+    dg::RankResult d;
+    d.rank = 0;
+    d.gpu.cupti_ranks = 1;
+    d.gpu.coverage.sampled = true;
+    d.per_step_device = true;
+    for (int s = 0; s < 60; ++s) {
+      dg::StepRec r;
+      r.start = s * 1000 * kMs;
+      r.covered = s % 10 == 9;
+      const bool stall = real_stalls && s % 20 == 19;
+      r.end = r.start + (r.covered ? (stall ? 120 : 22) : 10) * kMs;
+      if (r.covered) {
+        r.dev.busy = r.dev.noncomm_busy = r.dev.compute = 9 * kMs;
+        r.dev.idle[dg::kIdleLaunch] = (stall ? 111 : 13) * kMs;
+      }
+      d.steps.steps.push_back(r);
+    }
+    d.found.total = 60;
+    const auto f = dg::RankFindings(d);
+    const auto stall = std::find_if(f.begin(), f.end(), [](const dg::Finding& x) { return x.id == "periodic_stall"; });
+    INFO("real stalls " << real_stalls);
+    CHECK((stall != f.end()) == real_stalls);
+    if (real_stalls && stall != f.end()) CHECK(stall->time_lost_s == Approx(3 * 0.098));  // over the windows' median
+  }
 }
 
 TEST_CASE("collector: the straggler is the rank that reaches collectives last") {
