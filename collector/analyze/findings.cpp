@@ -453,6 +453,7 @@ std::vector<Finding> JobFindings(const RankList& ranks) {
 
   std::map<std::string, std::vector<double>> lost;
   std::map<std::string, Finding> best;
+  std::map<std::string, int> best_rank;  // whose evidence and summary the job's finding shows
   std::string env_severity = "low";  // the most severe rank's
   for (size_t i = 0; i < R; ++i) {
     for (const auto& g : per[i]) {
@@ -464,12 +465,14 @@ std::vector<Finding> JobFindings(const RankList& ranks) {
       auto it = best.find(g.id);
       if (it == best.end()) {
         best.emplace(g.id, g);
+        best_rank[g.id] = ranks[i].rank;
       } else {
         it->second.ranks.push_back(ranks[i].rank);
         if (g.time_lost_s > it->second.time_lost_s) {
           auto keep = it->second.ranks;
           it->second = g;
           it->second.ranks = keep;
+          best_rank[g.id] = ranks[i].rank;
         }
       }
     }
@@ -486,6 +489,8 @@ std::vector<Finding> JobFindings(const RankList& ranks) {
     for (size_t i = 0; i < R; ++i) by[std::to_string(ranks[i].rank)] = lost[id][i];
     f.evidence["time_lost_s_by_rank"] = by;
     f.summary = g.summary;
+    // The time lost is the ranks' median; the summary's figures are one rank's: say whose.
+    if (f.ranks.size() > 1 && !f.summary.empty()) f.summary += Printf(" (rank %d, the most affected)", best_rank[id]);
     out.push_back(f);
   }
   RankOrder(out);
