@@ -86,7 +86,7 @@ cudaError_t Copy(Api api, void* dst, const void* src, size_t n, cudaMemcpyKind k
   if (WantsCallSite(r)) r.site_id = CaptureCallSite();  // a blocking copy that waited long: where from
   Emit(r);
   LeaveCall();  // after Emit: the settled time counts on it (assemble/assembler.h)
-  cost.Done(r.dur_ticks);
+  cost.Done(r);
   return rc;
 }
 
@@ -126,7 +126,7 @@ cudaError_t Timed(Api api, cudaStream_t s, uint32_t name_id, F&& call, uint64_t 
   if (WantsCallSite(r)) r.site_id = CaptureCallSite();  // a sync that waited long: where from
   Emit(r);
   if (may_hang) LeaveCall();  // after Emit: the settled time counts on it
-  cost.Done(r.dur_ticks);
+  cost.Done(r);
   return rc;
 }
 

@@ -102,7 +102,7 @@ ncclResult_t Collective(gi::Api api, size_t count, ncclDataType_t type, int peer
   r.event_slot = slot;
   gi::Emit(r);
   gi::LeaveCall();  // after Emit: the settled time counts on it (assemble/assembler.h)
-  cost.Done(r.dur_ticks);
+  cost.Done(r);
   return rc;
 }
 

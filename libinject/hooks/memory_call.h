@@ -30,7 +30,7 @@ R MemoryCall(Api api, uint64_t stream, R ok, uint64_t bytes, Call&& call, Addres
   r.seq = rc == ok ? address() : 0;
   if (r.seq != 0) Emit(r);
   LeaveCall();
-  cost.Done(r.dur_ticks);
+  cost.Done(r);
   return rc;
 }
 

@@ -83,9 +83,12 @@ inline void LeaveCall() {
 // timing cannot see: the ring's cache line taken back from the sender thread, a cold
 // kernel-name table, a busy core. The other calls pay a decrement and a branch.
 constexpr uint32_t kHookCostEvery = 1024;
-// Samples over this many ticks (a preemption inside the hook) are left out; 0 until the
-// sender has calibrated the clock (no sample is kept before).
+// Samples over this many ticks (an interrupt or a preemption inside the hook, not its work)
+// are left out; 0 until the sender has calibrated the clock (no sample is kept before). A
+// hook that captured its call site (a backtrace and the Python stack, tens of us at most)
+// may take kSiteCostFactor times as long.
 extern std::atomic<uint64_t> g_hook_cost_max_ticks;
+constexpr uint64_t kSiteCostFactor = 40;
 
 class HookCostProbe {
  public:
@@ -95,11 +98,12 @@ class HookCostProbe {
     r->hook_cost.countdown = kHookCostEvery - 1;
     entry_ = Stamp();
   }
-  // After the hook's Emit; `call_ticks`: the real call's time (the record's dur_ticks).
-  void Done(uint64_t call_ticks) const {
+  // After the hook's Emit of `r` (its dur_ticks: the real call's time).
+  void Done(const Record& r) const {
     if (entry_ == 0) return;
-    const uint64_t own = Stamp() - entry_ - call_ticks;
-    if (own > g_hook_cost_max_ticks.load(std::memory_order_relaxed)) return;
+    const uint64_t own = Stamp() - entry_ - r.dur_ticks;
+    const uint64_t max = g_hook_cost_max_ticks.load(std::memory_order_relaxed);
+    if (own > (r.site_id != 0 ? max * kSiteCostFactor : max)) return;
     Ring::HookCost& c = tl_ring->hook_cost;  // this thread's ring: it had one at entry
     c.ticks.store(c.ticks.load(std::memory_order_relaxed) + own, std::memory_order_relaxed);
     c.samples.store(c.samples.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);

@@ -269,8 +269,9 @@ TEST_CASE("recorder: one hooked call in kHookCostEvery times its hook in place, 
       const gi::HookCostProbe probe;
       const uint64_t t0 = gi::Stamp();
       if (i % gi::kHookCostEvery == 0) std::this_thread::sleep_for(std::chrono::microseconds(20));
-      const uint64_t dur = gi::Stamp() - t0;
-      probe.Done(dur);
+      gi::Record r{};
+      r.dur_ticks = gi::Stamp() - t0;
+      probe.Done(r);
     }
     ticks = ring->hook_cost.ticks.load();
     samples = ring->hook_cost.samples.load();
@@ -289,7 +290,33 @@ TEST_CASE("recorder: one hooked call in kHookCostEvery times its hook in place, 
   std::thread([&] {
     gi::EnsureRing();
     const uint64_t before = gi::tl_ring->hook_cost.samples.load();  // a reused ring keeps its sums
-    for (uint32_t i = 0; i < gi::kHookCostEvery; ++i) gi::HookCostProbe().Done(0);
+    for (uint32_t i = 0; i < gi::kHookCostEvery; ++i) gi::HookCostProbe().Done(gi::Record{});
     CHECK(gi::tl_ring->hook_cost.samples.load() == before);
   }).join();
+
+  // A hook that captured its call site may take kSiteCostFactor times the limit: a hook
+  // spinning 100k ticks (tens of us) against a limit of 10k is left out, unless it did.
+  constexpr uint64_t kSpin = 100000;
+  gi::g_hook_cost_max_ticks.store(kSpin / 10);
+  std::thread([&] {
+    gi::EnsureRing();
+    auto one_sample = [](uint32_t site_id) {
+      const uint64_t before = gi::tl_ring->hook_cost.samples.load();
+      for (uint32_t i = 0; i < gi::kHookCostEvery; ++i) {
+        const gi::HookCostProbe probe;
+        gi::Record r{};
+        r.site_id = site_id;
+        if (i == 0)
+          for (const uint64_t t = gi::Stamp(); gi::Stamp() - t < kSpin;) {
+          }
+        probe.Done(r);
+      }
+      return gi::tl_ring->hook_cost.samples.load() - before;
+    };
+    gi::tl_ring->hook_cost.countdown = 0;  // the next call is sampled
+    CHECK(one_sample(0) == 0);
+    gi::tl_ring->hook_cost.countdown = 0;
+    CHECK(one_sample(7) == 1);
+  }).join();
+  gi::g_hook_cost_max_ticks.store(0);
 }
