@@ -14,10 +14,9 @@
 namespace gpuwatch::inject {
 
 std::atomic<int> g_state{static_cast<int>(State::kIdle)};
-// initial-exec: the library is preloaded, so static TLS is available and a TLS access is a
-// single %fs-relative load instead of a __tls_get_addr call.
-__attribute__((tls_model("initial-exec"))) thread_local bool tl_internal = false;
-__attribute__((tls_model("initial-exec"))) thread_local Ring* tl_ring = nullptr;
+// Initial-exec, as every thread-local of the library (libinject/CMakeLists.txt).
+constinit thread_local bool tl_internal = false;
+constinit thread_local Ring* tl_ring = nullptr;
 
 namespace {
 

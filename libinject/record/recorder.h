@@ -15,7 +15,9 @@ namespace gpuwatch::inject {
 
 enum class State : int { kIdle = 0, kRunning = 1, kOff = 2 };
 extern std::atomic<int> g_state;
-extern thread_local bool tl_internal;  // set on gpuwatch's own thread: its calls are not recorded
+// constinit: no dynamic initialization, so a hook reads them straight from the thread's block
+// (without it every access went through a TLS wrapper check and __tls_get_addr).
+extern constinit thread_local bool tl_internal;  // set on gpuwatch's own thread: its calls are not recorded
 
 // How recording starts, given by runtime/ when the library loads: the recorder knows nothing
 // of the sender it starts.
@@ -41,7 +43,7 @@ inline bool Recording() {
 }
 
 void EmitSlow(const Record& r);
-extern thread_local Ring* tl_ring;
+extern constinit thread_local Ring* tl_ring;
 // The calling thread's ring, taken now: the slow path of its first record (and the
 // process's: it starts recording). Null when recording is off or rings ran out.
 Ring* ThreadRingSlow();
