@@ -406,7 +406,7 @@ void RankTrace::EmitApi(const ApiSpan& span, uint64_t flow_out) {
 
 void RankTrace::EmitCounter(int i, uint64_t ts, int64_t value) {
   if (file_->level() == TraceLevel::kOff) return;
-  if (counters_.empty()) {
+  if (!counters_[i]) {  // described at its first value: a device without NVLink shows no NVLink track
     static const struct {
       const char* name;
       const char* unit;
@@ -416,14 +416,12 @@ void RankTrace::EmitCounter(int i, uint64_t ts, int64_t value) {
                            {"memory reserved MiB", "MiB"},   {"NVML memory used MiB", "MiB"},
                            {"NVML PCIe TX MB/s", "MB/s"},     {"NVML PCIe RX MB/s", "MB/s"},
                            {"NVML NVLink TX MB/s", "MB/s"},   {"NVML NVLink RX MB/s", "MB/s"}};
-    for (int k = 0; k < kCounters; ++k) {
-      DescribeCounter(kBusyLocal + k, kNames[k].name, kNames[k].unit);
-      counters_.emplace_back(ids_->next_sequence++, Uuid(kBusyLocal + k));
-    }
+    DescribeCounter(kBusyLocal + i, kNames[i].name, kNames[i].unit);
+    counters_[i].emplace(ids_->next_sequence++, Uuid(kBusyLocal + i));
   }
   if (value == last_value_[i]) return;  // a counter holds its value until the next sample
   last_value_[i] = value;
-  counters_[i].WriteCounter(*file_, value, ts, scratch_);
+  counters_[i]->WriteCounter(*file_, value, ts, scratch_);
 }
 
 void RankTrace::OnHang(const Hang& h) {

@@ -21,8 +21,10 @@
 // counted. Memory is bounded: threads, streams and names each have a cap.
 #pragma once
 #include <google/protobuf/arena.h>
+#include <array>
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -191,7 +193,7 @@ class RankTrace final : public EventSink {
     kNvlinkRx, kCounters
   };
   static_assert(kCounters == kCounterTracks);
-  std::vector<TrackSequence> counters_;  // one per Counter (all described at the first value)
+  std::array<std::optional<TrackSequence>, kCounters> counters_;  // one per Counter, from its first value
   Lanes step_lanes_;
   int64_t last_value_[kCounters] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
   MemoryCounter memory_;  // the live set, as summary.json's memory keeps it

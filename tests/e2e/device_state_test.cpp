@@ -8,6 +8,7 @@
 #include <string>
 
 #include "scenario_run.h"
+#include "test_trace_validator.h"
 
 using namespace gpuwatch::e2e;
 
@@ -326,5 +327,16 @@ TEST_CASE("nvml: the healthy scenario raises none of the device findings") {
     CHECK(d["pcie"]["link_share"] == 1.0);
     CHECK(d["nvlink"].is_null());  // no NVLink on the simulator's default device
     CHECK(d["utilization"].get<double>() > 0.5);
+  }
+  // Nor an NVLink track in the trace: a counter track is described at its first value.
+  const gwtrace::TraceReport rep = gwtrace::ValidateTrace(ReadFile(r.out + "/trace.perfetto-trace"), false);
+  INFO(rep.First());
+  REQUIRE(rep.errors.empty());
+  REQUIRE_FALSE(rep.processes.empty());
+  for (const auto& [name, counts] : rep.processes) {
+    INFO(name);
+    CHECK(counts.counter_tracks.count("NVML SM clock MHz") == 1);
+    CHECK(counts.counter_tracks.count("NVML NVLink TX MB/s") == 0);
+    CHECK(counts.counter_tracks.count("NVML NVLink RX MB/s") == 0);
   }
 }

@@ -46,6 +46,7 @@ struct RankCounts {
   std::map<std::string, uint64_t> python_ns;         // sampled frame ("train.py:9 in f") -> ns
   std::map<std::string, double> step_args;           // annotation key -> sum over steps
   std::map<std::string, std::vector<std::pair<uint64_t, double>>> counter_samples;  // track -> (ts, value)
+  std::set<std::string> counter_tracks;  // counter tracks described, with or without values
   std::vector<std::string> instant_names;
   std::map<std::string, uint64_t> collectives;  // "allreduce" -> count
   // When each NCCL kernel on the GPU ended, in file order (a collective ends at the same
@@ -190,6 +191,7 @@ inline TraceReport ValidateTrace(std::string_view data, bool truncated,
           error("process '" + t.process + "' is not named after its rank");
         r.processes[t.process];
       }
+      if (d.has_counter() && !t.process.empty()) r.processes[t.process].counter_tracks.insert(t.name);
       auto [it, inserted] = tracks.try_emplace(d.uuid(), t);
       if (!inserted && it->second.parent != t.parent) error("track re-described differently");
     }
