@@ -489,8 +489,11 @@ std::vector<Finding> JobFindings(const RankList& ranks) {
     for (size_t i = 0; i < R; ++i) by[std::to_string(ranks[i].rank)] = lost[id][i];
     f.evidence["time_lost_s_by_rank"] = by;
     f.summary = g.summary;
-    // The time lost is the ranks' median; the summary's figures are one rank's: say whose.
-    if (f.ranks.size() > 1 && !f.summary.empty()) f.summary += Printf(" (rank %d, the most affected)", best_rank[id]);
+    // The time lost is the ranks' median; the summary's figures are one rank's: say whose,
+    // where the ranks differ (not for the environment's settings, which lose no time).
+    if (f.ranks.size() > 1 && !f.summary.empty() && g.time_lost_s > 0 &&
+        std::abs(g.time_lost_s - f.time_lost_s) > 0.01 * g.time_lost_s)
+      f.summary += Printf(" (rank %d, the most affected)", best_rank[id]);
     out.push_back(f);
   }
   RankOrder(out);

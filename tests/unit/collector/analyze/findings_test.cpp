@@ -157,6 +157,33 @@ TEST_CASE("collector: the straggler is the rank that reaches collectives last") 
   CHECK(v.find("straggler rank (rank 2)") != std::string::npos);
 }
 
+TEST_CASE("collector: a job finding's summary says whose figures it shows when the ranks differ") {
+  // The job's time lost is the ranks' median; its summary line is the most affected rank's.
+  for (const double other : {1.0, 3.0}) {
+    std::vector<dg::RankResult> ranks(2);
+    for (int r = 0; r < 2; ++r) {
+      ranks[r].rank = r;
+      ranks[r].host = "node1";
+      dg::StepRec st;  // 10 s of steps: the base the findings' shares are of
+      st.end = 10'000 * kMs;
+      ranks[r].steps.steps.push_back(st);
+      ranks[r].found.total = 1;
+      dg::Finding f;
+      f.id = "data_loading";
+      f.time_lost_s = r == 1 ? other : 1.0;
+      f.summary = "GPU idle waiting for the host";
+      f.ranks = {r};  // as RankFindings sets it
+      ranks[r].findings = {f};
+    }
+    const auto job = dg::JobFindings(ranks);
+    REQUIRE(job.size() == 1);
+    INFO(job[0].summary);
+    CHECK(job[0].time_lost_s == Approx((1.0 + other) / 2));
+    if (other == 1.0) CHECK(job[0].summary == "GPU idle waiting for the host");
+    else CHECK(job[0].summary == "GPU idle waiting for the host (rank 1, the most affected)");
+  }
+}
+
 TEST_CASE("collector: a balanced job has no straggler and no high finding") {
   std::vector<dg::RankResult> ranks(2);
   for (int r = 0; r < 2; ++r) {
