@@ -22,7 +22,7 @@ bool CuptiBudget::Measured() const {
 
 double CuptiBudget::CuptiNs() const {
   if (!Measured()) return o_.prior_cupti_ns;
-  return std::max(0.0, in_launches_.Median() - out_launches_.Median());
+  return std::max(0.0, in_launches_.TrimmedMean() - out_launches_.TrimmedMean());
 }
 
 void CuptiBudget::Open(uint64_t now) {
