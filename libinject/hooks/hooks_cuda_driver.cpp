@@ -40,9 +40,9 @@ std::atomic<GraphLaunchFn> g_graph_launch[kSlots];
 // A driver call timed as its runtime counterpart is: CUresult has no "not ready", so the
 // wrapper only needs the stream and the kernel's name.
 template <typename F>
-CUresult TimedDriver(gi::Api api, CUstream s, uint32_t name_id, F&& call) {
+CUresult TimedDriver(gi::Api api, CUstream s, gi::hooks::NameId name, F&& call) {
   CUresult rc = CUDA_SUCCESS;
-  gi::hooks::Timed(api, reinterpret_cast<cudaStream_t>(s), name_id, [&] {
+  gi::hooks::Timed(api, reinterpret_cast<cudaStream_t>(s), name, [&] {
     rc = call();
     return rc == CUDA_SUCCESS ? cudaSuccess : cudaErrorLaunchFailure;
   });
