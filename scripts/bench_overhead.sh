@@ -7,7 +7,9 @@
 # the median of those paired ratios is the figure. The default's target is 1% of the plain
 # run plus the 50 ms allowance; its summary's own figure (overhead.added_s) is set against
 # the measured one. Part of scripts/bench.sh; alone:
-#   bash scripts/bench_overhead.sh            # GPUWATCH_BENCH_ROUNDS=5 rounds, ~5 minutes
+# Then the hooks' cost in place, A/B within one run (libgpuwatch_hook_ab.so, record/hook_ab.h),
+# set against what the in-place probe reports (what the budget charges).
+#   bash scripts/bench_overhead.sh            # GPUWATCH_BENCH_ROUNDS=5 rounds, ~6 minutes
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${GPUWATCH_BUILD:-$PWD/build}
@@ -15,7 +17,7 @@ LIB=$B/lib/libgpuwatch.so
 W=$(mktemp -d /tmp/gpuwatch-bench-overhead.XXXXXX)
 trap 'rm -rf "$W"' EXIT
 export GPUWATCH_SOCKET_DIR=$W/sock
-LOOP=tests/bench/launch_loop_10s.json
+LOOP=${GPUWATCH_BENCH_LOOP:-tests/bench/launch_loop_10s.json}  # another scenario: a quick try of this script
 ROUNDS=${GPUWATCH_BENCH_ROUNDS:-5}
 row() { printf '%-46s %14s   %s\n' "$1" "$2" "$3"; }
 [ "${1:-}" = --rows ] || printf '%-46s %14s   %s\n' "figure" "measured" "target"
@@ -71,3 +73,15 @@ row "  default: self-reported added time" "$(printf %.0f "$self") ms" \
   "within 1.5x of the measured $(printf %+.0f "$dms") ms ($(awk -v s="$self" -v m="$dms" 'BEGIN{if (m<=0) print "measured <= 0"; else printf "ratio %.2f", s/m}'))"
 row "  default: the sender thread's CPU time" "$(printf %.0f "$(median <"$W/sender-ms")") ms" \
   "(summary overhead.sender_cpu_s: not in the added time; it slows the job where cores are short)"
+
+# The hooks in place, A/B within one run: recording paused for alternate 7 ms halves.
+cmake --build "$B" --target gpuwatch_hook_ab >/dev/null
+for i in 1 2 3; do
+  GPUWATCH_CUPTI=off GPUWATCH_OUT=$W/ab$i LD_PRELOAD=$B/lib/libgpuwatch_hook_ab.so "$B/bin/gpuwatch-scenario" --sim "$LOOP" 2>&1 >/dev/null |
+    grep -o 'recording adds [0-9.-]* ns' | grep -o '[0-9.-]*' >>"$W/ab-ns" || echo "hook A/B run $i gave no figure" >&2
+  while pgrep -f -- "--listen $GPUWATCH_SOCKET_DIR" >/dev/null; do sleep 0.05; done
+  fig "$W/ab$i/summary.json" hook_ns_per_call >>"$W/probe-ns"
+done
+ab=$(median <"$W/ab-ns"); probe=$(median <"$W/probe-ns")
+row "  hooks in place (A/B in one run, CUPTI off)" "$(printf %.0f "$ab") ns/call" \
+  "median of 3 runs ($(sort -g "$W/ab-ns" | tr '\n' ' ')ns); the probe reads $(printf %.0f "$probe") ns (ratio $(awk -v a="$ab" -v p="$probe" 'BEGIN{printf "%.2f", a/p}'))"
