@@ -82,6 +82,17 @@ for i in 1 2 3; do
   while pgrep -f -- "--listen $GPUWATCH_SOCKET_DIR" >/dev/null; do sleep 0.05; done
   fig "$W/ab$i/summary.json" hook_ns_per_call >>"$W/probe-ns"
 done
+# And what a CUPTI window adds per call in place (the default, nothing paused), against
+# what the budget measures and charges (overhead.cupti_us_per_call).
+for i in 1 2; do
+  GPUWATCH_HOOK_AB=windows GPUWATCH_OUT=$W/w$i LD_PRELOAD=$B/lib/libgpuwatch_hook_ab.so "$B/bin/gpuwatch-scenario" --sim "$LOOP" 2>&1 >/dev/null |
+    grep -o 'windows add [0-9.-]* ns' | grep -o '[0-9.-]*' >>"$W/win-ns" || echo "windows A/B run $i gave no figure" >&2
+  while pgrep -f -- "--listen $GPUWATCH_SOCKET_DIR" >/dev/null; do sleep 0.05; done
+  fig "$W/w$i/summary.json" cupti_us_per_call >>"$W/budget-us"
+done
 ab=$(median <"$W/ab-ns"); probe=$(median <"$W/probe-ns")
 row "  hooks in place (A/B in one run, CUPTI off)" "$(printf %.0f "$ab") ns/call" \
   "median of 3 runs ($(sort -g "$W/ab-ns" | tr '\n' ' ')ns); the probe reads $(printf %.0f "$probe") ns (ratio $(awk -v a="$ab" -v p="$probe" 'BEGIN{printf "%.2f", a/p}'))"
+win=$(median <"$W/win-ns"); charged=$(median <"$W/budget-us")
+row "  a CUPTI window, per call (A/B in one run)" "$(awk -v w="$win" 'BEGIN{printf "%.2f", w/1000}') us/call" \
+  "runs $(sort -g "$W/win-ns" | awk '{printf "%.2f ", $1/1000}')us; the budget charges $(printf %.2f "$charged") us (ratio $(awk -v w="$win" -v c="$charged" 'BEGIN{printf "%.2f", w/1000/c}'))"
