@@ -20,9 +20,11 @@ class CuptiBudget {
     uint64_t min_window_ns = 25'000'000;  // a window opens only with credit for this long
     double hook_ns = 0;                   // what a hook adds to its call, timed at start: until
                                           // the hooks' own samples (Cycle) say better
-    // What CUPTI adds to a call that enqueues device work, until measured here: NVIDIA's,
-    // +2.5 to 3 us per launch measured on an H200 (docs/PERFORMANCE.md).
-    double prior_cupti_ns = 3000;
+    // What CUPTI adds to a call that enqueues device work, until measured here: NVIDIA's
+    // with every record kind on, as a launch-bound PyTorch loop paid it on an H200 (134k ->
+    // 87k launches/s: +4.0 us a launch; a bare cudaLaunchKernel +3.0 to 3.4 us;
+    // docs/PERFORMANCE.md). Too low, the first window overspends before it is measured.
+    double prior_cupti_ns = 4000;
     uint64_t min_samples = 500;           // launches in and out of windows before measuring
     // A span recorded whole whatever it costs (GPUWATCH_TRACE_WINDOW); to <= from: none.
     uint64_t record_from_ns = 0, record_to_ns = 0;
