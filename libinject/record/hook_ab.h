@@ -10,6 +10,8 @@
 // GPUWATCH_HOOK_AB=windows: nothing paused; time and calls split by whether the overhead
 // budget's CUPTI window is open: what a window adds per call in place, set against what
 // the budget measures (the launch call's own time in and out of windows).
+// GPUWATCH_HOOK_AB=paused: recording paused the whole run, the library's threads running:
+// against plain runs, what the library costs a process whether or not it records.
 #pragma once
 #include <cstdint>
 

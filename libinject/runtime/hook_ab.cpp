@@ -80,6 +80,10 @@ void StartHookAb() {
     std::thread(WatchWindows).detach();
     return;
   }
+  if (mode && std::string_view(mode) == "paused") {  // the library running, recording nothing
+    g_half.store(1, std::memory_order_relaxed);
+    return;
+  }
   const char* e = std::getenv("GPUWATCH_HOOK_AB_MS");
   const long ms = e ? std::strtol(e, nullptr, 10) : 7;
   const useconds_t half_us = static_cast<useconds_t>((ms > 0 ? ms : 7) * 1000);
