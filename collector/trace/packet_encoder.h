@@ -6,10 +6,12 @@
 // byte written here with the generated classes, so the .proto stays the one contract.
 // Rare packets (track descriptors, instants) still use the generated classes.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "wire_encode.h"
 
@@ -33,29 +35,66 @@ constexpr uint32_t kFlagsCleared = 1;
 
 using wire::enc::kLen;
 using wire::enc::kVarint;
-using wire::enc::Tag;
-using wire::enc::Varint;
+
+// A packet being built: bytes appended in place, a varint written straight into its end.
+// With std::string every field was an out-of-line append call (std::string::append was 10%
+// of the collector's ingest on the every16 mix, beside 2% for the varints themselves);
+// these inline into the field writers below.
+class PacketBuf {
+ public:
+  void clear() { n_ = 0; }
+  bool empty() const { return n_ == 0; }
+  size_t size() const { return n_; }
+  const char* data() const { return buf_.data(); }
+  operator std::string_view() const { return {buf_.data(), n_}; }
+  [[gnu::always_inline]] void append(const char* p, size_t k) {
+    if (n_ + k > buf_.size()) Grow(n_ + k);
+    std::memcpy(buf_.data() + n_, p, k);
+    n_ += k;
+  }
+  [[gnu::always_inline]] void Varint(uint64_t v) {
+    if (n_ + 10 > buf_.size()) Grow(n_ + 10);
+    char* d = buf_.data() + n_;
+    while (v >= 0x80) {
+      *d++ = static_cast<char>((v & 0x7f) | 0x80);
+      v >>= 7;
+    }
+    *d++ = static_cast<char>(v);
+    n_ = static_cast<size_t>(d - buf_.data());
+  }
+
+ private:
+  [[gnu::noinline]] void Grow(size_t need) { buf_.resize(std::max(2 * buf_.size(), need)); }
+  std::vector<char> buf_ = std::vector<char>(512);
+  size_t n_ = 0;
+};
+
+[[gnu::always_inline]] inline void PutVarint(PacketBuf& o, uint64_t v) { o.Varint(v); }
+inline void PutVarint(std::string& o, uint64_t v) { wire::enc::Varint(o, v); }
 
 // Always written, zero included (a TrackEvent's timestamp delta is often 0).
-inline void Field(std::string& o, uint32_t field, uint64_t v) {
-  Tag(o, field, kVarint);
-  Varint(o, v);
+template <class Out>
+void Field(Out& o, uint32_t field, uint64_t v) {
+  PutVarint(o, (uint64_t{field} << 3) | kVarint);
+  PutVarint(o, v);
 }
-inline void Double(std::string& o, uint32_t field, double v) {
-  Tag(o, field, static_cast<wire::enc::WireType>(1));  // 64-bit
+template <class Out>
+void Double(Out& o, uint32_t field, double v) {
+  PutVarint(o, (uint64_t{field} << 3) | 1);  // 64-bit
   char b[8];
   std::memcpy(b, &v, 8);
   o.append(b, 8);
 }
 // A length-delimited field whose body is `body`.
-inline void Nested(std::string& o, uint32_t field, std::string_view body) {
-  Tag(o, field, kLen);
-  Varint(o, body.size());
-  o.append(body);
+template <class Out>
+void Nested(Out& o, uint32_t field, std::string_view body) {
+  PutVarint(o, (uint64_t{field} << 3) | kLen);
+  PutVarint(o, body.size());
+  o.append(body.data(), body.size());
 }
 // An interned entry (EventName or DebugAnnotationName) into `interned`.
-inline void InternedEntry(std::string& interned, uint32_t list_field, uint64_t iid,
-                          std::string_view name, std::string& scratch) {
+template <class Out>
+void InternedEntry(Out& interned, uint32_t list_field, uint64_t iid, std::string_view name, Out& scratch) {
   scratch.clear();
   Field(scratch, 1, iid);
   Nested(scratch, 2, name);

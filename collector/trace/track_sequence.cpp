@@ -36,7 +36,7 @@ void TrackSequence::Head(TraceFile& file, uint64_t ts, PacketScratch& x) {
     // sequence's timestamps are deltas on the same time line as every absolute one.
     started_ = true;
     last_ts_ = ts;
-    std::string& p = x.packet;
+    pkt::PacketBuf& p = x.packet;
     p.clear();
     Field(p, kSequenceId, seq_);
     Field(p, kSequenceFlags, kFlagsCleared);

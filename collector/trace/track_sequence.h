@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "trace/packet_encoder.h"
 #include "trace/trace_file.h"
 
 namespace gpuwatch::collector {
@@ -67,7 +68,7 @@ struct SliceSpec {
 
 // Encoding buffers shared by a rank's sequences (one packet is built at a time).
 struct PacketScratch {
-  std::string packet, event, interned, entry;
+  pkt::PacketBuf packet, event, interned, entry;
 };
 
 class TrackSequence {
