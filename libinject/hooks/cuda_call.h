@@ -20,8 +20,7 @@ namespace gpuwatch::inject::hooks {
 inline uint64_t StreamId(cudaStream_t s) { return reinterpret_cast<uintptr_t>(s); }
 // A record's name: an id known at the call (0 for most), or the kernel whose id the hook
 // looks up inside its timed part, so that the lookup counts in the cost it reports
-// (HookCostProbe: looked up in the wrapper, before the probe started, the launch hooks
-// read 25 ns in place against 37 ns timed from the wrapper's first line).
+// (HookCostProbe; looked up in the wrapper, it was done before the probe started).
 struct NameId {
   NameId(uint32_t known) : id(known) {}  // NOLINT(google-explicit-constructor): Timed(api, s, 0, ...)
   uint32_t Resolve() const { return kernel ? Kernels().Find(kernel) : id; }
