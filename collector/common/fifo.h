@@ -20,10 +20,11 @@ class Fifo {
   T& back() { return At(size_ - 1); }
   const T& back() const { return At(size_ - 1); }
 
-  void push_back(T v) {
+  void push_back(T v) { emplace_back() = std::move(v); }
+  // A slot at the back, to be filled in place (a large T is then copied once, not twice).
+  T& emplace_back() {
     if (size_ == cap_) Grow();
-    At(size_) = std::move(v);
-    ++size_;
+    return At(size_++);
   }
   void pop_front() {
     head_ = (head_ + 1) & (cap_ - 1);
