@@ -20,8 +20,8 @@ class Fifo {
   T& back() { return At(size_ - 1); }
   const T& back() const { return At(size_ - 1); }
 
-  void push_back(T v) { emplace_back() = std::move(v); }
-  // A slot at the back, to be filled in place (a large T is then copied once, not twice).
+  // A slot at the back, to be filled in place (a large T is then copied once; a push_back
+  // of a T by value copied it twice: 5% of the collector's ingest for a 150-byte HostCall).
   T& emplace_back() {
     if (size_ == cap_) Grow();
     return At(size_++);
