@@ -42,7 +42,8 @@ void CollectiveCounter::OnHostCall(const HostCall& c) {
   }
   if (c.seq % f_.stride == 0 && f_.sample.size() >= kMaxCollCalls) ThinSample();
   if (c.seq % f_.stride == 0 && f_.sample.size() < kMaxCollCalls)
-    f_.sample.push_back({c.comm_hash, c.seq, c.t_ns, c.timed ? c.gpu_ns : 0, !c.comm_identified});
+    f_.sample.push_back({c.comm_hash, c.seq, c.t_ns, c.timed ? c.gpu_ns : 0, !c.comm_identified,
+                         HasFlag(c.flags, wire::FLAG_KERNEL_TIMED)});
 }
 
 // Every other call of the sample goes: the stride doubles. Not when that would free

@@ -35,10 +35,13 @@ inline constexpr std::array<CollOp, 7> kCollOps = {{{"allreduce", wire::NCCL_ALL
 
 // One call of the sample: its communicator (unique hash), sequence number, host start and
 // measured GPU time (0 when not measured); `pointer_keyed`: the communicator was not seen
-// created, so its hash is a pointer that means nothing on another rank.
+// created, so its hash is a pointer that means nothing on another rank. `kernel_timed`: the
+// GPU time is CUPTI's kernels' (in a window), not the event pair's, which also holds the
+// gap before the kernel starts: a rank in a window and one outside are not compared by it.
 struct CollCall {
   uint64_t hash, seq, t_ns, gpu_ns;
   bool pointer_keyed = false;
+  bool kernel_timed = false;
 };
 
 struct CollectiveFigures {

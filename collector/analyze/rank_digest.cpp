@@ -98,7 +98,7 @@ GW_DIGEST(DeviceSlice, busy, noncomm_busy, compute, comm, copy, idle, graph_kern
 GW_DIGEST(SyncFigures, count, ns, kind_count, kind_ns)
 GW_DIGEST(CopyFigures::Direction, calls, pageable, blocking_count)
 GW_DIGEST(CopyFigures, dir, pageable, blocking, d2d, memset)
-GW_DIGEST(CollCall, hash, seq, t_ns, gpu_ns, pointer_keyed)
+GW_DIGEST(CollCall, hash, seq, t_ns, gpu_ns, pointer_keyed, kernel_timed)
 GW_DIGEST(CollectiveFigures::Op, count, bytes, timed, bus_bytes)
 GW_DIGEST(CollectiveFigures, ops, sample, stride)
 GW_DIGEST(CollectiveSizeFigures, threshold_bytes, small_calls, small_bytes, small_timed, small_timed_bytes, small_ns,

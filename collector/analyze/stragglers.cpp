@@ -50,6 +50,13 @@ std::vector<Straggle> FindStragglers(const RankList& ranks, bool one_host, uint6
     std::vector<uint64_t> last(R, 0);
     for (const auto& [seq, g] : calls) {
       if (g.size() != st.members.size()) continue;  // not every member's call was kept
+      // Across hosts only the GPU times compare, and only when every member's is measured
+      // the same way (a call timed from its kernels, in a window, reads a few us shorter than
+      // one timed by its event pair, and an untimed one is 0: either would look "last").
+      if (!one_host && !std::all_of(g.begin(), g.end(), [&](const auto& m) {
+            return m.second->gpu_ns && m.second->kernel_timed == g[0].second->kernel_timed;
+          }))
+        continue;
       size_t li = 0;
       for (size_t j = 1; j < g.size(); ++j) {
         const bool later = one_host ? g[j].second->t_ns > g[li].second->t_ns
@@ -57,11 +64,12 @@ std::vector<Straggle> FindStragglers(const RankList& ranks, bool one_host, uint6
         if (later) li = j;
       }
       const CollCall& lc = *g[li].second;
-      // How long each rank waited: inside the collective on the GPU (its CUDA-event time
-      // beyond the last arriver's) when timed, else the difference of the host call times.
+      // How long each rank waited: inside the collective on the GPU (its GPU time beyond the
+      // last arriver's) when both are timed the same way, else the difference of the host
+      // call times.
       for (const auto& [idx, c] : g) {
         uint64_t w;
-        if (c->gpu_ns && lc.gpu_ns)
+        if (c->gpu_ns && lc.gpu_ns && c->kernel_timed == lc.kernel_timed)
           w = c->gpu_ns > lc.gpu_ns ? c->gpu_ns - lc.gpu_ns : 0;
         else
           w = lc.t_ns > c->t_ns ? lc.t_ns - c->t_ns : 0;

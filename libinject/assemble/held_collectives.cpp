@@ -63,8 +63,8 @@ void HeldCollectives::Release(bool final, bool cupti_live, const CommKernelTimes
     Held& h = *it;
     uint64_t gpu_ns = h.event_gpu_ns;
     const uint64_t t0 = h.events.empty() ? 0 : h.events.front().t_ns;
-    if (cupti_live && !kernels.Lookup(t0, h.host_end_ns, &gpu_ns) && !final &&
-        time_.NowNs() - h.events_done_ns < kCuptiWaitNs) {
+    const bool by_kernels = cupti_live && kernels.Lookup(t0, h.host_end_ns, &gpu_ns);
+    if (cupti_live && !by_kernels && !final && time_.NowNs() - h.events_done_ns < kCuptiWaitNs) {
       ++it;
       continue;
     }
@@ -75,6 +75,7 @@ void HeldCollectives::Release(bool final, bool cupti_live, const CommKernelTimes
       if (timed) {
         e.gpu_ns = total_bytes ? static_cast<uint64_t>(static_cast<double>(gpu_ns) * e.bytes / total_bytes)
                                : gpu_ns / h.events.size();
+        if (by_kernels) e.flags |= kFlagKernelTimed;
       } else {
         e.flags |= kFlagNoGpuTime;
       }

@@ -52,6 +52,7 @@ enum Flag : uint16_t {
   kFlagNoGpuTime = 8,
   kFlagInCapture = 16,  // the stream was being captured into a graph: recorded, not executed
   kFlagNotReady = 32,   // a query answered cudaErrorNotReady
+  kFlagKernelTimed = 64,  // a collective timed by CUPTI's kernel records, not by its event pair
 };
 
 struct Record {

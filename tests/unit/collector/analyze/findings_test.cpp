@@ -157,6 +157,41 @@ TEST_CASE("collector: the straggler is the rank that reaches collectives last") 
   CHECK(v.find("straggler rank (rank 2)") != std::string::npos);
 }
 
+TEST_CASE("collector: across hosts, a call timed in a CUPTI window is not compared with one timed by events") {
+  // Two hosts; each collective's kernels take 5 ms. Rank 0's even calls fall in its CUPTI
+  // windows (timed from the kernels: 5 ms), every other call is timed by its event pair,
+  // which also holds the 4 ms before the kernel started. Set against each other, rank 0
+  // would read 4 ms shorter, "last", on every even call. With `late`, rank 1 really is
+  // last: its calls are 3 ms shorter than rank 0's, however both are timed.
+  for (const bool late : {false, true}) {
+    std::vector<dg::RankResult> ranks(2);
+    for (int r = 0; r < 2; ++r) {
+      ranks[r].rank = r;
+      ranks[r].host = r ? "node2" : "node1";
+      for (uint64_t s = 0; s < 20; ++s) {
+        dg::StepRec st;
+        st.start = s * 30 * kMs;
+        st.end = st.start + 30 * kMs;
+        ranks[r].steps.steps.push_back(st);
+        const bool in_window = r == 0 && s % 2 == 0;
+        const uint64_t gpu = (in_window ? 5 : 9) * kMs - (late && r == 1 ? 3 * kMs : 0);
+        ranks[r].collectives.sample.push_back({42, s, st.start + 5 * kMs, gpu, false, in_window});
+      }
+      ranks[r].found.total = 20;
+    }
+    for (auto& r : ranks) r.findings = dg::RankFindings(r);
+    const auto f = dg::JobFindings(ranks);
+    const auto st = std::find_if(f.begin(), f.end(), [](const dg::Finding& x) { return x.id == "straggler"; });
+    INFO("late " << late);
+    REQUIRE((st != f.end()) == late);
+    if (!late) continue;
+    CHECK(st->ranks == std::vector<int>{1});
+    CHECK(st->evidence["collectives_compared"] == 10);  // the odd calls: both timed by events
+    CHECK(st->evidence["last_share"] == 1.0);
+    CHECK(st->evidence["wait_s_by_rank"]["0"].get<double>() == Approx(0.03));  // 10 x 3 ms
+  }
+}
+
 TEST_CASE("collector: a job finding's summary says whose figures it shows when the ranks differ") {
   // The job's time lost is the ranks' median; its summary line is the most affected rank's.
   for (const double other : {1.0, 3.0}) {

@@ -164,6 +164,7 @@ TEST_CASE("assembler: with CUPTI live a collective waits for its NCCL kernels, a
   REQUIRE(b.events_size() == 1);
   CHECK(b.events(0).t_ns() == kEpochNs + 300);
   CHECK(b.events(0).gpu_ns() == 5000);  // CUPTI's kernel, not the event pair's 7000
+  CHECK((b.events(0).flags() & w::FLAG_KERNEL_TIMED) != 0);  // and it says so (the straggler compares like with like)
   CHECK(b.activities_size() == 2);
   CHECK(b.kernel_names_size() == 1);  // the kernel's name, with the batch that uses it
 
@@ -173,6 +174,7 @@ TEST_CASE("assembler: with CUPTI live a collective waits for its NCCL kernels, a
   b = fx.Assemble();
   REQUIRE(b.events_size() == 1);  // past a second: the event pair's time
   CHECK(b.events(0).gpu_ns() == 9000);
+  CHECK((b.events(0).flags() & w::FLAG_KERNEL_TIMED) == 0);
 }
 
 TEST_CASE("assembler: a collective CUPTI times has no pair to poll and takes its kernels' time") {
@@ -205,6 +207,7 @@ TEST_CASE("assembler: a collective CUPTI times has no pair to poll and takes its
   b = fx.Assemble();
   REQUIRE(b.events_size() == 1);
   CHECK((b.events(0).flags() & w::FLAG_NO_GPU_TIME) != 0);
+  CHECK((b.events(0).flags() & w::FLAG_KERNEL_TIMED) == 0);
   CHECK(fx.pairs.queries.empty());
 }
 
