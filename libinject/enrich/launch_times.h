@@ -24,7 +24,6 @@ class LaunchTimes {
     timed_ += o.timed_;
     sum_ns_ += o.sum_ns_;
   }
-  void Clear() { *this = LaunchTimes{}; }
   uint64_t count() const { return total_; }  // stalls included
 
   // The mean in ns of the calls under kStallNs; 0 when there are none.

@@ -21,13 +21,14 @@ std::atomic<int> g_half{0};
 bool g_windows_mode = false;
 std::atomic<uint64_t> g_calls[2], g_call_ticks[2];
 uint64_t g_t0_ns, g_t0_ticks;  // for ticks -> ns at exit
-double g_seconds[2];  // the alternating (or watching) thread's only, read at exit
+std::atomic<uint64_t> g_half_ns[2];  // time in each half; added by the alternating (or watching) thread, read at exit
 
 void Report() {
   const uint64_t n0 = g_calls[0].load(), n1 = g_calls[1].load();
   if (n0 == 0 || n1 == 0) return;  // a process that made no such call (a launcher), or no window
-  const double ns0 = g_seconds[0] * 1e9 / static_cast<double>(n0);
-  const double ns1 = g_seconds[1] * 1e9 / static_cast<double>(n1);
+  const double seconds[2] = {static_cast<double>(g_half_ns[0].load()) * 1e-9, static_cast<double>(g_half_ns[1].load()) * 1e-9};
+  const double ns0 = seconds[0] * 1e9 / static_cast<double>(n0);
+  const double ns1 = seconds[1] * 1e9 / static_cast<double>(n1);
   const double ns_per_tick = static_cast<double>(NowNs() - g_t0_ns) / static_cast<double>(Stamp() - g_t0_ticks);
   const double in0 = static_cast<double>(g_call_ticks[0].load()) * ns_per_tick / static_cast<double>(n0);
   const double in1 = static_cast<double>(g_call_ticks[1].load()) * ns_per_tick / static_cast<double>(n1);
@@ -35,14 +36,14 @@ void Report() {
     std::fprintf(stderr,
                  "[gpuwatch] hook A/B: inside CUPTI windows %llu calls in %.3f s (%.1f ns each), outside %llu in "
                  "%.3f s (%.1f ns each): windows add %.1f ns per call in place, %.1f ns of it inside the calls\n",
-                 static_cast<unsigned long long>(n1), g_seconds[1], ns1, static_cast<unsigned long long>(n0),
-                 g_seconds[0], ns0, ns1 - ns0, in1 - in0);
+                 static_cast<unsigned long long>(n1), seconds[1], ns1, static_cast<unsigned long long>(n0),
+                 seconds[0], ns0, ns1 - ns0, in1 - in0);
   else
     std::fprintf(stderr,
                  "[gpuwatch] hook A/B: recorded %llu calls in %.3f s (%.1f ns each), paused %llu in %.3f s "
                  "(%.1f ns each): recording adds %.1f ns per call in place\n",
-                 static_cast<unsigned long long>(n0), g_seconds[0], ns0, static_cast<unsigned long long>(n1),
-                 g_seconds[1], ns1, ns0 - ns1);
+                 static_cast<unsigned long long>(n0), seconds[0], ns0, static_cast<unsigned long long>(n1),
+                 seconds[1], ns1, ns0 - ns1);
 }
 
 // Time and calls by whether a window is open, looked at every ms (windows last >= 25 ms).
@@ -52,7 +53,7 @@ void WatchWindows() {
     usleep(1000);
     const uint64_t now = NowNs();
     const int was = g_half.load(std::memory_order_relaxed);
-    g_seconds[was] += static_cast<double>(now - last) * 1e-9;
+    g_half_ns[was].fetch_add(now - last, std::memory_order_relaxed);
     last = now;
     g_half.store(Cupti().RecordsKernels() ? 1 : 0, std::memory_order_relaxed);
   }
@@ -94,7 +95,7 @@ void StartHookAb() {
       const uint64_t now = NowNs();
       // The half's time ends where its calls stop being counted in it.
       g_half.store(half ^ 1, std::memory_order_relaxed);
-      g_seconds[half] += static_cast<double>(now - last) * 1e-9;
+      g_half_ns[half].fetch_add(now - last, std::memory_order_relaxed);
       last = now;
     }
   }).detach();
