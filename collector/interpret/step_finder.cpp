@@ -71,31 +71,30 @@ void StepFinder::OnHostCall(const HostCall& c, const Coverage& coverage, uint64_
 }
 
 void StepFinder::EmitInferred(const Coverage& coverage, uint64_t device_swept, EventSink& out) {
+  StepPattern* const patterns[] = {&coll_pattern_, &sync_pattern_, &launch_pattern_};
   const StepPattern* best = nullptr;
-  for (const StepPattern* p : {&coll_pattern_, &sync_pattern_, &launch_pattern_})
+  for (const StepPattern* p : patterns)
     if (p->locked()) {
       best = p;
       break;
     }
-  std::vector<uint64_t> fresh;
-  for (StepPattern* p : {&coll_pattern_, &sync_pattern_, &launch_pattern_}) {
-    auto f = p->TakeFresh();  // taken from every pattern, so none grows
-    if (p == best) fresh = std::move(f);
-  }
-  if (!best) return;
-  if (best != emitting_) {  // a better kind of anchor found its period: its steps replace
-    out.OnStepsReset();
-    emitting_ = best;
-    emitted_from_ = 0;
-    fresh = best->boundaries();
-  }
-  for (uint64_t b : fresh) {
-    if (emitted_from_ != 0 && b > emitted_from_) {
-      out.OnStep(StepMark{emitted_from_, b, coverage.Covers(emitted_from_, b) && emitted_from_ >= device_swept});
-      last_len_ = b - emitted_from_;
+  if (best) {
+    bool reset = false;
+    if (best != emitting_) {  // a better kind of anchor found its period: its steps replace
+      out.OnStepsReset();
+      emitting_ = best;
+      emitted_from_ = 0;
+      reset = true;
     }
-    emitted_from_ = b;
+    for (uint64_t b : reset ? best->boundaries() : best->fresh()) {
+      if (emitted_from_ != 0 && b > emitted_from_) {
+        out.OnStep(StepMark{emitted_from_, b, coverage.Covers(emitted_from_, b) && emitted_from_ >= device_swept});
+        last_len_ = b - emitted_from_;
+      }
+      emitted_from_ = b;
+    }
   }
+  for (StepPattern* p : patterns) p->ClearFresh();  // taken from every pattern, so none grows
 }
 
 void StepFinder::Flush(const Coverage& coverage, uint64_t device_swept, EventSink& out) {

@@ -77,12 +77,6 @@ void StepPattern::Boundary(uint64_t index, uint64_t t_ns) {
   fresh_.push_back(t_ns);
 }
 
-std::vector<uint64_t> StepPattern::TakeFresh() {
-  std::vector<uint64_t> out;
-  out.swap(fresh_);
-  return out;
-}
-
 void StepPattern::Search(uint64_t min_repeats, bool final) {
   std::vector<uint64_t> sig;
   sig.reserve(window_.size());

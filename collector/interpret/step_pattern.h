@@ -47,9 +47,10 @@ class StepPattern {
   bool open_step_complete() const {
     return locked() && !anchors_end_steps_ && boundary_count_ > 0 && seen_ - last_boundary_index_ >= period_;
   }
-  // Step boundaries found since the last call, oldest first (each closes the step the one
-  // before it opened).
-  std::vector<uint64_t> TakeFresh();
+  // Step boundaries found since the last ClearFresh, oldest first (each closes the step the
+  // one before it opened). Cleared in place: asked after every anchor, it keeps its memory.
+  const std::vector<uint64_t>& fresh() const { return fresh_; }
+  void ClearFresh() { fresh_.clear(); }
   // Every boundary kept so far (the first kMaxSteps + 1).
   const std::vector<uint64_t>& boundaries() const { return boundaries_; }
   // The steps (at most kMaxSteps records), how many there were and all their durations.

@@ -44,6 +44,7 @@ constexpr uint32_t kIdMask = (uint32_t{1} << 29) - 1;
 constexpr uint32_t kDeviceKey = uint32_t{1} << 31, kCopyKey = uint32_t{1} << 30,
                    kNvtxKey = uint32_t{1} << 29;
 constexpr uint32_t kStackKey = kCopyKey | kNvtxKey;  // a Python stack's id (host samples)
+constexpr uint32_t kApiKey = kDeviceKey | kCopyKey | kNvtxKey;  // a host call named by its API
 
 // In Key order (rank_trace.h). A step's figures are those of summary.json's per_step_ms.
 const char* const kKeyNames[] = {"bytes",          "blocking",           "seq",
@@ -278,7 +279,7 @@ void RankTrace::OnHostCall(const HostCall& c) {
     anns[n++] = {kKeyBytes, Ann::kUint, c.bytes, 0};
     if (HasFlag(c.flags, wire::FLAG_BLOCKED_HOST)) anns[n++] = {kKeyBlocking, Ann::kBool, 1, 0};
   } else if (IsCollective(c.api)) {
-    name = names_.Iid(ApiName(c.api));
+    name = CachedIid(kApiKey | c.api, [&] { return std::string(ApiName(c.api)); });
     anns[n++] = {kKeyBytes, Ann::kUint, c.coll_bytes, 0};
     anns[n++] = {kKeySeq, Ann::kUint, c.seq, 0};
     if (c.timed)
@@ -290,7 +291,7 @@ void RankTrace::OnHostCall(const HostCall& c) {
   } else if (c.api == wire::NVTX_RANGE) {
     name = CachedIid(kNvtxKey | (c.name_id & kIdMask), [&] { return "NVTX " + KernelName(c.name_id); });
   } else {
-    name = names_.Iid(ApiName(c.api));
+    name = CachedIid(kApiKey | c.api, [&] { return std::string(ApiName(c.api)); });
   }
   const uint32_t base = kThreadBase + static_cast<uint32_t>(ti * kHostLanes);
   Slice(base, thread_lanes_[ti], static_cast<int32_t>(base), c.t_ns, c.end_ns(), name, anns, n, 0, 0,
