@@ -17,6 +17,12 @@ wait_file() { for _ in $(seq 150); do [ -s "$1" ] && return 0; sleep 0.1; done; 
 say machine
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name())'
+# The simulator starts one driver thread with its model (docs/simulator.md): how many threads
+# a real process has before and after its CUDA context, and their names.
+python3 -c 'import os, torch
+t = lambda: sorted(open(f"/proc/self/task/{x}/comm").read().strip() for x in os.listdir("/proc/self/task"))
+a = t(); torch.zeros(1, device="cuda"); torch.cuda.synchronize(); b = t()
+print("threads before CUDA:", len(a), a, "| after its context:", len(b), b)'
 SITE=$(python3 -c 'import torch, os; print(os.path.dirname(os.path.dirname(torch.__file__)))')
 find "$SITE/nvidia" /usr/local/cuda*/ \( -name 'libcupti.so.13*' -o -name 'libcudart.so.13*' -o -name 'libnccl.so.2*' \) 2>/dev/null | sort
 pick() { find "$SITE/nvidia" /usr/local/cuda*/ -name "$1" 2>/dev/null | head -1; }

@@ -1,10 +1,16 @@
 #include "device.h"
 
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
+#include <thread>
 
 #include "clock.h"
 #include "config.h"
@@ -19,6 +25,26 @@ thread_local std::vector<Stream*> tl_streams;
 
 std::atomic<uint32_t> g_correlation{0};
 thread_local uint32_t tl_last_correlation = 0;
+
+// A real driver starts helper threads of its own when it creates a context (an event
+// handler among them): a process that has called CUDA is never single-threaded. Modelled by
+// one thread that sleeps for the process's life, every signal blocked (none is delivered to
+// it). Without it a simulated run was single-threaded, and glibc and libstdc++ took their
+// single-threaded shortcuts in it (shared_ptr counts without atomics, malloc without locks)
+// until anything started a thread: the first thread a preloaded library started then cost
+// the launch loop ~2% (docs/simulator.md), a cost no real CUDA process pays.
+// SIMGPU_DRIVER_THREADS=0 leaves it out (how that figure is measured).
+void StartDriverThread() {
+  const char* e = std::getenv("SIMGPU_DRIVER_THREADS");
+  if (e && std::string_view(e) == "0") return;
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);  // the new thread inherits the mask
+  std::thread([] {
+    for (;;) pause();  // every signal blocked: nothing wakes it
+  }).detach();
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
 }  // namespace
 
 uint32_t Model::last_correlation_id() { return tl_last_correlation; }
@@ -40,6 +66,7 @@ Model::Model() {
     devices_[i].legacy.id = 0;
   }
   if (std::getenv("SIMGPU_TRUTH")) std::atexit([] { Model::get().write_truth(); });
+  StartDriverThread();
 }
 
 int Model::current_device() { return tl_device; }
