@@ -73,7 +73,7 @@ bool EnvironmentProbe::Probe(uint64_t now_ns, int device) {
       info_.device_pci_bus_id = bus;
     }
     info_.settings = WatchedSettings();
-    info_.network = ReadHostNetwork(HostPlacementProbe::RootFromEnvironment());
+    info_.network = ReadHostNetwork(HostPlacementProbe::RootFromEnvironment(), NcclNicChoice::FromEnvironment());
     changed = true;
   }
   if (now_ns >= next_placement_ns_) {

@@ -36,9 +36,10 @@ void Count(HostNetwork& h, uint64_t mbps) {
   ++h.nic_ports;
 }
 
-void ReadInfiniband(const std::string& root, HostNetwork& h) {
-  ForEachEntry(root + "/sys/class/infiniband", [&](const std::string& dev, const std::string&) {
-    ForEachEntry(dev + "/ports", [&](const std::string& port, const std::string&) {
+void ReadInfiniband(const std::string& root, const std::string& hca, HostNetwork& h) {
+  ForEachEntry(root + "/sys/class/infiniband", [&](const std::string& dev, const std::string& dev_name) {
+    ForEachEntry(dev + "/ports", [&](const std::string& port, const std::string& port_name) {
+      if (!NcclListSelects(hca, dev_name, std::atoi(port_name.c_str()))) return;
       // "4: ACTIVE"; a port without a state file is taken as it is.
       const std::string state = FirstLine(port + "/state");
       if (!state.empty() && state.find("ACTIVE") == std::string::npos) return;
@@ -47,9 +48,10 @@ void ReadInfiniband(const std::string& root, HostNetwork& h) {
   });
 }
 
-void ReadNet(const std::string& root, HostNetwork& h) {
+void ReadNet(const std::string& root, const std::string& ifname, HostNetwork& h) {
   ForEachEntry(root + "/sys/class/net", [&](const std::string& dev, const std::string& name) {
     if (name == "lo" || !Exists(dev + "/device")) return;  // virtual
+    if (!NcclListSelects(ifname, name)) return;
     if (FirstLine(dev + "/operstate") != "up") return;
     const std::string speed = FirstLine(dev + "/speed");  // -1 or unreadable: unknown
     char* end = nullptr;
@@ -72,6 +74,39 @@ uint32_t CountGpus(const std::string& root) {
 
 }  // namespace
 
+bool NcclListSelects(const std::string& spec, const std::string& dev, int port) {
+  if (spec.empty()) return true;
+  size_t at = 0;
+  const bool exclude = spec[0] == '^';
+  at += exclude;
+  const bool exact = at < spec.size() && spec[at] == '=';
+  at += exact;
+  bool listed = false;
+  while (at <= spec.size() && !listed) {
+    size_t end = spec.find(',', at);
+    if (end == std::string::npos) end = spec.size();
+    std::string name = spec.substr(at, end - at);
+    int want_port = -1;
+    if (const size_t colon = name.find(':'); colon != std::string::npos) {
+      want_port = std::atoi(name.c_str() + colon + 1);
+      name.resize(colon);
+    }
+    const bool named = exact ? dev == name : !name.empty() && dev.rfind(name, 0) == 0;
+    listed = named && (want_port < 0 || port < 0 || want_port == port);
+    at = end + 1;
+  }
+  return listed != exclude;
+}
+
+NcclNicChoice NcclNicChoice::FromEnvironment() {
+  NcclNicChoice c;
+  if (const char* v = std::getenv("NCCL_IB_HCA")) c.ib_hca = v;
+  if (const char* v = std::getenv("NCCL_SOCKET_IFNAME")) c.socket_ifname = v;
+  const char* off = std::getenv("NCCL_IB_DISABLE");
+  c.ib_disabled = off && std::atoi(off) == 1;
+  return c;
+}
+
 uint64_t IbRateMbps(const std::string& text) {
   char* end = nullptr;
   const double gbps = std::strtod(text.c_str(), &end);
@@ -79,13 +114,13 @@ uint64_t IbRateMbps(const std::string& text) {
   return static_cast<uint64_t>(gbps * 1000 + 0.5);
 }
 
-HostNetwork ReadHostNetwork(const std::string& root) {
+HostNetwork ReadHostNetwork(const std::string& root, const NcclNicChoice& nccl) {
   const std::string& r = root;  // "" + "/sys/..." is the real file
   HostNetwork h;
-  ReadInfiniband(r, h);
+  if (!nccl.ib_disabled) ReadInfiniband(r, nccl.ib_hca, h);
   if (h.nic_ports) h.nic_source = "infiniband";
   else {
-    ReadNet(r, h);
+    ReadNet(r, nccl.socket_ifname, h);
     if (h.nic_ports) h.nic_source = "net";
   }
   h.host_gpus = CountGpus(r);

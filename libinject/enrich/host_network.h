@@ -5,8 +5,10 @@
 // Ports: the active ports of /sys/class/infiniband/*/ports/* (InfiniBand and RoCE: "rate" is
 // "400 Gb/sec (4X NDR)"); with none, the physical interfaces of /sys/class/net that are up
 // ("speed" in Mb/s; lo, virtual interfaces -- no "device" link: bridges, bonds, veth,
-// tunnels -- and those down or of unknown speed left out). Every port counts, storage ones
-// included: sysfs does not say which carry the job's traffic.
+// tunnels -- and those down or of unknown speed left out). Sysfs does not say which ports
+// carry the job's traffic, so every port counts, storage ones included, unless the job told
+// NCCL which to use: NCCL_IB_HCA then selects the InfiniBand ports, NCCL_SOCKET_IFNAME the
+// interfaces, and NCCL_IB_DISABLE=1 leaves InfiniBand out (NCCL then goes over sockets).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -21,8 +23,22 @@ struct HostNetwork {
   uint32_t host_gpus = 0;       // NVIDIA display/3D controllers in /sys/bus/pci/devices (0: none seen)
 };
 
+// What the job told NCCL about its NICs (empty: nothing, every port may carry it).
+struct NcclNicChoice {
+  std::string ib_hca;         // NCCL_IB_HCA
+  std::string socket_ifname;  // NCCL_SOCKET_IFNAME
+  bool ib_disabled = false;   // NCCL_IB_DISABLE=1
+  static NcclNicChoice FromEnvironment();
+};
+
 // Under `root` ("" = the real files; GPUWATCH_HOST_ROOT in tests).
-HostNetwork ReadHostNetwork(const std::string& root);
+HostNetwork ReadHostNetwork(const std::string& root, const NcclNicChoice& nccl = {});
+
+// Whether NCCL's device list `spec` selects device `dev` (port `port`, -1: any): names
+// separated by commas, each a prefix ("mlx5" is every mlx5_*), or a whole name after a
+// leading '='; a leading '^' (before the '=') turns the list into exclusions; an entry may
+// name a port ("mlx5_0:1"). An empty spec selects everything.
+bool NcclListSelects(const std::string& spec, const std::string& dev, int port = -1);
 
 // An InfiniBand rate file's text in Mb/s: "400 Gb/sec (4X NDR)" -> 400000, "2.5 Gb/sec" ->
 // 2500; 0 when it is not a rate.

@@ -105,3 +105,48 @@ TEST_CASE("network: nothing to read gives no rate") {
   CHECK(h.nic_source.empty());
   fs::remove_all(root);
 }
+
+TEST_CASE("network: NCCL's device lists, as NCCL_IB_HCA and NCCL_SOCKET_IFNAME write them") {
+  CHECK(gi::NcclListSelects("", "mlx5_3", 1));               // nothing said: every port
+  CHECK(gi::NcclListSelects("mlx5", "mlx5_3", 1));           // a prefix
+  CHECK_FALSE(gi::NcclListSelects("mlx5_1", "mlx5_3", 1));
+  CHECK(gi::NcclListSelects("mlx5_1", "mlx5_10", 1));        // a prefix of it too
+  CHECK_FALSE(gi::NcclListSelects("=mlx5_1", "mlx5_10", 1)); // whole names
+  CHECK(gi::NcclListSelects("=mlx5_0,mlx5_1", "mlx5_1", 1));
+  CHECK(gi::NcclListSelects("mlx5_0:1,mlx5_1:1", "mlx5_1", 1));
+  CHECK_FALSE(gi::NcclListSelects("mlx5_0:1,mlx5_1:1", "mlx5_1", 2));  // another port
+  CHECK_FALSE(gi::NcclListSelects("^mlx5_4", "mlx5_4", 1));  // excluded
+  CHECK(gi::NcclListSelects("^mlx5_4", "mlx5_0", 1));
+  CHECK_FALSE(gi::NcclListSelects("^=mlx5_4,mlx5_5", "mlx5_5", 1));
+  CHECK(gi::NcclListSelects("^=mlx5_4", "mlx5_40", 1));
+  CHECK(gi::NcclListSelects("^docker,lo", "eth0"));
+  CHECK_FALSE(gi::NcclListSelects("^docker,lo", "docker1"));
+}
+
+TEST_CASE("network: the ports NCCL was told to use, storage NICs left out") {
+  // Four 400G compute ports and a 200G storage port (mlx5_4): by default all five count;
+  // told NCCL_IB_HCA=^=mlx5_4 (or the compute ones by name), only the compute ports do.
+  const fs::path root = FreshRoot("nccl");
+  for (int i = 0; i < 4; ++i) Port(root, "mlx5_" + std::to_string(i), 1, "400 Gb/sec (4X NDR)", "4: ACTIVE");
+  Port(root, "mlx5_4", 1, "200 Gb/sec (2X NDR)", "4: ACTIVE");
+  Iface(root, "eno1", true, "up", "25000");
+  Iface(root, "ens9", true, "up", "100000");
+  CHECK(gi::ReadHostNetwork(root.string()).nic_ports == 5);
+  for (const char* hca : {"^=mlx5_4", "=mlx5_0,mlx5_1,mlx5_2,mlx5_3", "mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1"}) {
+    gi::NcclNicChoice nccl;
+    nccl.ib_hca = hca;
+    const gi::HostNetwork h = gi::ReadHostNetwork(root.string(), nccl);
+    INFO(hca);
+    CHECK(h.nic_ports == 4);
+    CHECK(h.nic_total_mbps == 4 * 400000);
+  }
+  // InfiniBand off: NCCL goes over sockets, on the interfaces NCCL_SOCKET_IFNAME names.
+  gi::NcclNicChoice sockets;
+  sockets.ib_disabled = true;
+  sockets.socket_ifname = "=eno1";
+  const gi::HostNetwork h = gi::ReadHostNetwork(root.string(), sockets);
+  CHECK(h.nic_source == "net");
+  CHECK(h.nic_ports == 1);
+  CHECK(h.nic_max_mbps == 25000);
+  fs::remove_all(root);
+}
