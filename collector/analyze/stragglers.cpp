@@ -53,10 +53,9 @@ std::vector<Straggle> FindStragglers(const RankList& ranks, bool one_host, uint6
       // Across hosts only the GPU times compare, and only when every member's is measured
       // the same way (a call timed from its kernels, in a window, reads a few us shorter than
       // one timed by its event pair, and an untimed one is 0: either would look "last").
-      if (!one_host && !std::all_of(g.begin(), g.end(), [&](const auto& m) {
-            return m.second->gpu_ns && m.second->kernel_timed == g[0].second->kernel_timed;
-          }))
-        continue;
+      bool alike = true;
+      for (const auto& member : g) alike = alike && member.second->gpu_ns && member.second->kernel_timed == g[0].second->kernel_timed;
+      if (!one_host && !alike) continue;
       size_t li = 0;
       for (size_t j = 1; j < g.size(); ++j) {
         const bool later = one_host ? g[j].second->t_ns > g[li].second->t_ns
