@@ -54,7 +54,10 @@ std::vector<Straggle> FindStragglers(const RankList& ranks, bool one_host, uint6
       // the same way (a call timed from its kernels, in a window, reads a few us shorter than
       // one timed by its event pair, and an untimed one is 0: either would look "last").
       bool alike = true;
-      for (const auto& member : g) alike = alike && member.second->gpu_ns && member.second->kernel_timed == g[0].second->kernel_timed;
+      for (const auto& member : g) {
+        const CollCall& m = *member.second;
+        alike = alike && m.gpu_ns && m.kernel_timed == g[0].second->kernel_timed;
+      }
       if (!one_host && !alike) continue;
       size_t li = 0;
       for (size_t j = 1; j < g.size(); ++j) {

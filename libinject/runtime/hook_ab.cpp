@@ -21,14 +21,16 @@ std::atomic<int> g_half{0};
 bool g_windows_mode = false;
 std::atomic<uint64_t> g_calls[2], g_call_ticks[2];
 uint64_t g_t0_ns, g_t0_ticks;  // for ticks -> ns at exit
-std::atomic<uint64_t> g_half_ns[2];  // time in each half; added by the alternating (or watching) thread, read at exit
+// Time in each half: added by the alternating (or watching) thread, read at exit.
+std::atomic<uint64_t> g_half_ns[2];
 
 void Report() {
   const uint64_t n0 = g_calls[0].load(), n1 = g_calls[1].load();
   if (n0 == 0 || n1 == 0) return;  // a process that made no such call (a launcher), or no window
-  const double seconds[2] = {static_cast<double>(g_half_ns[0].load()) * 1e-9, static_cast<double>(g_half_ns[1].load()) * 1e-9};
-  const double ns0 = seconds[0] * 1e9 / static_cast<double>(n0);
-  const double ns1 = seconds[1] * 1e9 / static_cast<double>(n1);
+  const double half_ns[2] = {static_cast<double>(g_half_ns[0].load()), static_cast<double>(g_half_ns[1].load())};
+  const double seconds[2] = {half_ns[0] * 1e-9, half_ns[1] * 1e-9};
+  const double ns0 = half_ns[0] / static_cast<double>(n0);
+  const double ns1 = half_ns[1] / static_cast<double>(n1);
   const double ns_per_tick = static_cast<double>(NowNs() - g_t0_ns) / static_cast<double>(Stamp() - g_t0_ticks);
   const double in0 = static_cast<double>(g_call_ticks[0].load()) * ns_per_tick / static_cast<double>(n0);
   const double in1 = static_cast<double>(g_call_ticks[1].load()) * ns_per_tick / static_cast<double>(n1);
