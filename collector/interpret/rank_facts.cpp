@@ -91,12 +91,13 @@ void RankFacts::OnBatch(const wire::Batch& b) {
                               o.cupti_ns(),   o.cupti_ns_measured(), o.hw_trace(),    o.hook_calls(),
                               o.cupti_calls(), o.hooks_added_ns(), o.cupti_added_ns(), o.windows(),
                               o.window_ns(),  o.elapsed_ns(),      o.sender_cpu_ns(),  o.hook_samples(),
-                              o.startup_ns()};
+                              o.startup_ns(),  o.sampler_added_ns()};
   }
   if (b.has_host_sampling()) {
     const wire::HostSampling& h = b.host_sampling();
     sampling_ = SamplingFacts{true,      h.hz(),           h.samples(),          h.cpu_ns(),
-                              h.dropped(), h.native_samples(), h.timer_captures(), h.native_signal()};
+                              h.dropped(), h.native_samples(), h.timer_captures(), h.native_signal(),
+                              h.handler_ns()};
   }
   for (const auto& d : b.dropped()) NoteDropped(d);
 }

@@ -47,7 +47,8 @@ struct OverheadFacts {
   uint64_t sender_cpu_ns = 0;
   uint64_t hook_samples = 0;  // 0: hook_ns was timed at start, not in place
   uint64_t startup_ns = 0;    // the library's load and ring set-up on the job's threads
-  uint64_t AddedNs() const { return hooks_added_ns + cupti_added_ns + startup_ns; }
+  uint64_t sampler_ns = 0;    // the host sampler's CPU and its signals' handlers on the job's threads
+  uint64_t AddedNs() const { return hooks_added_ns + cupti_added_ns + startup_ns + sampler_ns; }
 };
 
 // The library's host sampler (wire HostSampling, the latest; known once sent).
@@ -57,6 +58,7 @@ struct SamplingFacts {
   uint64_t samples = 0, cpu_ns = 0, dropped = 0;
   uint64_t native_samples = 0, timer_captures = 0;  // threads without Python (native frames)
   uint32_t native_signal = 0;                       // the CPU-time timer's signal; 0: none
+  uint64_t handler_ns = 0;                          // that signal's handler, on the job's threads
 };
 
 struct CommFacts {

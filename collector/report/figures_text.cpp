@@ -153,8 +153,9 @@ void OverheadText(const OverheadFacts& o, std::string& out) {
                      o.elapsed_ns ? 100.0 * added / o.elapsed_ns : 0.0, FmtDurationNs(o.elapsed_ns).c_str(), 100 * o.budget),
               kTextWidth) +
          "\n";
-  out += Clip(Printf("    hooks %s, CUPTI %s, start-up %s", FmtDurationNs(o.hooks_added_ns).c_str(),
-                     FmtDurationNs(o.cupti_added_ns).c_str(), FmtDurationNs(o.startup_ns).c_str()),
+  out += Clip(Printf("    hooks %s, CUPTI %s, start-up %s, host sampler %s", FmtDurationNs(o.hooks_added_ns).c_str(),
+                     FmtDurationNs(o.cupti_added_ns).c_str(), FmtDurationNs(o.startup_ns).c_str(),
+                     FmtDurationNs(o.sampler_ns).c_str()),
               kTextWidth) +
          "\n";
 }

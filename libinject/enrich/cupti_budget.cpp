@@ -1,6 +1,6 @@
 // See cupti_budget.h. What a cycle costs: every hooked call pays the hook's own time; while
 // a window is open, every call that enqueues device work also pays CUPTI's instrumentation.
-// Spent = hooks + CUPTI + the host sampler's CPU, all measured here (the library's start-up
+// Spent = hooks + CUPTI + the host sampler's cost (its CPU, its signals' handlers), all measured here (the library's start-up
 // is reported beside them, not spent); the allowance grows with the wall
 // time. A window closes when spent reaches the allowance, and opens again once the credit
 // covers min_window_ns at the recent rate of calls: a phase with few launches gets long
@@ -48,6 +48,9 @@ bool CuptiBudget::Update(const Cycle& c) {
   }
   device_records_ += c.device_records;
   startup_ns_ = std::max(startup_ns_, c.startup_ns);
+  // The host sampler runs beside the job, not inside its calls (but for its signals'
+  // handlers); its CPU is counted anyway.
+  sampler_ns_ = std::max(sampler_ns_, c.sampler_ns);
   if (open_) {
     in_launches_.Merge(c.launches);
     in_enqueues_ += c.enqueues;
@@ -69,15 +72,14 @@ bool CuptiBudget::Update(const Cycle& c) {
     return open_;
   }
   const Figures f = figures();
-  // The host sampler runs beside the job, not inside its calls; its CPU is counted anyway.
-  sampler_ns_ = c.sampler_cpu_ns;
   // The library's start-up is reported with the added time but not spent from here: it is
   // paid before the first window whatever the windows do, and spent here it would take
   // CUPTI's start (10 ms with the simulator's, more with NVIDIA's) out of the allowance
   // that keeps short runs recorded whole.
-  const double spent = static_cast<double>(f.hooks_added_ns + f.cupti_added_ns + sampler_ns_);
+  const double spent = static_cast<double>(f.hooks_added_ns + f.cupti_added_ns + f.sampler_ns);
   const double allowance = o_.budget * static_cast<double>(now - start_ns_) + static_cast<double>(o_.allowance_ns);
-  if (open_ && spent >= allowance) {
+  spent_ = spent >= allowance;
+  if (open_ && spent_) {
     Close(now);
   } else if (!open_ && allowance - spent >= CuptiNs() * rate_ * static_cast<double>(o_.min_window_ns)) {
     Open(now);
@@ -103,6 +105,7 @@ CuptiBudget::Figures CuptiBudget::figures() const {
   f.cupti_calls = static_cast<uint64_t>(cupti_calls_);
   f.hooks_added_ns = static_cast<uint64_t>(hook_ns_ * static_cast<double>(hook_calls_));
   f.cupti_added_ns = static_cast<uint64_t>(f.cupti_ns * cupti_calls_);
+  f.sampler_ns = sampler_ns_;
   f.startup_ns = startup_ns_;
   f.windows = windows_ + (open_ ? 1 : 0);
   f.window_ns = window_ns_ + (open_ ? last_ns_ - window_start_ : 0);

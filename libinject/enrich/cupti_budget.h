@@ -36,7 +36,7 @@ class CuptiBudget {
     LaunchTimes launches;         // kernel launch calls among them: host times
     uint64_t enqueues = 0;        // calls that enqueue device work (launches, copies, memsets)
     uint64_t device_records = 0;  // CUPTI kernels, copies, memsets parsed
-    uint64_t sampler_cpu_ns = 0;  // the host sampler's CPU time so far (enrich/host_sampler.h)
+    uint64_t sampler_ns = 0;      // the host sampler's cost so far (enrich/host_sampler.h: Totals::cost_ns)
     uint64_t startup_ns = 0;      // the library's one-off work on the job's threads so far (reported, not spent)
     // The hooks' own cost timed in place so far (record/recorder.h: HookCostProbe), mean ns
     // over `hook_samples` samples; used from kMinHookSamples on.
@@ -55,6 +55,7 @@ class CuptiBudget {
     uint64_t cupti_calls = 0;     // enqueueing calls made while a window was open (all of them,
                                   // the hooked ones scaled by CUPTI's device records per hooked one)
     uint64_t hooks_added_ns = 0, cupti_added_ns = 0;
+    uint64_t sampler_ns = 0;      // the host sampler's CPU and its signals' handlers, spent here too
     uint64_t startup_ns = 0;      // its load, and the rings its recording threads zeroed
     uint64_t windows = 0;         // closed, plus the open one
     uint64_t window_ns = 0;       // their length (the open one up to now)
@@ -67,6 +68,9 @@ class CuptiBudget {
   // and says whether a window is open from now.
   bool Update(const Cycle& c);
   bool open() const { return open_; }
+  // Hooks, CUPTI and the sampler had spent the whole allowance at the last update (budget
+  // mode only): the sampler waits for credit (enrich/host_sampler.h: SetBudgetSpent).
+  bool spent() const { return spent_; }
   // Since when the open window is open (0: none).
   uint64_t open_since_ns() const { return open_ ? window_start_ : 0; }
   // Windows closed since the last call, [start, end) on CLOCK_MONOTONIC.
@@ -83,7 +87,7 @@ class CuptiBudget {
 
   Options o_;
   uint64_t start_ns_, last_ns_;
-  bool open_ = false;
+  bool open_ = false, spent_ = false;
   uint64_t window_start_ = 0;
   std::vector<std::pair<uint64_t, uint64_t>> closed_;
   uint64_t windows_ = 0, window_ns_ = 0;

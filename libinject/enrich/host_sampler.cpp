@@ -117,9 +117,23 @@ void HostSampler::Run() {
     if (now > next + 10 * period_ns) next = now;  // suspended: no burst to catch up
     const uint64_t cpu = Clock(CLOCK_THREAD_CPUTIME_ID);
     cpu_ns_.store(cpu, std::memory_order_relaxed);
-    // The cost bound: a tick is skipped while the sampler is over its share of wall time.
-    if (static_cast<double>(cpu) > max_cpu_share_ * static_cast<double>(now - start) + kAllowanceNs) continue;
+    // The cost bound: no sample while the sampler is over its share of wall time, or the
+    // budget has nothing left. Its timers stop meanwhile (their signals would cost the job
+    // for captures nobody reads), and it sleeps until the share covers it, or ten periods
+    // while the budget is spent: a wake-up costs tens of us of CPU on a VM, and those count
+    // too.
+    const double cost = static_cast<double>(cpu + CpuTimerCaptures::handler_ns());
+    const double covered = max_cpu_share_ * static_cast<double>(now - start) + kAllowanceNs;
+    const bool spent = budget_spent_.load(std::memory_order_relaxed);
+    if (cost > covered || spent) {
+      PauseTimers(true);
+      if (cost > covered && max_cpu_share_ > 0)
+        next = std::max(next, start + static_cast<uint64_t>((cost - kAllowanceNs) / max_cpu_share_));
+      if (spent) next += 9 * period_ns;
+      continue;
+    }
     if (g_state.load(std::memory_order_relaxed) == static_cast<int>(State::kOff)) return DisarmAll();
+    PauseTimers(false);
     CollectRings(rings_);
     SampleOnce(rings_, now);
   }
@@ -208,6 +222,13 @@ void HostSampler::SampleNative(Ring& r, uint64_t now_ns, bool in_cuda) {
   native_buffer_.push_back(s);
 }
 
+void HostSampler::PauseTimers(bool pause) {
+  if (pause == timers_paused_) return;
+  timers_paused_ = pause;
+  const uint64_t period = pause ? 0 : static_cast<uint64_t>(1e9 / hz_);
+  for (const Armed& a : armed_) CpuTimerCaptures::SetPeriod(a.slot, period);
+}
+
 void HostSampler::DisarmAll() {
   for (const Armed& a : armed_) CpuTimerCaptures::Disarm(a.slot);
   armed_.clear();
@@ -233,6 +254,7 @@ HostSampler::Totals HostSampler::totals() const {
                 dropped_,
                 native_samples_,
                 CpuTimerCaptures::captures(),
+                CpuTimerCaptures::handler_ns(),
                 native_ == NativeFrames::kSignal ? native_signal_ : 0};
 }
 

@@ -11,9 +11,10 @@
 // addresses are named by the sender (enrich/native_frame_names.h), never here.
 //
 // Bounded: samples wait for the sender in a buffer of kMaxBuffered (more are counted as
-// dropped); the sampler skips a tick whenever its own CPU time is past half of the overhead
-// budget's share of the wall time (plus kAllowanceNs), and its CPU time counts in the
-// budget's spending (enrich/cupti_budget.h).
+// dropped). Its cost is its thread's CPU time plus the time its timer's handler took on the
+// job's threads; it counts in the overhead budget's spending (enrich/cupti_budget.h), and the
+// sampler skips a tick while that cost is past half of the budget's share of the wall time
+// (plus kAllowanceNs), or while the budget as a whole is spent (SetBudgetSpent).
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -63,7 +64,9 @@ class HostSampler {
     double hz = 0;
     uint64_t samples = 0, cpu_ns = 0, dropped = 0;
     uint64_t native_samples = 0, timer_captures = 0;  // of `samples`; the timer's signals handled
+    uint64_t handler_ns = 0;                          // those signals' handler time, on the job's threads
     int native_signal = 0;                            // the timer's signal; 0: none
+    uint64_t cost_ns() const { return cpu_ns + handler_ns; }  // what the budget spends on it
   };
 
   // Starts the thread (signals blocked, its own calls unrecorded) at `hz`, its CPU time kept
@@ -82,6 +85,9 @@ class HostSampler {
   // job took the signal's handler over.
   void DisarmAll();
   Totals totals() const;
+  // The sender, after each budget update: the whole budget is spent (hooks, CUPTI and the
+  // sampler together), so ticks are skipped until it has credit again.
+  void SetBudgetSpent(bool spent) { budget_spent_.store(spent, std::memory_order_relaxed); }
 
  private:
   void Run();
@@ -89,6 +95,8 @@ class HostSampler {
   bool SetUpNative(NativeFrames native);
   void SampleNative(Ring& r, uint64_t now_ns, bool in_cuda);
   int TimerSlot(uint32_t tid);
+  // Stops the armed threads' timers while no sample is taken (the budget), or starts them.
+  void PauseTimers(bool pause);
   // Threads with a CPU-time timer (sampler thread only; at most CpuTimerCaptures::kSlots).
   struct Armed {
     uint32_t tid;
@@ -104,9 +112,11 @@ class HostSampler {
   NativeFrames native_ = NativeFrames::kOff;
   int native_signal_ = 0;
   std::vector<Armed> armed_;
+  bool timers_paused_ = false;
   CodeRanges code_;           // refreshed about once a second
   uint64_t code_refreshed_ns_ = 0;
   std::atomic<uint64_t> cpu_ns_{0};
+  std::atomic<bool> budget_spent_{false};
   std::vector<Ring*> rings_;  // the sampler's own copy of the ring list
   PyCodeCache cache_;         // the sampler's thread only
 };

@@ -24,6 +24,7 @@ struct Slot {
 Slot g_slots[CpuTimerCaptures::kSlots];
 std::atomic<int> g_signal{0};
 std::atomic<uint64_t> g_captures{0};
+std::atomic<uint64_t> g_handler_ns{0};  // the handler's time on the job's threads, all captures
 
 uint64_t MonotonicNs() {
   timespec ts{};
@@ -36,10 +37,14 @@ void TakeCapture(Slot& s, uintptr_t pc, uintptr_t fp, uintptr_t sp) {
   s.seq.store(seq + 1, std::memory_order_relaxed);
   std::atomic_signal_fence(std::memory_order_seq_cst);
   std::atomic_thread_fence(std::memory_order_release);
-  s.capture.t_ns = MonotonicNs();
+  const uint64_t start = MonotonicNs();
+  s.capture.t_ns = start;
   s.capture.n = WalkFramePointers(pc, fp, sp, s.capture.pcs, kNativeFrames, true);
   s.seq.store(seq + 2, std::memory_order_release);
   g_captures.fetch_add(1, std::memory_order_relaxed);
+  // What the capture took from the job's thread, for the overhead budget (the kernel's
+  // delivery of the signal is not in it).
+  g_handler_ns.fetch_add(MonotonicNs() - start, std::memory_order_relaxed);
 }
 
 void Handler(int, siginfo_t* info, void* context) {
@@ -62,6 +67,14 @@ void Handler(int, siginfo_t* info, void* context) {
 
 // The clock of thread `tid`'s CPU time (the kernel's MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)).
 clockid_t ThreadCpuClock(uint32_t tid) { return static_cast<clockid_t>((~static_cast<unsigned>(tid) << 3) | 6); }
+
+// Every cpu_period_ns of the thread's CPU time from now; 0 stops the timer.
+bool StartTimer(Slot& s, uint64_t cpu_period_ns) {
+  const time_t sec = static_cast<time_t>(cpu_period_ns / 1'000'000'000ull);
+  const long nsec = static_cast<long>(cpu_period_ns % 1'000'000'000ull);
+  const itimerspec every{{sec, nsec}, {sec, nsec}};
+  return timer_settime(s.timer, 0, &every, nullptr) == 0;
+}
 
 }  // namespace
 
@@ -103,16 +116,18 @@ int CpuTimerCaptures::Arm(uint32_t tid, uint64_t cpu_period_ns) {
     s.capture.n = 0;
     s.capture.t_ns = 0;  // a previous thread's capture is not this one's
     s.armed.store(true, std::memory_order_release);  // before the first signal can come
-    const time_t sec = static_cast<time_t>(cpu_period_ns / 1'000'000'000ull);
-    const long nsec = static_cast<long>(cpu_period_ns % 1'000'000'000ull);
-    const itimerspec every{{sec, nsec}, {sec, nsec}};
-    if (timer_settime(s.timer, 0, &every, nullptr) != 0) {
+    if (!StartTimer(s, cpu_period_ns)) {
       Disarm(i);
       return -1;
     }
     return i;
   }
   return -1;
+}
+
+void CpuTimerCaptures::SetPeriod(int slot, uint64_t cpu_period_ns) {
+  if (slot >= 0 && slot < kSlots && g_slots[slot].armed.load(std::memory_order_relaxed))
+    StartTimer(g_slots[slot], cpu_period_ns);
 }
 
 void CpuTimerCaptures::Disarm(int slot) {
@@ -134,6 +149,7 @@ bool CpuTimerCaptures::Latest(int slot, Capture* out) {
 }
 
 uint64_t CpuTimerCaptures::captures() { return g_captures.load(std::memory_order_relaxed); }
+uint64_t CpuTimerCaptures::handler_ns() { return g_handler_ns.load(std::memory_order_relaxed); }
 
 void CpuTimerCaptures::CaptureForTest(int slot, uintptr_t pc, uintptr_t fp, uintptr_t sp) {
   if (slot >= 0 && slot < kSlots) TakeCapture(g_slots[slot], pc, fp, sp);

@@ -39,9 +39,12 @@ class CpuTimerCaptures {
   // index, or -1 (no free slot, no signal, or timer_create refused).
   static int Arm(uint32_t tid, uint64_t cpu_period_ns);
   static void Disarm(int slot);
+  // Stops the slot's timer (cpu_period_ns 0) or starts it again, keeping its latest capture.
+  static void SetPeriod(int slot, uint64_t cpu_period_ns);
   // The slot's latest capture; false when there is none yet or it was being written.
   static bool Latest(int slot, Capture* out);
   static uint64_t captures();  // handler runs that captured something, all threads
+  static uint64_t handler_ns();  // their time on the job's threads, all threads
 
   // Tests: the handler's body on the given registers (as the signal would run it).
   static void CaptureForTest(int slot, uintptr_t pc, uintptr_t fp, uintptr_t sp);

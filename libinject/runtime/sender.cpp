@@ -181,7 +181,7 @@ class Sender {
   void UpdateBudget(const CuptiBudget::Cycle& drained) {
     CuptiBudget::Cycle c = drained;
     c.now_ns = NowNs();
-    c.sampler_cpu_ns = Sampler().totals().cpu_ns;  // its thread's cost counts in the budget
+    c.sampler_ns = Sampler().totals().cost_ns();  // its thread's and its signals' cost count in the budget
     c.startup_ns = StartupNs();
     const HookCostSums own = SumHookCosts(rings_);
     if (own.samples > 0) {
@@ -189,6 +189,7 @@ class Sender {
       c.hook_samples = own.samples;
     }
     const bool open = budget_->Update(c);
+    Sampler().SetBudgetSpent(budget_->spent());
     if (!open) Timer().SetCuptiTimes(false);
     Cupti().SetRecording(open);
     Timer().SetCuptiTimes(open && Cupti().RecordsKernels());

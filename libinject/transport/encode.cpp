@@ -156,6 +156,7 @@ void AppendHostSampling(std::string& batch, const HostSampler::Totals& t) {
   UInt(s, m::kNativeSamples, t.native_samples);
   UInt(s, m::kTimerCaptures, t.timer_captures);
   UInt(s, m::kNativeSignal, static_cast<uint64_t>(t.native_signal));
+  UInt(s, m::kHandlerNs, t.handler_ns);
   Message(batch, f::batch::kHostSampling, s);
 }
 
@@ -393,6 +394,7 @@ void AppendOverhead(std::string& batch, const CuptiBudget::Figures& x, bool hw_t
   UInt(o, m::kSenderCpuNs, sender_cpu_ns);
   UInt(o, m::kHookSamples, x.hook_samples);
   UInt(o, m::kStartupNs, x.startup_ns);
+  UInt(o, m::kSamplerAddedNs, x.sampler_ns);
   Message(batch, f::batch::kOverhead, o);
 }
 

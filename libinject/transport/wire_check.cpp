@@ -174,6 +174,7 @@ GW_FIELD(host_sampling, HostSampling, Dropped);
 GW_FIELD(host_sampling, HostSampling, NativeSamples);
 GW_FIELD(host_sampling, HostSampling, TimerCaptures);
 GW_FIELD(host_sampling, HostSampling, NativeSignal);
+GW_FIELD(host_sampling, HostSampling, HandlerNs);
 GW_FIELD(cupti_window, CuptiWindow, StartNs);
 GW_FIELD(cupti_window, CuptiWindow, EndNs);
 GW_FIELD(overhead, Overhead, CuptiMode);
@@ -191,6 +192,9 @@ GW_FIELD(overhead, Overhead, WindowNs);
 GW_FIELD(overhead, Overhead, ElapsedNs);
 GW_FIELD(overhead, Overhead, HwTrace);
 GW_FIELD(overhead, Overhead, SenderCpuNs);
+GW_FIELD(overhead, Overhead, HookSamples);
+GW_FIELD(overhead, Overhead, StartupNs);
+GW_FIELD(overhead, Overhead, SamplerAddedNs);
 
 GW_FIELD(env_var, EnvVar, Name);
 GW_FIELD(env_var, EnvVar, Value);

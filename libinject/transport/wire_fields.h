@@ -63,7 +63,7 @@ inline constexpr uint32_t kTNs = 1, kTid = 2, kStackId = 3, kInCuda = 4;
 }
 namespace host_sampling {
 inline constexpr uint32_t kHz = 1, kSamples = 2, kCpuNs = 3, kDropped = 4, kNativeSamples = 5, kTimerCaptures = 6,
-                          kNativeSignal = 7;
+                          kNativeSignal = 7, kHandlerNs = 8;
 }
 
 namespace device_sample {
@@ -88,7 +88,7 @@ namespace overhead {
 inline constexpr uint32_t kCuptiMode = 1, kBudget = 2, kHookNs = 3, kCuptiNs = 4, kCuptiNsMeasured = 5,
                           kHookCalls = 6, kCuptiCalls = 7, kHooksAddedNs = 8, kCuptiAddedNs = 9, kWindows = 10,
                           kWindowNs = 11, kElapsedNs = 12, kHwTrace = 13, kSenderCpuNs = 14,
-                          kHookSamples = 15, kStartupNs = 16;
+                          kHookSamples = 15, kStartupNs = 16, kSamplerAddedNs = 17;
 }
 
 namespace env_var {

@@ -4,6 +4,7 @@
 // whole, off not at all. The simulated CUPTI costs what NVIDIA's does (docs/simulator.md).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -68,6 +69,7 @@ TEST_CASE("budget: a launch-heavy run is sampled in windows, and its device figu
   CHECK(Num(own["cupti_us_per_call"]) > 1.5);  // the simulator's: 2.2 us configured, ~4 on average
   CHECK(Num(own["cupti_us_per_call"]) < 8.0);
   // What the windows spend (the start-up is reported beside it, not spent: cupti_budget.cpp).
+  CHECK(Num(own["sampler_s"]) == 0.0);  // the sampler is off here
   const double spent = Num(own["hooks_s"]) + Num(own["cupti_s"]);
   CHECK(spent <= 0.01 * Num(own["elapsed_s"]) + 0.05 + 0.01);  // a 10 ms cycle of overshoot
   CHECK(spent >= 0.5 * (0.01 * Num(own["elapsed_s"]) + 0.05));  // and the budget is used
@@ -108,6 +110,36 @@ TEST_CASE("budget: a launch-heavy run is sampled in windows, and its device figu
   CHECK(c.launches > 0);
   CHECK(c.launch_bursts > 0);
   CHECK(c.launch_bursts * 100 < c.burst_launches);
+}
+
+TEST_CASE("budget: the host sampler shares the budget: hooks, CUPTI and the sampler stay within it together") {
+  // A budget of 0.4%: the hooks alone (~4 ms/s here) take about all of its share of the
+  // wall time, CUPTI's first window the allowance, and the sampler (this C++ driver's native
+  // frames, ~0.1 ms a sample, up to half the budget on its own terms) has to wait for credit:
+  // with only its own half-share bound it would take ~16 ms (measured 2.5-4 ms with it).
+  const JobRun r = RunScenario("budget-sampler", kLaunchHeavy,
+                               {.env = {{"GPUWATCH_OVERHEAD", "0.4%"}}, .timeout_s = 180});
+  const json& own = r.summary["ranks"][0]["overhead"];
+  const json& sampler = own["host_sampler"];
+  INFO("overhead " << own.dump());
+  REQUIRE(sampler.is_object());
+  CHECK(sampler["samples"].get<int>() > 0);  // it sampled while there was credit
+  CHECK(Num(own["sampler_s"]) > 0);
+  // Its cost: its thread's CPU and its timer's handlers on the job's thread.
+  CHECK(Num(own["sampler_s"]) == Approx(Num(sampler["cpu_s"]) + Num(sampler["handler_s"])).margin(2e-3));
+  CHECK(Num(sampler["handler_s"]) >= 0);
+  // The sampler had only what the hooks and CUPTI left of the budget (a 10 ms cycle of
+  // overshoot, and 5 ms for its last ticks before the sender said the budget was spent).
+  // Not the whole against the budget: the hooks' in-place figure, which reprices every call
+  // so far, moved 32 -> 49 ns from run to run here, and alone took the whole over.
+  const double allowance = 0.004 * Num(own["elapsed_s"]) + 0.05;
+  const double left = std::max(0.0, allowance + 0.01 - Num(own["hooks_s"]) - Num(own["cupti_s"]));
+  CHECK(Num(own["sampler_s"]) <= left + 0.005);
+  CHECK(Num(own["sampler_s"]) < 0.5 * (0.002 * Num(own["elapsed_s"]) + 0.005));  // half its own bound
+  const double spent = Num(own["hooks_s"]) + Num(own["cupti_s"]) + Num(own["sampler_s"]);
+  CHECK(Num(own["added_s"]) == Approx(spent + Num(own["startup_s"])).margin(1e-6));
+  CHECK(Num(r.summary["job"]["overhead"]["sampler_s"]) == Approx(Num(own["sampler_s"])).margin(1e-6));
+  CHECK(r.SummaryText().find("host sampler") != std::string::npos);
 }
 
 TEST_CASE("budget: GPUWATCH_CUPTI=full records the same run whole, off records no device work") {

@@ -68,4 +68,9 @@ TEST_CASE("native frames: a C++ job's host frames name the CPU loop first and th
   CHECK(sampler["native_samples"].get<int>() >= 100);
   CHECK(sampler["timer_captures"].get<int>() > 0);
   CHECK(sampler["native_signal"].get<int>() > 0);
+  // The captures' time on the job's thread is timed, and counted in the sampler's cost.
+  CHECK(sampler["handler_s"].get<double>() > 0);
+  CHECK(sampler["handler_s"].get<double>() < 0.05);
+  CHECK(rank["overhead"]["sampler_s"].get<double>() >=
+        sampler["cpu_s"].get<double>() + sampler["handler_s"].get<double>() - 1e-3);
 }

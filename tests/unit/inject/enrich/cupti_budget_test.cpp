@@ -233,3 +233,47 @@ TEST_CASE("overhead budget: the library's start-up is reported, not spent from t
   CHECK(plain.figures().startup_ns == 0);
   CHECK(loaded.figures().cupti_added_ns == plain.figures().cupti_added_ns);
 }
+
+TEST_CASE("overhead budget: the host sampler's cost is spent and reported, and says when the budget is gone") {
+  // 100k calls/s at 20 ns each (0.2% of the wall time) and a sampler whose thread and
+  // signals cost 0.5%: 0.7% of the 1%, so CUPTI gets what is left, and the whole stays
+  // within budget x wall + the allowance. Once spent, spent() says so until credit returns.
+  gi::CuptiBudget::Options o;
+  o.hook_ns = 20;
+  uint64_t now = 1 * kS;
+  const uint64_t t0 = now;
+  gi::CuptiBudget b(o, now);
+  uint64_t spent_cycles = 0, sampler = 0;
+  for (int i = 0; i < 1000; ++i) {
+    gi::CuptiBudget::Cycle c;
+    c.now_ns = now += 10 * kMs;
+    c.hook_calls = c.enqueues = 1000;
+    for (int k = 0; k < 1000; ++k) c.launches.Add(b.open() ? 7000 : 4000);
+    c.device_records = b.open() ? c.enqueues : 0;
+    if (!b.spent()) sampler += 50'000;  // a sampler that waits while the budget is spent
+    c.sampler_ns = sampler;            // cumulative, as the sender reads it
+    b.Update(c);
+    spent_cycles += b.spent();
+  }
+  const auto f = b.figures();
+  CHECK(f.sampler_ns == sampler);
+  const double allowance = 0.01 * static_cast<double>(now - t0) + 50 * kMs;
+  const double spent = static_cast<double>(f.hooks_added_ns + f.cupti_added_ns + f.sampler_ns);
+  CHECK(spent <= allowance + 4 * kMs);  // a cycle of CUPTI's overshoot at most
+  CHECK(spent >= 0.9 * allowance);      // and it is used
+  CHECK(f.cupti_added_ns > 0);
+  CHECK(spent_cycles > 0);
+  CHECK(spent_cycles < 1000);
+
+  // Full and off report the sampler's cost too, and never say the budget is spent.
+  for (auto mode : {gi::CuptiBudget::Mode::kFull, gi::CuptiBudget::Mode::kOff}) {
+    o.mode = mode;
+    gi::CuptiBudget other(o, t0);
+    gi::CuptiBudget::Cycle c;
+    c.now_ns = t0 + 10 * kS;
+    c.sampler_ns = 1 * kS;
+    other.Update(c);
+    CHECK(other.figures().sampler_ns == 1 * kS);
+    CHECK_FALSE(other.spent());
+  }
+}
