@@ -39,7 +39,8 @@ struct HostCall {
   uint64_t coll_bytes;
   bool timed;
   // CUPTI was recording when the call was made (always, unless the overhead budget's
-  // windows sample the timeline): the device work it enqueued is on the timeline.
+  // windows sample the timeline, or GPUWATCH_CUPTI=off): the device work it enqueued is on
+  // the timeline.
   bool recorded = true;
 
   uint64_t end_ns() const { return t_ns + dur_ns; }

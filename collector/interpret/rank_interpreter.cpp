@@ -62,6 +62,7 @@ void RankInterpreter::OnBatch(const wire::Batch& b) {
   for (const auto& w : b.cupti_windows()) coverage_.AddWindow(w.start_ns(), w.end_ns());
   if (b.has_overhead()) {
     coverage_.SetSampled(b.overhead().cupti_mode() == wire::CUPTI_MODE_BUDGET);
+    cupti_off_ = b.overhead().cupti_mode() == wire::CUPTI_MODE_OFF;
     coverage_.SetOpenSince(b.cupti_window_open_since_ns());
   }
   for (const auto& s : b.proc_samples()) fanout_.OnProcSample(s);
@@ -71,8 +72,9 @@ void RankInterpreter::OnBatch(const wire::Batch& b) {
     HostCall c = Interpret(e);
     polls_.Fold(c);
     // The batch's windows came first: they hold every call in it (the library decides a
-    // window after draining the calls it sends with it).
-    c.recorded = coverage_.Covers(c.t_ns, c.t_ns);
+    // window after draining the calls it sends with it). With CUPTI off no call has device
+    // records to go with it (the trace draws its launches as bursts).
+    c.recorded = !cupti_off_ && coverage_.Covers(c.t_ns, c.t_ns);
     host_first_ = std::min(host_first_, c.t_ns);
     host_last_ = std::max(host_last_, c.end_ns());
     // The gap classification needs them before the device sweep reaches them.

@@ -71,6 +71,7 @@ class RankInterpreter {
   StepFinder steps_;
   DeviceSweep sweep_;
   Coverage coverage_;
+  bool cupti_off_ = false;  // the library said GPUWATCH_CUPTI=off: no call is CUPTI-recorded
   Fanout fanout_;
   bool host_seen_ = false;  // the device stream trails the host stream only when there is one
   uint64_t host_calls_ = 0, host_first_ = UINT64_MAX, host_last_ = 0;

@@ -162,4 +162,12 @@ TEST_CASE("budget: GPUWATCH_CUPTI=full records the same run whole, off records n
   CHECK(rank["overhead"]["cupti_s"] == 0.0);
   CHECK(rank["gpu"]["source"] != "cupti");
   CHECK(rank["kernels"]["launches"] == 60 * 1250);
+  // With no device records to go with them, the trace draws every launch in bursts.
+  const gwtrace::TraceReport rep = gwtrace::ValidateTrace(ReadFile(off.out + "/trace.perfetto-trace"), false);
+  INFO(rep.First());
+  REQUIRE(rep.errors.empty());
+  REQUIRE(rep.processes.size() == 1);
+  const gwtrace::RankCounts& c = rep.processes.begin()->second;
+  CHECK(c.launches == 0);
+  CHECK(c.burst_launches == 60 * 1250);
 }
