@@ -71,6 +71,10 @@ row "  GPUWATCH_CUPTI=off (hooks only)" "$(median <"$W/o-pct")%" "($(spread <"$W
 row "  GPUWATCH_CUPTI=full (every kernel)" "$(median <"$W/f-pct")%" "($(spread <"$W/f-pct"))"
 row "  default: self-reported added time" "$(printf %.0f "$self") ms" \
   "within 1.5x of the measured $(printf %+.0f "$dms") ms ($(awk -v s="$self" -v m="$dms" 'BEGIN{if (m<=0) print "measured <= 0"; else printf "ratio %.2f", s/m}'))"
+# Each round's figures, so that several runs of this script can be pooled (one run's median
+# of 5 rounds moves by ~70 ms on the 2-core VM: docs/PERFORMANCE.md).
+row "  default, each round: measured, self-reported" "" \
+  "$(paste -d/ "$W/d-ms" "$W/self-ms" | awk -F/ '{printf "%s%+.0f/%.0f", (NR > 1 ? " " : ""), $1, $2}') ms"
 row "  default: the sender thread's CPU time" "$(printf %.0f "$(median <"$W/sender-ms")") ms" \
   "(summary overhead.sender_cpu_s: not in the added time; it slows the job where cores are short)"
 
