@@ -1,10 +1,11 @@
 // See cupti_budget.h. What a cycle costs: every hooked call pays the hook's own time; while
 // a window is open, every call that enqueues device work also pays CUPTI's instrumentation.
-// Spent = hooks + CUPTI + the host sampler's cost (its CPU, its signals' handlers), all measured here (the library's start-up
-// is reported beside them, not spent); the allowance grows with the wall
-// time. A window closes when spent reaches the allowance, and opens again once the credit
-// covers min_window_ns at the recent rate of calls: a phase with few launches gets long
-// windows, a launch-heavy one short, spaced ones.
+// Spent = hooks + CUPTI + the host sampler's cost (its CPU, its signals' handlers), all
+// measured here (the library's start-up is reported beside them, not spent); the allowance
+// grows with the wall time. A window closes when spent reaches the allowance, and opens
+// again once the credit covers min_window_ns at the recent rate of calls: a phase with few
+// launches gets long windows, a launch-heavy one short, spaced ones. While spent is past the
+// allowance the sampler takes no sample (spent()).
 #include "enrich/cupti_budget.h"
 
 #include <algorithm>
