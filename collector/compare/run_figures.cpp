@@ -62,11 +62,11 @@ std::string Distinct(const std::set<std::string>& values) {
 
 }  // namespace
 
-std::string CallSiteKey(const std::string& python, const std::vector<std::string>& frames) {
-  if (!python.empty()) return python;
-  if (frames.empty()) return "?";
-  // "symbol+0x15a3 (lib)" -> "symbol (lib)": the offset moves with every rebuild.
-  std::string f = frames.front();
+namespace {
+
+// "symbol+0x15a3 (lib)" -> "symbol (lib)", "lib+0x2724a" -> "lib": the offset moves with
+// every rebuild.
+std::string FrameWithoutOffset(std::string f) {
   const size_t plus = f.rfind("+0x");
   if (plus != std::string::npos) {
     size_t end = plus + 3;
@@ -74,6 +74,23 @@ std::string CallSiteKey(const std::string& python, const std::vector<std::string
     f.erase(plus, end - plus);
   }
   return f;
+}
+
+// A frame dladdr named: "symbol+0x15a3 (lib)"; an unnamed one is "lib+0x15a3".
+bool FrameNamed(const std::string& frame) { return frame.find(" (") != std::string::npos; }
+
+}  // namespace
+
+std::string CallSiteKey(const std::string& python, const std::vector<std::string>& frames) {
+  if (!python.empty()) return python;
+  if (frames.empty()) return "?";
+  std::string key = FrameWithoutOffset(frames.front());
+  if (FrameNamed(frames.front())) return key;
+  // A function without a dynamic symbol (static, or inlined differently at -O3) is only
+  // its library: the first named caller tells such sites apart.
+  for (size_t i = 1; i < frames.size(); ++i)
+    if (FrameNamed(frames[i])) return key + ", called from " + FrameWithoutOffset(frames[i]);
+  return key;
 }
 
 RunFigures ExtractFigures(const json& s, const std::string& path) {

@@ -74,7 +74,8 @@ struct RunFigures {
 };
 
 // The identity of a call site across builds: the Python location when known, else the
-// innermost native frame without its offset ("play_rank(...) (app)").
+// innermost native frame without its offset ("play_rank(...) (app)"), and when that one
+// has no symbol, with its first named caller ("app, called from play_rank(...) (app)").
 std::string CallSiteKey(const std::string& python, const std::vector<std::string>& frames);
 
 // Reads the figures of a summary.json document that LoadSummary accepted. Keys missing

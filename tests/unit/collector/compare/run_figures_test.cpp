@@ -115,6 +115,10 @@ TEST_CASE("collector: diff names a call site by its Python line, else its frame 
   CHECK(CallSiteKey("train.py:42 in step", {"f+0x10 (a.so)"}) == "train.py:42 in step");
   CHECK(CallSiteKey("", {"play(int)+0x15a3 (app)", "main+0x9 (app)"}) == "play(int) (app)");
   CHECK(CallSiteKey("", {"libc.so.6+0x2724a"}) == "libc.so.6");
+  // An innermost frame without a symbol (a static function) takes its first named caller.
+  CHECK(CallSiteKey("", {"app+0x1a9df", "play(int)+0xb6f (app)", "main+0x9 (app)"}) ==
+        "app, called from play(int) (app)");
+  CHECK(CallSiteKey("", {"app+0x1a9df", "libc.so.6+0x2724a"}) == "app");
   CHECK(CallSiteKey("", {}) == "?");
 }
 
