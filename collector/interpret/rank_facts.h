@@ -47,8 +47,10 @@ struct OverheadFacts {
   uint64_t sender_cpu_ns = 0;
   uint64_t hook_samples = 0;  // 0: hook_ns was timed at start, not in place
   uint64_t startup_ns = 0;    // the library's load and ring set-up on the job's threads
-  uint64_t sampler_ns = 0;    // the host sampler's CPU and its signals' handlers on the job's threads
-  uint64_t AddedNs() const { return hooks_added_ns + cupti_added_ns + startup_ns + sampler_ns; }
+  // The host sampler's cost the budget spent (its thread's CPU and its signal handlers), and
+  // of it the handlers, on the job's threads: only those are in the added time.
+  uint64_t sampler_ns = 0, sampler_signals_ns = 0;
+  uint64_t AddedNs() const { return hooks_added_ns + cupti_added_ns + startup_ns + sampler_signals_ns; }
 };
 
 // The library's host sampler (wire HostSampling, the latest; known once sent).

@@ -38,6 +38,7 @@ RankResult Sum(const Job& job) {
     all.overhead.cupti_added_ns += r.overhead.cupti_added_ns;
     all.overhead.startup_ns += r.overhead.startup_ns;
     all.overhead.sampler_ns += r.overhead.sampler_ns;
+    all.overhead.sampler_signals_ns += r.overhead.sampler_signals_ns;
     all.overhead.elapsed_ns += r.overhead.elapsed_ns;
   }
   return all;
@@ -102,7 +103,7 @@ LiveSnapshot TakeSnapshot(const JobTable& jobs, Clock::time_point now) {
       ++snap.ranks_total;
       snap.events += s.events;
       snap.dropped += s.dropped;
-      snap.added_s += s.hooks_s + s.cupti_s + s.startup_s + s.sampler_s;
+      snap.added_s += s.hooks_s + s.cupti_s + s.startup_s + s.sampler_signals_s;
       snap.elapsed_s += s.elapsed_s;
       if (s.has_gpu) {
         snap.gpu_busy_s += s.gpu_busy_s;

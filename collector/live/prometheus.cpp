@@ -115,13 +115,13 @@ std::string FormatPrometheus(const LiveSnapshot& snap) {
   Write(out, {"gpuwatch_overhead_seconds_total", "counter",
               "Time gpuwatch itself added to the rank, by part: hooks (calls x measured cost), cupti "
               "(its instrumented calls x measured cost), startup (its load and ring set-up on the rank's threads), "
-              "sampler (the host sampler's CPU and its signal handlers on the rank's threads)"},
+              "sampler_signals (the host sampler's signal handlers on the rank's threads)"},
         snap, labels, [](const RankSample& r, const Emit& emit) {
           if (r.elapsed_s <= 0) return;
           emit("part=\"hooks\"", r.hooks_s);
           emit("part=\"cupti\"", r.cupti_s);
           emit("part=\"startup\"", r.startup_s);
-          emit("part=\"sampler\"", r.sampler_s);
+          emit("part=\"sampler_signals\"", r.sampler_signals_s);
         });
   Write(out, {"gpuwatch_sync_stall_seconds_total", "counter",
               "Host time blocked in CUDA synchronizing calls"},

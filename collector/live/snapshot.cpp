@@ -32,7 +32,7 @@ RankSample SampleOf(const RankResult& r) {
   s.hooks_s = Seconds(r.overhead.hooks_added_ns);
   s.cupti_s = Seconds(r.overhead.cupti_added_ns);
   s.startup_s = Seconds(r.overhead.startup_ns);
-  s.sampler_s = Seconds(r.overhead.sampler_ns);
+  s.sampler_signals_s = Seconds(r.overhead.sampler_signals_ns);
   s.elapsed_s = Seconds(r.overhead.elapsed_ns);
   if ((s.has_memory = r.memory.known())) {
     s.memory_reserved = static_cast<double>(r.memory.reserved_bytes);

@@ -43,7 +43,7 @@ struct RankSample {
   uint64_t dropped = 0;
   double coverage = 1;  // share of the active span the GPU timeline recorded (the budget's windows)
   // gpuwatch's own cost so far: hooks, CUPTI, over the time the library ran.
-  double hooks_s = 0, cupti_s = 0, startup_s = 0, sampler_s = 0, elapsed_s = 0;
+  double hooks_s = 0, cupti_s = 0, startup_s = 0, sampler_signals_s = 0, elapsed_s = 0;
   // Device memory the rank's allocations hold (has_memory), and its GPU's latest NVML sample
   // (has_device).
   bool has_memory = false, has_device = false;

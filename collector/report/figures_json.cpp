@@ -283,6 +283,7 @@ nlohmann::json OverheadJson(const OverheadFacts& o) {
           {"hooks_s", Seconds(o.hooks_added_ns)},
           {"cupti_s", Seconds(o.cupti_added_ns)},
           {"startup_s", Seconds(o.startup_ns)},
+          {"sampler_signals_s", Seconds(o.sampler_signals_ns)},
           {"sampler_s", Seconds(o.sampler_ns)},
           {"share_of_wall", o.elapsed_ns ? static_cast<double>(added) / o.elapsed_ns : 0.0},
           {"hook_ns_per_call", o.hook_ns},
@@ -299,7 +300,7 @@ nlohmann::json OverheadJson(const OverheadFacts& o) {
 }
 
 nlohmann::json JobOverheadJson(const RankList& ranks) {
-  uint64_t hooks = 0, cupti = 0, startup = 0, sampler = 0, elapsed = 0, sender_cpu = 0;
+  uint64_t hooks = 0, cupti = 0, startup = 0, signals = 0, sampler = 0, elapsed = 0, sender_cpu = 0;
   double max_share = 0, budget = 0;
   bool any = false;
   for (const RankResult& r : ranks) {
@@ -309,6 +310,7 @@ nlohmann::json JobOverheadJson(const RankList& ranks) {
     hooks += o.hooks_added_ns;
     cupti += o.cupti_added_ns;
     startup += o.startup_ns;
+    signals += o.sampler_signals_ns;
     sampler += o.sampler_ns;
     elapsed += o.elapsed_ns;
     sender_cpu += o.sender_cpu_ns;
@@ -316,12 +318,13 @@ nlohmann::json JobOverheadJson(const RankList& ranks) {
     if (o.elapsed_ns) max_share = std::max(max_share, static_cast<double>(o.AddedNs()) / o.elapsed_ns);
   }
   if (!any) return nullptr;
-  const uint64_t added = hooks + cupti + startup + sampler;
+  const uint64_t added = hooks + cupti + startup + signals;
   return {{"budget", budget},
           {"added_s", Seconds(added)},
           {"hooks_s", Seconds(hooks)},
           {"cupti_s", Seconds(cupti)},
           {"startup_s", Seconds(startup)},
+          {"sampler_signals_s", Seconds(signals)},
           {"sampler_s", Seconds(sampler)},
           {"share_of_wall", elapsed ? static_cast<double>(added) / elapsed : 0.0},
           {"max_share_of_wall", max_share},

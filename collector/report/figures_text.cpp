@@ -153,11 +153,18 @@ void OverheadText(const OverheadFacts& o, std::string& out) {
                      o.elapsed_ns ? 100.0 * added / o.elapsed_ns : 0.0, FmtDurationNs(o.elapsed_ns).c_str(), 100 * o.budget),
               kTextWidth) +
          "\n";
-  out += Clip(Printf("    hooks %s, CUPTI %s, start-up %s, host sampler %s", FmtDurationNs(o.hooks_added_ns).c_str(),
+  out += Clip(Printf("    hooks %s, CUPTI %s, start %s, sampler signals %s", FmtDurationNs(o.hooks_added_ns).c_str(),
                      FmtDurationNs(o.cupti_added_ns).c_str(), FmtDurationNs(o.startup_ns).c_str(),
-                     FmtDurationNs(o.sampler_ns).c_str()),
+                     FmtDurationNs(o.sampler_signals_ns).c_str()),
               kTextWidth) +
          "\n";
+  // Not in it: CPU on other threads, which slows the job only where cores are short.
+  const uint64_t sampler_cpu = o.sampler_ns > o.sampler_signals_ns ? o.sampler_ns - o.sampler_signals_ns : 0;
+  if (sampler_cpu || o.sender_cpu_ns)
+    out += Clip(Printf("    beside the job: sender %s CPU, sampler %s CPU",
+                       FmtDurationNs(o.sender_cpu_ns).c_str(), FmtDurationNs(sampler_cpu).c_str()),
+                kTextWidth) +
+           "\n";
 }
 
 uint64_t DroppedTotal(const std::map<std::string, uint64_t>& d) {

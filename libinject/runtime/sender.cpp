@@ -181,7 +181,9 @@ class Sender {
   void UpdateBudget(const CuptiBudget::Cycle& drained) {
     CuptiBudget::Cycle c = drained;
     c.now_ns = NowNs();
-    c.sampler_ns = Sampler().totals().cost_ns();  // its thread's and its signals' cost count in the budget
+    const HostSampler::Totals sampling = Sampler().totals();
+    c.sampler_ns = sampling.cost_ns();  // its thread's and its signals' cost count in the budget
+    c.sampler_signals_ns = sampling.handler_ns;
     c.startup_ns = StartupNs();
     const HookCostSums own = SumHookCosts(rings_);
     if (own.samples > 0) {

@@ -73,4 +73,5 @@ TEST_CASE("native frames: a C++ job's host frames name the CPU loop first and th
   CHECK(sampler["handler_s"].get<double>() < 0.05);
   CHECK(rank["overhead"]["sampler_s"].get<double>() >=
         sampler["cpu_s"].get<double>() + sampler["handler_s"].get<double>() - 1e-3);
+  CHECK(rank["overhead"]["sampler_signals_s"].get<double>() > 0);  // in the added time
 }
