@@ -91,7 +91,7 @@ void RankFacts::OnBatch(const wire::Batch& b) {
                               o.cupti_ns(),   o.cupti_ns_measured(), o.hw_trace(),    o.hook_calls(),
                               o.cupti_calls(), o.hooks_added_ns(), o.cupti_added_ns(), o.windows(),
                               o.window_ns(),  o.elapsed_ns(),      o.sender_cpu_ns(),  o.hook_samples(),
-                              o.startup_ns(),  o.sampler_spent_ns(), o.sampler_signals_ns()};
+                              o.startup_ns()};
   }
   if (b.has_host_sampling()) {
     const wire::HostSampling& h = b.host_sampling();
@@ -99,6 +99,10 @@ void RankFacts::OnBatch(const wire::Batch& b) {
                               h.dropped(), h.native_samples(), h.timer_captures(), h.native_signal(),
                               h.handler_ns()};
   }
+  // The sampler's part in the library's cost is what HostSampling says it took (the budget
+  // spends the same two figures), whichever of the two messages came last.
+  overhead_.sampler_ns = sampling_.cpu_ns + sampling_.handler_ns;
+  overhead_.sampler_signals_ns = sampling_.handler_ns;
   for (const auto& d : b.dropped()) NoteDropped(d);
 }
 

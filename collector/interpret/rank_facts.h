@@ -48,7 +48,8 @@ struct OverheadFacts {
   uint64_t hook_samples = 0;  // 0: hook_ns was timed at start, not in place
   uint64_t startup_ns = 0;    // the library's load and ring set-up on the job's threads
   // The host sampler's cost the budget spent (its thread's CPU and its signal handlers), and
-  // of it the handlers, on the job's threads: only those are in the added time.
+  // of it the handlers, on the job's threads: only those are in the added time. Both from
+  // the latest HostSampling (SamplingFacts).
   uint64_t sampler_ns = 0, sampler_signals_ns = 0;
   uint64_t AddedNs() const { return hooks_added_ns + cupti_added_ns + startup_ns + sampler_signals_ns; }
 };

@@ -52,7 +52,6 @@ bool CuptiBudget::Update(const Cycle& c) {
   // The host sampler runs beside the job, not inside its calls (but for its signals'
   // handlers); its CPU is counted anyway.
   sampler_ns_ = std::max(sampler_ns_, c.sampler_ns);
-  sampler_signals_ns_ = std::max(sampler_signals_ns_, c.sampler_signals_ns);
   if (open_) {
     in_launches_.Merge(c.launches);
     in_enqueues_ += c.enqueues;
@@ -108,7 +107,6 @@ CuptiBudget::Figures CuptiBudget::figures() const {
   f.hooks_added_ns = static_cast<uint64_t>(hook_ns_ * static_cast<double>(hook_calls_));
   f.cupti_added_ns = static_cast<uint64_t>(f.cupti_ns * cupti_calls_);
   f.sampler_ns = sampler_ns_;
-  f.sampler_signals_ns = sampler_signals_ns_;
   f.startup_ns = startup_ns_;
   f.windows = windows_ + (open_ ? 1 : 0);
   f.window_ns = window_ns_ + (open_ ? last_ns_ - window_start_ : 0);

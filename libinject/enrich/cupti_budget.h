@@ -37,7 +37,6 @@ class CuptiBudget {
     uint64_t enqueues = 0;        // calls that enqueue device work (launches, copies, memsets)
     uint64_t device_records = 0;  // CUPTI kernels, copies, memsets parsed
     uint64_t sampler_ns = 0;      // the host sampler's cost so far (enrich/host_sampler.h: Totals::cost_ns)
-    uint64_t sampler_signals_ns = 0;  // of it, its signal handlers on the job's threads (Totals::handler_ns)
     uint64_t startup_ns = 0;      // the library's one-off work on the job's threads so far (reported, not spent)
     // The hooks' own cost timed in place so far (record/recorder.h: HookCostProbe), mean ns
     // over `hook_samples` samples; used from kMinHookSamples on.
@@ -57,7 +56,6 @@ class CuptiBudget {
                                   // the hooked ones scaled by CUPTI's device records per hooked one)
     uint64_t hooks_added_ns = 0, cupti_added_ns = 0;
     uint64_t sampler_ns = 0;      // the host sampler's CPU and its signals' handlers, spent here too
-    uint64_t sampler_signals_ns = 0;  // of it, the handlers on the job's threads (the added time's part)
     uint64_t startup_ns = 0;      // its load, and the rings its recording threads zeroed
     uint64_t windows = 0;         // closed, plus the open one
     uint64_t window_ns = 0;       // their length (the open one up to now)
@@ -82,7 +80,7 @@ class CuptiBudget {
   double CuptiNs() const;
 
  private:
-  uint64_t sampler_ns_ = 0, sampler_signals_ns_ = 0, startup_ns_ = 0;
+  uint64_t sampler_ns_ = 0, startup_ns_ = 0;
   bool Measured() const;
   void Open(uint64_t now);
   void Close(uint64_t now);

@@ -183,7 +183,6 @@ class Sender {
     c.now_ns = NowNs();
     const HostSampler::Totals sampling = Sampler().totals();
     c.sampler_ns = sampling.cost_ns();  // its thread's and its signals' cost count in the budget
-    c.sampler_signals_ns = sampling.handler_ns;
     c.startup_ns = StartupNs();
     const HookCostSums own = SumHookCosts(rings_);
     if (own.samples > 0) {

@@ -394,8 +394,6 @@ void AppendOverhead(std::string& batch, const CuptiBudget::Figures& x, bool hw_t
   UInt(o, m::kSenderCpuNs, sender_cpu_ns);
   UInt(o, m::kHookSamples, x.hook_samples);
   UInt(o, m::kStartupNs, x.startup_ns);
-  UInt(o, m::kSamplerSpentNs, x.sampler_ns);
-  UInt(o, m::kSamplerSignalsNs, x.sampler_signals_ns);
   Message(batch, f::batch::kOverhead, o);
 }
 

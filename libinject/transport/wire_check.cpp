@@ -194,8 +194,6 @@ GW_FIELD(overhead, Overhead, HwTrace);
 GW_FIELD(overhead, Overhead, SenderCpuNs);
 GW_FIELD(overhead, Overhead, HookSamples);
 GW_FIELD(overhead, Overhead, StartupNs);
-GW_FIELD(overhead, Overhead, SamplerSpentNs);
-GW_FIELD(overhead, Overhead, SamplerSignalsNs);
 
 GW_FIELD(env_var, EnvVar, Name);
 GW_FIELD(env_var, EnvVar, Value);

@@ -28,7 +28,6 @@ const std::set<std::string> kNotTimes = {
     "gpuwatch.wire.Overhead.window_ns",     "gpuwatch.wire.Overhead.elapsed_ns",
     "gpuwatch.wire.Overhead.sender_cpu_ns", "gpuwatch.wire.Overhead.startup_ns",
     "gpuwatch.wire.HostSampling.cpu_ns",    "gpuwatch.wire.HostSampling.handler_ns",
-    "gpuwatch.wire.Overhead.sampler_spent_ns", "gpuwatch.wire.Overhead.sampler_signals_ns",
     "gpuwatch.wire.ProcSample.cgroup_throttled_ns"};
 
 constexpr uint64_t kT = 5'000'000'000;
