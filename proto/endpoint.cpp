@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,8 +11,13 @@ namespace gpuwatch::wire {
 std::string SocketDir(std::string* error) {
   const char* env = std::getenv("GPUWATCH_SOCKET_DIR");
   std::string dir = (env && *env) ? env : "/tmp/gpuwatch-" + std::to_string(getuid());
+  // Missing parents are made as `mkdir -p` would (as GPUWATCH_OUT's are); the directory
+  // itself is private.
+  for (size_t pos = dir.find('/', 1); pos != std::string::npos; pos = dir.find('/', pos + 1)) {
+    if (mkdir(dir.substr(0, pos).c_str(), 0755) != 0 && errno != EEXIST) break;  // the last mkdir says why
+  }
   if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-    if (error) *error = "cannot create " + dir;
+    if (error) *error = "cannot create " + dir + ": " + std::strerror(errno);
     return "";
   }
   struct stat st {};

@@ -1,7 +1,12 @@
 // TCP, only when asked (--listen-tcp): loopback unless an address is given, and every TCP
 // peer must present the job token in its Hello (docs/RELIABILITY.md, "Nobody else gets
-// in"). The real collector binary, fake ranks over TCP and over its Unix socket.
+// in"). The real collector binary, fake ranks over TCP and over its Unix socket. And where
+// that socket lives (GPUWATCH_SOCKET_DIR).
+#include <sys/stat.h>
+
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <regex>
 
 #include "endpoint.h"
@@ -201,4 +206,33 @@ TEST_CASE("collector: host:port parsing and the token comparison") {
   CHECK_FALSE(TokenEquals("abcdefg", "abcdef"));
   CHECK_FALSE(TokenEquals("", "abcdef"));
   CHECK_FALSE(TokenEquals("", ""));  // no token configured never means "anyone"
+}
+
+TEST_CASE("collector: the socket directory is made with its parents, private; a bad one is one clear error") {
+  namespace w = gpuwatch::wire;
+  char tmpl[] = "/tmp/gw-sockdir-XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  const std::string base = tmpl;
+  const char* before = std::getenv("GPUWATCH_SOCKET_DIR");
+  const std::string saved = before ? before : "";
+  std::string error;
+
+  const std::string nested = base + "/a/b/sock";
+  setenv("GPUWATCH_SOCKET_DIR", nested.c_str(), 1);
+  CHECK(w::SocketDir(&error) == nested);
+  CHECK(w::CollectorSocketPath(&error) == nested + "/collector.sock");
+  struct stat st {};
+  REQUIRE(stat(nested.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0700);
+
+  const std::string file = base + "/file";
+  FILE* f = std::fopen(file.c_str(), "w");
+  REQUIRE(f != nullptr);
+  std::fclose(f);
+  setenv("GPUWATCH_SOCKET_DIR", (file + "/sock").c_str(), 1);
+  CHECK(w::SocketDir(&error).empty());
+  CHECK(error == "cannot create " + file + "/sock: Not a directory");
+
+  if (before) setenv("GPUWATCH_SOCKET_DIR", saved.c_str(), 1); else unsetenv("GPUWATCH_SOCKET_DIR");
+  std::filesystem::remove_all(base);
 }
