@@ -90,8 +90,12 @@ uint64_t Assembler::InFlightFloorNs(std::span<Ring* const> rings) const {
 void Assembler::TakeRecord(const Record& r, uint32_t tid) {
   const HostEvent e = ToHostEvent(r, tid, time_);
   if (r.api != kGroupEnd) ++batch_.drained.hook_calls;
-  if (r.api == kApiLaunchKernel) batch_.drained.launches.Add(e.dur_ns);
-  batch_.drained.enqueues += r.api == kApiLaunchKernel || r.api == kApiMemcpy || r.api == kApiMemcpyAsync;
+  // What the overhead budget counts: every call that ran device work (one recorded into a
+  // graph ran none, and returns sooner than a launch does), and the kernel launches' times.
+  if (EnqueuesDeviceWork(r.api) && (r.flags & kFlagInCapture) == 0) {
+    ++batch_.drained.enqueues;
+    if (LaunchesKernel(r.api)) batch_.drained.launches.Add(e.dur_ns);
+  }
   if (r.api == kGroupEnd) {
     held_.CloseGroup(r.event_slot, e.t_ns + e.dur_ns);
     return;

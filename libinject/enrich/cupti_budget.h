@@ -33,8 +33,8 @@ class CuptiBudget {
   struct Cycle {
     uint64_t now_ns = 0;
     uint64_t hook_calls = 0;      // every call the hooks recorded
-    LaunchTimes launches;         // kernel launch calls among them: host times
-    uint64_t enqueues = 0;        // calls that enqueue device work (launches, copies, memsets)
+    LaunchTimes launches;         // kernel launch calls among them (runtime or driver): host times
+    uint64_t enqueues = 0;        // calls that ran device work (record.h: EnqueuesDeviceWork)
     uint64_t device_records = 0;  // CUPTI kernels, copies, memsets parsed
     uint64_t sampler_ns = 0;      // the host sampler's cost so far (enrich/host_sampler.h: Totals::cost_ns)
     uint64_t startup_ns = 0;      // the library's one-off work on the job's threads so far (reported, not spent)

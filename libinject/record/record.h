@@ -74,5 +74,13 @@ struct Record {
 static_assert(sizeof(Record) == 64, "one record is one cache line");
 
 inline bool IsMemoryApi(uint8_t api) { return api >= kApiMalloc && api <= kApiMemGetInfo; }
+// A kernel launch call, through the runtime or the driver (cuBLAS, Triton: hooks_cuda_driver.cpp).
+constexpr bool LaunchesKernel(uint8_t api) { return api == kApiLaunchKernel || api == kApiDriverLaunchKernel; }
+// A call that puts work on the device: a kernel, a graph's work, a copy, a memset (the
+// collector's EnqueuesWork). While CUPTI records, each pays its instrumentation.
+constexpr bool EnqueuesDeviceWork(uint8_t api) {
+  return LaunchesKernel(api) || api == kApiGraphLaunch || api == kApiMemcpy || api == kApiMemcpyAsync ||
+         api == kApiMemset || api == kApiMemsetAsync;
+}
 
 }  // namespace gpuwatch::inject

@@ -112,6 +112,38 @@ TEST_CASE("budget: a launch-heavy run is sampled in windows, and its device figu
   CHECK(c.launch_bursts * 100 < c.burst_launches);
 }
 
+TEST_CASE("budget: kernels launched through the driver (Triton, cuBLAS) are charged and sampled too") {
+  // torch.compile's kernels are Triton's, launched with cuLaunchKernelEx; cuBLAS takes
+  // cuLaunchKernel from the runtime's entry point. Neither passes cudaLaunchKernel's hooks:
+  // the budget once counted only those (and copies), charged CUPTI nothing for this run and
+  // traced it whole, +47% here. 2 s of launch-bound steps, every launch through the driver.
+  const char* kDriverHeavy = R"({
+    "name": "budget_driver_launches", "description": "launch-bound, launched as Triton and cuBLAS do",
+    "ranks": 1, "steps": 250, "gpu": {"launch_us": 8},
+    "step": [{"op": "kernels", "count": 600, "us": 4, "via": "triton"},
+             {"op": "kernels", "count": 400, "us": 4, "via": "library"}, {"op": "sync"}]
+  })";
+  const JobRun r = RunScenario("budget-driver", kDriverHeavy,
+                               {.truth = true, .env = {{"GPUWATCH_SAMPLE_HZ", "0"}}, .timeout_s = 120});
+  const json& rank = r.summary["ranks"][0];
+  const json& cov = rank["gpu"]["coverage"];
+  const json& own = rank["overhead"];
+  INFO("coverage " << cov.dump() << "\noverhead " << own.dump());
+  REQUIRE(rank["kernels"]["driver_launches"] == 250 * 1000);  // the hooks saw them all
+  CHECK(cov["sampled"] == true);
+  CHECK(Num(cov["share"]) < 0.5);
+  // CUPTI's cost measured on these launches, and charged for each one inside a window.
+  CHECK(own["cupti_cost_measured"] == true);
+  CHECK(Num(own["cupti_us_per_call"]) > 1.5);
+  CHECK(Num(own["cupti_us_per_call"]) < 8.0);
+  CHECK(own["cupti_calls"].get<double>() >= 0.9 * Num(cov["enqueue_share"]) * 250 * 1000);
+  const double spent = Num(own["hooks_s"]) + Num(own["cupti_s"]);
+  CHECK(spent <= 0.01 * Num(own["elapsed_s"]) + 0.05 + 0.01);
+  // And the device figures, estimated from the window, still match the device's account.
+  const double busy = Num(r.Device(0)["busy_s"]);
+  CHECK(std::abs(Num(rank["gpu"]["busy_s"]) - busy) <= 0.05 * busy);
+}
+
 TEST_CASE("budget: the host sampler shares the budget: hooks, CUPTI and the sampler stay within it together") {
   // A budget of 0.4%: the hooks alone (~4 ms/s here) take about all of its share of the
   // wall time, CUPTI's first window the allowance, and the sampler (this C++ driver's native
