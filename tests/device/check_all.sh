@@ -98,7 +98,8 @@ fi
 if want E; then
 say "E. end to end, launch-bound PyTorch loop (100k x.add_), 3 interleaved rounds; CUPTI record kinds compared"
 # name|GPUWATCH_CUPTI|GPUWATCH_CUPTI_KINDS ("-" = not preloaded)
-VARIANTS="plain|-|- hooks|off| cupti_all|on| cupti_noruntime|on|kernel,memcpy,memset,sync,driver cupti_device|on|kernel,memcpy,memset,sync"
+# "full": every launch traced (GPUWATCH_CUPTI=on is the budget now; section O measures that).
+VARIANTS="plain|-|- hooks|off| cupti_all|full| cupti_noruntime|full|kernel,memcpy,memset,sync,driver cupti_device|full|kernel,memcpy,memset,sync"
 for i in 1 2 3; do
   for v in $VARIANTS; do
     IFS='|' read -r name cup kinds <<<"$v"
@@ -131,6 +132,26 @@ done
 for v in plain hooks cupti; do echo "$v: wall_s $(tr '\n' ' ' <"$W/lh-$v") median $(median <"$W/lh-$v")"; done
 
 fi
+if want O; then
+say "O. the overhead budget (issue 15): launch-bound PyTorch loop of ~10 s, plain / default / full / off, interleaved"
+# GW_LOOP_N launches a run (~10 s plain at H200's 134k/s), GW_ROUNDS rounds: ~4 min in all.
+N=${GW_LOOP_N:-1300000} R=${GW_ROUNDS:-3}
+for i in $(seq "$R"); do
+  for v in plain default full off; do
+    if [ $v = plain ]; then
+      timeout 120 python3 tests/device/launch_loop.py "$N" >"$W/ob-$v$i.loop"
+    else
+      cup=$v; [ $v = default ] && cup=  # unset: what a user runs
+      GPUWATCH_CUPTI=$cup GPUWATCH_OUT=$W/ob-$v$i GPUWATCH_SOCKET_DIR=$W/ob-$v$i.sock \
+        timeout 120 env LD_PRELOAD=$LIB python3 tests/device/launch_loop.py "$N" >"$W/ob-$v$i.loop" 2>"$W/ob-$v$i.err"
+      wait_file "$W/ob-$v$i/summary.json" >/dev/null
+    fi
+  done
+done
+python3 tests/device/overhead_budget.py "$W" "$R"
+grep -h -A3 "own cost" "$W"/ob-default1/summary.txt 2>/dev/null | head -4
+
+fi
 if want G; then
 say "G. device state (issue 17; untested until a device run): NVML and memory vs nvidia-smi and torch"
 for dt in fp32 bf16; do
@@ -160,7 +181,7 @@ PY
 done
 fi
 say done
-(cd "$W" && find . -maxdepth 3 -type f -not -path '*/.gpuwatch/*' \( -name 'summary.*' -o -name '*.json' -o -name '*.err' \
+(cd "$W" && find . -maxdepth 3 -type f -not -path '*/.gpuwatch/*' \( -name 'summary.*' -o -name '*.json' -o -name '*.loop' -o -name '*.err' \
   -o \( -name trace.perfetto-trace \( -path './tvp/*' -o -path './nccl/*' -o -path './scn-*' \) \) \) -print0 |
   tar czf "$O/results.tar.gz" --null -T -)
 ls -la "$O"
