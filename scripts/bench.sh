@@ -62,6 +62,12 @@ row "  launch rate per rank (plain run)" "$(awk -v p="$p" -v n="$launches" 'BEGI
 
 # 3. The overhead budget on an ~11 s launch loop: scripts/bench_overhead.sh.
 GPUWATCH_BUILD=$B bash scripts/bench_overhead.sh --rows
+# The same when every kernel is launched through the driver (Triton's launcher, cuBLAS): the
+# budget charges those launches too. ~3.5 s, 3 paired rounds (scripts/ab_runs.sh).
+tri=$(GPUWATCH_BUILD=$B bash scripts/ab_runs.sh tests/bench/launch_loop_triton.json 3 "$LIB")
+tp=$(grep -o 'first [0-9]*' <<<"$tri" | grep -o '[0-9]*'); td=$(grep -o 'config 1: [+-][0-9]* ms.*\]' <<<"$tri")
+row "  default, every launch through the driver" "$(grep -o '[+-][0-9]* ms' <<<"$td" | head -1)" \
+  "<= $(awk -v p="$tp" 'BEGIN{printf "%.0f", p/100+50}') ms = 1% + 50 ms (median of 3 paired rounds [${td#*[}; plain $tp ms, Triton's cuLaunchKernelEx)"
 
 # 4. Collector ingest: 4 concurrent senders, two mixes (tests/bench/ingest_bench.cpp):
 # "every16" has a copy, a sync and a collective in every 16 records (a 48 us "step": the

@@ -55,8 +55,9 @@ bool CuptiBudget::Update(const Cycle& c) {
   if (open_) {
     in_launches_.Merge(c.launches);
     in_enqueues_ += c.enqueues;
-    // Calls the hooks do not see (cuBLAS, NCCL, Triton launch through the driver) are
-    // instrumented too: CUPTI's device records per hooked enqueueing call scale them in.
+    // Work the hooks do not see enqueued is instrumented too (NCCL launches its kernels
+    // through the driver it loaded itself; a graph launch runs many): CUPTI's device records
+    // per hooked enqueueing call scale them in.
     const double seen = in_enqueues_ ? static_cast<double>(device_records_) / static_cast<double>(in_enqueues_) : 1.0;
     cupti_calls_ += static_cast<double>(c.enqueues) * std::max(1.0, seen);
   } else {
