@@ -208,7 +208,7 @@ TEST_CASE("collector: host:port parsing and the token comparison") {
   CHECK_FALSE(TokenEquals("", ""));  // no token configured never means "anyone"
 }
 
-TEST_CASE("collector: the socket directory is made with its parents, private; a bad one is one clear error") {
+TEST_CASE("collector: the socket directory is made with its parents, private, and a bad one is one clear error") {
   namespace w = gpuwatch::wire;
   char tmpl[] = "/tmp/gw-sockdir-XXXXXX";
   REQUIRE(mkdtemp(tmpl) != nullptr);
