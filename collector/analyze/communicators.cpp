@@ -88,6 +88,7 @@ std::string GuessKind(const JobComm& c, int world) {
 std::vector<JobComm> JoinCommunicators(const RankList& ranks) {
   std::vector<JobComm> out;
   std::map<uint64_t, size_t> by_hash;  // identified ones
+  size_t listed = 0;                   // member slots so far, against kMaxListedMembers
   for (const RankResult& r : ranks)
     for (const CommFigures& c : r.comms.comms) {
       size_t i;
@@ -101,7 +102,11 @@ std::vector<JobComm> JoinCommunicators(const RankList& ranks) {
         j.hash = c.hash;
         j.identified = c.identified;
         j.nranks = c.nranks;
-        j.members.assign(static_cast<size_t>(std::max(c.nranks, 1)), -1);
+        const size_t n = static_cast<size_t>(std::max(c.nranks, 1));
+        if (listed + n <= kMaxListedMembers) {
+          j.members.assign(n, -1);
+          listed += n;
+        }
         j.figures.facts = c.facts;
         out.push_back(std::move(j));
       }

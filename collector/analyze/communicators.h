@@ -56,11 +56,17 @@ struct JobComm {
   uint64_t hash = 0;
   bool identified = false;
   int32_t nranks = 0;
-  std::vector<int> members;  // world rank of each comm rank (-1: no rank reported it)
+  std::vector<int> members;  // world rank of each comm rank (-1: no rank reported it);
+                             // empty past kMaxListedMembers
   std::string kind;          // "world", "tp", "dp", "pp", "other", or "unknown" (not identified)
   CommFigures figures;       // sums over the ranks that reported it
   size_t ranks_reporting = 0;
 };
+
+// A communicator's member list is as long as its size, which is the stream's word: one
+// claiming 2^31 ranks once made the summary ask for 4 GB. The job's lists together hold at
+// most this many slots (a 100k-rank world and its groups fit); past it a list stays empty.
+inline constexpr size_t kMaxListedMembers = size_t{1} << 20;
 
 // Joins the ranks' tables: identified communicators by hash, the others one per rank.
 std::vector<JobComm> JoinCommunicators(const RankList& ranks);

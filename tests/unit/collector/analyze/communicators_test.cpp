@@ -99,6 +99,27 @@ TEST_CASE("communicators: joined by identity into members and kind, a pointer-ke
                      {"0,1,2,3", "world"}, {"0,1", "tp"}, {"2,3", "tp"}, {"0,2", "dp"}, {"1,3", "dp"}});
 }
 
+TEST_CASE("communicators: a size no job has leaves the member list empty, the job's lists stay bounded") {
+  // A malformed stream's communicator of 2^31 - 1 ranks, beside a real pair.
+  std::vector<dg::RankResult> ranks(2);
+  for (int r = 0; r < 2; ++r) {
+    dg::CommCounter c;
+    c.OnHostCall(Coll(1 * kMs, 0x100 + r, true, 0x7fffffff, r));
+    c.OnHostCall(Coll(2 * kMs, 0x200, true, 2, r));
+    ranks[r].rank = r;
+    ranks[r].comms = c.Result(dg::RankFacts());
+  }
+  const auto comms = dg::JoinCommunicators(ranks);
+  REQUIRE(comms.size() == 3);
+  size_t slots = 0;
+  for (const auto& c : comms) {
+    slots += c.members.size();
+    if (c.hash == 0x200) CHECK(dg::MembersLabel(c.members) == "0,1");
+    else CHECK(c.members.empty());
+  }
+  CHECK(slots <= dg::kMaxListedMembers);
+}
+
 TEST_CASE("stragglers: a slow rank inside one TP pair is that pair's straggler, with its peer's wait") {
   // 4 ranks; rank 3 reaches the TP pair {2,3}'s all-reduces 10 ms late, the pair {0,1} is even.
   std::vector<dg::RankResult> ranks(4);
