@@ -52,6 +52,14 @@ bool CuptiBudget::Update(const Cycle& c) {
   // The host sampler runs beside the job, not inside its calls (but for its signals'
   // handlers); its CPU is counted anyway.
   sampler_ns_ = std::max(sampler_ns_, c.sampler_ns);
+  // A window CUPTI does not record in costs nothing: closed before this cycle is charged.
+  // (The calls of a cycle in which a profiler took CUPTI over go uncharged: the profiler
+  // pays for them.)
+  gone_ = gone_ || c.cupti_gone;
+  if (gone_ && open_) {
+    if (device_records_ == 0) open_ = false;  // CUPTI never recorded: there was no window
+    else Close(now);
+  }
   if (open_) {
     in_launches_.Merge(c.launches);
     in_enqueues_ += c.enqueues;
@@ -69,7 +77,7 @@ bool CuptiBudget::Update(const Cycle& c) {
     rate_ = rate_ == 0 ? r : rate_ + w * (r - rate_);
   }
   if (o_.mode != Mode::kBudget) return open_;
-  if (now >= o_.record_from_ns && now < o_.record_to_ns) {  // asked for: its cost counts all the same
+  if (!gone_ && now >= o_.record_from_ns && now < o_.record_to_ns) {  // asked for: its cost counts all the same
     if (!open_) Open(now);
     return open_;
   }
@@ -83,7 +91,7 @@ bool CuptiBudget::Update(const Cycle& c) {
   spent_ = spent >= allowance;
   if (open_ && spent_) {
     Close(now);
-  } else if (!open_ && allowance - spent >= CuptiNs() * rate_ * static_cast<double>(o_.min_window_ns)) {
+  } else if (!open_ && !gone_ && allowance - spent >= CuptiNs() * rate_ * static_cast<double>(o_.min_window_ns)) {
     Open(now);
   }
   return open_;

@@ -38,6 +38,9 @@ class CuptiBudget {
     uint64_t device_records = 0;  // CUPTI kernels, copies, memsets parsed
     uint64_t sampler_ns = 0;      // the host sampler's cost so far (enrich/host_sampler.h: Totals::cost_ns)
     uint64_t startup_ns = 0;      // the library's one-off work on the job's threads so far (reported, not spent)
+    // CUPTI records nothing more (CuptiReader::gone: unusable, or handed over to the job's
+    // profiler): no window costs anything from this cycle on.
+    bool cupti_gone = false;
     // The hooks' own cost timed in place so far (record/recorder.h: HookCostProbe), mean ns
     // over `hook_samples` samples; used from kMinHookSamples on.
     double hook_ns = 0;
@@ -87,7 +90,7 @@ class CuptiBudget {
 
   Options o_;
   uint64_t start_ns_, last_ns_;
-  bool open_ = false, spent_ = false;
+  bool open_ = false, spent_ = false, gone_ = false;
   uint64_t window_start_ = 0;
   std::vector<std::pair<uint64_t, uint64_t>> closed_;
   uint64_t windows_ = 0, window_ns_ = 0;

@@ -383,6 +383,11 @@ bool CuptiReader::live() const {
   return S().source == Source::kCupti && !S().handed_over;
 }
 
+bool CuptiReader::gone() const {
+  std::lock_guard<std::mutex> lock(S().mu);
+  return S().source == Source::kEvents || S().handed_over;
+}
+
 CuptiReader::Source CuptiReader::source() const {
   std::lock_guard<std::mutex> lock(S().mu);
   return S().source;

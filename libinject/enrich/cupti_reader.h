@@ -55,6 +55,9 @@ class CuptiReader {
   void AppCallbacks(void* request, void* complete);
   // CUPTI records are still coming (source is CUPTI and it was not handed over).
   bool live() const;
+  // CUPTI will record nothing more for gpuwatch: it could not be used, or was handed over.
+  // (Before Start() has decided, neither live nor gone.)
+  bool gone() const;
   // The overhead budget's windows: records on (`on`) or off. Sender thread; no-op unless
   // live. Work launched while off never reaches the timeline.
   void SetRecording(bool on);

@@ -184,6 +184,7 @@ class Sender {
     const HostSampler::Totals sampling = Sampler().totals();
     c.sampler_ns = sampling.cost_ns();  // its thread's and its signals' cost count in the budget
     c.startup_ns = StartupNs();
+    c.cupti_gone = Cupti().gone();
     const HookCostSums own = SumHookCosts(rings_);
     if (own.samples > 0) {
       c.hook_ns = static_cast<double>(clock_.DurationNs(own.ticks)) / static_cast<double>(own.samples);

@@ -211,3 +211,26 @@ TEST_CASE("budget: GPUWATCH_CUPTI=full records the same run whole, off records n
   CHECK(c.launches == 0);
   CHECK(c.burst_launches == 60 * 1250);
 }
+
+TEST_CASE("budget: with CUPTI held by another profiler, the summary charges it nothing") {
+  // Nsight Systems or a profiler the job started holds CUPTI's one subscriber: gpuwatch
+  // records no device work, and so pays nothing for it. The budget once charged the calls
+  // made in its "windows" at the 4 us prior: 107 ms, half the wall time, for a short loop.
+  const char* kShortHeavy = R"({
+    "name": "budget_cupti_taken", "description": "launch-bound, 0.6 s, CUPTI taken",
+    "ranks": 1, "steps": 60, "gpu": {"launch_us": 8},
+    "step": [{"op": "kernels", "count": 1250, "us": 4}, {"op": "sync"}]
+  })";
+  const JobRun r = RunScenario("budget-taken", kShortHeavy, {.env = {{"SIMGPU_CUPTI_TAKEN", "1"}}});
+  const json& rank = r.summary["ranks"][0];
+  const json& own = rank["overhead"];
+  INFO("overhead " << own.dump() << "\ngpu " << rank["gpu"].dump().substr(0, 300));
+  REQUIRE(rank["gpu"]["source"] == "events");
+  CHECK(own["cupti_mode"] == "budget");
+  CHECK(own["cupti_calls"] == 0);
+  CHECK(Num(own["cupti_s"]) == 0.0);
+  CHECK(own["windows"] == 0);
+  CHECK(Num(own["added_s"]) == Approx(Num(own["hooks_s"]) + Num(own["startup_s"]) + Num(own["sampler_signals_s"])).margin(1e-6));
+  CHECK(Num(own["share_of_wall"]) < 0.02);  // the hooks' ~25 ns on 75k calls, and the start-up
+  CHECK(r.SummaryText().find("GPU timeline sampled") == std::string::npos);
+}

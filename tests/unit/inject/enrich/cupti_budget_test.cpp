@@ -277,3 +277,49 @@ TEST_CASE("overhead budget: the host sampler's cost is spent and reported, and s
     CHECK_FALSE(other.spent());
   }
 }
+
+TEST_CASE("overhead budget: CUPTI that records nothing costs nothing; one taken over mid-run keeps its windows") {
+  // Cycles at 100k launches/s in which CUPTI records nothing: another profiler holds it, or
+  // cuptiSubscribe failed. A budget that charged them at the prior 4 us claimed half the
+  // wall time for a CUPTI that never ran.
+  auto play_gone = [](gi::CuptiBudget& b, uint64_t& now, double seconds) {
+    for (int i = 0; i < static_cast<int>(seconds * 100); ++i) {
+      gi::CuptiBudget::Cycle c;
+      now += 10 * kMs;
+      c.now_ns = now;
+      c.enqueues = c.hook_calls = 1000;
+      for (int k = 0; k < 1000; ++k) c.launches.Add(4000);
+      c.cupti_gone = true;
+      b.Update(c);
+    }
+  };
+  for (auto mode : {gi::CuptiBudget::Mode::kBudget, gi::CuptiBudget::Mode::kFull}) {
+    gi::CuptiBudget::Options o;
+    o.hook_ns = 50;
+    o.mode = mode;
+    uint64_t now = 1 * kS;
+    gi::CuptiBudget b(o, now);
+    play_gone(b, now, 2);
+    const auto f = b.figures();
+    CHECK_FALSE(b.open());
+    CHECK(f.cupti_calls == 0);
+    CHECK(f.cupti_added_ns == 0);
+    CHECK(f.windows == 0);  // the one opened at start never recorded
+    CHECK(f.hooks_added_ns == 200'000 * 50);
+    CHECK_FALSE(b.spent());  // the hooks' 10 ms are far within 1% + 50 ms: the sampler may go on
+  }
+  // Recorded for 3 s, then a profiler takes CUPTI: the windows so far stay, none opens again.
+  gi::CuptiBudget::Options o;
+  o.hook_ns = 50;
+  uint64_t now = 1 * kS;
+  gi::CuptiBudget b(o, now);
+  Play(b, now, 3, 100'000, 4000, 3000);
+  const auto before = b.figures();
+  REQUIRE(before.windows >= 1);
+  play_gone(b, now, 5);
+  const auto after = b.figures();
+  CHECK_FALSE(b.open());
+  CHECK(after.windows == before.windows);  // an open one is closed where CUPTI stopped
+  CHECK(after.cupti_calls == before.cupti_calls);
+  CHECK(after.window_ns <= before.window_ns + 10 * kMs);  // the cycle in which it stopped
+}
