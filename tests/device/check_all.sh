@@ -152,6 +152,32 @@ python3 tests/device/overhead_budget.py "$W" "$R"
 grep -h -A3 "own cost" "$W"/ob-default1/summary.txt 2>/dev/null | head -4
 
 fi
+if want OT; then
+say "OT. the budget on torch.compile'd steps (Triton's cuLaunchKernelEx), plain / default, 2 interleaved rounds"
+N=${GW_COMPILE_N:-200000}
+for i in 1 2; do
+  timeout 180 python3 tests/device/compile_loop.py "$N" >"$W/ot-plain$i.loop" 2>"$W/ot-plain$i.err"
+  GPUWATCH_OUT=$W/ot-default$i GPUWATCH_SOCKET_DIR=$W/ot-default$i.sock \
+    timeout 180 env LD_PRELOAD=$LIB python3 tests/device/compile_loop.py "$N" >"$W/ot-default$i.loop" 2>"$W/ot-default$i.err"
+  wait_file "$W/ot-default$i/summary.json" >/dev/null
+done
+cat "$W"/ot-*.loop; tail -3 "$W/ot-plain1.err"
+for i in 1 2; do
+  python3 - "$W/ot-default$i/summary.json" <<'PY'
+import json, sys
+try:
+    r = json.load(open(sys.argv[1]))["ranks"][0]
+except (OSError, ValueError, KeyError, IndexError) as e:
+    sys.exit(f"   no summary: {e}")
+o = r.get("overhead") or {}; g = r.get("gpu") or {}; k = r.get("kernels") or {}
+print("   driver_launches", k.get("driver_launches"), "launches", k.get("launches"), "| cupti_calls", o.get("cupti_calls"),
+      "cupti_us_per_call", o.get("cupti_us_per_call"), "measured", o.get("cupti_cost_measured"), "| windows", o.get("windows"),
+      "coverage", (g.get("coverage") or {}).get("share"), "| added_s", o.get("added_s"), "share", o.get("share_of_wall"),
+      "| busy_s", g.get("busy_s"), "| dropped", r.get("dropped"))
+PY
+done
+
+fi
 if want G; then
 say "G. device state (issue 17; untested until a device run): NVML and memory vs nvidia-smi and torch"
 for dt in fp32 bf16; do
