@@ -278,7 +278,7 @@ TEST_CASE("overhead budget: the host sampler's cost is spent and reported, and s
   }
 }
 
-TEST_CASE("overhead budget: CUPTI that records nothing costs nothing; one taken over mid-run keeps its windows") {
+TEST_CASE("overhead budget: CUPTI that records nothing costs nothing, and one taken over mid-run keeps its windows") {
   // Cycles at 100k launches/s in which CUPTI records nothing: another profiler holds it, or
   // cuptiSubscribe failed. A budget that charged them at the prior 4 us claimed half the
   // wall time for a CUPTI that never ran.
