@@ -27,6 +27,13 @@ const char* kLaunchHeavy = R"({
   "step": [{"op": "kernels", "count": 1250, "us": 4, "name": "small_op"}, {"op": "sync"}]
 })";
 
+// 0.6 s of the same launch-bound steps: within the allowance, recorded whole by default.
+const char* kShortHeavy = R"({
+  "name": "budget_short", "description": "launch-bound, 0.6 s",
+  "ranks": 1, "steps": 60, "gpu": {"launch_us": 8},
+  "step": [{"op": "kernels", "count": 1250, "us": 4}, {"op": "sync"}]
+})";
+
 double Num(const json& j) { return j.get<double>(); }
 
 }  // namespace
@@ -183,11 +190,6 @@ TEST_CASE("budget: the host sampler shares the budget: hooks, CUPTI and the samp
 }
 
 TEST_CASE("budget: GPUWATCH_CUPTI=full records the same run whole, off records no device work") {
-  const char* kShortHeavy = R"({
-    "name": "budget_short", "description": "launch-bound, 0.6 s",
-    "ranks": 1, "steps": 60, "gpu": {"launch_us": 8},
-    "step": [{"op": "kernels", "count": 1250, "us": 4}, {"op": "sync"}]
-  })";
   const JobRun full = RunScenario("budget-full", kShortHeavy, {.truth = true, .env = {{"GPUWATCH_CUPTI", "full"}}});
   const json& g = full.summary["ranks"][0]["gpu"];
   CHECK(g["coverage"]["sampled"] == false);
@@ -216,11 +218,6 @@ TEST_CASE("budget: with CUPTI held by another profiler, the summary charges it n
   // Nsight Systems or a profiler the job started holds CUPTI's one subscriber: gpuwatch
   // records no device work, and so pays nothing for it. The budget once charged the calls
   // made in its "windows" at the 4 us prior: 107 ms, half the wall time, for a short loop.
-  const char* kShortHeavy = R"({
-    "name": "budget_cupti_taken", "description": "launch-bound, 0.6 s, CUPTI taken",
-    "ranks": 1, "steps": 60, "gpu": {"launch_us": 8},
-    "step": [{"op": "kernels", "count": 1250, "us": 4}, {"op": "sync"}]
-  })";
   const JobRun r = RunScenario("budget-taken", kShortHeavy, {.env = {{"SIMGPU_CUPTI_TAKEN", "1"}}});
   const json& rank = r.summary["ranks"][0];
   const json& own = rank["overhead"];
