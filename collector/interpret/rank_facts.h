@@ -47,6 +47,11 @@ struct OverheadFacts {
   uint64_t sender_cpu_ns = 0;
   uint64_t hook_samples = 0;  // 0: hook_ns was timed at start, not in place
   uint64_t startup_ns = 0;    // the library's load and ring set-up on the job's threads
+  // Graph launches, apart (cupti_calls x cupti_ns leaves them out): CUPTI's cost on each,
+  // whether measured, and how many ran in windows.
+  double cupti_graph_ns = 0;
+  bool cupti_graph_ns_measured = false;
+  uint64_t cupti_graph_launches = 0;
   // The host sampler's cost the budget spent (its thread's CPU and its signal handlers), and
   // of it the handlers, on the job's threads: only those are in the added time. Both from
   // the latest HostSampling (SamplingFacts).

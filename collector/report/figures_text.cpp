@@ -153,11 +153,20 @@ void OverheadText(const OverheadFacts& o, std::string& out) {
                      o.elapsed_ns ? 100.0 * added / o.elapsed_ns : 0.0, FmtDurationNs(o.elapsed_ns).c_str(), 100 * o.budget),
               kTextWidth) +
          "\n";
+  // CUPTI's cost is a prior until calls in and out of windows measure it (never in `full`):
+  // say how much of it is.
+  const double assumed = (o.cupti_ns_measured ? 0.0 : o.cupti_ns * static_cast<double>(o.cupti_calls)) +
+                         (o.cupti_graph_ns_measured ? 0.0 : o.cupti_graph_ns * static_cast<double>(o.cupti_graph_launches));
   out += Clip(Printf("    hooks %s, CUPTI %s, start %s, sampler signals %s", FmtDurationNs(o.hooks_added_ns).c_str(),
                      FmtDurationNs(o.cupti_added_ns).c_str(), FmtDurationNs(o.startup_ns).c_str(),
                      FmtDurationNs(o.sampler_signals_ns).c_str()),
               kTextWidth) +
          "\n";
+  if (assumed > 0)
+    out += Clip(Printf("    %s of CUPTI's assumed, not measured (too few calls outside windows)",
+                       FmtDurationNs(static_cast<uint64_t>(assumed)).c_str()),
+                kTextWidth) +
+           "\n";
   // Not in it: CPU on other threads, which slows the job only where cores are short.
   const uint64_t sampler_cpu = o.sampler_ns > o.sampler_signals_ns ? o.sampler_ns - o.sampler_signals_ns : 0;
   if (sampler_cpu || o.sender_cpu_ns)

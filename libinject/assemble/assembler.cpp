@@ -91,10 +91,12 @@ void Assembler::TakeRecord(const Record& r, uint32_t tid) {
   const HostEvent e = ToHostEvent(r, tid, time_);
   if (r.api != kGroupEnd) ++batch_.drained.hook_calls;
   // What the overhead budget counts: every call that ran device work (one recorded into a
-  // graph ran none, and returns sooner than a launch does), and the kernel launches' times.
+  // graph ran none, and returns sooner than a launch does), and the times of kernel launches
+  // and of graph launches (CUPTI's cost on each is measured apart: enrich/cupti_budget.h).
   if (EnqueuesDeviceWork(r.api) && (r.flags & kFlagInCapture) == 0) {
     ++batch_.drained.enqueues;
     if (LaunchesKernel(r.api)) batch_.drained.launches.Add(e.dur_ns);
+    if (r.api == kApiGraphLaunch) batch_.drained.graph_launches.Add(e.dur_ns);
   }
   if (r.api == kGroupEnd) {
     held_.CloseGroup(r.event_slot, e.t_ns + e.dur_ns);
@@ -110,7 +112,9 @@ void Assembler::TakeRecord(const Record& r, uint32_t tid) {
 }
 
 void Assembler::TakeActivity(const ActivityRecord& a) {
-  batch_.drained.device_records += a.kind == kActKernel || a.kind == kActMemcpy || a.kind == kActMemset;
+  const bool device_work = a.kind == kActKernel || a.kind == kActMemcpy || a.kind == kActMemset;
+  batch_.drained.device_records += device_work;
+  batch_.drained.graph_records += device_work && a.graph_id != 0;
   kernels_.Observe(a);
   definitions_.UseName(a.name_id);
   AppendActivity(batch_.body, a);

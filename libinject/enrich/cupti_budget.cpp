@@ -1,5 +1,8 @@
 // See cupti_budget.h. What a cycle costs: every hooked call pays the hook's own time; while
-// a window is open, every call that enqueues device work also pays CUPTI's instrumentation.
+// a window is open, every call that enqueues device work also pays CUPTI's instrumentation,
+// measured apart for kernel launches and for graph launches (a graph launch runs many nodes,
+// and what CUPTI adds to it is not a launch's times its nodes: the simulator's adds one
+// call's cost, NVIDIA's has per-node work; docs/simulator.md).
 // Spent = hooks + CUPTI + the host sampler's cost (its CPU, its signals' handlers), all
 // measured here (the library's start-up is reported beside them, not spent); the allowance
 // grows with the wall time. A window closes when spent reaches the allowance, and opens
@@ -26,6 +29,25 @@ double CuptiBudget::CuptiNs() const {
   return std::max(0.0, in_launches_.TrimmedMean() - out_launches_.TrimmedMean());
 }
 
+bool CuptiBudget::GraphMeasured() const {
+  // timed(): graph launches that all waited (a full queue) say nothing of CUPTI's cost.
+  return in_graphs_.timed() >= o_.min_graph_samples && out_graphs_.timed() >= o_.min_graph_samples;
+}
+
+double CuptiBudget::CuptiGraphNs() const {
+  if (GraphMeasured()) return std::max(0.0, in_graphs_.TrimmedMean() - out_graphs_.TrimmedMean());
+  // Until measured, every node as dear as a launch: the most it is likely to cost, so that
+  // the first windows of a graph-heavy job do not overspend before the figure is known.
+  const double nodes = in_graphs_.count() ? static_cast<double>(graph_records_) / static_cast<double>(in_graphs_.count()) : 1.0;
+  return std::max(1.0, nodes) * CuptiNs();
+}
+
+double CuptiBudget::RecordsPerCall() const {
+  const uint64_t calls = in_enqueues_ - in_graphs_.count();
+  if (calls == 0 || device_records_ < graph_records_) return 1.0;
+  return std::max(1.0, static_cast<double>(device_records_ - graph_records_) / static_cast<double>(calls));
+}
+
 void CuptiBudget::Open(uint64_t now) {
   open_ = true;
   window_start_ = now;
@@ -48,6 +70,7 @@ bool CuptiBudget::Update(const Cycle& c) {
     hook_samples_ = c.hook_samples;
   }
   device_records_ += c.device_records;
+  graph_records_ += c.graph_records;
   startup_ns_ = std::max(startup_ns_, c.startup_ns);
   // The host sampler runs beside the job, not inside its calls (but for its signals'
   // handlers); its CPU is counted anyway.
@@ -60,21 +83,28 @@ bool CuptiBudget::Update(const Cycle& c) {
     if (device_records_ == 0) open_ = false;  // CUPTI never recorded: there was no window
     else Close(now);
   }
+  const uint64_t graphs = c.graph_launches.count();
+  const uint64_t others = c.enqueues > graphs ? c.enqueues - graphs : 0;
   if (open_) {
     in_launches_.Merge(c.launches);
+    in_graphs_.Merge(c.graph_launches);
     in_enqueues_ += c.enqueues;
     // Work the hooks do not see enqueued is instrumented too (NCCL launches its kernels
-    // through the driver it loaded itself; a graph launch runs many): CUPTI's device records
-    // per hooked enqueueing call scale them in.
-    const double seen = in_enqueues_ ? static_cast<double>(device_records_) / static_cast<double>(in_enqueues_) : 1.0;
-    cupti_calls_ += static_cast<double>(c.enqueues) * std::max(1.0, seen);
+    // through the driver it loaded itself): CUPTI's device records per hooked enqueueing
+    // call scale them in. A graph's nodes are in its launch's own cost.
+    cupti_calls_ += static_cast<double>(others) * RecordsPerCall();
   } else {
     out_launches_.Merge(c.launches);
+    out_graphs_.Merge(c.graph_launches);
   }
-  if (span > 0) {  // the recent rate of enqueueing calls, over about a second
-    const double r = static_cast<double>(c.enqueues) / static_cast<double>(span);
+  if (span > 0) {  // the recent rates of enqueueing calls, over about a second
     const double w = std::min(1.0, static_cast<double>(span) / 1e9);
-    rate_ = rate_ == 0 ? r : rate_ + w * (r - rate_);
+    const auto follow = [&](double& rate, uint64_t n) {
+      const double r = static_cast<double>(n) / static_cast<double>(span);
+      rate = rate == 0 ? r : rate + w * (r - rate);
+    };
+    follow(rate_, others);
+    follow(graph_rate_, graphs);
   }
   if (o_.mode != Mode::kBudget) return open_;
   if (!gone_ && now >= o_.record_from_ns && now < o_.record_to_ns) {  // asked for: its cost counts all the same
@@ -91,7 +121,9 @@ bool CuptiBudget::Update(const Cycle& c) {
   spent_ = spent >= allowance;
   if (open_ && spent_) {
     Close(now);
-  } else if (!open_ && !gone_ && allowance - spent >= CuptiNs() * rate_ * static_cast<double>(o_.min_window_ns)) {
+  } else if (!open_ && !gone_ &&
+             allowance - spent >= (CuptiNs() * rate_ * RecordsPerCall() + CuptiGraphNs() * graph_rate_) *
+                                      static_cast<double>(o_.min_window_ns)) {
     Open(now);
   }
   return open_;
@@ -111,10 +143,14 @@ CuptiBudget::Figures CuptiBudget::figures() const {
   f.hook_samples = hook_samples_;
   f.cupti_ns = CuptiNs();
   f.cupti_ns_measured = Measured();
+  f.cupti_graph_ns = CuptiGraphNs();
+  f.cupti_graph_ns_measured = GraphMeasured();
   f.hook_calls = hook_calls_;
   f.cupti_calls = static_cast<uint64_t>(cupti_calls_);
+  f.cupti_graph_launches = in_graphs_.count();
   f.hooks_added_ns = static_cast<uint64_t>(hook_ns_ * static_cast<double>(hook_calls_));
-  f.cupti_added_ns = static_cast<uint64_t>(f.cupti_ns * cupti_calls_);
+  f.cupti_added_ns = static_cast<uint64_t>(f.cupti_ns * cupti_calls_ +
+                                            f.cupti_graph_ns * static_cast<double>(f.cupti_graph_launches));
   f.sampler_ns = sampler_ns_;
   f.startup_ns = startup_ns_;
   f.windows = windows_ + (open_ ? 1 : 0);

@@ -26,6 +26,7 @@ class CuptiBudget {
     // docs/PERFORMANCE.md). Too low, the first window overspends before it is measured.
     double prior_cupti_ns = 4000;
     uint64_t min_samples = 500;           // launches in and out of windows before measuring
+    uint64_t min_graph_samples = 50;      // graph launches, the same (one a step is common)
     // A span recorded whole whatever it costs (GPUWATCH_TRACE_WINDOW); to <= from: none.
     uint64_t record_from_ns = 0, record_to_ns = 0;
   };
@@ -34,8 +35,10 @@ class CuptiBudget {
     uint64_t now_ns = 0;
     uint64_t hook_calls = 0;      // every call the hooks recorded
     LaunchTimes launches;         // kernel launch calls among them (runtime or driver): host times
+    LaunchTimes graph_launches{LaunchTimes::kGraphStallNs};  // graph launch calls among them: host times
     uint64_t enqueues = 0;        // calls that ran device work (record.h: EnqueuesDeviceWork)
     uint64_t device_records = 0;  // CUPTI kernels, copies, memsets parsed
+    uint64_t graph_records = 0;   // of those, the work of graph launches (CUPTI's graphId set)
     uint64_t sampler_ns = 0;      // the host sampler's cost so far (enrich/host_sampler.h: Totals::cost_ns)
     uint64_t startup_ns = 0;      // the library's one-off work on the job's threads so far (reported, not spent)
     // CUPTI records nothing more (CuptiReader::gone: unusable, or handed over to the job's
@@ -52,11 +55,15 @@ class CuptiBudget {
     double budget = 0;
     double hook_ns = 0;           // per call
     uint64_t hook_samples = 0;    // 0: hook_ns is the figure timed at start
-    double cupti_ns = 0;          // per enqueueing call CUPTI instrumented
+    double cupti_ns = 0;          // per enqueueing call CUPTI instrumented (but graph launches)
     bool cupti_ns_measured = false;
+    double cupti_graph_ns = 0;    // per graph launch CUPTI instrumented, all its nodes
+    bool cupti_graph_ns_measured = false;
     uint64_t hook_calls = 0;
-    uint64_t cupti_calls = 0;     // enqueueing calls made while a window was open (all of them,
-                                  // the hooked ones scaled by CUPTI's device records per hooked one)
+    uint64_t cupti_calls = 0;     // enqueueing calls but graph launches made while a window was
+                                  // open (all of them, the hooked ones scaled by CUPTI's device
+                                  // records per hooked one)
+    uint64_t cupti_graph_launches = 0;  // graph launches made while a window was open
     uint64_t hooks_added_ns = 0, cupti_added_ns = 0;
     uint64_t sampler_ns = 0;      // the host sampler's CPU and its signals' handlers, spent here too
     uint64_t startup_ns = 0;      // its load, and the rings its recording threads zeroed
@@ -79,12 +86,18 @@ class CuptiBudget {
   // Windows closed since the last call, [start, end) on CLOCK_MONOTONIC.
   std::vector<std::pair<uint64_t, uint64_t>> TakeClosedWindows();
   Figures figures() const;
-  // What CUPTI is taken to add per enqueueing call now.
+  // What CUPTI is taken to add per enqueueing call now (but a graph launch), and per graph
+  // launch.
   double CuptiNs() const;
+  double CuptiGraphNs() const;
 
  private:
   uint64_t sampler_ns_ = 0, startup_ns_ = 0;
   bool Measured() const;
+  bool GraphMeasured() const;
+  // CUPTI's device records per enqueueing call the hooks saw in windows, graph launches and
+  // their work apart: at least 1.
+  double RecordsPerCall() const;
   void Open(uint64_t now);
   void Close(uint64_t now);
 
@@ -98,9 +111,10 @@ class CuptiBudget {
   double hook_ns_;              // the start-up figure, then the in-place mean
   uint64_t hook_samples_ = 0;
   LaunchTimes in_launches_, out_launches_;  // launch calls made with CUPTI on, and off
-  uint64_t in_enqueues_ = 0, device_records_ = 0;
+  LaunchTimes in_graphs_{LaunchTimes::kGraphStallNs}, out_graphs_{LaunchTimes::kGraphStallNs};  // graph launches, the same
+  uint64_t in_enqueues_ = 0, device_records_ = 0, graph_records_ = 0;
   double cupti_calls_ = 0;
-  double rate_ = 0;  // enqueueing calls per ns, recent
+  double rate_ = 0, graph_rate_ = 0;  // enqueueing calls (but graph launches) and graph launches per ns, recent
 };
 
 }  // namespace gpuwatch::inject

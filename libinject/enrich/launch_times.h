@@ -12,10 +12,15 @@ namespace gpuwatch::inject {
 class LaunchTimes {
  public:
   static constexpr uint64_t kStallNs = 1'000'000;  // a launch this long waited, CUPTI or not
+  // A graph launch's own work grows with its nodes, and CUPTI's with them (thousands of
+  // nodes at ~1 us each are milliseconds): only a much longer one counts as a wait.
+  static constexpr uint64_t kGraphStallNs = 50'000'000;
+
+  explicit LaunchTimes(uint64_t stall_ns = kStallNs) : stall_ns_(stall_ns) {}
 
   void Add(uint64_t ns) {
     ++total_;
-    if (ns >= kStallNs) return;
+    if (ns >= stall_ns_) return;
     sum_ns_ += ns;
     ++timed_;
   }
@@ -25,13 +30,15 @@ class LaunchTimes {
     sum_ns_ += o.sum_ns_;
   }
   uint64_t count() const { return total_; }  // stalls included
+  uint64_t timed() const { return timed_; }  // stalls left out
 
-  // The mean in ns of the calls under kStallNs; 0 when there are none.
+  // The mean in ns of the calls under the stall threshold; 0 when there are none.
   double TrimmedMean() const {
     return timed_ ? static_cast<double>(sum_ns_) / static_cast<double>(timed_) : 0;
   }
 
  private:
+  uint64_t stall_ns_;
   uint64_t total_ = 0, timed_ = 0, sum_ns_ = 0;
 };
 

@@ -394,6 +394,9 @@ void AppendOverhead(std::string& batch, const CuptiBudget::Figures& x, bool hw_t
   UInt(o, m::kSenderCpuNs, sender_cpu_ns);
   UInt(o, m::kHookSamples, x.hook_samples);
   UInt(o, m::kStartupNs, x.startup_ns);
+  Double(o, m::kCuptiGraphNs, x.cupti_graph_ns);
+  UInt(o, m::kCuptiGraphNsMeasured, x.cupti_graph_ns_measured);
+  UInt(o, m::kCuptiGraphLaunches, x.cupti_graph_launches);
   Message(batch, f::batch::kOverhead, o);
 }
 

@@ -194,6 +194,9 @@ GW_FIELD(overhead, Overhead, HwTrace);
 GW_FIELD(overhead, Overhead, SenderCpuNs);
 GW_FIELD(overhead, Overhead, HookSamples);
 GW_FIELD(overhead, Overhead, StartupNs);
+GW_FIELD(overhead, Overhead, CuptiGraphNs);
+GW_FIELD(overhead, Overhead, CuptiGraphNsMeasured);
+GW_FIELD(overhead, Overhead, CuptiGraphLaunches);
 
 GW_FIELD(env_var, EnvVar, Name);
 GW_FIELD(env_var, EnvVar, Value);

@@ -26,9 +26,10 @@ print("threads before CUDA:", len(a), a, "| after its context:", len(b), b)'
 SITE=$(python3 -c 'import torch, os; print(os.path.dirname(os.path.dirname(torch.__file__)))')
 find "$SITE/nvidia" /usr/local/cuda*/ \( -name 'libcupti.so.13*' -o -name 'libcudart.so.13*' -o -name 'libnccl.so.2*' \) 2>/dev/null | sort
 pick() { find "$SITE/nvidia" /usr/local/cuda*/ -name "$1" 2>/dev/null | head -1; }
-CUPTI=$(pick 'libcupti.so.13'); CUDART=$(pick 'libcudart.so.13'); NCCL=$(pick 'libnccl.so.2')
+CUPTI=${GW_CUPTI:-$(pick 'libcupti.so.13')}; CUDART=$(pick 'libcudart.so.13'); NCCL=$(pick 'libnccl.so.2')
 echo "using CUPTI=$CUPTI CUDART=$CUDART NCCL=$NCCL"
-# GW_LIBDIRS overrides where the CUDA runtime and NCCL come from (a dry run here: build/sim).
+# GW_LIBDIRS overrides where the CUDA runtime and NCCL come from, GW_CUPTI which CUPTI (a dry run
+# here: build/sim and build/sim/libcupti.so.13).
 export LD_LIBRARY_PATH=$C/deps:${GW_LIBDIRS:-$(dirname "$CUDART"):$(dirname "$NCCL")}
 export GPUWATCH_SOCKET_DIR=$W/sock GPUWATCH_CUPTI_LIB=$CUPTI PYTHONUNBUFFERED=1
 
@@ -176,6 +177,25 @@ print("   driver_launches", k.get("driver_launches"), "launches", k.get("launche
       "| busy_s", g.get("busy_s"), "| dropped", r.get("dropped"))
 PY
 done
+
+fi
+if want OG; then
+say "OG. the budget on graph replays (torch.cuda.graphs, 200 nodes), plain / default / full, 2 interleaved rounds"
+N=${GW_GRAPH_N:-5000}
+for i in 1 2; do
+  for v in plain default full; do
+    if [ $v = plain ]; then
+      timeout 120 python3 tests/device/graph_loop.py "$N" >"$W/og-$v$i.loop" 2>"$W/og-$v$i.err"
+    else
+      cup=$v; [ $v = default ] && cup=
+      GPUWATCH_CUPTI=$cup GPUWATCH_OUT=$W/og-$v$i GPUWATCH_SOCKET_DIR=$W/og-$v$i.sock \
+        timeout 120 env LD_PRELOAD=$LIB python3 tests/device/graph_loop.py "$N" >"$W/og-$v$i.loop" 2>"$W/og-$v$i.err"
+      wait_file "$W/og-$v$i/summary.json" >/dev/null
+    fi
+  done
+done
+tail -2 "$W/og-plain1.err"
+python3 tests/device/graph_budget.py "$W" 2
 
 fi
 if want G; then

@@ -86,6 +86,7 @@ TEST_CASE("budget: a launch-heavy run is sampled in windows, and its device figu
 
   // Said where a reader looks.
   CHECK(r.SummaryText().find("GPU timeline sampled over") != std::string::npos);
+  CHECK(r.SummaryText().find("of CUPTI's assumed, not measured") == std::string::npos);
   CHECK(r.summary["job"]["overhead"]["budget"] == 0.01);
   // Per-step device figures come from the steps a window held whole.
   CHECK(rank["steps"]["per_step_recorded"].get<int>() >= 1);
@@ -197,6 +198,8 @@ TEST_CASE("budget: GPUWATCH_CUPTI=full records the same run whole, off records n
   CHECK(g["kernels"]["count"] == full.Device(0)["kinds"]["kernel"]["count"]);
   CHECK(full.summary["ranks"][0]["overhead"]["cupti_mode"] == "full");
   CHECK(full.SummaryText().find("GPU timeline sampled") == std::string::npos);
+  // Nothing ran outside a window to measure CUPTI's cost against: the figure says so.
+  CHECK(full.SummaryText().find("of CUPTI's assumed, not measured") != std::string::npos);
 
   const JobRun off = RunScenario("budget-off", kShortHeavy, {.env = {{"GPUWATCH_CUPTI", "off"}}});
   const json& rank = off.summary["ranks"][0];
@@ -230,4 +233,58 @@ TEST_CASE("budget: with CUPTI held by another profiler, the summary charges it n
   CHECK(Num(own["added_s"]) == Approx(Num(own["hooks_s"]) + Num(own["startup_s"]) + Num(own["sampler_signals_s"])).margin(1e-6));
   CHECK(Num(own["share_of_wall"]) < 0.02);  // the hooks' ~25 ns on 75k calls, and the start-up
   CHECK(r.SummaryText().find("GPU timeline sampled") == std::string::npos);
+}
+
+TEST_CASE("budget: what CUPTI adds to a graph replay is measured per launch, and the windows follow it") {
+  // 3 s of replays of 200 kernels (torch.compile's reduce-overhead, torch.cuda.graphs), once
+  // with CUPTI's work on each node costing 1 us more, once not (the simulator's own handling
+  // of the 200 records only). The budget once charged every node as a launch (4 us at the
+  // prior: 800 us a replay) whatever a replay cost, and traced either run over ~5% of it.
+  const char* kGraphHeavy = R"({
+    "name": "budget_graphs", "description": "graph replays, longer than the allowance",
+    "ranks": 1, "steps": 2400, "gpu": {"launch_us": 7},
+    "step": [{"op": "host", "ms": 0.2}, {"op": "graph", "kernels": 200, "us": 5, "replays": 1}, {"op": "sync"}]
+  })";
+  const auto run = [&](const char* node_cost) {
+    return RunScenario(std::string("budget-graphs-") + node_cost, kGraphHeavy,
+                       {.truth = true,
+                        .env = {{"GPUWATCH_SAMPLE_HZ", "0"}, {"SIMGPU_CUPTI_GRAPH_NODE_COST_NS", node_cost}},
+                        .timeout_s = 120});
+  };
+  const JobRun dear = run("1000"), cheap = run("0");
+  double share[2], per_replay[2];
+  int i = 0;
+  for (const JobRun* r : {&dear, &cheap}) {
+    const json& rank = r->summary["ranks"][0];
+    const json& cov = rank["gpu"]["coverage"];
+    const json& own = rank["overhead"];
+    INFO(r->out << "\ncoverage " << cov.dump() << "\noverhead " << own.dump());
+    REQUIRE(own["cupti_graph_cost_measured"] == true);
+    per_replay[i] = Num(own["cupti_us_per_graph_launch"]);
+    share[i++] = Num(cov["share"]);
+    CHECK(cov["sampled"] == true);
+    CHECK(cov["windows"].get<int>() >= 2);
+    CHECK(own["cupti_calls"] == 0);  // no call but the replays enqueued work
+    CHECK(own["cupti_graph_launches"].get<double>() > 0);
+    CHECK(own["cupti_graph_launches"].get<double>() < 2400);
+    // Spent within the budget, and used. Every replay so far is repriced at the latest
+    // figure, which moved by up to 10% over a run here (58 -> 64 us): the spending the
+    // windows were planned on moves with it.
+    const double spent = Num(own["hooks_s"]) + Num(own["cupti_s"]);
+    const double allowance = 0.01 * Num(own["elapsed_s"]) + 0.05;
+    CHECK(spent <= 1.15 * allowance + 0.01);
+    CHECK(spent >= 0.5 * allowance);
+    // The host's figures exact, the device's estimated from the windows within 5%.
+    CHECK(rank["graphs"]["launches"] == 2400);
+    const double busy = Num(r->Device(0)["busy_s"]);
+    CHECK(std::abs(Num(rank["gpu"]["busy_s"]) - busy) <= 0.05 * busy);
+  }
+  INFO("per replay " << per_replay[0] << " / " << per_replay[1] << " us, coverage " << share[0] << " / " << share[1]);
+  // 200 nodes at 1 us: 200 us and the launch's own 2.2 us.
+  CHECK(per_replay[0] == Approx(202).epsilon(0.25));
+  // Without that, what the simulator's handling of the records took: far less, and the
+  // windows cover that much more of the run.
+  CHECK(per_replay[1] < 0.5 * per_replay[0]);
+  CHECK(share[1] > 2 * share[0]);
+  CHECK(share[0] < 0.2);  // 1% of 16% (a replay's 200 us of 1.25 ms), and the allowance
 }

@@ -100,6 +100,7 @@ typedef struct simgpu_api_call {
   uint32_t correlation_id; /* equals the device op's correlation_id */
   uint32_t thread_id;      /* gettid() of the caller */
   uint32_t result;         /* the call's return value (cudaError_t / CUresult) */
+  uint32_t graph_nodes;    /* a graph launch: the nodes it ran; else 0 */
 } simgpu_api_call;
 
 typedef void (*simgpu_api_observer)(const simgpu_api_call* call, void* user);

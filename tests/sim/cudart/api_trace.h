@@ -27,7 +27,8 @@ struct ApiObserver {
 // Never freed once published: a call in flight may still hold the previous one.
 extern std::atomic<const ApiObserver*> g_api_observer;
 
-void report_api(const ApiObserver* obs, uint32_t domain, uint32_t cbid, uint64_t start_ns, uint32_t correlation_id);
+void report_api(const ApiObserver* obs, uint32_t domain, uint32_t cbid, uint64_t start_ns, uint32_t correlation_id,
+                uint32_t graph_nodes = 0);
 
 class ApiScope {
  public:
@@ -41,14 +42,16 @@ class ApiScope {
   ~ApiScope() {
     if (!obs_) return;
     const uint32_t c = Model::last_correlation_id();
-    if (c != corr_) report_api(obs_, domain_, cbid_, start_ns_, c);
+    if (c != corr_) report_api(obs_, domain_, cbid_, start_ns_, c, graph_nodes_);
   }
+  // A graph launch: how many nodes it ran (CUPTI's work on it grows with them).
+  void set_graph_nodes(uint32_t n) { graph_nodes_ = n; }
   ApiScope(const ApiScope&) = delete;
   ApiScope& operator=(const ApiScope&) = delete;
 
  private:
   const ApiObserver* obs_;
-  uint32_t domain_ = 0, cbid_ = 0, corr_ = 0;
+  uint32_t domain_ = 0, cbid_ = 0, corr_ = 0, graph_nodes_ = 0;
   uint64_t start_ns_ = 0;
 };
 

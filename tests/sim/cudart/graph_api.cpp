@@ -72,7 +72,8 @@ cudaError_t instantiate(cudaGraphExec_t* out, cudaGraph_t graph) {
   return cudaSuccess;
 }
 
-// One launch: charged like a kernel launch (one call however many nodes), one correlation id.
+// One launch: charged like a kernel launch (one call however many nodes), one correlation id;
+// CUPTI's cost on it may grow with its nodes (SIMGPU_CUPTI_GRAPH_NODE_COST_NS).
 cudaError_t graph_launch(cudaGraphExec_t exec, cudaStream_t stream, bool per_thread, uint32_t domain, uint32_t cbid) {
   ApiScope scope(domain, cbid);
   Model& m = M();
@@ -83,6 +84,7 @@ cudaError_t graph_launch(cudaGraphExec_t exec, cudaStream_t stream, bool per_thr
   spend_host_time(static_cast<uint64_t>(config().launch_us * 1000.0 + 0.5));
   const uint32_t corr = m.next_correlation_id();
   m.count_graph_launch();
+  scope.set_graph_nodes(static_cast<uint32_t>(e->nodes.size()));
   for (OpDesc d : e->nodes) {
     d.correlation_id = corr;
     m.enqueue(s, d);

@@ -323,3 +323,69 @@ TEST_CASE("overhead budget: CUPTI that records nothing costs nothing, and one ta
   CHECK(after.cupti_calls == before.cupti_calls);
   CHECK(after.window_ns <= before.window_ns + 10 * kMs);  // the cycle in which it stopped
 }
+
+namespace {
+
+// `seconds` of 10 ms cycles replaying a graph of `nodes` kernels `rate` times a second, and
+// launching `launches_per_cycle` kernels besides, each of which CUPTI records as
+// `records_per_launch` (a collective's kernels launched around the hooks). A graph launch
+// takes `base_ns` of host time, plus `cupti_ns` while a window is open; a launch 4 us, plus 3.
+void PlayGraphs(gi::CuptiBudget& b, uint64_t& now, double seconds, double rate, uint64_t nodes, double base_ns,
+                double cupti_ns, uint64_t launches_per_cycle = 0, uint64_t records_per_launch = 1) {
+  const uint64_t cycles = static_cast<uint64_t>(seconds * 100);
+  for (uint64_t i = 0; i < cycles; ++i) {
+    const bool open = b.open();
+    gi::CuptiBudget::Cycle c;
+    c.now_ns = now += 10 * kMs;
+    const uint64_t graphs = static_cast<uint64_t>(rate / 100);
+    for (uint64_t k = 0; k < graphs; ++k) c.graph_launches.Add(static_cast<uint64_t>(base_ns + (open ? cupti_ns : 0)));
+    for (uint64_t k = 0; k < launches_per_cycle; ++k) c.launches.Add(open ? 7000 : 4000);
+    c.enqueues = c.hook_calls = graphs + launches_per_cycle;
+    c.graph_records = open ? graphs * nodes : 0;
+    c.device_records = c.graph_records + (open ? launches_per_cycle * records_per_launch : 0);
+    b.Update(c);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("overhead budget: a graph launch's cost is measured apart, every node at a launch's cost until then") {
+  gi::CuptiBudget::Options o;
+  uint64_t now = 1 * kS;
+  gi::CuptiBudget b(o, now);
+  // 800 replays/s of 200 nodes. Before anything is measured, a replay is charged as 200
+  // launches at the 4 us prior: 800 us.
+  PlayGraphs(b, now, 0.05, 800, 200, 10'000, 50'000);
+  auto f = b.figures();
+  REQUIRE_FALSE(f.cupti_graph_ns_measured);
+  CHECK(f.cupti_graph_ns == Approx(200 * 4000));
+  CHECK(f.cupti_calls == 0);  // graph launches are not calls at the launch's cost
+  CHECK(f.cupti_added_ns == Approx(f.cupti_graph_launches * 800'000.0).epsilon(0.001));
+  // Once measured (50 in windows, 50 outside): 50 us, what the replays really pay, and every
+  // replay so far repriced at it. The windows then cover what 1% buys at 50 us a replay (4%
+  // of the time): about a quarter of the run, not the 1/64 the prior allowed.
+  PlayGraphs(b, now, 20, 800, 200, 10'000, 50'000);
+  f = b.figures();
+  REQUIRE(f.cupti_graph_ns_measured);
+  CHECK(f.cupti_graph_ns == Approx(50'000).margin(100));
+  CHECK(f.cupti_added_ns == Approx(f.cupti_graph_launches * 50'000.0).epsilon(0.01));
+  const double added = static_cast<double>(f.hooks_added_ns + f.cupti_added_ns);
+  CHECK(added <= 0.01 * 20.05 * kS + 50 * kMs + 3 * kMs);
+  CHECK(added >= 0.8 * (0.01 * 20.05 * kS + 50 * kMs));
+  const double open_share = static_cast<double>(f.window_ns) / static_cast<double>(f.elapsed_ns);
+  CHECK(open_share > 0.15);
+  CHECK(open_share < 0.35);
+}
+
+TEST_CASE("overhead budget: a graph's nodes do not scale the other calls' cost") {
+  // Replays of 200 nodes beside 100 launches a cycle, each recorded as 2 kernels (work
+  // launched around the hooks): the launches are charged twice each, not 200 times.
+  gi::CuptiBudget::Options o;
+  o.mode = gi::CuptiBudget::Mode::kFull;
+  uint64_t now = 1 * kS;
+  gi::CuptiBudget b(o, now);
+  PlayGraphs(b, now, 1, 800, 200, 10'000, 50'000, 100, 2);
+  const auto f = b.figures();
+  CHECK(f.cupti_graph_launches == 800);
+  CHECK(f.cupti_calls == 2 * 100 * 100);
+}
