@@ -21,7 +21,8 @@ CuptiBudget::CuptiBudget(const Options& o, uint64_t start_ns)
 }
 
 bool CuptiBudget::Measured() const {
-  return in_launches_.count() >= o_.min_samples && out_launches_.count() >= o_.min_samples;
+  return in_launches_.count() >= o_.min_samples && out_launches_.count() >= o_.min_samples &&
+         in_launches_.cycles() >= o_.min_sample_cycles && out_launches_.cycles() >= o_.min_sample_cycles;
 }
 
 double CuptiBudget::CuptiNs() const {
@@ -31,7 +32,8 @@ double CuptiBudget::CuptiNs() const {
 
 bool CuptiBudget::GraphMeasured() const {
   // timed(): graph launches that all waited (a full queue) say nothing of CUPTI's cost.
-  return in_graphs_.timed() >= o_.min_graph_samples && out_graphs_.timed() >= o_.min_graph_samples;
+  return in_graphs_.timed() >= o_.min_graph_samples && out_graphs_.timed() >= o_.min_graph_samples &&
+         in_graphs_.cycles() >= o_.min_sample_cycles && out_graphs_.cycles() >= o_.min_sample_cycles;
 }
 
 double CuptiBudget::CuptiGraphNs() const {

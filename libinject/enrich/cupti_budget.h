@@ -27,6 +27,10 @@ class CuptiBudget {
     double prior_cupti_ns = 4000;
     uint64_t min_samples = 500;           // launches in and out of windows before measuring
     uint64_t min_graph_samples = 50;      // graph launches, the same (one a step is common)
+    // And from this many sender cycles each: one cycle can be unlike the rest (the first
+    // after the first window ran while the collector started beside the job, and put a
+    // replay's cost at 0 from 77 calls).
+    uint64_t min_sample_cycles = 5;
     // A span recorded whole whatever it costs (GPUWATCH_TRACE_WINDOW); to <= from: none.
     uint64_t record_from_ns = 0, record_to_ns = 0;
   };

@@ -24,13 +24,16 @@ class LaunchTimes {
     sum_ns_ += ns;
     ++timed_;
   }
+  // One sender cycle's calls: counted as one more cycle when it held any.
   void Merge(const LaunchTimes& o) {
+    cycles_ += o.total_ > 0;
     total_ += o.total_;
     timed_ += o.timed_;
     sum_ns_ += o.sum_ns_;
   }
   uint64_t count() const { return total_; }  // stalls included
   uint64_t timed() const { return timed_; }  // stalls left out
+  uint64_t cycles() const { return cycles_; }  // merged sets that held calls
 
   // The mean in ns of the calls under the stall threshold; 0 when there are none.
   double TrimmedMean() const {
@@ -39,7 +42,7 @@ class LaunchTimes {
 
  private:
   uint64_t stall_ns_;
-  uint64_t total_ = 0, timed_ = 0, sum_ns_ = 0;
+  uint64_t total_ = 0, timed_ = 0, sum_ns_ = 0, cycles_ = 0;
 };
 
 }  // namespace gpuwatch::inject

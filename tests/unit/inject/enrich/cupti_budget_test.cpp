@@ -389,3 +389,36 @@ TEST_CASE("overhead budget: a graph's nodes do not scale the other calls' cost")
   CHECK(f.cupti_graph_launches == 800);
   CHECK(f.cupti_calls == 2 * 100 * 100);
 }
+
+TEST_CASE("overhead budget: CUPTI's cost is measured from several cycles in and out of windows, not one") {
+  // Replays cost 54 us a call outside windows and 75 inside; the first cycle after the first
+  // window caught them at 88 us (the collector starting beside the job on a 2-core machine).
+  // Measured from that cycle alone CUPTI's cost was 0, and the window it opened stayed open:
+  // 2 s traced whole at 21 us a replay, 1.2M records a second the collector could not take.
+  gi::CuptiBudget::Options o;
+  uint64_t now = 1 * kS;
+  gi::CuptiBudget b(o, now);
+  uint64_t gaps = 0;
+  bool measured_low = false;
+  for (int i = 0; i < 6000; ++i) {  // 60 s, 75 replays a cycle
+    const bool open = b.open();
+    gi::CuptiBudget::Cycle c;
+    c.now_ns = now += 10 * kMs;
+    const uint64_t call_ns = open ? 75'000 : (gaps == 0 ? 88'000 : 54'000);
+    gaps += !open;
+    for (int k = 0; k < 75; ++k) c.graph_launches.Add(call_ns);
+    c.enqueues = c.hook_calls = 75;
+    c.graph_records = c.device_records = open ? 75 * 200 : 0;
+    b.Update(c);
+    const auto f = b.figures();
+    measured_low = measured_low || (f.cupti_graph_ns_measured && f.cupti_graph_ns < 15'000);
+  }
+  const auto f = b.figures();
+  INFO("gaps " << gaps << ", windows " << f.windows << ", cupti per replay " << f.cupti_graph_ns);
+  CHECK_FALSE(measured_low);
+  REQUIRE(f.cupti_graph_ns_measured);
+  CHECK(f.cupti_graph_ns == Approx(21'000).epsilon(0.05));
+  const double added = static_cast<double>(f.hooks_added_ns + f.cupti_added_ns);
+  CHECK(added <= 0.01 * 60 * kS + 50 * kMs + 5 * kMs);
+  CHECK(f.windows >= 3);
+}
