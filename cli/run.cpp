@@ -16,6 +16,7 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include "overhead_settings.h"
 #include "jobs/job_end.h"
 #include "jobs/job_table.h"
 #include "jobs/live_snapshot.h"
@@ -74,6 +75,19 @@ std::string Hostname() {
   return h;
 }
 
+// An option checked by the parser the library reads its variable with (overhead_settings.h),
+// so that what `gpuwatch run` accepts is what the ranks will use.
+template <typename T>
+CLI::Validator SettingCheck(bool (*parse)(std::string_view, T*, std::string*), const char* name) {
+  return CLI::Validator(
+      [parse](std::string& v) {
+        T value{};
+        std::string error;
+        return parse(v, &value, &error) ? std::string() : error;
+      },
+      name);
+}
+
 }  // namespace
 
 CLI::App* AddRunCommand(CLI::App& app, RunArgs& args) {
@@ -101,6 +115,7 @@ CLI::App* AddRunCommand(CLI::App& app, RunArgs& args) {
       "  GPUWATCH_OUT        DIR\n"
       "  GPUWATCH_JOB_ID     one job id for everything COMMAND starts (unless already set)\n"
       "  GPUWATCH_AUTOSTART  0 (ranks never start a collector of their own)\n"
+      "  GPUWATCH_OVERHEAD, GPUWATCH_CUPTI  with --overhead, --cupti\n"
       "torchrun and srun pass the environment on by themselves; Open MPI needs -x.\n"
       "Ranks must run on this host (one socket); for several hosts, run gpuwatch on each.\n\n"
       "Examples:\n"
@@ -130,6 +145,16 @@ CLI::App* AddRunCommand(CLI::App& app, RunArgs& args) {
   cmd->add_option("--metrics", args.metrics,
                   "Serve Prometheus metrics at http://ADDR:PORT/metrics while COMMAND runs "
                   "(ADDR empty: loopback only), e.g. --metrics :9400");
+  cmd->add_option("--overhead", args.overhead,
+                  "What gpuwatch may add to COMMAND's wall time, plus 50 ms over the run: "
+                  "CUPTI's device records run in windows that keep it there, e.g. 0.5% "
+                  "(default: $GPUWATCH_OVERHEAD, else 1%)")
+      ->check(SettingCheck<double>(gpuwatch::wire::ParseOverheadShare, "SHARE"));
+  cmd->add_option("--cupti", args.cupti,
+                  "CUPTI's device records: budget (in windows, within --overhead), full "
+                  "(every kernel, the whole run: ~3 us a launch, for short diagnostic runs) "
+                  "or off (default: $GPUWATCH_CUPTI, else budget)")
+      ->check(SettingCheck<gpuwatch::wire::CuptiSetting>(gpuwatch::wire::ParseCuptiSetting, "MODE"));
   cmd->add_flag("-q,--quiet", args.quiet, "Do not print summary.txt to stdout");
   cmd->add_option("--baseline", args.baseline,
                   "When COMMAND ends, compare the run with this one (an output folder or "
@@ -251,6 +276,8 @@ int RunCommand(RunArgs& args, CLI::App& command_app) {
       {"GPUWATCH_AUTOSTART", "0"}};
   if (const char* id = std::getenv("GPUWATCH_JOB_ID"); !id || !*id)
     set["GPUWATCH_JOB_ID"] = Hostname() + "-run" + std::to_string(getpid());
+  if (!args.overhead.empty()) set["GPUWATCH_OVERHEAD"] = args.overhead;
+  if (!args.cupti.empty()) set["GPUWATCH_CUPTI"] = args.cupti;
   int code = 0;
   const pid_t pid =
       SpawnCommand(args.command, MergeEnvironment(environ, set), old_mask, &error, &code);

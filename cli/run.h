@@ -1,4 +1,5 @@
-// `gpuwatch run [-o DIR] [--trace LEVEL] [--metrics ADDR:PORT] -- COMMAND ...`: a private
+// `gpuwatch run [-o DIR] [--trace LEVEL] [--metrics ADDR:PORT] [--overhead SHARE]
+// [--cupti MODE] -- COMMAND ...`: a private
 // collector on a thread of this process, COMMAND run with the library preloaded and
 // pointed at it, the summary printed when COMMAND ends, COMMAND's exit code returned.
 #pragma once
@@ -15,6 +16,8 @@ struct RunArgs {
   std::string out = "gpuwatch-out";
   std::string trace;    // off, summary, full; default $GPUWATCH_TRACE, else full
   std::string metrics;  // ADDR:PORT, empty: none
+  std::string overhead;  // GPUWATCH_OVERHEAD for COMMAND; empty: as the environment has it
+  std::string cupti;     // GPUWATCH_CUPTI for COMMAND (budget, full, off); empty: the same
   bool quiet = false;   // do not print summary.txt
   std::string baseline;               // diff the run against this one at the end (diff.h)
   std::vector<std::string> fail_if;   // gate rules of that diff

@@ -16,7 +16,9 @@ class LaunchTimes {
   // nodes at ~1 us each are milliseconds): only a much longer one counts as a wait.
   static constexpr uint64_t kGraphStallNs = 50'000'000;
 
-  explicit LaunchTimes(uint64_t stall_ns = kStallNs) : stall_ns_(stall_ns) {}
+  // Not explicit by default: an aggregate holding one is reset with `= {}`.
+  LaunchTimes() = default;
+  explicit LaunchTimes(uint64_t stall_ns) : stall_ns_(stall_ns) {}
 
   void Add(uint64_t ns) {
     ++total_;
@@ -41,7 +43,7 @@ class LaunchTimes {
   }
 
  private:
-  uint64_t stall_ns_;
+  uint64_t stall_ns_ = kStallNs;
   uint64_t total_ = 0, timed_ = 0, sum_ns_ = 0, cycles_ = 0;
 };
 

@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "overhead_settings.h"
+
 namespace gpuwatch::inject {
 namespace {
 
@@ -24,18 +26,15 @@ long EnvLong(const char* name, long dflt, long lo, long hi) {
   return x;
 }
 
-// "1%", "0.5%" or a share ("0.01"); in (0, 1].
+// GPUWATCH_OVERHEAD and GPUWATCH_CUPTI, read as `gpuwatch run` checks them (wire
+// overhead_settings.h); a bad value is said once and the default kept.
 double EnvShare(const char* name, double dflt) {
   const char* v = std::getenv(name);
   if (!v || !*v) return dflt;
-  char* end = nullptr;
-  double x = std::strtod(v, &end);
-  if (end && *end == '%') {
-    x /= 100;
-    ++end;
-  }
-  if (!end || *end != '\0' || !(x > 0 && x <= 1)) {
-    std::fprintf(stderr, "[gpuwatch] ignoring %s=%s: expected a share such as 1%% or 0.01\n", name, v);
+  double x = dflt;
+  std::string error;
+  if (!wire::ParseOverheadShare(v, &x, &error)) {
+    std::fprintf(stderr, "[gpuwatch] ignoring %s: %s\n", name, error.c_str());
     return dflt;
   }
   return x;
@@ -43,11 +42,15 @@ double EnvShare(const char* name, double dflt) {
 
 CuptiBudget::Mode EnvCuptiMode() {
   const char* v = std::getenv("GPUWATCH_CUPTI");
-  if (!v || !*v || std::string(v) == "budget" || std::string(v) == "on") return CuptiBudget::Mode::kBudget;
-  if (std::string(v) == "full") return CuptiBudget::Mode::kFull;
-  if (std::string(v) == "off") return CuptiBudget::Mode::kOff;
-  std::fprintf(stderr, "[gpuwatch] ignoring GPUWATCH_CUPTI=%s: expected budget, full or off\n", v);
-  return CuptiBudget::Mode::kBudget;
+  wire::CuptiSetting m = wire::CuptiSetting::kBudget;
+  std::string error;
+  if (v && *v && !wire::ParseCuptiSetting(v, &m, &error))
+    std::fprintf(stderr, "[gpuwatch] ignoring GPUWATCH_CUPTI: %s\n", error.c_str());
+  switch (m) {
+    case wire::CuptiSetting::kFull: return CuptiBudget::Mode::kFull;
+    case wire::CuptiSetting::kOff: return CuptiBudget::Mode::kOff;
+    default: return CuptiBudget::Mode::kBudget;
+  }
 }
 
 NativeFrames EnvNativeFrames() {

@@ -91,6 +91,32 @@ TEST_CASE("run: the command sees the preload first, our socket, DIR, one job id"
   CHECK(res.err.find("no process of the command reported") != std::string::npos);
 }
 
+TEST_CASE("run: --overhead and --cupti set the budget for every rank, a bad value runs nothing") {
+  const std::string work = FreshDir("run-budget");
+  auto res = Run({kGpuwatch, "run", "-q", "-o", work + "/o", "--overhead", "0.4%", "--cupti", "full", "--", kScenario,
+                  "--sim", GPUWATCH_SCENARIOS_DIR "/healthy.json"},
+                 {{"GPUWATCH_OVERHEAD", "5%"}}, 120);  // the option wins over the environment
+  INFO(res.err);
+  REQUIRE(res.exit_code == 0);
+  const json summary = json::parse(ReadFile(work + "/o/summary.json"));
+  REQUIRE(summary["ranks"].size() == 2);
+  for (const json& r : summary["ranks"]) {
+    CHECK(r["overhead"]["budget"].get<double>() == Approx(0.004));
+    CHECK(r["overhead"]["cupti_mode"] == "full");
+  }
+  for (const std::vector<std::string>& bad :
+       {std::vector<std::string>{"--overhead", "5x"}, {"--overhead", "0"}, {"--cupti", "sometimes"}}) {
+    std::vector<std::string> argv = {kGpuwatch, "run", "-o", work + "/bad"};
+    argv.insert(argv.end(), bad.begin(), bad.end());
+    argv.insert(argv.end(), {std::string("--"), "/bin/sh", "-c", "touch " + work + "/ran"});
+    auto r = Run(argv, {}, 30);
+    INFO(bad[0] << " " << bad[1] << ": " << r.err);
+    CHECK(r.exit_code != 0);
+    CHECK(r.err.find(bad[0]) != std::string::npos);
+    CHECK_FALSE(fs::exists(work + "/ran"));
+  }
+}
+
 TEST_CASE("run: SIGTERM to gpuwatch reaches the command, the summary is still written") {
   const std::string work = FreshDir("run-sigterm");
   const std::string out = work + "/out";
@@ -182,7 +208,7 @@ TEST_CASE("run: --help reads like a profiler's, gpuwatch collector is gpuwatch-c
   CHECK(help.exit_code == 0);
   for (const char* s : {"Usage: gpuwatch run [OPTIONS] [--] COMMAND", "Examples:",
                         "torchrun --nproc_per_node", "mpirun", "-x LD_PRELOAD", "srun",
-                        "Exit status:", "--metrics", "--trace", "-o,--out"})
+                        "Exit status:", "--metrics", "--trace", "-o,--out", "--overhead", "--cupti"})
     CHECK(help.out.find(s) != std::string::npos);
   auto col = Run({kGpuwatch, "collector", "--help"}, {}, 10);
   CHECK(col.exit_code == 0);

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "enrich/cupti_budget.h"
+#include "overhead_settings.h"
 
 namespace gi = gpuwatch::inject;
 
@@ -421,4 +422,38 @@ TEST_CASE("overhead budget: CUPTI's cost is measured from several cycles in and 
   const double added = static_cast<double>(f.hooks_added_ns + f.cupti_added_ns);
   CHECK(added <= 0.01 * 60 * kS + 50 * kMs + 5 * kMs);
   CHECK(f.windows >= 3);
+}
+
+TEST_CASE("overhead budget: GPUWATCH_OVERHEAD and GPUWATCH_CUPTI read alike by the library and gpuwatch run") {
+  namespace w = gpuwatch::wire;
+  double x = 0;
+  std::string error;
+  CHECK(w::ParseOverheadShare("1%", &x, &error));
+  CHECK(x == Approx(0.01));
+  CHECK(w::ParseOverheadShare("0.5%", &x, &error));
+  CHECK(x == Approx(0.005));
+  CHECK(w::ParseOverheadShare("0.02", &x, &error));
+  CHECK(x == Approx(0.02));
+  CHECK(w::ParseOverheadShare("100%", &x, &error));
+  CHECK(x == 1.0);
+  for (const char* bad : {"", "0", "0%", "-1%", "150%", "2", "1%%", "5x", "%", "abc"}) {
+    INFO(bad);
+    x = 7;
+    error.clear();
+    CHECK_FALSE(w::ParseOverheadShare(bad, &x, &error));
+    CHECK(x == 7);  // untouched
+    CHECK(error.find("not a share") != std::string::npos);
+    CHECK(error.find('\n') == std::string::npos);
+  }
+  w::CuptiSetting m = w::CuptiSetting::kOff;
+  CHECK(w::ParseCuptiSetting("budget", &m, &error));
+  CHECK(m == w::CuptiSetting::kBudget);
+  CHECK(w::ParseCuptiSetting("on", &m, &error));  // the budget's older name
+  CHECK(m == w::CuptiSetting::kBudget);
+  CHECK(w::ParseCuptiSetting("full", &m, &error));
+  CHECK(m == w::CuptiSetting::kFull);
+  CHECK(w::ParseCuptiSetting("off", &m, &error));
+  CHECK(m == w::CuptiSetting::kOff);
+  CHECK_FALSE(w::ParseCuptiSetting("ful", &m, &error));
+  CHECK(error.find("expected budget, full or off") != std::string::npos);
 }

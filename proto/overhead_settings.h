@@ -1,0 +1,17 @@
+// The overhead budget's settings (GPUWATCH_OVERHEAD, GPUWATCH_CUPTI), read by the library
+// from its environment and checked by `gpuwatch run --overhead/--cupti` before it sets them,
+// so that both read a value alike.
+#pragma once
+#include <string>
+#include <string_view>
+
+namespace gpuwatch::wire {
+
+// "1%", "0.5%" or a share such as "0.01": in (0, 1]. False with `error` (one line) otherwise.
+bool ParseOverheadShare(std::string_view s, double* share, std::string* error);
+
+// The CUPTI modes GPUWATCH_CUPTI takes ("on" is the budget's older name).
+enum class CuptiSetting { kBudget, kFull, kOff };
+bool ParseCuptiSetting(std::string_view s, CuptiSetting* mode, std::string* error);
+
+}  // namespace gpuwatch::wire
