@@ -114,9 +114,13 @@ class CuptiBudget {
   uint64_t hook_calls_ = 0;
   double hook_ns_;              // the start-up figure, then the in-place mean
   uint64_t hook_samples_ = 0;
-  LaunchTimes in_launches_, out_launches_;  // launch calls made with CUPTI on, and off
+  // Launch calls made with CUPTI on, and off, for its cost (but in the cycle after a switch,
+  // which ran partly each way).
+  LaunchTimes in_launches_, out_launches_;
   LaunchTimes in_graphs_{LaunchTimes::kGraphStallNs}, out_graphs_{LaunchTimes::kGraphStallNs};  // graph launches, the same
-  uint64_t in_enqueues_ = 0, device_records_ = 0, graph_records_ = 0;
+  // The window opened or closed at the last update (CUPTI starts the run being enabled).
+  bool switched_ = true;
+  uint64_t in_enqueues_ = 0, in_graph_calls_ = 0, device_records_ = 0, graph_records_ = 0;
   double cupti_calls_ = 0;
   double rate_ = 0, graph_rate_ = 0;  // enqueueing calls (but graph launches) and graph launches per ns, recent
 };
