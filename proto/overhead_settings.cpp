@@ -7,12 +7,12 @@ namespace gpuwatch::wire {
 bool ParseOverheadShare(std::string_view s, double* share, std::string* error) {
   const std::string v(s);
   char* end = nullptr;
-  double x = v.empty() ? 0 : std::strtod(v.c_str(), &end);
-  if (end && *end == '%') {
+  double x = std::strtod(v.c_str(), &end);
+  if (*end == '%') {
     x /= 100;
     ++end;
   }
-  if (v.empty() || !end || *end != '\0' || !(x > 0 && x <= 1)) {
+  if (*end != '\0' || !(x > 0 && x <= 1)) {
     *error = "'" + v + "' is not a share of the wall time: expected such as 1% or 0.01, above 0 and at most 100%";
     return false;
   }

@@ -10,8 +10,9 @@ namespace gpuwatch::wire {
 // "1%", "0.5%" or a share such as "0.01": in (0, 1]. False with `error` (one line) otherwise.
 bool ParseOverheadShare(std::string_view s, double* share, std::string* error);
 
-// The CUPTI modes GPUWATCH_CUPTI takes ("on" is the budget's older name).
-enum class CuptiSetting { kBudget, kFull, kOff };
+// The CUPTI modes GPUWATCH_CUPTI takes ("on" is the budget's older name); the library's
+// CuptiBudget::Mode, and on the wire (CuptiMode) the value + 1.
+enum class CuptiSetting { kBudget = 0, kFull = 1, kOff = 2 };
 bool ParseCuptiSetting(std::string_view s, CuptiSetting* mode, std::string* error);
 
 }  // namespace gpuwatch::wire

@@ -7,12 +7,13 @@
 #include <vector>
 
 #include "enrich/launch_times.h"
+#include "overhead_settings.h"
 
 namespace gpuwatch::inject {
 
 class CuptiBudget {
  public:
-  enum class Mode { kBudget = 0, kFull = 1, kOff = 2 };
+  using Mode = wire::CuptiSetting;  // GPUWATCH_CUPTI: budget, full, off
   struct Options {
     Mode mode = Mode::kBudget;
     double budget = 0.01;                 // GPUWATCH_OVERHEAD, as a share of wall time

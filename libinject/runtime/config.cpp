@@ -42,15 +42,13 @@ double EnvShare(const char* name, double dflt) {
 
 CuptiBudget::Mode EnvCuptiMode() {
   const char* v = std::getenv("GPUWATCH_CUPTI");
-  wire::CuptiSetting m = wire::CuptiSetting::kBudget;
+  CuptiBudget::Mode m = CuptiBudget::Mode::kBudget;
   std::string error;
-  if (v && *v && !wire::ParseCuptiSetting(v, &m, &error))
+  if (v && *v && !wire::ParseCuptiSetting(v, &m, &error)) {
     std::fprintf(stderr, "[gpuwatch] ignoring GPUWATCH_CUPTI: %s\n", error.c_str());
-  switch (m) {
-    case wire::CuptiSetting::kFull: return CuptiBudget::Mode::kFull;
-    case wire::CuptiSetting::kOff: return CuptiBudget::Mode::kOff;
-    default: return CuptiBudget::Mode::kBudget;
+    return CuptiBudget::Mode::kBudget;
   }
+  return m;
 }
 
 NativeFrames EnvNativeFrames() {
