@@ -21,23 +21,25 @@ CuptiBudget::CuptiBudget(const Options& o, uint64_t start_ns)
 }
 
 bool CuptiBudget::Measured() const {
-  return in_launches_.count() >= o_.min_samples && out_launches_.count() >= o_.min_samples &&
-         in_launches_.cycles() >= o_.min_sample_cycles && out_launches_.cycles() >= o_.min_sample_cycles;
+  const LaunchTimes &in = launch_cost_.in(), &out = launch_cost_.out();
+  return in.count() >= o_.min_samples && out.count() >= o_.min_samples && in.cycles() >= o_.min_sample_cycles &&
+         out.cycles() >= o_.min_sample_cycles && launch_cost_.paired() > 0;
 }
 
 double CuptiBudget::CuptiNs() const {
   if (!Measured()) return o_.prior_cupti_ns;
-  return std::max(0.0, in_launches_.TrimmedMean() - out_launches_.TrimmedMean());
+  return std::max(0.0, launch_cost_.Ns());
 }
 
 bool CuptiBudget::GraphMeasured() const {
   // timed(): graph launches that all waited (a full queue) say nothing of CUPTI's cost.
-  return in_graphs_.timed() >= o_.min_graph_samples && out_graphs_.timed() >= o_.min_graph_samples &&
-         in_graphs_.cycles() >= o_.min_sample_cycles && out_graphs_.cycles() >= o_.min_sample_cycles;
+  const LaunchTimes &in = graph_cost_.in(), &out = graph_cost_.out();
+  return in.timed() >= o_.min_graph_samples && out.timed() >= o_.min_graph_samples &&
+         in.cycles() >= o_.min_sample_cycles && out.cycles() >= o_.min_sample_cycles && graph_cost_.paired() > 0;
 }
 
 double CuptiBudget::CuptiGraphNs() const {
-  if (GraphMeasured()) return std::max(0.0, in_graphs_.TrimmedMean() - out_graphs_.TrimmedMean());
+  if (GraphMeasured()) return std::max(0.0, graph_cost_.Ns());
   // Until measured, every node as dear as a launch: the most it is likely to cost, so that
   // the first windows of a graph-heavy job do not overspend before the figure is known.
   const double nodes = in_graph_calls_ ? static_cast<double>(graph_records_) / static_cast<double>(in_graph_calls_) : 1.0;
@@ -98,20 +100,17 @@ bool CuptiBudget::Update(const Cycle& c) {
     switched_ = open_ != ran_open;
     return open_;
   };
+  if (!mixed) {
+    launch_cost_.Add(now, open_, c.launches);
+    graph_cost_.Add(now, open_, c.graph_launches);
+  }
   if (open_) {
-    if (!mixed) {
-      in_launches_.Merge(c.launches);
-      in_graphs_.Merge(c.graph_launches);
-    }
     in_graph_calls_ += graphs;
     in_enqueues_ += c.enqueues;
     // Work the hooks do not see enqueued is instrumented too (NCCL launches its kernels
     // through the driver it loaded itself): CUPTI's device records per hooked enqueueing
     // call scale them in. A graph's nodes are in its launch's own cost.
     cupti_calls_ += static_cast<double>(others) * RecordsPerCall();
-  } else if (!mixed) {
-    out_launches_.Merge(c.launches);
-    out_graphs_.Merge(c.graph_launches);
   }
   if (span > 0) {  // the recent rates of enqueueing calls, over about a second
     const double w = std::min(1.0, static_cast<double>(span) / 1e9);

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "enrich/cupti_cost.h"
 #include "enrich/launch_times.h"
 #include "overhead_settings.h"
 
@@ -116,9 +117,8 @@ class CuptiBudget {
   double hook_ns_;              // the start-up figure, then the in-place mean
   uint64_t hook_samples_ = 0;
   // Launch calls made with CUPTI on, and off, for its cost (but in the cycle after a switch,
-  // which ran partly each way).
-  LaunchTimes in_launches_, out_launches_;
-  LaunchTimes in_graphs_{LaunchTimes::kGraphStallNs}, out_graphs_{LaunchTimes::kGraphStallNs};  // graph launches, the same
+  // which ran partly each way); graph launches apart.
+  CuptiCost launch_cost_, graph_cost_{LaunchTimes::kGraphStallNs};
   // The window opened or closed at the last update (CUPTI starts the run being enabled).
   bool switched_ = true;
   uint64_t in_enqueues_ = 0, in_graph_calls_ = 0, device_records_ = 0, graph_records_ = 0;

@@ -17,9 +17,9 @@ constexpr uint64_t kMs = 1'000'000, kS = 1000 * kMs;
 // time, plus `cupti_ns` while a window is open, and with `stall_every` one launch in that many
 // waits 5 ms (a full launch queue, the scheduler); with `tail_every`, one launch in that many
 // made in a window takes `tail_ns` more still (CUPTI handing a buffer over). Returns the share
-// of time windows were open.
+// of time windows were open; adds what CUPTI really cost the launches to `*paid_ns`.
 double Play(gi::CuptiBudget& b, uint64_t& now, double seconds, double rate, double base_ns, double cupti_ns,
-            uint64_t stall_every = 0, uint64_t tail_every = 0, double tail_ns = 0) {
+            uint64_t stall_every = 0, uint64_t tail_every = 0, double tail_ns = 0, double* paid_ns = nullptr) {
   const uint64_t cycles = static_cast<uint64_t>(seconds * 100);
   uint64_t open_cycles = 0;
   for (uint64_t i = 0; i < cycles; ++i) {
@@ -33,6 +33,7 @@ double Play(gi::CuptiBudget& b, uint64_t& now, double seconds, double rate, doub
       const uint64_t n = i * c.enqueues + k;
       const bool stall = stall_every && n % stall_every == 0;
       const double cupti = open ? cupti_ns + (tail_every && n % tail_every == 1 ? tail_ns : 0) : 0;
+      if (paid_ns) *paid_ns += cupti;
       c.launches.Add(static_cast<uint64_t>(stall ? 5 * kMs : base_ns + cupti));
     }
     c.device_records = open ? c.enqueues : 0;
@@ -94,6 +95,67 @@ TEST_CASE("overhead budget: CUPTI's cost counts the calls it makes much slower, 
   CHECK(f.cupti_ns == Approx(4000).margin(100));
   // And the windows are sized by it: the added time still within budget x wall + allowance.
   CHECK(static_cast<double>(f.hooks_added_ns + f.cupti_added_ns) <= 0.01 * 10 * kS + 50 * kMs + 3 * kMs);
+}
+
+TEST_CASE("overhead budget: CUPTI's cost is set against the nearest calls, so a phase's own call times do not move it") {
+  // 20 s launching little (long windows), then 40 s launching much (short spaced ones), the
+  // launch call itself slower or faster in the second phase; CUPTI adds 3 us throughout.
+  // All calls in windows minus all calls outside weighs the phases differently on each side:
+  // that read 2.2 us (and spent 39% over the budget) with the calls slower in the second
+  // phase, 4.2 us with them faster.
+  for (const auto& [quiet_ns, heavy_ns] : {std::pair{4000.0, 6000.0}, std::pair{6000.0, 4000.0}}) {
+    gi::CuptiBudget::Options o;
+    uint64_t now = 1 * kS;
+    gi::CuptiBudget b(o, now);
+    double paid = 0;
+    Play(b, now, 20, 5'000, quiet_ns, 3000, 0, 0, 0, &paid);
+    Play(b, now, 40, 175'000, heavy_ns, 3000, 0, 0, 0, &paid);
+    const auto f = b.figures();
+    const double allowance = 0.01 * 60 * kS + 50 * kMs;
+    INFO("calls " << quiet_ns << " then " << heavy_ns << " ns: CUPTI read " << f.cupti_ns << " ns, paid "
+                  << paid / kMs << " ms of " << allowance / kMs);
+    REQUIRE(f.cupti_ns_measured);
+    CHECK(f.cupti_ns == Approx(3000).epsilon(0.05));
+    CHECK(paid <= 1.03 * allowance);
+    CHECK(paid >= 0.9 * allowance);
+  }
+}
+
+TEST_CASE("overhead budget: the calls just after a window do not make it look cheaper") {
+  // CUPTI adds 3 us to a launch in a window; for 5 cycles after one, the sender and the
+  // collector handle its records beside the job, and launches take 0.5 us more. Set against
+  // those calls, a window's launches would read ~2.6 us.
+  gi::CuptiBudget::Options o;
+  uint64_t now = 1 * kS;
+  gi::CuptiBudget b(o, now);
+  int since_window = 100;
+  for (int i = 0; i < 6000; ++i) {  // 60 s at 175k launches/s
+    const bool open = b.open();
+    since_window = open ? 0 : since_window + 1;
+    gi::CuptiBudget::Cycle c;
+    c.now_ns = now += 10 * kMs;
+    c.enqueues = c.hook_calls = 1750;
+    const uint64_t ns = open ? 7000 : since_window <= 5 ? 4500 : 4000;
+    for (int k = 0; k < 1750; ++k) c.launches.Add(ns);
+    c.device_records = open ? c.enqueues : 0;
+    b.Update(c);
+  }
+  const auto f = b.figures();
+  REQUIRE(f.cupti_ns_measured);
+  CHECK(f.cupti_ns == Approx(3000).epsilon(0.02));
+}
+
+TEST_CASE("overhead budget: CUPTI's cost follows a change in it") {
+  // 20 s at 3 us a launch, then CUPTI's cost doubles (more record kinds, another driver
+  // path): the figure moves most of the way within a minute (5.4 us). All calls in windows
+  // minus all calls outside read 4.5 us after 60 s.
+  gi::CuptiBudget::Options o;
+  uint64_t now = 1 * kS;
+  gi::CuptiBudget b(o, now);
+  Play(b, now, 20, 175'000, 4000, 3000);
+  REQUIRE(b.figures().cupti_ns == Approx(3000).epsilon(0.02));
+  Play(b, now, 60, 175'000, 4000, 6000);
+  CHECK(b.figures().cupti_ns > 5000);
 }
 
 TEST_CASE("overhead budget: a phase with few launches is recorded whole") {
