@@ -392,9 +392,12 @@ TEST_CASE("diagnosis: host frames name the host function the GPU waited for most
   REQUIRE(frames.size() >= 2);
   CHECK(frames[0]["where"].get<std::string>().ends_with("host_frames.py:21 in log_metrics"));
   CHECK(frames[1]["where"].get<std::string>().ends_with("host_frames.py:26 in compute_stats"));
-  // 6 ms against 2 ms of every step's host time.
+  // 6 ms against 2 ms of every step's host time, the GPU busy with the step's copy for the
+  // first ~1 ms of the 6: 5 to 2 of the GPU's wait, a ~0.71. With 100 steps a loaded run
+  // read 0.66 (39 of 59 samples) and `a > 2 * b` failed: its margin was one standard
+  // deviation of the sampling. 200 steps now, and a margin of two or three.
   const double a = frames[0]["share"], b = frames[1]["share"];
-  CHECK(a > 2 * b);
+  CHECK(a > 1.5 * b);
   CHECK(a + b > 0.8);
   CHECK(f["evidence"]["data_loading_share"].get<double>() < 0.1);
   CHECK(f["fix"].get<std::string>().find("log_metrics") != std::string::npos);
