@@ -110,7 +110,9 @@ bool CuptiBudget::Update(const Cycle& c) {
     // Work the hooks do not see enqueued is instrumented too (NCCL launches its kernels
     // through the driver it loaded itself): CUPTI's device records per hooked enqueueing
     // call scale them in. A graph's nodes are in its launch's own cost.
-    cupti_calls_ += static_cast<double>(others) * RecordsPerCall();
+    const double calls = static_cast<double>(others) * RecordsPerCall();
+    cupti_calls_ += calls;
+    Charge(now, calls, graphs);
   }
   if (span > 0) {  // the recent rates of enqueueing calls, over about a second
     const double w = std::min(1.0, static_cast<double>(span) / 1e9);
@@ -144,6 +146,27 @@ bool CuptiBudget::Update(const Cycle& c) {
   return decided();
 }
 
+void CuptiBudget::Charge(uint64_t now, double calls, uint64_t graphs) {
+  const uint64_t second = now / 1'000'000'000;
+  if (recent_.empty() || recent_.back().second != second) recent_.push_back({second, 0, 0});
+  recent_.back().calls += calls;
+  recent_.back().graphs += graphs;
+  recent_calls_ += calls;
+  recent_graphs_ += graphs;
+  // Calls older than the figure's memory keep the price it had when they left it (until it
+  // is measured at all: the prior's price is no one's).
+  while (recent_.front().second + kRepriceS < second) {
+    const Recent& r = recent_.front();
+    if (Measured()) priced_ns_ += r.calls * CuptiNs();
+    else unpriced_calls_ += r.calls;
+    if (GraphMeasured()) priced_graph_ns_ += static_cast<double>(r.graphs) * CuptiGraphNs();
+    else unpriced_graph_calls_ += r.graphs;
+    recent_calls_ -= r.calls;
+    recent_graphs_ -= r.graphs;
+    recent_.pop_front();
+  }
+}
+
 std::vector<std::pair<uint64_t, uint64_t>> CuptiBudget::TakeClosedWindows() {
   std::vector<std::pair<uint64_t, uint64_t>> out;
   out.swap(closed_);
@@ -164,8 +187,9 @@ CuptiBudget::Figures CuptiBudget::figures() const {
   f.cupti_calls = static_cast<uint64_t>(cupti_calls_);
   f.cupti_graph_launches = in_graph_calls_;
   f.hooks_added_ns = static_cast<uint64_t>(hook_ns_ * static_cast<double>(hook_calls_));
-  f.cupti_added_ns = static_cast<uint64_t>(f.cupti_ns * cupti_calls_ +
-                                            f.cupti_graph_ns * static_cast<double>(f.cupti_graph_launches));
+  f.cupti_added_ns =
+      static_cast<uint64_t>(priced_ns_ + f.cupti_ns * (unpriced_calls_ + recent_calls_) + priced_graph_ns_ +
+                            f.cupti_graph_ns * static_cast<double>(unpriced_graph_calls_ + recent_graphs_));
   f.sampler_ns = sampler_ns_;
   f.startup_ns = startup_ns_;
   f.windows = windows_ + (open_ ? 1 : 0);

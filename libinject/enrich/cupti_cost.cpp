@@ -1,21 +1,30 @@
 // See cupti_cost.h.
 #include "enrich/cupti_cost.h"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace gpuwatch::inject {
 
 void CuptiCost::Recent::Push(uint64_t cycle_no, const LaunchTimes& cycle) {
   last_cycle = cycle_no;
-  parts.push_back({cycle.timed(), cycle.timed_sum_ns()});
+  parts.push_back({cycle.timed(), static_cast<double>(cycle.timed_sum_ns()) / static_cast<double>(cycle.timed())});
   timed += cycle.timed();
-  sum_ns += cycle.timed_sum_ns();
   // Bounded: every part holds a timed call, so at most kRefCycles + kRefCalls parts stay.
   while (parts.size() > kRefCycles && timed - parts.front().timed >= kRefCalls) {
     timed -= parts.front().timed;
-    sum_ns -= parts.front().sum_ns;
     parts.pop_front();
   }
+}
+
+double CuptiCost::Recent::Median() const {
+  std::vector<double> means;
+  means.reserve(parts.size());
+  for (const Part& p : parts) means.push_back(p.mean_ns);
+  const auto mid = means.begin() + static_cast<std::ptrdiff_t>(means.size() / 2);
+  std::nth_element(means.begin(), mid, means.end());
+  return *mid;
 }
 
 void CuptiCost::Differences::Add(uint64_t now_ns, double diff, uint64_t n) {
@@ -36,9 +45,10 @@ void CuptiCost::Add(uint64_t now_ns, bool in_window, const LaunchTimes& cycle) {
   ++cycles_;
   const double mean = static_cast<double>(cycle.timed_sum_ns()) / static_cast<double>(cycle.timed());
   const Recent& other = in_window ? recent_out_ : recent_in_;
-  if (other.timed > 0 && cycles_ - other.last_cycle <= kFreshCycles) {
-    if (in_window) before_.Add(now_ns, mean - other.Mean(), cycle.timed());
-    else if (before_.calls == 0) after_.Add(now_ns, other.Mean() - mean, cycle.timed());
+  if (in_window && other.timed > 0) {
+    before_.Add(now_ns, mean - other.Median(), cycle.timed());
+  } else if (!in_window && other.timed > 0 && before_.calls == 0 && cycles_ - other.last_cycle <= kFreshCycles) {
+    after_.Add(now_ns, other.Median() - mean, cycle.timed());
   }
   (in_window ? recent_in_ : recent_out_).Push(cycles_, cycle);
 }

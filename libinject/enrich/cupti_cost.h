@@ -29,14 +29,12 @@ class CuptiCost {
   // The calls just before: the last kRefCycles cycles of calls made outside windows, and
   // further back until they hold kRefCalls timed calls (a job that replays one graph a step
   // makes one every few cycles).
-  static constexpr uint64_t kRefCycles = 5, kRefCalls = 64;
-  // And only while they are this recent, in sender cycles (10 ms by default) that timed calls
-  // of this kind (a graph replayed once a step is compared across steps): set against calls
-  // made on the other side of a phase change, a cycle measures the phase change. Calls deep
-  // inside a long window are not compared.
+  static constexpr uint64_t kRefCycles = 15, kRefCalls = 64;
+  // The calls just after a window are set against it (provisionally, above) only this soon
+  // after it, in sender cycles (10 ms by default) that timed calls of this kind.
   static constexpr uint64_t kFreshCycles = 10;
   // The differences fade with this time constant, so that the figure follows a change in
-  // CUPTI's own cost (3 us doubled to 6: a minute later it read 5.4 us, where all calls in
+  // CUPTI's own cost (3 us doubled to 6: a minute later it read 5.5 us, where all calls in
   // windows minus all outside read 4.5), yet rests on a dozen or so windows of a
   // launch-heavy phase (one every ~2.5 s), not on the last one.
   static constexpr double kFadeNs = 30e9;
@@ -56,15 +54,19 @@ class CuptiCost {
   double Ns() const { return before_.calls ? before_.Ns() : after_.Ns(); }
 
  private:
-  // The recent calls made one way: a few cycles' timed calls and their sum.
+  // The recent calls made one way: a few cycles' timed calls and their mean.
   struct Recent {
     struct Part {
-      uint64_t timed, sum_ns;
+      uint64_t timed;
+      double mean_ns;
     };
     std::deque<Part> parts;
-    uint64_t timed = 0, sum_ns = 0, last_cycle = 0;
+    uint64_t timed = 0, last_cycle = 0;
     void Push(uint64_t cycle_no, const LaunchTimes& cycle);
-    double Mean() const { return static_cast<double>(sum_ns) / static_cast<double>(timed); }
+    // The median of the cycles' means, so that a cycle or two unlike the rest does not move
+    // it: the mean of the last 5 read a replay's cost at 33 us instead of ~50 in one loaded
+    // run of eight (its window then never closed); the median of 15, 47-67 us in eight.
+    double Median() const;
   };
   // Differences per call, faded: sums of differences x calls, and of calls.
   struct Differences {

@@ -147,7 +147,7 @@ TEST_CASE("overhead budget: the calls just after a window do not make it look ch
 
 TEST_CASE("overhead budget: CUPTI's cost follows a change in it") {
   // 20 s at 3 us a launch, then CUPTI's cost doubles (more record kinds, another driver
-  // path): the figure moves most of the way within a minute (5.4 us). All calls in windows
+  // path): the figure moves most of the way within a minute (5.5 us). All calls in windows
   // minus all calls outside read 4.5 us after 60 s.
   gi::CuptiBudget::Options o;
   uint64_t now = 1 * kS;
@@ -156,6 +156,23 @@ TEST_CASE("overhead budget: CUPTI's cost follows a change in it") {
   REQUIRE(b.figures().cupti_ns == Approx(3000).epsilon(0.02));
   Play(b, now, 60, 175'000, 4000, 6000);
   CHECK(b.figures().cupti_ns > 5000);
+}
+
+TEST_CASE("overhead budget: calls keep the price CUPTI's cost had in their time") {
+  // A minute at 6 us a launch, then a minute at 3: repriced at the latest figure, the first
+  // minute's calls looked half as dear as they were, and the windows spent 20% over the
+  // budget (1507 ms of 1250). Now only the last 30 s of calls are repriced (1292 ms).
+  gi::CuptiBudget::Options o;
+  uint64_t now = 1 * kS;
+  gi::CuptiBudget b(o, now);
+  double paid = 0;
+  Play(b, now, 60, 175'000, 4000, 6000, 0, 0, 0, &paid);
+  Play(b, now, 60, 175'000, 4000, 3000, 0, 0, 0, &paid);
+  const auto f = b.figures();
+  const double allowance = 0.01 * 120 * kS + 50 * kMs;
+  INFO("paid " << paid / kMs << " ms of " << allowance / kMs << ", charged " << f.cupti_added_ns / kMs);
+  CHECK(paid <= 1.05 * allowance);
+  CHECK(f.cupti_added_ns == Approx(paid).epsilon(0.1));
 }
 
 TEST_CASE("overhead budget: a phase with few launches is recorded whole") {
