@@ -7,8 +7,7 @@
 
 namespace gpuwatch::inject {
 
-void CuptiCost::Recent::Push(uint64_t cycle_no, const LaunchTimes& cycle) {
-  last_cycle = cycle_no;
+void CuptiCost::Recent::Push(const LaunchTimes& cycle) {
   parts.push_back({cycle.timed(), static_cast<double>(cycle.timed_sum_ns()) / static_cast<double>(cycle.timed())});
   timed += cycle.timed();
   // Bounded: every part holds a timed call, so at most kRefCycles + kRefCalls parts stay.
@@ -42,15 +41,14 @@ void CuptiCost::Differences::Add(uint64_t now_ns, double diff, uint64_t n) {
 void CuptiCost::Add(uint64_t now_ns, bool in_window, const LaunchTimes& cycle) {
   (in_window ? in_ : out_).Merge(cycle);
   if (cycle.timed() == 0) return;  // no call, or every one waited (a full queue): nothing to compare
-  ++cycles_;
   const double mean = static_cast<double>(cycle.timed_sum_ns()) / static_cast<double>(cycle.timed());
   const Recent& other = in_window ? recent_out_ : recent_in_;
   if (in_window && other.timed > 0) {
     before_.Add(now_ns, mean - other.Median(), cycle.timed());
-  } else if (!in_window && other.timed > 0 && before_.calls == 0 && cycles_ - other.last_cycle <= kFreshCycles) {
+  } else if (!in_window && other.timed > 0 && before_.calls == 0) {
     after_.Add(now_ns, other.Median() - mean, cycle.timed());
   }
-  (in_window ? recent_in_ : recent_out_).Push(cycles_, cycle);
+  (in_window ? recent_in_ : recent_out_).Push(cycle);
 }
 
 }  // namespace gpuwatch::inject

@@ -15,7 +15,7 @@
 // (a unit test models it). On the 2-core VM's launch loop it did not show: with and without
 // them the figure was within 1% of what the window's calls took more in place
 // (docs/PERFORMANCE.md). Only until a window has had calls before it (the run's first opens
-// at its start) is that the figure, provisionally.
+// at its start) is that the figure, provisionally: the calls since set against its last.
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -30,9 +30,6 @@ class CuptiCost {
   // further back until they hold kRefCalls timed calls (a job that replays one graph a step
   // makes one every few cycles).
   static constexpr uint64_t kRefCycles = 15, kRefCalls = 64;
-  // The calls just after a window are set against it (provisionally, above) only this soon
-  // after it, in sender cycles (10 ms by default) that timed calls of this kind.
-  static constexpr uint64_t kFreshCycles = 10;
   // The differences fade with this time constant, so that the figure follows a change in
   // CUPTI's own cost (3 us doubled to 6: a minute later it read 5.5 us, where all calls in
   // windows minus all outside read 4.5), yet rests on a dozen or so windows of a
@@ -61,8 +58,8 @@ class CuptiCost {
       double mean_ns;
     };
     std::deque<Part> parts;
-    uint64_t timed = 0, last_cycle = 0;
-    void Push(uint64_t cycle_no, const LaunchTimes& cycle);
+    uint64_t timed = 0;
+    void Push(const LaunchTimes& cycle);
     // The median of the cycles' means, so that a cycle or two unlike the rest does not move
     // it: the mean of the last 5 read a replay's cost at 33 us instead of ~50 in one loaded
     // run of eight (its window then never closed); the median of 15, 47-67 us in eight.
@@ -80,7 +77,6 @@ class CuptiCost {
   Recent recent_in_, recent_out_;
   Differences before_;  // window calls against the calls just before the window
   Differences after_;   // the calls just after a window against the window's: provisional
-  uint64_t cycles_ = 0;  // cycles that timed calls
 };
 
 }  // namespace gpuwatch::inject
