@@ -14,5 +14,8 @@ mkdir -p "$corpus" "$findings"
 ASAN_OPTIONS=detect_leaks=0 "$build/bin/fuzz_make_seeds" "$corpus" >/dev/null
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+# Inputs that once crashed it (tests/fuzz/regressions/), each run once before the search.
+"$build/bin/fuzz_stream" tests/fuzz/regressions/* >/dev/null 2>"$findings/regressions.log" ||
+  { tail -40 "$findings/regressions.log"; echo "fuzz: an input in tests/fuzz/regressions/ fails again" >&2; exit 1; }
 exec "$build/bin/fuzz_stream" "$corpus" -max_total_time="$secs" -max_len=65536 \
   -rss_limit_mb=2048 -artifact_prefix="$findings/" -print_final_stats=1 "$@"

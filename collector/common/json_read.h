@@ -2,6 +2,8 @@
 // the default, so an older or partial summary never throws in the code that reads it back
 // (report.html, gpuwatch diff).
 #pragma once
+#include <cmath>
+#include <limits>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -19,6 +21,17 @@ inline const json& Get(const json& j, const char* key) {
 inline double Num(const json& j, const char* key, double def = 0) {
   const json& v = Get(j, key);
   return v.is_number() ? v.get<double>() : def;
+}
+// A count, a size or a number of ranks as T: the number clamped to T's range. A byte total
+// that overflowed reads 2^64 as a double, and a plain cast of that is undefined (the fuzzer
+// found one in report.html's communicators table).
+template <typename T>
+T Whole(const json& j, const char* key, T def = 0) {
+  const double x = Num(j, key, static_cast<double>(def));
+  if (std::isnan(x)) return def;
+  if (x <= static_cast<double>(std::numeric_limits<T>::min())) return std::numeric_limits<T>::min();
+  if (x >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+  return static_cast<T>(x);
 }
 inline std::string Str(const json& j, const char* key, const std::string& def = "") {
   const json& v = Get(j, key);

@@ -21,6 +21,7 @@ namespace fs = std::filesystem;
 using json_read::Arr;
 using json_read::Get;
 using json_read::Num;
+using json_read::Whole;
 using json_read::Obj;
 using json_read::Str;
 
@@ -100,15 +101,15 @@ RunFigures ExtractFigures(const json& s, const std::string& path) {
   f.generated_at = Str(s, "generated_at");
   const json& job = Obj(s, "job");
   const json& ranks = Arr(s, "ranks");
-  f.ranks = static_cast<int>(Num(job, "ranks", static_cast<double>(ranks.size())));
-  f.world_size = static_cast<int>(Num(job, "world_size"));
-  f.hosts = static_cast<int>(Num(job, "hosts"));
+  f.ranks = Whole<int>(job, "ranks", static_cast<int>(ranks.size()));
+  f.world_size = Whole<int>(job, "world_size");
+  f.hosts = Whole<int>(job, "hosts");
   for (const json& r : Arr(job, "abnormal_ranks"))
     if (r.is_number_integer()) f.abnormal_ranks.push_back(r.get<int>());
 
   const json& steps = Obj(job, "steps");
   f.steps_source = Str(steps, "source", "none");
-  f.steps = static_cast<uint64_t>(std::max(0.0, Num(steps, "count")));
+  f.steps = Whole<uint64_t>(steps, "count");
   f.step_median_ms = Num(steps, "median_ms");
 
   const json& gpu = Obj(job, "gpu");

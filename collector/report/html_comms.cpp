@@ -14,6 +14,7 @@ using nlohmann::json;
 using json_read::Arr;
 using json_read::Get;
 using json_read::Num;
+using json_read::Whole;
 using json_read::Str;
 
 
@@ -37,7 +38,7 @@ void CommsSection(const json& s, std::string& out) {
         ops += (ops.empty() ? "" : ", ") + it.key() + " " + FmtRate(Num(it.value(), "busbw_gbps"));
     out += "<tr><td>" + Esc(Get(c, "members").dump()) + (Get(c, "identified") == true ? "" : " (not identified)") +
            "</td><td>" + Esc(Str(c, "kind", "-")) + "</td>" + html::NumCell(Printf("%.0f", Num(c, "calls"))) +
-           html::NumCell(FmtBytes(static_cast<uint64_t>(Num(c, "bytes")))) + html::NumCell(FmtDuration(Num(c, "gpu_s"))) +
+           html::NumCell(FmtBytes(Whole<uint64_t>(c, "bytes"))) + html::NumCell(FmtDuration(Num(c, "gpu_s"))) +
            html::NumCell(FmtDuration(Num(c, "exposed_s"))) + html::NumCell(FmtDuration(Num(c, "overlapped_s"))) + "<td>" + Esc(ops) +
            "</td></tr>\n";
   }

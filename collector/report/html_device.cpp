@@ -19,6 +19,7 @@ using json_read::Arr;
 using json_read::Get;
 using json_read::Int;
 using json_read::Num;
+using json_read::Whole;
 using json_read::Str;
 
 void MemoryChart(const json& s, std::string& out) {
@@ -33,7 +34,7 @@ void MemoryChart(const json& s, std::string& out) {
     row.rank = Int(r, "rank");
     row.window_s = Num(ser, "window_s");
     for (const json& v : Arr(ser, "peak_bytes")) row.busy.push_back(v.is_number() ? v.get<double>() / total : 0);
-    row.label = RankLabel(r) + "  peak " + FmtBytes(static_cast<uint64_t>(Num(m, "peak_bytes"))) + " of " +
+    row.label = RankLabel(r) + "  peak " + FmtBytes(Whole<uint64_t>(m, "peak_bytes")) + " of " +
                 FmtBytes(static_cast<uint64_t>(total));
     rows.push_back(std::move(row));
   }
@@ -66,7 +67,7 @@ void DeviceTable(const json& s, std::string& out) {
     std::string others;
     for (const json& o : Arr(d, "other_processes"))
       others += Printf("%s%d: %s, %.0f%% busy", others.empty() ? "" : "; ", Int(o, "pid"),
-                       FmtBytes(static_cast<uint64_t>(Num(o, "memory_bytes"))).c_str(), 100 * Num(o, "busy"));
+                       FmtBytes(Whole<uint64_t>(o, "memory_bytes")).c_str(), 100 * Num(o, "busy"));
     const json& nv = Get(d, "nvlink");
     std::string nvlink = "none";
     if (nv.is_object()) {
@@ -82,8 +83,8 @@ void DeviceTable(const json& s, std::string& out) {
            html::NumCell(Printf("gen %d x%d of %d x%d", Int(pcie, "gen"), Int(pcie, "width"), Int(pcie, "gen_max"),
                        Int(pcie, "width_max"))) +
            html::NumCell(nvlink) +
-           html::NumCell(FmtBytes(static_cast<uint64_t>(Num(d, "memory_used_max_bytes"))) + " / " +
-                FmtBytes(static_cast<uint64_t>(Num(d, "memory_total_bytes")))) +
+           html::NumCell(FmtBytes(Whole<uint64_t>(d, "memory_used_max_bytes")) + " / " +
+                FmtBytes(Whole<uint64_t>(d, "memory_total_bytes"))) +
            "<td>" + Esc(others.empty() ? "none" : others) + "</td></tr>\n";
   }
   out += "</table></section>\n";

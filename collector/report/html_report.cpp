@@ -24,6 +24,7 @@ using json_read::Arr;
 using json_read::Get;
 using json_read::Int;
 using json_read::Num;
+using json_read::Whole;
 using json_read::Str;
 
 // A JSON value of a finding's evidence as short text: 4 significant digits, nested
@@ -48,11 +49,11 @@ void Header(const json& s, std::string& out) {
   const json& job = Get(s, "job");
   out += "<h1>gpuwatch report: job " + Esc(Str(s, "job_id", "?")) + "</h1>\n";
   const int ranks =
-      static_cast<int>(Num(job, "ranks", static_cast<double>(Arr(s, "ranks").size())));
-  const int hosts = static_cast<int>(Num(job, "hosts"));
+      Whole<int>(job, "ranks", static_cast<int>(Arr(s, "ranks").size()));
+  const int hosts = Whole<int>(job, "hosts");
   out += "<p class=\"meta\">" +
          Esc(Printf("%d rank%s of %d, %d host%s, wall %s", ranks, ranks == 1 ? "" : "s",
-                    static_cast<int>(Num(job, "world_size")), hosts, hosts == 1 ? "" : "s",
+                    Whole<int>(job, "world_size"), hosts, hosts == 1 ? "" : "s",
                     FmtDuration(Num(job, "wall_s")).c_str())) +
          " &middot; generated " + Esc(Str(s, "generated_at")) + "</p>\n";
   const json& abnormal = Arr(job, "abnormal_ranks");
@@ -286,7 +287,7 @@ void Collectives(const json& s, std::string& out) {
       const json& o = it.value();
       out += "<tr><td>" + Esc(it.key()) + "</td><td class=\"n\">" +
              Printf("%.0f", Num(o, "count")) + "</td><td class=\"n\">" +
-             FmtBytes(static_cast<uint64_t>(Num(o, "bytes"))) + "</td><td class=\"n\">" +
+             FmtBytes(Whole<uint64_t>(o, "bytes")) + "</td><td class=\"n\">" +
              FmtDuration(Num(o, "total_s")) + "</td><td class=\"n\">" +
              FmtRate(Num(o, "algbw_gbps")) + "</td><td class=\"n\">" +
              FmtRate(Num(o, "busbw_gbps")) + "</td></tr>\n";
