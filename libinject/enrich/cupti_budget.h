@@ -129,7 +129,7 @@ class CuptiBudget {
   // least sure: graph replays read 160 us a replay at 0.3 s into a run, 69 us by its end);
   // older ones keep the price they had then. All at the latest, a minute at 6 us a launch
   // followed by a minute at 3 us was repriced at 3, and the windows spent 20% over the budget.
-  static constexpr uint64_t kRepriceS = 30;  // CuptiCost::kFadeNs: the figure's own memory
+  static constexpr uint64_t kRepriceS = static_cast<uint64_t>(CuptiCost::kFadeNs / 1e9);  // the figure's own memory
   struct Recent {
     uint64_t second;
     double calls;

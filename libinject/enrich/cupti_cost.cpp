@@ -8,7 +8,7 @@
 namespace gpuwatch::inject {
 
 void CuptiCost::Recent::Push(const LaunchTimes& cycle) {
-  parts.push_back({cycle.timed(), static_cast<double>(cycle.timed_sum_ns()) / static_cast<double>(cycle.timed())});
+  parts.push_back({cycle.timed(), cycle.TrimmedMean()});
   timed += cycle.timed();
   // Bounded: every part holds a timed call, so at most kRefCycles + kRefCalls parts stay.
   while (parts.size() > kRefCycles && timed - parts.front().timed >= kRefCalls) {
@@ -41,7 +41,7 @@ void CuptiCost::Differences::Add(uint64_t now_ns, double diff, uint64_t n) {
 void CuptiCost::Add(uint64_t now_ns, bool in_window, const LaunchTimes& cycle) {
   (in_window ? in_ : out_).Merge(cycle);
   if (cycle.timed() == 0) return;  // no call, or every one waited (a full queue): nothing to compare
-  const double mean = static_cast<double>(cycle.timed_sum_ns()) / static_cast<double>(cycle.timed());
+  const double mean = cycle.TrimmedMean();
   const Recent& other = in_window ? recent_out_ : recent_in_;
   if (in_window && other.timed > 0) {
     before_.Add(now_ns, mean - other.Median(), cycle.timed());

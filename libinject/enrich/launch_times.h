@@ -36,7 +36,6 @@ class LaunchTimes {
   uint64_t count() const { return total_; }  // stalls included
   uint64_t timed() const { return timed_; }  // stalls left out
   uint64_t cycles() const { return cycles_; }  // merged sets that held calls
-  uint64_t timed_sum_ns() const { return sum_ns_; }  // of the timed calls
 
   // The mean in ns of the calls under the stall threshold; 0 when there are none.
   double TrimmedMean() const {
