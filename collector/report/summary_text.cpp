@@ -93,7 +93,10 @@ std::string BuildSummaryText(const JobView& job) {
         if (h.collective)
           part += s.has_last_seq ? Printf("done %llu", static_cast<unsigned long long>(s.last_seq))
                                  : std::string("done -");
-        if (!s.inside.empty()) part += (h.collective ? "," : "") + std::string("in ") + s.inside;
+        if (!s.inside.empty()) {
+          if (h.collective) part += ",";
+          part += "in " + s.inside;
+        }
         if (line.size() + part.size() > kTextWidth) {
           out += line + "\n";
           line = "   ";

@@ -1,15 +1,12 @@
 // See host_sampler.h.
 #include "enrich/host_sampler.h"
 
-#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 
 #include "record/native_signal.h"
@@ -24,40 +21,6 @@ uint64_t Clock(clockid_t id) {
   timespec ts{};
   clock_gettime(id, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-// /proc/self/task/TID/syscall: "running", or "NR ARG1..ARG6 SP PC" ("-1 SP PC" when blocked
-// outside a syscall). False when it cannot be read (the thread is gone).
-bool ReadSyscallFile(uint32_t tid, int32_t* nr, uintptr_t* sp, uintptr_t* pc) {
-  char path[64];
-  std::snprintf(path, sizeof path, "/proc/self/task/%u/syscall", tid);
-  const int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  char text[256];
-  const ssize_t got = read(fd, text, sizeof text - 1);
-  close(fd);
-  if (got <= 0) return false;
-  text[got] = '\0';
-  if (std::strncmp(text, "running", 7) == 0) {
-    *nr = HostSampler::NativeSample::kRunning;
-    return true;
-  }
-  char* p = text;
-  const long number = std::strtol(p, &p, 10);
-  uintptr_t words[8] = {};
-  int n = 0;
-  while (n < 8) {
-    char* end = nullptr;
-    const unsigned long long v = std::strtoull(p, &end, 16);
-    if (end == p) break;
-    words[n++] = static_cast<uintptr_t>(v);
-    p = end;
-  }
-  if (n < 2) return false;
-  *nr = number < 0 ? HostSampler::NativeSample::kBlockedOutsideSyscall : static_cast<int32_t>(number);
-  *sp = words[n - 2];  // the last two, whatever came before
-  *pc = words[n - 1];
-  return true;
 }
 
 }  // namespace
@@ -171,6 +134,7 @@ void HostSampler::SampleOnce(std::span<Ring* const> rings, uint64_t now_ns) {
     return !a.seen;
   });
   armed_.erase(gone, armed_.end());
+  syscalls_.Sweep();
 }
 
 int HostSampler::TimerSlot(uint32_t tid) {
@@ -193,7 +157,7 @@ void HostSampler::SampleNative(Ring& r, uint64_t now_ns, bool in_cuda) {
   NativeSample s{now_ns, r.tid.load(std::memory_order_relaxed), in_cuda, NativeSample::kRunning, 0, {}};
   const int slot = TimerSlot(s.tid);
   uintptr_t sp = 0, pc = 0;
-  if (!ReadSyscallFile(s.tid, &s.syscall, &sp, &pc)) return;
+  if (!syscalls_.Read(s.tid, &s.syscall, &sp, &pc)) return;
   if (s.syscall == NativeSample::kRunning) {
     // The latest capture of its timer. Captures come one per period of the thread's CPU
     // time, so where they land is weighted by CPU time, as running samples should be: an

@@ -5,10 +5,11 @@
 // waited for it.
 //
 // A thread without Python (a C++ job, GPUWATCH_NATIVE_FRAMES) gets native return addresses
-// instead: /proc/self/task/TID/syscall says whether it is running or blocked (in which
-// syscall, at which sp and pc: its stack is then scanned, record/native_stack.h); a running
-// thread's frames are the latest its CPU-time timer captured (record/native_signal.h). The
-// addresses are named by the sender (enrich/native_frame_names.h), never here.
+// instead: /proc/self/task/TID/syscall (enrich/thread_syscalls.h) says whether it is running
+// or blocked (in which syscall, at which sp and pc: its stack is then scanned,
+// record/native_stack.h); a running thread's frames are the latest its CPU-time timer
+// captured (record/native_signal.h). The addresses are named by the sender
+// (enrich/native_frame_names.h), never here.
 //
 // Bounded: samples wait for the sender in a buffer of kMaxBuffered (more are counted as
 // dropped). Its cost is its thread's CPU time plus the time its timer's handler took on the
@@ -24,6 +25,7 @@
 
 #include "record/native_stack.h"
 #include "record/python_stack.h"
+#include "enrich/thread_syscalls.h"
 #include "record/ring.h"
 
 namespace gpuwatch::inject {
@@ -52,7 +54,7 @@ class HostSampler {
   static constexpr size_t kMaxNativeBuffered = 4096;
   // A thread without Python: its return addresses, innermost first.
   struct NativeSample {
-    static constexpr int32_t kRunning = -2, kBlockedOutsideSyscall = -1;
+    static constexpr int32_t kRunning = ThreadSyscalls::kRunning, kBlockedOutsideSyscall = ThreadSyscalls::kBlockedOutsideSyscall;
     uint64_t t_ns;
     uint32_t tid;
     bool in_cuda;
@@ -113,6 +115,7 @@ class HostSampler {
   int native_signal_ = 0;
   std::vector<Armed> armed_;
   bool timers_paused_ = false;
+  ThreadSyscalls syscalls_;   // the natively sampled threads' /proc files, kept open
   CodeRanges code_;           // refreshed about once a second
   uint64_t code_refreshed_ns_ = 0;
   std::atomic<uint64_t> cpu_ns_{0};

@@ -1,0 +1,111 @@
+// See thread_syscalls.h.
+#include "enrich/thread_syscalls.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace gpuwatch::inject {
+namespace {
+
+// "running", or "NR ARG1..ARG6 SP PC" ("-1 SP PC" when blocked outside a syscall).
+bool Parse(char* text, int32_t* nr, uintptr_t* sp, uintptr_t* pc) {
+  if (std::strncmp(text, "running", 7) == 0) {
+    *nr = ThreadSyscalls::kRunning;
+    return true;
+  }
+  char* p = text;
+  char* end = nullptr;
+  const long number = std::strtol(p, &end, 10);
+  if (end == p) return false;
+  p = end;
+  uintptr_t words[8] = {};
+  int n = 0;
+  while (n < 8) {
+    const unsigned long long v = std::strtoull(p, &end, 16);
+    if (end == p) break;
+    words[n++] = static_cast<uintptr_t>(v);
+    p = end;
+  }
+  if (n < 2) return false;
+  *nr = number < 0 ? ThreadSyscalls::kBlockedOutsideSyscall : static_cast<int32_t>(number);
+  *sp = words[n - 2];  // the last two, whatever came before
+  *pc = words[n - 1];
+  return true;
+}
+
+// The file's text from its start; false when it cannot be read (the thread is gone).
+bool ReadAt0(int fd, char (&text)[256]) {
+  const ssize_t got = pread(fd, text, sizeof text - 1, 0);
+  if (got <= 0) return false;
+  text[got] = '\0';
+  return true;
+}
+
+}  // namespace
+
+ThreadSyscalls::~ThreadSyscalls() {
+  for (File& f : files_) Forget(f);
+}
+
+bool ThreadSyscalls::Ours(const File& f) {
+  struct stat st{};
+  return fstat(f.fd, &st) == 0 && st.st_dev == f.dev && st.st_ino == f.ino;
+}
+
+void ThreadSyscalls::Forget(File& f) {
+  if (Ours(f)) close(f.fd);
+  f.fd = -1;
+}
+
+bool ThreadSyscalls::Read(uint32_t tid, int32_t* nr, uintptr_t* sp, uintptr_t* pc) {
+  char text[256];
+  auto it = std::find_if(files_.begin(), files_.end(), [&](const File& f) { return f.tid == tid; });
+  if (it != files_.end()) {
+    if (Ours(*it) && ReadAt0(it->fd, text)) {
+      it->seen = true;
+      return Parse(text, nr, sp, pc);
+    }
+    // The thread is gone (a new one may have its id: opened again below), or the job closed
+    // the descriptor (and may use the number: not ours to touch).
+    Forget(*it);
+    files_.erase(it);
+  }
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/self/task/%u/syscall", tid);
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool got = ReadAt0(fd, text);
+  struct stat st{};
+  if (got && files_.size() < kMaxOpen && fstat(fd, &st) == 0) {
+    files_.push_back({tid, fd, st.st_dev, st.st_ino, true});
+  } else {
+    close(fd);
+  }
+  return got && Parse(text, nr, sp, pc);
+}
+
+void ThreadSyscalls::Sweep() {
+  auto gone = std::remove_if(files_.begin(), files_.end(), [](File& f) {
+    if (f.seen) {
+      f.seen = false;
+      return false;
+    }
+    Forget(f);
+    return true;
+  });
+  files_.erase(gone, files_.end());
+}
+
+int ThreadSyscalls::fd_for_test(uint32_t tid) const {
+  for (const File& f : files_)
+    if (f.tid == tid) return f.fd;
+  return -1;
+}
+
+}  // namespace gpuwatch::inject
