@@ -2,10 +2,15 @@
 // from its environment and checked by `gpuwatch run --overhead/--cupti` before it sets them,
 // so that both read a value alike.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <string_view>
 
 namespace gpuwatch::wire {
+
+// What the budget allows on top of its share of the wall time, over the whole run: a short
+// run (a test, a bundled scenario) is recorded whole.
+inline constexpr uint64_t kOverheadAllowanceNs = 50'000'000;
 
 // "1%", "0.5%" or a share such as "0.01": in (0, 1]. False with `error` (one line) otherwise.
 bool ParseOverheadShare(std::string_view s, double* share, std::string* error);

@@ -12,7 +12,8 @@ std::string MembersText(const std::vector<int>& m) {
   std::string s = "[";
   for (size_t i = 0; i < m.size(); ++i) {
     if (s.size() > 14) return s + ",...]";
-    s += (i ? "," : "") + (m[i] < 0 ? std::string("?") : std::to_string(m[i]));
+    if (i) s += ',';
+    s += m[i] < 0 ? std::string("?") : std::to_string(m[i]);
   }
   return s + "]";
 }

@@ -19,7 +19,7 @@ class CuptiBudget {
   struct Options {
     Mode mode = Mode::kBudget;
     double budget = 0.01;                 // GPUWATCH_OVERHEAD, as a share of wall time
-    uint64_t allowance_ns = 50'000'000;   // on top of it: short runs are recorded whole
+    uint64_t allowance_ns = wire::kOverheadAllowanceNs;  // on top of it: short runs are recorded whole
     uint64_t min_window_ns = 25'000'000;  // a window opens only with credit for this long
     double hook_ns = 0;                   // what a hook adds to its call, timed at start: until
                                           // the hooks' own samples (Cycle) say better

@@ -87,6 +87,7 @@ TEST_CASE("budget: a launch-heavy run is sampled in windows, and its device figu
   // Said where a reader looks.
   CHECK(r.SummaryText().find("GPU timeline sampled over") != std::string::npos);
   CHECK(r.SummaryText().find("of CUPTI's assumed, not measured") == std::string::npos);
+  CHECK(r.SummaryText().find("(budget 1% + 50 ms)") != std::string::npos);  // the allowance too
   CHECK(r.summary["job"]["overhead"]["budget"] == 0.01);
   // Per-step device figures come from the steps a window held whole.
   CHECK(rank["steps"]["per_step_recorded"].get<int>() >= 1);
