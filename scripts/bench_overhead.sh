@@ -83,6 +83,19 @@ row "  default: the host sampler's CPU a sample" "$(awk '{print $1}' "$W/sampler
 row "  default: the sender thread's CPU time" "$(printf %.0f "$(median <"$W/sender-ms")") ms" \
   "(summary overhead.sender_cpu_s: not in the added time; it slows the job where cores are short)"
 
+# The sampler on a Python stack 17 frames deep (tests/bench/python_deep_stack.py), 3 s, at a
+# budget that never holds it back: its CPU a sample.
+for i in 1 2 3; do
+  GPUWATCH_OVERHEAD=10% GPUWATCH_OUT=$W/py$i LD_LIBRARY_PATH=$B/sim LD_PRELOAD=$LIB \
+    python3 tests/bench/python_deep_stack.py 14 >/dev/null 2>&1 || echo "python run $i failed" >&2
+  while pgrep -f -- "--listen $GPUWATCH_SOCKET_DIR" >/dev/null; do sleep 0.05; done
+  python3 -c 'import json, sys
+h = json.load(open(sys.argv[1]))["ranks"][0]["overhead"]["host_sampler"]
+print(h["cpu_s"] * 1e6 / max(1, h["samples"]), h["samples"])' "$W/py$i/summary.json" >>"$W/py-sampler" || true
+done
+row "  the host sampler, a 17-frame Python stack" "$(awk '{print $1}' "$W/py-sampler" | median | xargs printf %.0f) us" \
+  "CPU a sample (median of 3 runs of 3 s, $(awk '{print $2}' "$W/py-sampler" | median | xargs printf %.0f) samples each)"
+
 # The hooks in place, A/B within one run: recording paused for alternate 7 ms halves.
 cmake --build "$B" --target gpuwatch_hook_ab >/dev/null
 for i in 1 2 3; do

@@ -161,14 +161,51 @@ struct CodeHead {
   int32_t first_line;
 };
 
-bool ReadCodeHead(const PyLayout& l, uintptr_t code, CodeHead* h) {
-  uint8_t buf[512];
+constexpr uint32_t kMaxCodeHead = 256;  // the heads' fields end by 144 in 3.11-3.13
+
+uint32_t CodeHeadLen(const PyLayout& l) {
   const uint32_t len = std::max({l.ob_type, l.code_filename, l.code_qualname, l.code_linetable}) + 8;
-  if (len > sizeof buf || l.code_firstlineno + 4 > len || !SafeRead(code, buf, len)) return false;
-  *h = {Field<uintptr_t>(buf, l.ob_type), Field<uintptr_t>(buf, l.code_filename), Field<uintptr_t>(buf, l.code_qualname),
-        Field<uintptr_t>(buf, l.code_linetable), Field<int32_t>(buf, l.code_firstlineno)};
-  return true;
+  return len <= kMaxCodeHead && l.code_firstlineno + 4 <= len ? len : 0;
 }
+
+CodeHead ParseCodeHead(const PyLayout& l, const uint8_t* buf) {
+  return {Field<uintptr_t>(buf, l.ob_type), Field<uintptr_t>(buf, l.code_filename), Field<uintptr_t>(buf, l.code_qualname),
+          Field<uintptr_t>(buf, l.code_linetable), Field<int32_t>(buf, l.code_firstlineno)};
+}
+
+// Frames live in their thread's data stack (3.11+), each caller's just below its callee's:
+// one read of the span below a frame usually holds the frames that called it too. A frame
+// elsewhere (a generator's, a shim on the C stack, the next chunk of the data stack) costs
+// a read of its own span. The span is read at one instant, so its frames are as consistent
+// as one frame read alone.
+class FrameWindow {
+ public:
+  static constexpr uintptr_t kSpan = 4096;
+  // The frame's `len` bytes at `addr`, or null when they cannot be read.
+  const uint8_t* Frame(uintptr_t addr, uint32_t len) {
+    if (addr >= base_ && addr - base_ + len <= len_) return buf_ + (addr - base_);
+    const uintptr_t end = addr + len;
+    if (end < addr) return nullptr;
+    // As far down as the span goes; where that reaches memory not mapped, from the frame's
+    // own page; then the frame alone.
+    const uintptr_t page = addr & ~uintptr_t{4095};
+    uintptr_t tried = UINTPTR_MAX;
+    for (const uintptr_t lo : {end > kSpan ? end - kSpan : uintptr_t{0}, page, addr}) {
+      if (lo == tried || lo > addr || end - lo > kSpan) continue;
+      tried = lo;
+      if (!SafeRead(lo, buf_, end - lo)) continue;
+      base_ = lo;
+      len_ = end - lo;
+      return buf_ + (addr - lo);
+    }
+    len_ = 0;
+    return nullptr;
+  }
+
+ private:
+  uint8_t buf_[kSpan];
+  uintptr_t base_ = 0, len_ = 0;
+};
 
 // Names and location table of a code object, read once.
 bool ReadCode(const PyLayout& l, uintptr_t code, const CodeHead& h, PyCodeCache::Entry* e) {
@@ -198,13 +235,22 @@ bool DescribeFrame(const PyLayout& l, uintptr_t code, const CodeHead& h, uintptr
   // code object's address may be reused).
   const bool hit = cache && e->code == code && e->file_obj == h.file && e->func_obj == h.func &&
                    e->table_obj == h.table && e->first_line == h.first_line;
-  if (!hit && !ReadCode(l, code, h, e)) {
-    e->code = 0;
-    return false;
+  if (!hit) {
+    e->where_instr = 0;
+    if (!ReadCode(l, code, h, e)) {
+      e->code = 0;
+      return false;
+    }
+  }
+  if (hit && e->where_instr == instr) {
+    std::memcpy(out->where, e->where.c_str(), e->where.size() + 1);
+    return true;
   }
   int line = e->table.empty() ? -1 : LineFromLocationTable(e->table.data(), e->table.size(), e->first_line, unit);
   if (line < 0) line = e->first_line;
   std::snprintf(out->where, sizeof out->where, "%s:%d in %s", e->file.c_str(), line, e->func.c_str());
+  e->where_instr = instr;
+  e->where = out->where;
   return true;
 }
 
@@ -270,22 +316,37 @@ int ReadPythonStack(const PyLayout& l, uintptr_t tstate, PyFrameText* out, int m
   if (l.cframe_current >= 0 && (!frame || !SafeReadValue(frame + static_cast<uint32_t>(l.cframe_current), &frame)))
     return 0;
   const uint32_t frame_len = std::max({l.frame_code + 8, l.frame_previous + 8, l.frame_instr + 8, l.frame_owner + 1});
-  uint8_t buf[256];
-  if (frame_len > sizeof buf) return 0;
-  int n = 0;
-  for (int walked = 0; frame && n < max && walked < kMaxWalk; ++walked) {
-    if (!SafeRead(frame, buf, frame_len)) break;  // one read per frame
+  const uint32_t head_len = CodeHeadLen(l);
+  if (frame_len > 256 || head_len == 0) return 0;
+  // The frames first (their code objects and instructions), then every code object's head in
+  // one read: two reads a frame before, a few a stack now (docs/PERFORMANCE.md).
+  constexpr int kMaxFrames = 16;  // what the sampler and the call sites ask for; ~8 KiB of stack here
+  max = std::min(max, kMaxFrames);
+  uintptr_t codes[kMaxFrames], instrs[kMaxFrames];
+  int found = 0;
+  FrameWindow window;
+  for (int walked = 0; frame && found < max && walked < kMaxWalk; ++walked) {
+    const uint8_t* buf = window.Frame(frame, frame_len);
+    if (!buf) break;
     const auto code = Field<uintptr_t>(buf, l.frame_code);
-    const auto instr = Field<uintptr_t>(buf, l.frame_instr);
     const auto previous = Field<uintptr_t>(buf, l.frame_previous);
-    const bool shim = l.owner_skips_cstack && buf[l.frame_owner] == kOwnedByCStack;
-    if (!shim) {
-      CodeHead h;
-      if (!code || !ReadCodeHead(l, code, &h) || h.type != l.code_type) break;  // not a frame
-      if (DescribeFrame(l, code, h, instr, cache, &out[n])) ++n;
+    if (!(l.owner_skips_cstack && buf[l.frame_owner] == kOwnedByCStack)) {  // not a shim
+      if (!code) break;  // not a frame
+      codes[found] = code;
+      instrs[found++] = Field<uintptr_t>(buf, l.frame_instr);
     }
     if (previous == frame) break;
     frame = previous;
+  }
+  uint8_t heads[kMaxFrames][kMaxCodeHead];
+  SafeRange ranges[kMaxFrames];
+  for (int i = 0; i < found; ++i) ranges[i] = {codes[i], heads[i], head_len};
+  const size_t read = SafeReadEach(ranges, static_cast<size_t>(found));
+  int n = 0;
+  for (size_t i = 0; i < read; ++i) {
+    const CodeHead h = ParseCodeHead(l, heads[i]);
+    if (h.type != l.code_type) break;  // not a frame: nor are those it points to
+    if (DescribeFrame(l, codes[i], h, instrs[i], cache, &out[n])) ++n;
   }
   return n;
 }

@@ -13,6 +13,7 @@ namespace gpuwatch::inject {
 namespace {
 
 std::atomic<bool> g_use_pipe{false};
+std::atomic<uint64_t> g_calls{0};  // relaxed: a count for tests, off the hot path (the sampler, a new call site)
 
 // The fallback: write() copies from our address space into a pipe and fails with EFAULT on
 // an unmapped page. One pipe, a lock around write-then-read (reads are at most a few KiB,
@@ -38,6 +39,7 @@ bool PipeRead(uintptr_t addr, void* dst, size_t n) {
   auto* out = static_cast<char*>(dst);
   for (size_t done = 0; done < n;) {
     const size_t len = n - done < kPipeChunk ? n - done : kPipeChunk;
+    g_calls.fetch_add(1, std::memory_order_relaxed);
     const ssize_t w = write(p.fd[1], reinterpret_cast<const void*>(addr + done), len);
     if (w <= 0) return false;  // EFAULT: not mapped (nothing was written)
     ssize_t got = 0;
@@ -60,6 +62,7 @@ bool SafeRead(uintptr_t addr, void* dst, size_t n) {
   if (!g_use_pipe.load(std::memory_order_relaxed)) {
     iovec local{dst, n};
     iovec remote{reinterpret_cast<void*>(addr), n};
+    g_calls.fetch_add(1, std::memory_order_relaxed);
     const ssize_t r = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
     if (r == static_cast<ssize_t>(n)) return true;
     if (r >= 0 || errno == EFAULT || errno == ESRCH) return false;
@@ -67,6 +70,39 @@ bool SafeRead(uintptr_t addr, void* dst, size_t n) {
     g_use_pipe.store(true, std::memory_order_relaxed);  // refused here: the pipe from now on
   }
   return PipeRead(addr, dst, n);
+}
+
+size_t SafeReadEach(const SafeRange* ranges, size_t count) {
+  constexpr size_t kMaxRanges = 64;  // a stack's worth; more go in further calls
+  size_t done = 0;
+  while (done < count) {
+    iovec local[kMaxRanges], remote[kMaxRanges];
+    size_t m = 0;
+    for (; m < kMaxRanges && done + m < count; ++m) {  // those a syscall can take: none empty or wrapping
+      const SafeRange& r = ranges[done + m];
+      if (r.n == 0 || r.addr == 0 || r.addr + r.n < r.addr) break;
+      local[m] = {r.dst, r.n};
+      remote[m] = {reinterpret_cast<void*>(r.addr), r.n};
+    }
+    if (m == 0 || g_use_pipe.load(std::memory_order_relaxed)) {  // one by one (SafeRead decides)
+      if (!SafeRead(ranges[done].addr, ranges[done].dst, ranges[done].n)) return done;
+      ++done;
+      continue;
+    }
+    // A transfer stops at the first range it cannot read whole, never inside one (process_vm_readv(2)).
+    g_calls.fetch_add(1, std::memory_order_relaxed);
+    const ssize_t r = process_vm_readv(getpid(), local, m, remote, m, 0);
+    if (r < 0) {  // the first one failed, or the syscall is refused here: SafeRead knows which
+      if (!SafeRead(ranges[done].addr, ranges[done].dst, ranges[done].n)) return done;
+      ++done;
+      continue;
+    }
+    size_t got = 0, bytes = 0;
+    while (got < m && bytes + local[got].iov_len <= static_cast<size_t>(r)) bytes += local[got++].iov_len;
+    done += got;
+    if (got < m) return done;
+  }
+  return done;
 }
 
 bool SignalSafeRead(uintptr_t addr, void* dst, size_t n) {
@@ -79,6 +115,8 @@ bool SignalSafeRead(uintptr_t addr, void* dst, size_t n) {
   errno = saved;
   return r == static_cast<ssize_t>(n);
 }
+
+uint64_t SafeReadCallsForTest() { return g_calls.load(std::memory_order_relaxed); }
 
 void UsePipeReadsForTest(bool pipe) { g_use_pipe.store(pipe, std::memory_order_relaxed); }
 

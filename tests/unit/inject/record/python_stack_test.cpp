@@ -219,11 +219,17 @@ TEST_CASE("python stack: the code cache gives the same frames, and notices a reu
   const gi::PyLayout l = FakeLayout(reinterpret_cast<uintptr_t>(&g_code_type_marker));
   uint8_t* code = Code(a, l, "/home/u/train.py", "step", 10);
   uint8_t* outer_code = Code(a, l, "/home/u/train.py", "<module>", 1);
-  const uintptr_t ts = ThreadState(a, l, Frame(a, l, code, 2, Frame(a, l, outer_code, 0, nullptr)));
+  uint8_t* inner = Frame(a, l, code, 2, Frame(a, l, outer_code, 0, nullptr));
+  const uintptr_t ts = ThreadState(a, l, inner);
   auto cache = std::make_unique<gi::PyCodeCache>();
   const std::vector<std::string> want = {"/home/u/train.py:11 in step", "/home/u/train.py:1 in <module>"};
   CHECK(Walk(l, ts, cache.get()) == want);
   CHECK(Walk(l, ts, cache.get()) == want);  // from the cache
+  // The same code object at another instruction: its own line, not the cached text's.
+  Arena::Put<uintptr_t>(inner, l.frame_instr, reinterpret_cast<uintptr_t>(code) + l.code_adaptive + 2 * 9);
+  CHECK(Walk(l, ts, cache.get())[0] == "/home/u/train.py:13 in step");
+  Arena::Put<uintptr_t>(inner, l.frame_instr, reinterpret_cast<uintptr_t>(code) + l.code_adaptive + 2 * 2);
+  CHECK(Walk(l, ts, cache.get()) == want);
   // The same address now holds another function (freed, reused): read again, not the cache's.
   Arena::Put<uintptr_t>(code, l.code_qualname, reinterpret_cast<uintptr_t>(Str(a, l, "evaluate")));
   CHECK(Walk(l, ts, cache.get())[0] == "/home/u/train.py:11 in evaluate");
@@ -231,4 +237,70 @@ TEST_CASE("python stack: the code cache gives the same frames, and notices a reu
   // its caller still read.
   Arena::Put<uintptr_t>(code, l.code_filename, UnmappedPage());
   CHECK(Walk(l, ts, cache.get()) == std::vector<std::string>{"/home/u/train.py:1 in <module>"});
+}
+
+TEST_CASE("safe read: several ranges in one call, counted up to the first unreadable") {
+  for (bool pipe : {false, true}) {
+    gi::UsePipeReadsForTest(pipe);
+    const uint64_t a = 0x1111, b = 0x2222, c = 0x3333;
+    uint64_t got[4] = {};
+    const uintptr_t unmapped = UnmappedPage();
+    auto at = [](const uint64_t& v) { return reinterpret_cast<uintptr_t>(&v); };
+    const gi::SafeRange all[] = {{at(a), &got[0], 8}, {at(b), &got[1], 8}, {at(c), &got[2], 8}};
+    const uint64_t calls = gi::SafeReadCallsForTest();
+    CHECK(gi::SafeReadEach(all, 3) == 3);
+    CHECK((got[0] == a && got[1] == b && got[2] == c));
+    CHECK(gi::SafeReadCallsForTest() - calls == (pipe ? 3u : 1u));  // one syscall for all three
+    const gi::SafeRange broken[] = {{at(a), &got[0], 8}, {at(b), &got[1], 8}, {unmapped, &got[2], 8}, {at(c), &got[3], 8}};
+    CHECK(gi::SafeReadEach(broken, 4) == 2);
+    const gi::SafeRange first_bad[] = {{unmapped, &got[0], 8}, {at(a), &got[1], 8}};
+    CHECK(gi::SafeReadEach(first_bad, 2) == 0);
+    const gi::SafeRange null_one[] = {{at(a), &got[0], 8}, {0, &got[1], 8}, {at(b), &got[2], 8}};
+    CHECK(gi::SafeReadEach(null_one, 3) == 1);
+    CHECK(gi::SafeReadEach(all, 0) == 0);
+  }
+  gi::UsePipeReadsForTest(false);
+}
+
+TEST_CASE("python stack: frames in a data stack are read a span at a time, at a mapping's edge too") {
+  // CPython 3.11+ keeps a thread's frames in its data stack, each callee's above its
+  // caller's. Twelve frames of 400 bytes from the start of a mapping whose page below is not
+  // mapped, so that the span below the outermost frame cannot be read, across a page.
+  const long page = sysconf(_SC_PAGESIZE);
+  auto* region = static_cast<uint8_t*>(
+      mmap(nullptr, 3 * static_cast<size_t>(page), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  REQUIRE(region != MAP_FAILED);
+  munmap(region, static_cast<size_t>(page));
+  uint8_t* stack = region + page;
+  Arena a;
+  const gi::PyLayout l = FakeLayout(reinterpret_cast<uintptr_t>(&g_code_type_marker));
+  constexpr int kFrames = 12;
+  std::vector<uint8_t*> codes;
+  uint8_t* previous = nullptr;
+  for (int i = 0; i < kFrames; ++i) {  // outermost first
+    codes.push_back(Code(a, l, "/home/u/model.py", ("layer" + std::to_string(i)).c_str(), 10));
+    uint8_t* f = stack + 400 * i;
+    Arena::Put<uintptr_t>(f, l.frame_code, reinterpret_cast<uintptr_t>(codes.back()));
+    Arena::Put<uintptr_t>(f, l.frame_previous, reinterpret_cast<uintptr_t>(previous));
+    Arena::Put<uintptr_t>(f, l.frame_instr, reinterpret_cast<uintptr_t>(codes.back()) + l.code_adaptive + 2 * 2);
+    Arena::Put<uint8_t>(f, l.frame_owner, 0);
+    previous = f;
+  }
+  const uintptr_t ts = ThreadState(a, l, previous);
+  std::vector<std::string> want;
+  for (int i = kFrames - 1; i >= 0; --i) want.push_back("/home/u/model.py:11 in layer" + std::to_string(i));
+  for (bool pipe : {false, true}) {
+    gi::UsePipeReadsForTest(pipe);
+    auto cache = std::make_unique<gi::PyCodeCache>();
+    CHECK(Walk(l, ts, cache.get()) == want);  // names read into the cache
+    const uint64_t calls = gi::SafeReadCallsForTest();
+    CHECK(Walk(l, ts, cache.get()) == want);
+    // The thread state and its frame pointer, a span down from the innermost frame, one
+    // that fails below the outermost, that frame's page, the code objects' heads: 6 reads,
+    // where a read a frame and one a code object took 26.
+    INFO("pipe " << pipe);
+    CHECK(gi::SafeReadCallsForTest() - calls <= (pipe ? 2u + 3u + kFrames : 6u));
+  }
+  gi::UsePipeReadsForTest(false);
+  munmap(stack, 2 * static_cast<size_t>(page));
 }
