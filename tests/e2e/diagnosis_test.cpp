@@ -379,7 +379,7 @@ TEST_CASE("diagnosis: host frames name the host function the GPU waited for most
   const JobRun run = RunJob("diagnosis-host-frames",
                             {"python3", std::string(GPUWATCH_SOURCE_DIR) + "/tests/e2e/python_frames/host_frames.py",
                              "functions"},
-                            // A sample costs ~100 us of CPU on the 2-core VM (slow syscalls): room
+                            // A sample costs ~40 us of CPU on the 2-core VM (slow syscalls): room
                             // for every one of them (the sampler may use half of the budget).
                             {.env = {{"SIMGPU_CONFIG", "h2d_pinned_gbps=8"}, {"GPUWATCH_OVERHEAD", "10%"}}});
   INFO(run.job.out << run.job.err);
