@@ -2,6 +2,7 @@
 #include "enrich/thread_syscalls.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -81,8 +82,14 @@ bool ThreadSyscalls::Read(uint32_t tid, int32_t* nr, uintptr_t* sp, uintptr_t* p
   const int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
   const bool got = ReadAt0(fd, text);
+  if (keep_below_ < 0) {
+    rlimit lim{};
+    keep_below_ = getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY
+                      ? static_cast<int>(std::min<rlim_t>(lim.rlim_cur / 4, 1 << 20))
+                      : 1 << 20;
+  }
   struct stat st{};
-  if (got && files_.size() < kMaxOpen && fstat(fd, &st) == 0) {
+  if (got && files_.size() < kMaxOpen && fd < keep_below_ && fstat(fd, &st) == 0) {
     files_.push_back({tid, fd, st.st_dev, st.st_ino, true});
   } else {
     close(fd);

@@ -7,7 +7,11 @@
 // against 1.6 for reading an open one, and at 100 samples a second that walk was the largest
 // part of the sampler's cost in a C++ job. The descriptors are the job's process's: before
 // each read the file is checked (fstat) to be the one opened, so a descriptor the job closed
-// and reused for a file of its own is never read, nor closed, by us.
+// and reused for a file of its own is never read, nor closed, by us. And they count against
+// the job's RLIMIT_NOFILE ("Too many open files" is a common way for a DataLoader to die):
+// at most kMaxOpen are kept, none once the job holds a quarter of its limit (the number a
+// new descriptor gets says how many are open below it); past that, each read opens and
+// closes, as before.
 #pragma once
 #include <sys/types.h>
 
@@ -19,7 +23,7 @@ namespace gpuwatch::inject {
 class ThreadSyscalls {
  public:
   static constexpr int32_t kRunning = -2, kBlockedOutsideSyscall = -1;
-  static constexpr size_t kMaxOpen = 64;  // more threads are read by opening their file each time
+  static constexpr size_t kMaxOpen = 16;  // more threads are read by opening their file each time
 
   ThreadSyscalls() = default;
   ThreadSyscalls(const ThreadSyscalls&) = delete;
@@ -35,6 +39,8 @@ class ThreadSyscalls {
   size_t open_files() const { return files_.size(); }
   // Tests: the descriptor kept for `tid` (-1: none).
   int fd_for_test(uint32_t tid) const;
+  // Tests: descriptors from this number on are not kept (a quarter of RLIMIT_NOFILE).
+  void SetKeepBelowForTest(int fd) { keep_below_ = fd; }
 
  private:
   struct File {
@@ -48,6 +54,7 @@ class ThreadSyscalls {
   static bool Ours(const File& f);
   static void Forget(File& f);  // closes it when still ours
   std::vector<File> files_;
+  int keep_below_ = -1;  // -1: from RLIMIT_NOFILE, at the first open
 };
 
 }  // namespace gpuwatch::inject

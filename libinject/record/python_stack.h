@@ -55,10 +55,14 @@ struct PyFrameText {
 // Code objects already read (names, location table), so that a stack seen again costs a few
 // reads in all: the frames (a span of the data stack at a time) and their code objects'
 // heads (in one read), each compared with the cached one. One owner at a time (the host
-// sampler's thread). Bounded: kSlots entries, direct-mapped.
+// sampler's thread). Bounded: kSets x kWays entries.
 class PyCodeCache {
  public:
-  static constexpr size_t kSlots = 256;
+  // Two ways a set, the set from a mix of the address: code objects lie next to each other
+  // in memory, and with the set from the address's low bits (direct-mapped, 256 slots, one
+  // per 16 bytes) two of a 12-frame stack's shared a slot whenever they were 4 KiB apart,
+  // and each sample read both again.
+  static constexpr size_t kSets = 256, kWays = 2;
   struct Entry {
     uintptr_t code = 0, file_obj = 0, func_obj = 0, table_obj = 0;
     int32_t first_line = 0;
@@ -69,11 +73,20 @@ class PyCodeCache {
     // the sampler's CPU for a 15-frame stack.
     uintptr_t where_instr = 0;
     std::string where;
+    uint64_t used = 0;  // when last returned by Slot: the set's older way is replaced
   };
-  Entry& Slot(uintptr_t code) { return slots_[(code >> 4) % kSlots]; }
+  // The entry that holds `code`, or the one to read it into.
+  static size_t SetOf(uintptr_t code) { return ((code * 0x9E3779B97F4A7C15ull) >> 56) % kSets; }
+  Entry& Slot(uintptr_t code) {
+    Entry* set = &slots_[SetOf(code) * kWays];
+    Entry* e = set[0].code == code ? &set[0] : set[1].code == code ? &set[1] : set[0].used <= set[1].used ? &set[0] : &set[1];
+    e->used = ++clock_;
+    return *e;
+  }
 
  private:
-  Entry slots_[kSlots];
+  Entry slots_[kSets * kWays];
+  uint64_t clock_ = 0;
 };
 
 // Up to `max` frames of the thread whose state is `tstate`, innermost first. Stops at the

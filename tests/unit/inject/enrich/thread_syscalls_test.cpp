@@ -114,3 +114,22 @@ TEST_CASE("thread syscalls: a descriptor the job closed and reused is neither re
   CHECK(fcntl(job_fd, F_GETFD) != -1);
   close(job_fd);
 }
+
+TEST_CASE("thread syscalls: no descriptor kept once the job holds a quarter of its limit") {
+  gi::ThreadSyscalls files;
+  BlockedReader reader;
+  int32_t nr = 0;
+  uintptr_t sp = 0, pc = 0;
+  const int next = open("/dev/null", O_RDONLY | O_CLOEXEC);  // the number the next open gets
+  REQUIRE(next >= 0);
+  close(next);
+  files.SetKeepBelowForTest(next);  // as if the job held a quarter of its limit already
+  REQUIRE(files.Read(reader.tid, &nr, &sp, &pc));
+  CHECK(nr == SYS_read);  // read all the same
+  CHECK(files.open_files() == 0);
+  CHECK(files.fd_for_test(reader.tid) == -1);
+  CHECK(fcntl(next, F_GETFD) == -1);  // closed after the read
+  files.SetKeepBelowForTest(next + 1);
+  REQUIRE(files.Read(reader.tid, &nr, &sp, &pc));
+  CHECK(files.open_files() == 1);
+}

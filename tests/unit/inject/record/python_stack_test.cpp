@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -276,13 +277,17 @@ TEST_CASE("python stack: frames in a data stack are read a span at a time, at a 
   const gi::PyLayout l = FakeLayout(reinterpret_cast<uintptr_t>(&g_code_type_marker));
   constexpr int kFrames = 12;
   std::vector<uint8_t*> codes;
+  std::map<size_t, int> per_set;  // no more code objects in a cache set than it has ways: all cached
+  while (codes.size() < kFrames) {
+    uint8_t* c = Code(a, l, "/home/u/model.py", ("layer" + std::to_string(codes.size())).c_str(), 10);
+    if (++per_set[gi::PyCodeCache::SetOf(reinterpret_cast<uintptr_t>(c))] <= int{gi::PyCodeCache::kWays}) codes.push_back(c);
+  }
   uint8_t* previous = nullptr;
   for (int i = 0; i < kFrames; ++i) {  // outermost first
-    codes.push_back(Code(a, l, "/home/u/model.py", ("layer" + std::to_string(i)).c_str(), 10));
     uint8_t* f = stack + 400 * i;
-    Arena::Put<uintptr_t>(f, l.frame_code, reinterpret_cast<uintptr_t>(codes.back()));
+    Arena::Put<uintptr_t>(f, l.frame_code, reinterpret_cast<uintptr_t>(codes[i]));
     Arena::Put<uintptr_t>(f, l.frame_previous, reinterpret_cast<uintptr_t>(previous));
-    Arena::Put<uintptr_t>(f, l.frame_instr, reinterpret_cast<uintptr_t>(codes.back()) + l.code_adaptive + 2 * 2);
+    Arena::Put<uintptr_t>(f, l.frame_instr, reinterpret_cast<uintptr_t>(codes[i]) + l.code_adaptive + 2 * 2);
     Arena::Put<uint8_t>(f, l.frame_owner, 0);
     previous = f;
   }
