@@ -2,14 +2,17 @@
 #include "enrich/thread_syscalls.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 namespace gpuwatch::inject {
 namespace {
@@ -40,6 +43,50 @@ bool Parse(char* text, int32_t* nr, uintptr_t* sp, uintptr_t* pc) {
   return true;
 }
 
+// Every descriptor kept (all instances: the sampler has one, tests several), for the fork
+// child handler, which runs in the child's only thread. A slot is claimed (-2), filled, then
+// given its descriptor; a fork in the middle of that leaves it claimed, or its file's
+// identity not yet matching, and the child leaves it open.
+struct Kept {
+  std::atomic<int> fd{-1};
+  std::atomic<uint64_t> dev{0}, ino{0};
+};
+constexpr size_t kKeptSlots = 64;
+Kept g_kept[kKeptSlots];
+
+void CloseKeptInChild() {
+  for (Kept& k : g_kept) {
+    const int fd = k.fd.load(std::memory_order_acquire);
+    if (fd < 0) continue;
+    struct stat st{};
+    if (fstat(fd, &st) == 0 && st.st_dev == k.dev.load(std::memory_order_relaxed) &&
+        st.st_ino == k.ino.load(std::memory_order_relaxed))
+      close(fd);
+    k.fd.store(-1, std::memory_order_relaxed);
+  }
+}
+
+bool Publish(int fd, dev_t dev, ino_t ino) {
+  static std::once_flag once;
+  std::call_once(once, [] { pthread_atfork(nullptr, nullptr, CloseKeptInChild); });
+  for (Kept& k : g_kept) {
+    int free = -1;
+    if (!k.fd.compare_exchange_strong(free, -2, std::memory_order_acq_rel)) continue;
+    k.dev.store(dev, std::memory_order_relaxed);
+    k.ino.store(ino, std::memory_order_relaxed);
+    k.fd.store(fd, std::memory_order_release);
+    return true;
+  }
+  return false;  // not kept: read by opening each time
+}
+
+void Unpublish(int fd) {
+  for (Kept& k : g_kept) {
+    int expected = fd;
+    if (k.fd.compare_exchange_strong(expected, -1, std::memory_order_acq_rel)) return;
+  }
+}
+
 // The file's text from its start; false when it cannot be read (the thread is gone).
 bool ReadAt0(int fd, char (&text)[256]) {
   const ssize_t got = pread(fd, text, sizeof text - 1, 0);
@@ -60,6 +107,7 @@ bool ThreadSyscalls::Ours(const File& f) {
 }
 
 void ThreadSyscalls::Forget(File& f) {
+  Unpublish(f.fd);
   if (Ours(f)) close(f.fd);
   f.fd = -1;
 }
@@ -89,7 +137,7 @@ bool ThreadSyscalls::Read(uint32_t tid, int32_t* nr, uintptr_t* sp, uintptr_t* p
                       : 1 << 20;
   }
   struct stat st{};
-  if (got && files_.size() < kMaxOpen && fd < keep_below_ && fstat(fd, &st) == 0) {
+  if (got && files_.size() < kMaxOpen && fd < keep_below_ && fstat(fd, &st) == 0 && Publish(fd, st.st_dev, st.st_ino)) {
     files_.push_back({tid, fd, st.st_dev, st.st_ino, true});
   } else {
     close(fd);

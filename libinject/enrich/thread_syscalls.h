@@ -11,7 +11,8 @@
 // the job's RLIMIT_NOFILE ("Too many open files" is a common way for a DataLoader to die):
 // at most kMaxOpen are kept, none once the job holds a quarter of its limit (the number a
 // new descriptor gets says how many are open below it); past that, each read opens and
-// closes, as before.
+// closes, as before. A forked child (a DataLoader worker) would inherit them, and gpuwatch
+// does not run there (record/recorder.h: OnForkChild): they are closed in the child.
 #pragma once
 #include <sys/types.h>
 

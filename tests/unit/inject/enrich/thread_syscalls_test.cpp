@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
+#include <sys/wait.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -132,4 +133,27 @@ TEST_CASE("thread syscalls: no descriptor kept once the job holds a quarter of i
   files.SetKeepBelowForTest(next + 1);
   REQUIRE(files.Read(reader.tid, &nr, &sp, &pc));
   CHECK(files.open_files() == 1);
+}
+
+TEST_CASE("thread syscalls: a forked child does not inherit the kept descriptors") {
+  gi::ThreadSyscalls files;
+  BlockedReader reader;
+  int32_t nr = 0;
+  uintptr_t sp = 0, pc = 0;
+  REQUIRE(files.Read(reader.tid, &nr, &sp, &pc));
+  const int fd = files.fd_for_test(reader.tid);
+  REQUIRE(fd >= 0);
+  const int job_fd = open("/dev/null", O_RDONLY);  // the job's own: the child keeps it
+  REQUIRE(job_fd >= 0);
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) _exit(fcntl(fd, F_GETFD) == -1 && fcntl(job_fd, F_GETFD) != -1 ? 0 : 1);
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(fcntl(fd, F_GETFD) != -1);  // the parent's still open
+  REQUIRE(files.Read(reader.tid, &nr, &sp, &pc));
+  CHECK(files.fd_for_test(reader.tid) == fd);
+  close(job_fd);
 }
