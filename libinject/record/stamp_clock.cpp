@@ -10,7 +10,7 @@ namespace {
 
 bool InvariantTsc() {
   unsigned a = 0, b = 0, c = 0, d = 0;
-  if (__get_cpuid_max(0x80000000, nullptr) < 0x80000007) return false;
+  if (static_cast<unsigned>(__get_cpuid_max(0x80000000, nullptr)) < 0x80000007u) return false;  // int in clang's cpuid.h
   __cpuid(0x80000007, a, b, c, d);
   return (d & (1u << 8)) != 0;  // CPUID.80000007H:EDX[8] "invariant TSC"
 }
