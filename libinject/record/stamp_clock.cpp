@@ -51,7 +51,7 @@ StampClock::StampClock() {
 
 void StampClock::Calibrate() {
   if (!g_stamp_is_tsc) return;
-  uint64_t t, n;
+  uint64_t t = 0, n = 0;  // Pair always sets them (GCC cannot tell)
   Pair(&t, &n);
   if (t <= first_tick_ || n <= first_ns_) return;
   ns_per_tick_ = static_cast<double>(n - first_ns_) / static_cast<double>(t - first_tick_);
