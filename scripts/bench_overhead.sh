@@ -40,6 +40,12 @@ loop() {  # $1: preload or ""; prints wall seconds
 }
 # The rank's figure (the first), from its summary.json.
 fig() { grep -o "\"$2\": [0-9.e-]*" "$1" | head -1 | grep -o '[0-9.e-]*$'; }
+# The host sampler's CPU a sample (us) and its samples, from a summary.json.
+sampler_cost() {
+  python3 -c 'import json, sys
+h = json.load(open(sys.argv[1]))["ranks"][0]["overhead"]["host_sampler"]
+print(h["cpu_s"] * 1e6 / max(1, h["samples"]), h["samples"])' "$1"
+}
 
 for i in $(seq "$ROUNDS"); do
   p=$(loop "")
@@ -47,9 +53,7 @@ for i in $(seq "$ROUNDS"); do
   o=$(GPUWATCH_CUPTI=off GPUWATCH_OUT=$W/o$i loop "$LIB")
   p2=$(loop "")  # plain again: the A/A spread is what this machine can resolve
   echo "$p $d $o $(fig "$W/d$i/summary.json" added_s) $p2 $(fig "$W/d$i/summary.json" sender_cpu_s)" >>"$W/rounds"
-  python3 -c 'import json, sys
-h = json.load(open(sys.argv[1]))["ranks"][0]["overhead"]["host_sampler"]
-print(h["cpu_s"] * 1e6 / max(1, h["samples"]), h["samples"])' "$W/d$i/summary.json" >>"$W/sampler"
+  sampler_cost "$W/d$i/summary.json" >>"$W/sampler"
   # full costs ~60% here: every other round is enough for its figure.
   if [ $((i % 2)) = 1 ]; then
     f=$(GPUWATCH_CUPTI=full GPUWATCH_OUT=$W/f$i loop "$LIB")
@@ -89,9 +93,7 @@ for i in 1 2 3; do
   GPUWATCH_OVERHEAD=10% GPUWATCH_OUT=$W/py$i LD_LIBRARY_PATH=$B/sim LD_PRELOAD=$LIB \
     python3 tests/bench/python_deep_stack.py 14 >/dev/null 2>&1 || echo "python run $i failed" >&2
   while pgrep -f -- "--listen $GPUWATCH_SOCKET_DIR" >/dev/null; do sleep 0.05; done
-  python3 -c 'import json, sys
-h = json.load(open(sys.argv[1]))["ranks"][0]["overhead"]["host_sampler"]
-print(h["cpu_s"] * 1e6 / max(1, h["samples"]), h["samples"])' "$W/py$i/summary.json" >>"$W/py-sampler" || true
+  sampler_cost "$W/py$i/summary.json" >>"$W/py-sampler" || true
 done
 row "  the host sampler, a 17-frame Python stack" "$(awk '{print $1}' "$W/py-sampler" | median | xargs printf %.0f) us" \
   "CPU a sample (median of 3 runs of 3 s, $(awk '{print $2}' "$W/py-sampler" | median | xargs printf %.0f) samples each)"

@@ -23,9 +23,9 @@
 #include <span>
 #include <vector>
 
+#include "enrich/thread_syscalls.h"
 #include "record/native_stack.h"
 #include "record/python_stack.h"
-#include "enrich/thread_syscalls.h"
 #include "record/ring.h"
 
 namespace gpuwatch::inject {

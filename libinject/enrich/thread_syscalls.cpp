@@ -43,48 +43,50 @@ bool Parse(char* text, int32_t* nr, uintptr_t* sp, uintptr_t* pc) {
   return true;
 }
 
+}  // namespace
+
 // Every descriptor kept (all instances: the sampler has one, tests several), for the fork
 // child handler, which runs in the child's only thread. A slot is claimed (-2), filled, then
 // given its descriptor; a fork in the middle of that leaves it claimed, or its file's
 // identity not yet matching, and the child leaves it open.
-struct Kept {
+struct KeptFile {
   std::atomic<int> fd{-1};
   std::atomic<uint64_t> dev{0}, ino{0};
+  // The descriptor still refers to the file opened: the job may have closed it and reused
+  // the number.
+  bool Ours() const {
+    struct stat st{};
+    const int f = fd.load(std::memory_order_acquire);
+    return f >= 0 && fstat(f, &st) == 0 && st.st_dev == dev.load(std::memory_order_relaxed) &&
+           st.st_ino == ino.load(std::memory_order_relaxed);
+  }
 };
+
+namespace {
+
 constexpr size_t kKeptSlots = 64;
-Kept g_kept[kKeptSlots];
+KeptFile g_kept[kKeptSlots];
 
 void CloseKeptInChild() {
-  for (Kept& k : g_kept) {
-    const int fd = k.fd.load(std::memory_order_acquire);
-    if (fd < 0) continue;
-    struct stat st{};
-    if (fstat(fd, &st) == 0 && st.st_dev == k.dev.load(std::memory_order_relaxed) &&
-        st.st_ino == k.ino.load(std::memory_order_relaxed))
-      close(fd);
+  for (KeptFile& k : g_kept) {
+    if (k.Ours()) close(k.fd.load(std::memory_order_relaxed));
     k.fd.store(-1, std::memory_order_relaxed);
   }
 }
 
-bool Publish(int fd, dev_t dev, ino_t ino) {
+// A slot for `fd` (opened as `st`), or null: none free, the file is not kept.
+KeptFile* Keep(int fd, const struct stat& st) {
   static std::once_flag once;
   std::call_once(once, [] { pthread_atfork(nullptr, nullptr, CloseKeptInChild); });
-  for (Kept& k : g_kept) {
+  for (KeptFile& k : g_kept) {
     int free = -1;
     if (!k.fd.compare_exchange_strong(free, -2, std::memory_order_acq_rel)) continue;
-    k.dev.store(dev, std::memory_order_relaxed);
-    k.ino.store(ino, std::memory_order_relaxed);
+    k.dev.store(st.st_dev, std::memory_order_relaxed);
+    k.ino.store(st.st_ino, std::memory_order_relaxed);
     k.fd.store(fd, std::memory_order_release);
-    return true;
+    return &k;
   }
-  return false;  // not kept: read by opening each time
-}
-
-void Unpublish(int fd) {
-  for (Kept& k : g_kept) {
-    int expected = fd;
-    if (k.fd.compare_exchange_strong(expected, -1, std::memory_order_acq_rel)) return;
-  }
+  return nullptr;
 }
 
 // The file's text from its start; false when it cannot be read (the thread is gone).
@@ -101,22 +103,18 @@ ThreadSyscalls::~ThreadSyscalls() {
   for (File& f : files_) Forget(f);
 }
 
-bool ThreadSyscalls::Ours(const File& f) {
-  struct stat st{};
-  return fstat(f.fd, &st) == 0 && st.st_dev == f.dev && st.st_ino == f.ino;
-}
-
 void ThreadSyscalls::Forget(File& f) {
-  Unpublish(f.fd);
-  if (Ours(f)) close(f.fd);
-  f.fd = -1;
+  const int fd = f.kept->fd.load(std::memory_order_relaxed);
+  const bool ours = f.kept->Ours();
+  f.kept->fd.store(-1, std::memory_order_release);  // the slot is free again
+  if (ours) close(fd);
 }
 
 bool ThreadSyscalls::Read(uint32_t tid, int32_t* nr, uintptr_t* sp, uintptr_t* pc) {
   char text[256];
   auto it = std::find_if(files_.begin(), files_.end(), [&](const File& f) { return f.tid == tid; });
   if (it != files_.end()) {
-    if (Ours(*it) && ReadAt0(it->fd, text)) {
+    if (it->kept->Ours() && ReadAt0(it->kept->fd.load(std::memory_order_relaxed), text)) {
       it->seen = true;
       return Parse(text, nr, sp, pc);
     }
@@ -137,11 +135,9 @@ bool ThreadSyscalls::Read(uint32_t tid, int32_t* nr, uintptr_t* sp, uintptr_t* p
                       : 1 << 20;
   }
   struct stat st{};
-  if (got && files_.size() < kMaxOpen && fd < keep_below_ && fstat(fd, &st) == 0 && Publish(fd, st.st_dev, st.st_ino)) {
-    files_.push_back({tid, fd, st.st_dev, st.st_ino, true});
-  } else {
-    close(fd);
-  }
+  KeptFile* kept = got && files_.size() < kMaxOpen && fd < keep_below_ && fstat(fd, &st) == 0 ? Keep(fd, st) : nullptr;
+  if (kept) files_.push_back({tid, kept, true});
+  else close(fd);
   return got && Parse(text, nr, sp, pc);
 }
 
@@ -159,7 +155,7 @@ void ThreadSyscalls::Sweep() {
 
 int ThreadSyscalls::fd_for_test(uint32_t tid) const {
   for (const File& f : files_)
-    if (f.tid == tid) return f.fd;
+    if (f.tid == tid) return f.kept->fd.load(std::memory_order_relaxed);
   return -1;
 }
 

@@ -21,6 +21,8 @@
 
 namespace gpuwatch::inject {
 
+struct KeptFile;  // thread_syscalls.cpp: a kept descriptor, where the fork handler finds it too
+
 class ThreadSyscalls {
  public:
   static constexpr int32_t kRunning = -2, kBlockedOutsideSyscall = -1;
@@ -46,13 +48,9 @@ class ThreadSyscalls {
  private:
   struct File {
     uint32_t tid;
-    int fd;
-    dev_t dev;
-    ino_t ino;
+    KeptFile* kept;  // its descriptor, and the identity (device, inode) it was opened with
     bool seen;
   };
-  // Ours still: the descriptor refers to the file we opened.
-  static bool Ours(const File& f);
   static void Forget(File& f);  // closes it when still ours
   std::vector<File> files_;
   int keep_below_ = -1;  // -1: from RLIMIT_NOFILE, at the first open

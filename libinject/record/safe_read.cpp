@@ -87,15 +87,13 @@ size_t SafeReadEach(const SafeRange* ranges, size_t count) {
       local[m] = {r.dst, r.n};
       remote[m] = {reinterpret_cast<void*>(r.addr), r.n};
     }
-    if (m == 0 || g_use_pipe.load(std::memory_order_relaxed)) {  // one by one (SafeRead decides)
-      if (!SafeRead(ranges[done].addr, ranges[done].dst, ranges[done].n)) return done;
-      ++done;
-      continue;
-    }
     // A transfer stops at the first range it cannot read whole, never inside one (process_vm_readv(2)).
-    g_calls.fetch_add(1, std::memory_order_relaxed);
-    const ssize_t r = process_vm_readv(getpid(), local, m, remote, m, 0);
-    if (r < 0) {  // the first one failed, or the syscall is refused here: SafeRead knows which
+    ssize_t r = -1;
+    if (m > 0 && !g_use_pipe.load(std::memory_order_relaxed)) {
+      g_calls.fetch_add(1, std::memory_order_relaxed);
+      r = process_vm_readv(getpid(), local, m, remote, m, 0);
+    }
+    if (r < 0) {  // the pipe, a range no syscall takes, the first one failed or the syscall is refused: SafeRead decides
       if (!SafeRead(ranges[done].addr, ranges[done].dst, ranges[done].n)) return done;
       ++done;
       continue;

@@ -47,6 +47,17 @@ struct BlockedReader {
   }
 };
 
+// Reads `reader` once and returns the descriptor kept for it.
+int KeptFd(gi::ThreadSyscalls& files, const BlockedReader& reader) {
+  int32_t nr = 0;
+  uintptr_t sp = 0, pc = 0;
+  REQUIRE(files.Read(reader.tid, &nr, &sp, &pc));
+  CHECK(nr == SYS_read);
+  const int fd = files.fd_for_test(reader.tid);
+  REQUIRE(fd >= 0);
+  return fd;
+}
+
 }  // namespace
 
 TEST_CASE("thread syscalls: a blocked thread read twice from one open file, a running one, one gone") {
@@ -95,17 +106,14 @@ TEST_CASE("thread syscalls: a blocked thread read twice from one open file, a ru
 TEST_CASE("thread syscalls: a descriptor the job closed and reused is neither read nor closed") {
   gi::ThreadSyscalls files;
   BlockedReader reader;
+  const int fd = KeptFd(files, reader);
   int32_t nr = 0;
   uintptr_t sp = 0, pc = 0;
-  REQUIRE(files.Read(reader.tid, &nr, &sp, &pc));
-  const int fd = files.fd_for_test(reader.tid);
-  REQUIRE(fd >= 0);
   // The job closes every descriptor it does not know (as some daemons do), then opens a file
   // of its own that takes the same number.
   REQUIRE(close(fd) == 0);
   const int job_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
   REQUIRE(job_fd == fd);
-  nr = 0;
   REQUIRE(files.Read(reader.tid, &nr, &sp, &pc));  // opened again
   CHECK(nr == SYS_read);
   CHECK(files.fd_for_test(reader.tid) != job_fd);
@@ -138,11 +146,7 @@ TEST_CASE("thread syscalls: no descriptor kept once the job holds a quarter of i
 TEST_CASE("thread syscalls: a forked child does not inherit the kept descriptors") {
   gi::ThreadSyscalls files;
   BlockedReader reader;
-  int32_t nr = 0;
-  uintptr_t sp = 0, pc = 0;
-  REQUIRE(files.Read(reader.tid, &nr, &sp, &pc));
-  const int fd = files.fd_for_test(reader.tid);
-  REQUIRE(fd >= 0);
+  const int fd = KeptFd(files, reader);
   const int job_fd = open("/dev/null", O_RDONLY);  // the job's own: the child keeps it
   REQUIRE(job_fd >= 0);
   const pid_t child = fork();
@@ -153,7 +157,6 @@ TEST_CASE("thread syscalls: a forked child does not inherit the kept descriptors
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
   CHECK(fcntl(fd, F_GETFD) != -1);  // the parent's still open
-  REQUIRE(files.Read(reader.tid, &nr, &sp, &pc));
-  CHECK(files.fd_for_test(reader.tid) == fd);
+  CHECK(KeptFd(files, reader) == fd);
   close(job_fd);
 }
