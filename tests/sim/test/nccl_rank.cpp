@@ -105,8 +105,11 @@ int main(int argc, char** argv) {
 
   std::lock_guard<std::mutex> lk(g_mu);
   const simgpu_activity& g_watched = g_records[watch];
-  std::printf("rank=%d coll_ms=%.4f wait_ms=%.4f device_ms=%.4f wait_sum_ms=%.6f half_n=%d half_rank=%d\n", rank,
-              coll_ms, g_watched.wait_ns / 1e6, (g_watched.end_ns - g_watched.start_ns) / 1e6, g_wait_sum / 1e6,
+  // When this rank reached the collective, on the clock every process shares (steady_clock
+  // is CLOCK_MONOTONIC): the test sets the simulator's waits against the ranks' arrivals.
+  const double arrive_ms = std::chrono::duration<double, std::milli>(t0.time_since_epoch()).count();
+  std::printf("rank=%d arrive_ms=%.4f coll_ms=%.4f wait_ms=%.4f device_ms=%.4f wait_sum_ms=%.6f half_n=%d half_rank=%d\n",
+              rank, arrive_ms, coll_ms, g_watched.wait_ns / 1e6, (g_watched.end_ns - g_watched.start_ns) / 1e6, g_wait_sum / 1e6,
               half_n, half_rank);
   return 0;
 }

@@ -21,6 +21,18 @@ using nlohmann::json;
     CHECK(std::abs(m_ - e_) <= tolerance_ms(e_));               \
   } while (0)
 
+// A figure the rank timed with its own clock around a host call: the simulator promises the
+// device side, and the host can only add to it (3 rank processes on CI's 2 cores: a rank
+// descheduled between its stamps read 0.57 ms over a 0.5 ms tolerance), so it is held
+// tight from below and given the host's scheduling above.
+#define HOST_MS(measured, expected)                                                 \
+  do {                                                                              \
+    double m_ = (measured), e_ = (expected);                                        \
+    INFO("measured " << m_ << " ms on the host's clock, expected " << e_ << " ms"); \
+    CHECK(m_ >= e_ - tolerance_ms(e_));                                             \
+    CHECK(m_ <= e_ + tolerance_ms(e_) + 5.0);                                       \
+  } while (0)
+
 namespace {
 // Simulated libraries only: the real toolkit's lib64 must never be found.
 std::map<std::string, std::string> sim_env() { return {{"LD_LIBRARY_PATH", SIM_DIR}}; }
@@ -106,22 +118,37 @@ TEST_CASE("sim: a late rank delays the collective on every rank", "[sim]") {
                          {{"LD_LIBRARY_PATH", SIM_DIR}, {"SIMGPU_TRUTH", dir}, {"RANK", std::to_string(r)}}));
   // 32 MiB AllReduce on 3 ranks: 30 us + S * 2(n-1)/n / 80 GB/s.
   const double xfer_ms = 0.030 + (8 << 20) * 4.0 * 4.0 / 3.0 / 80e9 * 1e3;
+  std::vector<std::map<std::string, double>> kvs;
+  std::vector<std::string> outs;
   for (int r = 0; r < n; ++r) {
     Result res = wait(kids[r]);
     INFO("rank " << r << ": " << res.out << res.err);
     REQUIRE(res.status == 0);
-    auto kv = parse_kv(res.out);
+    kvs.push_back(parse_kv(res.out));
+    outs.push_back(res.out);
+  }
+  const double last_arrival_ms = kvs[late]["arrive_ms"];
+  for (int r = 0; r < n; ++r) {
+    auto& kv = kvs[r];
+    INFO("rank " << r << ": " << outs[r]);
     CHECK(kv["half_n"] == (r % 2 == 0 ? 2 : 1));
     CHECK(kv["half_rank"] == r / 2);
     json t = load_truth(dir, r);
     INFO(t.dump());
+    // The simulator's promise: the collective starts when the last rank reaches it, so a rank
+    // waits from its own arrival to the late rank's. How far apart the arrivals are is the
+    // host's doing (the late rank's sleep, and any rank descheduled on a loaded machine: a
+    // rank held 2.8 ms before its collective waited 17.2 ms, not 20), so the waits are set
+    // against the arrivals, and the sleep only bounds them.
     if (r == late) {
-      NEAR_MS(kv["coll_ms"], xfer_ms);
+      HOST_MS(kv["coll_ms"], xfer_ms);
       CHECK(kv["wait_ms"] < 0.5);
     } else {
-      NEAR_MS(kv["coll_ms"], late_ms + xfer_ms);
-      NEAR_MS(kv["wait_ms"], late_ms);
-      CHECK(t["collective_wait_s"].get<double>() >= 0.9 * late_ms / 1e3);
+      CHECK(kv["arrive_ms"] < last_arrival_ms);
+      NEAR_MS(kv["wait_ms"], last_arrival_ms - kv["arrive_ms"]);
+      HOST_MS(kv["coll_ms"], kv["wait_ms"] + xfer_ms);
+      CHECK(kv["wait_ms"] >= 0.5 * late_ms);  // the late rank's sleep is what it waited for
+      CHECK(t["collective_wait_s"].get<double>() * 1e3 >= kv["wait_ms"] - 1e-3);  // printed to 1e-4
     }
     NEAR_MS(kv["device_ms"], kv["wait_ms"] + xfer_ms);
     CHECK(std::abs(t["collective_wait_s"].get<double>() * 1e3 - kv["wait_sum_ms"]) < 1e-3);
