@@ -2,7 +2,7 @@
 # Performance figures of gpuwatch (docs/PERFORMANCE.md explains each). Every figure is an
 # A/B measured side by side in this run. Needs the build from scripts/test.sh.
 #   bash scripts/bench.sh            # about 6 minutes on 2 cores, after the build
-#   GPUWATCH_BENCH_ROUNDS=3 bash scripts/bench.sh   # fewer rounds of the 11 s launch loop
+#   GPUWATCH_BENCH_ROUNDS=3 bash scripts/bench.sh   # fewer rounds of the 9 s launch loop
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${GPUWATCH_BUILD:-$PWD/build}
@@ -60,7 +60,7 @@ row "  default (CUPTI in budget windows)" "$(awk -v p="$p" -v h="$c" 'BEGIN{prin
 launches=$(awk '{print $0}' tests/bench/launch_heavy.json | grep -o '"count": [0-9]*' | head -1 | grep -o '[0-9]*')
 row "  launch rate per rank (plain run)" "$(awk -v p="$p" -v n="$launches" 'BEGIN{printf "%.0f/s", n*60/p}')" ">= 50000/s"
 
-# 3. The overhead budget on an ~11 s launch loop: scripts/bench_overhead.sh.
+# 3. The overhead budget on a ~9 s launch loop: scripts/bench_overhead.sh.
 GPUWATCH_BUILD=$B bash scripts/bench_overhead.sh --rows
 # The same when every kernel is launched through the driver (Triton's launcher, cuBLAS): the
 # budget charges those launches too. ~3.5 s, 3 paired rounds (scripts/ab_runs.sh).
