@@ -40,11 +40,11 @@ loop() {  # $1: preload or ""; prints wall seconds
 }
 # The rank's figure (the first), from its summary.json.
 fig() { grep -o "\"$2\": [0-9.e-]*" "$1" | head -1 | grep -o '[0-9.e-]*$'; }
-# The host sampler's CPU a sample (us) and its samples, from a summary.json.
+# The host sampler's CPU a sample (us), its samples and those held, from a summary.json.
 sampler_cost() {
   python3 -c 'import json, sys
 h = json.load(open(sys.argv[1]))["ranks"][0]["overhead"]["host_sampler"]
-print(h["cpu_s"] * 1e6 / max(1, h["samples"]), h["samples"])' "$1"
+print(h["cpu_s"] * 1e6 / max(1, h["samples"]), h["samples"], h.get("held_samples", 0))' "$1"
 }
 
 for i in $(seq "$ROUNDS"); do
@@ -88,15 +88,21 @@ row "  default: the sender thread's CPU time" "$(printf %.0f "$(median <"$W/send
   "(summary overhead.sender_cpu_s: not in the added time; it slows the job where cores are short)"
 
 # The sampler on a Python stack 17 frames deep (tests/bench/python_deep_stack.py), 3 s, at a
-# budget that never holds it back: its CPU a sample.
-for i in 1 2 3; do
-  GPUWATCH_OVERHEAD=10% GPUWATCH_OUT=$W/py$i LD_LIBRARY_PATH=$B/sim LD_PRELOAD=$LIB \
-    python3 tests/bench/python_deep_stack.py 14 >/dev/null 2>&1 || echo "python run $i failed" >&2
-  while pgrep -f -- "--listen $GPUWATCH_SOCKET_DIR" >/dev/null; do sleep 0.05; done
-  sampler_cost "$W/py$i/summary.json" >>"$W/py-sampler" || true
+# budget that never holds it back: its CPU a sample. Then the same stack waiting ~40 ms at a
+# time in a sync (a GPU-bound loop), where a sample inside the call the previous one saw
+# takes that one's stack (held), nothing read.
+for mode in run sync; do
+  for i in 1 2 3; do
+    GPUWATCH_OVERHEAD=10% GPUWATCH_OUT=$W/py-$mode$i LD_LIBRARY_PATH=$B/sim LD_PRELOAD=$LIB \
+      python3 tests/bench/python_deep_stack.py 14 $mode >/dev/null 2>&1 || echo "python run $i ($mode) failed" >&2
+    while pgrep -f -- "--listen $GPUWATCH_SOCKET_DIR" >/dev/null; do sleep 0.05; done
+    sampler_cost "$W/py-$mode$i/summary.json" >>"$W/py-sampler-$mode" || true
+  done
 done
-row "  the host sampler, a 17-frame Python stack" "$(awk '{print $1}' "$W/py-sampler" | median | xargs printf %.0f) us" \
-  "CPU a sample (median of 3 runs of 3 s, $(awk '{print $2}' "$W/py-sampler" | median | xargs printf %.0f) samples each)"
+row "  the host sampler, a 17-frame Python stack" "$(awk '{print $1}' "$W/py-sampler-run" | median | xargs printf %.0f) us" \
+  "CPU a sample (median of 3 runs of 3 s, $(awk '{print $2}' "$W/py-sampler-run" | median | xargs printf %.0f) samples each)"
+row "  the same, waiting in syncs (GPU-bound)" "$(awk '{print $1}' "$W/py-sampler-sync" | median | xargs printf %.0f) us" \
+  "CPU a sample (median of 3 runs; $(awk '{print $3}' "$W/py-sampler-sync" | median | xargs printf %.0f) of $(awk '{print $2}' "$W/py-sampler-sync" | median | xargs printf %.0f) samples held: same call, not read)"
 
 # The hooks in place, A/B within one run: recording paused for alternate 7 ms halves.
 cmake --build "$B" --target gpuwatch_hook_ab >/dev/null

@@ -152,7 +152,7 @@ GW_DIGEST(SiteStat, python, python_stack, frames, ns, count)
 GW_DIGEST(HostFrame, where, blocked_in, samples, share)
 GW_DIGEST(HostFramesFigures, samples, tid, data_loading_share, unnamed_share, frames)
 GW_DIGEST(SamplingFacts, known, hz, samples, cpu_ns, dropped, native_samples, timer_captures, native_signal,
-          handler_ns)
+          handler_ns, held_samples)
 GW_DIGEST(EnvFacts, known, cuda_runtime, cuda_driver, nccl, settings, device_memory_bytes, device_sm_count,
           device_name, cpu_affinity, device_numa_cpus, device_numa_node, cgroup_version, cpu_quota_us, cpu_period_us,
           nic_max_mbps, nic_total_mbps, nic_ports, nic_source, host_gpus)
@@ -173,7 +173,7 @@ GW_DIGEST(RankResult, rank, host, host_calls, host_first_ns, host_last_ns, sync,
 // platform the project builds on.
 #if defined(__x86_64__) && defined(__GLIBCXX__)
 // RankResult holds the others by value: its size covers them; these sit in containers.
-static_assert(sizeof(RankResult) == 46872, "RankResult changed: carry the new field in the digest");
+static_assert(sizeof(RankResult) == 46880, "RankResult changed: carry the new field in the digest");
 static_assert(sizeof(StepRec) == 128 && sizeof(CollCall) == 40 && sizeof(StepMark) == 24,
               "a step or collective record changed: carry the new field in the digest");
 static_assert(sizeof(SiteStat) == 96 && sizeof(HostFrame) == 80 && sizeof(Finding) == 216,

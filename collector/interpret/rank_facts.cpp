@@ -98,7 +98,7 @@ void RankFacts::OnBatch(const wire::Batch& b) {
     const wire::HostSampling& h = b.host_sampling();
     sampling_ = SamplingFacts{true,      h.hz(),           h.samples(),          h.cpu_ns(),
                               h.dropped(), h.native_samples(), h.timer_captures(), h.native_signal(),
-                              h.handler_ns()};
+                              h.handler_ns(), h.held_samples()};
   }
   // The sampler's part in the library's cost is what HostSampling says it took (the budget
   // spends the same two figures), whichever of the two messages came last.

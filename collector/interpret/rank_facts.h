@@ -67,6 +67,7 @@ struct SamplingFacts {
   uint64_t native_samples = 0, timer_captures = 0;  // threads without Python (native frames)
   uint32_t native_signal = 0;                       // the CPU-time timer's signal; 0: none
   uint64_t handler_ns = 0;                          // that signal's handler, on the job's threads
+  uint64_t held_samples = 0;                        // Python samples whose stack was the thread's previous one
 };
 
 struct CommFacts {

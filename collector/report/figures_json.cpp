@@ -480,7 +480,8 @@ void AddRankFigures(const RankResult& r, nlohmann::json& obj) {
                                        {"native_samples", r.sampling.native_samples},
                                        {"timer_captures", r.sampling.timer_captures},
                                        {"handler_s", Seconds(r.sampling.handler_ns)},
-                                       {"native_signal", r.sampling.native_signal}};
+                                       {"native_signal", r.sampling.native_signal},
+                                       {"held_samples", r.sampling.held_samples}};
   obj["steps"] = StepsJson(r);
   obj["findings"] = FindingsJson(r.findings);
   obj["environment"] = EnvJson(r.env);

@@ -103,25 +103,28 @@ void HostSampler::Run() {
 }
 
 void HostSampler::SampleOnce(std::span<Ring* const> rings, uint64_t now_ns) {
-  const PyLayout* layout = PythonLayout();
-  PyFrameText frames[kFramesPerSample];
+  const PyLayout* layout = test_layout_ ? test_layout_ : PythonLayout();
   if (native_ == NativeFrames::kSignal && native_signal_ && !CpuTimerCaptures::StillOurs()) {
     DisarmAll();  // the job took the signal over: no more of ours
     native_ = NativeFrames::kProc;
   }
   for (Armed& a : armed_) a.seen = false;
-  for (Ring* r : rings) {
+  for (size_t place = 0; place < rings.size(); ++place) {
+    Ring* r = rings[place];
     if (!r->owner_alive.load(std::memory_order_acquire)) continue;
     const uintptr_t tstate = r->py_thread_state.load(std::memory_order_acquire);
-    const bool in_cuda = r->inflight.since_ticks.load(std::memory_order_relaxed) != 0;
+    const uint64_t since = r->inflight.since_ticks.load(std::memory_order_acquire);
+    const bool in_cuda = since != 0;
     if (!tstate || !layout) {
       if (native_ != NativeFrames::kOff) SampleNative(*r, now_ns, in_cuda);
       continue;
     }
-    const int n = ReadPythonStack(*layout, tstate, frames, kFramesPerSample, &cache_);
-    const Sample s{now_ns, r->tid.load(std::memory_order_relaxed), InternPythonStack(frames, n), in_cuda};
+    bool held = false;
+    const uint32_t stack = PythonStackOf(place, *r, *layout, tstate, since, &held);
+    const Sample s{now_ns, r->tid.load(std::memory_order_relaxed), stack, in_cuda};
     std::lock_guard<std::mutex> lock(mu_);
     ++samples_;
+    held_samples_ += held;
     if (buffer_.size() >= kMaxBuffered) {
       ++dropped_;
       continue;
@@ -135,6 +138,21 @@ void HostSampler::SampleOnce(std::span<Ring* const> rings, uint64_t now_ns) {
   });
   armed_.erase(gone, armed_.end());
   syscalls_.Sweep();
+}
+
+uint32_t HostSampler::PythonStackOf(size_t place, const Ring& r, const PyLayout& layout, uintptr_t tstate,
+                                    uint64_t since, bool* held) {
+  if (last_python_.size() <= place) last_python_.resize(place + 1);
+  LastPython& last = last_python_[place];
+  *held = since != 0 && last.ring == &r && last.tstate == tstate && last.call_since == since;
+  if (*held) return last.stack_id;
+  PyFrameText frames[kFramesPerSample];
+  const int n = ReadPythonStack(layout, tstate, frames, kFramesPerSample, &cache_);
+  // Kept for the next sample only if the thread was inside one call for all of the reads:
+  // a call entered or left meanwhile may have changed the frames while they were read.
+  const bool one_call = since != 0 && r.inflight.since_ticks.load(std::memory_order_acquire) == since;
+  last = {&r, tstate, one_call ? since : 0, InternPythonStack(frames, n)};
+  return last.stack_id;
 }
 
 int HostSampler::TimerSlot(uint32_t tid) {
@@ -219,7 +237,8 @@ HostSampler::Totals HostSampler::totals() const {
                 native_samples_,
                 CpuTimerCaptures::captures(),
                 CpuTimerCaptures::handler_ns(),
-                native_ == NativeFrames::kSignal ? native_signal_ : 0};
+                native_ == NativeFrames::kSignal ? native_signal_ : 0,
+                held_samples_};
 }
 
 }  // namespace gpuwatch::inject

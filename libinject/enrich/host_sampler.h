@@ -11,6 +11,10 @@
 // captured (record/native_signal.h). The addresses are named by the sender
 // (enrich/native_frame_names.h), never here.
 //
+// A thread still inside the hooked call it was in at its previous sample (a sync, a copy, a
+// collective: the call's entry stamp unchanged) cannot have run Python since: its sample
+// takes that one's stack again, without reading the job's memory (`held_samples`).
+//
 // Bounded: samples wait for the sender in a buffer of kMaxBuffered (more are counted as
 // dropped). Its cost is its thread's CPU time plus the time its timer's handler took on the
 // job's threads; it counts in the overhead budget's spending (enrich/cupti_budget.h), and the
@@ -68,6 +72,7 @@ class HostSampler {
     uint64_t native_samples = 0, timer_captures = 0;  // of `samples`; the timer's signals handled
     uint64_t handler_ns = 0;                          // those signals' handler time, on the job's threads
     int native_signal = 0;                            // the timer's signal; 0: none
+    uint64_t held_samples = 0;  // of `samples`: Python ones whose stack was the previous one's (same call)
     uint64_t cost_ns() const { return cpu_ns + handler_ns; }  // what the budget spends on it
   };
 
@@ -83,6 +88,8 @@ class HostSampler {
   void DrainNative(std::vector<NativeSample>& out);
   // Tests: native sampling as Start would set it up, without the thread.
   void EnableNativeForTest(double hz, NativeFrames native);
+  // Tests: Python stacks read with this layout (a fake interpreter's), not the process's.
+  void UsePythonLayoutForTest(const PyLayout* layout) { test_layout_ = layout; }
   // Sampler thread (and tests): deletes the timers of threads gone, and every timer when the
   // job took the signal's handler over.
   void DisarmAll();
@@ -110,7 +117,7 @@ class HostSampler {
   mutable std::mutex mu_;  // buffer_ and the counts: the sampler and the sender
   std::vector<Sample> buffer_;
   std::vector<NativeSample> native_buffer_;
-  uint64_t samples_ = 0, dropped_ = 0, native_samples_ = 0;
+  uint64_t samples_ = 0, dropped_ = 0, native_samples_ = 0, held_samples_ = 0;
   NativeFrames native_ = NativeFrames::kOff;
   int native_signal_ = 0;
   std::vector<Armed> armed_;
@@ -122,6 +129,21 @@ class HostSampler {
   std::atomic<bool> budget_spent_{false};
   std::vector<Ring*> rings_;  // the sampler's own copy of the ring list
   PyCodeCache cache_;         // the sampler's thread only
+  const PyLayout* test_layout_ = nullptr;
+  // A thread's last Python sample, by its ring's place in the list (rings are only added):
+  // the call it was inside for the whole of that sample's reads (its entry stamp; 0: none),
+  // and the stack they gave. A stamp is its call's alone on a thread (TSC ticks, or ns).
+  struct LastPython {
+    const Ring* ring = nullptr;
+    uintptr_t tstate = 0;
+    uint64_t call_since = 0;
+    uint32_t stack_id = 0;
+  };
+  std::vector<LastPython> last_python_;
+  // The stack id of the Python thread at `place` (`since`: the call it is inside, 0: none);
+  // *held: taken from its last sample, nothing read.
+  uint32_t PythonStackOf(size_t place, const Ring& r, const PyLayout& layout, uintptr_t tstate, uint64_t since,
+                         bool* held);
 };
 
 // The process's sampler (started by the sender when GPUWATCH_SAMPLE_HZ > 0).

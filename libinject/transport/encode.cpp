@@ -157,6 +157,7 @@ void AppendHostSampling(std::string& batch, const HostSampler::Totals& t) {
   UInt(s, m::kTimerCaptures, t.timer_captures);
   UInt(s, m::kNativeSignal, static_cast<uint64_t>(t.native_signal));
   UInt(s, m::kHandlerNs, t.handler_ns);
+  UInt(s, m::kHeldSamples, t.held_samples);
   Message(batch, f::batch::kHostSampling, s);
 }
 

@@ -63,7 +63,7 @@ inline constexpr uint32_t kTNs = 1, kTid = 2, kStackId = 3, kInCuda = 4;
 }
 namespace host_sampling {
 inline constexpr uint32_t kHz = 1, kSamples = 2, kCpuNs = 3, kDropped = 4, kNativeSamples = 5, kTimerCaptures = 6,
-                          kNativeSignal = 7, kHandlerNs = 8;
+                          kNativeSignal = 7, kHandlerNs = 8, kHeldSamples = 9;
 }
 
 namespace device_sample {

@@ -413,6 +413,26 @@ TEST_CASE("diagnosis: host frames name the host function the GPU waited for most
   CHECK(html.find("in log_metrics") != std::string::npos);
 }
 
+// A thread waiting in a sync longer than the sampler's period cannot run Python until the
+// call returns: its samples there take the previous sample's stack (held_samples), and
+// nothing of the job's memory is read for them.
+TEST_CASE("diagnosis: a Python thread waiting in a long sync is sampled without reading its stack again") {
+  const JobRun run = RunJob("diagnosis-host-frames-gpu-bound",
+                            {"python3", std::string(GPUWATCH_SOURCE_DIR) + "/tests/e2e/python_frames/host_frames.py",
+                             "gpu_bound"},
+                            {.env = {{"SIMGPU_CONFIG", "h2d_pinned_gbps=8"}, {"GPUWATCH_OVERHEAD", "10%"}}});
+  INFO(run.job.out << run.job.err);
+  const json& sampler = run.summary["ranks"][0]["overhead"]["host_sampler"];
+  INFO(sampler.dump());
+  REQUIRE(sampler.is_object());
+  // ~50 steps of a ~40 ms sync and 2 ms of host code, 100 samples a second: ~200 samples,
+  // four of five in a sync and three of those four in the sync the previous one saw.
+  const int samples = sampler["samples"].get<int>(), held = sampler["held_samples"].get<int>();
+  CHECK(samples >= 100);
+  CHECK(held > samples / 2);
+  CHECK(held < samples);
+}
+
 TEST_CASE("diagnosis: host frames inside a DataLoader make the GPU's wait data loading") {
   const JobRun run = RunJob("diagnosis-host-frames-loader",
                             {"python3", std::string(GPUWATCH_SOURCE_DIR) + "/tests/e2e/python_frames/host_frames.py",

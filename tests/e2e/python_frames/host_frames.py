@@ -3,7 +3,7 @@ GPU (device work, through ctypes.CDLL, the GIL released) and then runs host code
 GPU sits idle. Argument `functions`: two host functions, log_metrics three times as long as
 compute_stats, and host_frames must name log_metrics first (host_overhead). Argument
 `dataloader`: the host time is a DataLoader's (the fake torch.utils.data beside this file),
-which is data_loading."""
+which is data_loading. Argument `gpu_bound`: below."""
 import ctypes
 import sys
 import time
@@ -42,8 +42,25 @@ def train_dataloader():
         gpu_work()
 
 
+# `gpu_bound`: each step queues ~40 ms of device work and waits for it in
+# cudaDeviceSynchronize, longer than the sampler's period (its samples there take the
+# previous one's stack: `held_samples`), then runs 2 ms of host code.
+def wait_for_gpu():
+    for _ in range(40):
+        gpu_work()
+    cuda.cudaDeviceSynchronize()  # ~40 ms, the GIL released
+
+
+def train_gpu_bound():
+    for _ in range(STEPS // 4):
+        wait_for_gpu()
+        compute_stats()
+
+
 if sys.argv[1:] == ["dataloader"]:
     train_dataloader()
+elif sys.argv[1:] == ["gpu_bound"]:
+    train_gpu_bound()
 else:
     train_functions()
 cuda.cudaDeviceSynchronize()

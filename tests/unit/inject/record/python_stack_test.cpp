@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "fake_python.h"
 #include "record/python_stack.h"
 #include "record/safe_read.h"
 
@@ -19,75 +20,7 @@ namespace gi = gpuwatch::inject;
 
 namespace {
 
-// 3.12's layout, with a fake PyCode_Type: the fake interpreter's objects are laid out by it.
-gi::PyLayout FakeLayout(uintptr_t code_type) {
-  gi::PyLayout l = gi::Layout312();
-  l.code_type = code_type;
-  return l;
-}
-
-// Objects of the fake interpreter, kept alive (and at fixed addresses) by the arena.
-struct Arena {
-  std::vector<std::vector<uint64_t>> blocks;
-  uint8_t* New(size_t bytes) {
-    blocks.emplace_back((bytes + 7) / 8 + 1, 0);
-    return reinterpret_cast<uint8_t*>(blocks.back().data());
-  }
-  template <typename T>
-  static void Put(uint8_t* obj, size_t off, T v) { std::memcpy(obj + off, &v, sizeof v); }
-};
-
-uint8_t* Str(Arena& a, const gi::PyLayout& l, const std::string& s) {
-  uint8_t* o = a.New(l.ascii_size + s.size() + 1);
-  Arena::Put<uint64_t>(o, l.str_length, s.size());
-  Arena::Put<uint32_t>(o, l.str_state, (1u << 2) | (1u << 5) | (1u << 6));  // kind 1, compact, ascii
-  std::memcpy(o + l.ascii_size, s.data(), s.size());
-  return o;
-}
-
-uint8_t* Bytes(Arena& a, const std::vector<uint8_t>& b) {
-  uint8_t* o = a.New(32 + b.size());
-  Arena::Put<int64_t>(o, 16, static_cast<int64_t>(b.size()));
-  std::memcpy(o + 32, b.data(), b.size());
-  return o;
-}
-
-// Location table of a function whose first line is 10: units 0-1 line 10, 2-4 line 11,
-// 5 line 16 (long form), 6 no line, 7-8 line 16 (short form), 9 line 13, 10 line 113.
-const std::vector<uint8_t> kTable = {0xE9, 0x00,                    // no-column form, +0, 2 units
-                                     0xDA, 0x01, 0x02,              // one-line form +1, 3 units
-                                     0xF0, 0x0A, 0x00, 0x01, 0x02,  // long form +5, 1 unit
-                                     0xF8,                          // no location, 1 unit
-                                     0x81, 0x03,                    // short form, 2 units
-                                     0xE8, 0x07,                    // no-column form -3
-                                     0xE8, 0x48, 0x03};             // no-column form +100 (2-byte varint)
-
-uint8_t* Code(Arena& a, const gi::PyLayout& l, const char* file, const char* func, int first_line) {
-  uint8_t* c = a.New(l.code_adaptive + 64);
-  Arena::Put<uintptr_t>(c, l.ob_type, l.code_type);
-  Arena::Put<uintptr_t>(c, l.code_filename, reinterpret_cast<uintptr_t>(Str(a, l, file)));
-  Arena::Put<uintptr_t>(c, l.code_qualname, reinterpret_cast<uintptr_t>(Str(a, l, func)));
-  Arena::Put<int32_t>(c, l.code_firstlineno, first_line);
-  Arena::Put<uintptr_t>(c, l.code_linetable, reinterpret_cast<uintptr_t>(Bytes(a, kTable)));
-  return c;
-}
-
-uint8_t* Frame(Arena& a, const gi::PyLayout& l, uint8_t* code, int unit, uint8_t* previous, uint8_t owner = 0) {
-  uint8_t* f = a.New(80);
-  Arena::Put<uintptr_t>(f, l.frame_code, reinterpret_cast<uintptr_t>(code));
-  Arena::Put<uintptr_t>(f, l.frame_previous, reinterpret_cast<uintptr_t>(previous));
-  Arena::Put<uintptr_t>(f, l.frame_instr, reinterpret_cast<uintptr_t>(code) + l.code_adaptive + 2 * unit);
-  Arena::Put<uint8_t>(f, l.frame_owner, owner);
-  return f;
-}
-
-uintptr_t ThreadState(Arena& a, const gi::PyLayout& l, uint8_t* innermost) {
-  uint8_t* cframe = a.New(32);
-  Arena::Put<uintptr_t>(cframe, static_cast<size_t>(l.cframe_current), reinterpret_cast<uintptr_t>(innermost));
-  uint8_t* ts = a.New(256);
-  Arena::Put<uintptr_t>(ts, l.tstate_frame, reinterpret_cast<uintptr_t>(cframe));
-  return reinterpret_cast<uintptr_t>(ts);
-}
+using namespace fakepy;  // NOLINT(google-build-using-namespace): the fake interpreter's builders
 
 std::vector<std::string> Walk(const gi::PyLayout& l, uintptr_t tstate, gi::PyCodeCache* cache = nullptr) {
   gi::PyFrameText out[16];
