@@ -78,6 +78,7 @@ class PyCodeCache {
   // The entry that holds `code`, or the one to read it into.
   static size_t SetOf(uintptr_t code) { return ((code * 0x9E3779B97F4A7C15ull) >> 56) % kSets; }
   Entry& Slot(uintptr_t code) {
+    static_assert(kWays == 2, "the lookup below names both ways");
     Entry* set = &slots_[SetOf(code) * kWays];
     Entry* e = set[0].code == code ? &set[0] : set[1].code == code ? &set[1] : set[0].used <= set[1].used ? &set[0] : &set[1];
     e->used = ++clock_;

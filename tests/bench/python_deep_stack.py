@@ -4,7 +4,8 @@ DEPTH calls deep (argv[1], default 14: 17 frames with the module's and the loop'
 sampled), for 3 s. With `sync` (argv[2]) the bottom queues ~40 ms of device work (ten
 copies of 96 MiB at the simulator's 24 GB/s) and waits for it in cudaDeviceSynchronize (the
 GIL released), then runs 1 ms: a GPU-bound job, whose Python thread spends most of its time
-waiting in a sync longer than the sampler's period (a training step's `loss.item()`). Needs LD_LIBRARY_PATH with the simulator's libcudart."""
+waiting in a sync longer than the sampler's period (a training step's `loss.item()`).
+Needs LD_LIBRARY_PATH with the simulator's libcudart."""
 import ctypes
 import os
 import sys
