@@ -153,6 +153,27 @@ python3 tests/device/overhead_budget.py "$W" "$R"
 grep -h -A3 "own cost" "$W"/ob-default1/summary.txt 2>/dev/null | head -4
 
 fi
+if want L; then
+say "L. CUPTI's cost after its kinds are disabled again, and cuptiFinalize (cupti_linger.py; gpuwatch not loaded)"
+timeout 120 python3 tests/device/cupti_linger.py "$CUPTI" 200000
+say "L2. the launch loop with a budget of 0.001% (one window at the start, from the 50 ms allowance), against plain and off, 2 rounds"
+for i in 1 2; do
+  for v in plain zero off; do
+    case $v in
+      plain) timeout 120 python3 tests/device/launch_loop.py 1300000 >"$W/lz-$v$i.loop" ;;
+      zero) GPUWATCH_OVERHEAD=0.001% GPUWATCH_OUT=$W/lz-$v$i GPUWATCH_SOCKET_DIR=$W/lz-$v$i.sock \
+              timeout 120 env LD_PRELOAD=$LIB python3 tests/device/launch_loop.py 1300000 >"$W/lz-$v$i.loop" 2>/dev/null
+            wait_file "$W/lz-$v$i/summary.json" >/dev/null ;;
+      off) GPUWATCH_CUPTI=off GPUWATCH_OUT=$W/lz-$v$i GPUWATCH_SOCKET_DIR=$W/lz-$v$i.sock \
+             timeout 120 env LD_PRELOAD=$LIB python3 tests/device/launch_loop.py 1300000 >"$W/lz-$v$i.loop" 2>/dev/null
+           wait_file "$W/lz-$v$i/summary.json" >/dev/null ;;
+    esac
+    echo "$v round $i: $(cat "$W/lz-$v$i.loop")"
+  done
+  grep -o '"window_s": [0-9.e-]*\|"windows": [0-9]*\|"cupti_us_per_call": [0-9.e-]*' "$W/lz-zero$i/summary.json" | tr '\n' ' '; echo
+done
+
+fi
 if want OT; then
 say "OT. the budget on torch.compile'd steps (Triton's cuLaunchKernelEx), plain / default, 2 interleaved rounds"
 N=${GW_COMPILE_N:-200000}
