@@ -52,6 +52,7 @@ struct OverheadFacts {
   double cupti_graph_ns = 0;
   bool cupti_graph_ns_measured = false;
   uint64_t cupti_graph_launches = 0;
+  uint64_t cupti_detaches = 0, cupti_detach_ns = 0;  // CUPTI detached between windows (in cupti_added_ns)
   // The host sampler's cost the budget spent (its thread's CPU and its signal handlers), and
   // of it the handlers, on the job's threads: only those are in the added time. Both from
   // the latest HostSampling (SamplingFacts).

@@ -296,6 +296,8 @@ nlohmann::json OverheadJson(const OverheadFacts& o) {
           {"cupti_us_per_graph_launch", o.cupti_graph_ns * 1e-3},
           {"cupti_graph_cost_measured", o.cupti_graph_ns_measured},
           {"cupti_hw_trace", o.hw_trace},
+          {"cupti_detaches", o.cupti_detaches},
+          {"cupti_detach_s", Seconds(o.cupti_detach_ns)},
           {"windows", o.windows},
           {"window_s", Seconds(o.window_ns)},
           {"elapsed_s", Seconds(o.elapsed_ns)},

@@ -168,6 +168,11 @@ void OverheadText(const OverheadFacts& o, std::string& out) {
                      FmtDurationNs(o.sampler_signals_ns).c_str()),
               kTextWidth) +
          "\n";
+  if (o.cupti_detaches > 0)
+    out += Clip(Printf("    CUPTI detached between windows %llu times (%s of it on the job's threads)",
+                       static_cast<unsigned long long>(o.cupti_detaches), FmtDurationNs(o.cupti_detach_ns).c_str()),
+                kTextWidth) +
+           "\n";
   if (assumed > 0)
     out += Clip(Printf("    %s of CUPTI's assumed, not measured (too few calls outside windows)",
                        FmtDurationNs(static_cast<uint64_t>(assumed)).c_str()),

@@ -3,6 +3,8 @@
 // measured apart for kernel launches and for graph launches (a graph launch runs many nodes,
 // and what CUPTI adds to it is not a launch's times its nodes: the simulator's adds one
 // call's cost, NVIDIA's has per-node work; docs/simulator.md).
+// CUPTI is detached between windows (enrich/cupti_reader.h), and the detaches' own time on
+// the job's threads is CUPTI's cost too.
 // Spent = hooks + CUPTI + the host sampler's cost (its CPU, its signals' handlers), all
 // measured here (the library's start-up is reported beside them, not spent); the allowance
 // grows with the wall time. A window closes when spent reaches the allowance, and opens
@@ -76,6 +78,8 @@ bool CuptiBudget::Update(const Cycle& c) {
   device_records_ += c.device_records;
   graph_records_ += c.graph_records;
   startup_ns_ = std::max(startup_ns_, c.startup_ns);
+  detaches_ = std::max(detaches_, c.cupti_detaches);
+  detach_ns_ = std::max(detach_ns_, c.cupti_detach_ns);
   // The host sampler runs beside the job, not inside its calls (but for its signals'
   // handlers); its CPU is counted anyway.
   sampler_ns_ = std::max(sampler_ns_, c.sampler_ns);
@@ -189,7 +193,10 @@ CuptiBudget::Figures CuptiBudget::figures() const {
   f.hooks_added_ns = static_cast<uint64_t>(hook_ns_ * static_cast<double>(hook_calls_));
   f.cupti_added_ns =
       static_cast<uint64_t>(priced_ns_ + f.cupti_ns * (unpriced_calls_ + recent_calls_) + priced_graph_ns_ +
-                            f.cupti_graph_ns * static_cast<double>(unpriced_graph_calls_ + recent_graphs_));
+                            f.cupti_graph_ns * static_cast<double>(unpriced_graph_calls_ + recent_graphs_)) +
+      detach_ns_;
+  f.cupti_detaches = detaches_;
+  f.cupti_detach_ns = detach_ns_;
   f.sampler_ns = sampler_ns_;
   f.startup_ns = startup_ns_;
   f.windows = windows_ + (open_ ? 1 : 0);

@@ -48,6 +48,9 @@ class CuptiBudget {
     uint64_t graph_records = 0;   // of those, the work of graph launches (CUPTI's graphId set)
     uint64_t sampler_ns = 0;      // the host sampler's cost so far (enrich/host_sampler.h: Totals::cost_ns)
     uint64_t startup_ns = 0;      // the library's one-off work on the job's threads so far (reported, not spent)
+    // CUPTI detached between windows so far (enrich/cupti_reader.h: DetachCounts): how often,
+    // and what cuptiFinalize took on the job's threads (spent, as CUPTI's cost).
+    uint64_t cupti_detaches = 0, cupti_detach_ns = 0;
     // CUPTI records nothing more (CuptiReader::gone: unusable, or handed over to the job's
     // profiler): no window costs anything from this cycle on.
     bool cupti_gone = false;
@@ -71,7 +74,8 @@ class CuptiBudget {
                                   // open (all of them, the hooked ones scaled by CUPTI's device
                                   // records per hooked one)
     uint64_t cupti_graph_launches = 0;  // graph launches made while a window was open
-    uint64_t hooks_added_ns = 0, cupti_added_ns = 0;
+    uint64_t hooks_added_ns = 0, cupti_added_ns = 0;  // cupti_added_ns: with cupti_detach_ns
+    uint64_t cupti_detaches = 0, cupti_detach_ns = 0;
     uint64_t sampler_ns = 0;      // the host sampler's CPU and its signals' handlers, spent here too
     uint64_t startup_ns = 0;      // its load, and the rings its recording threads zeroed
     uint64_t windows = 0;         // closed, plus the open one
@@ -99,7 +103,7 @@ class CuptiBudget {
   double CuptiGraphNs() const;
 
  private:
-  uint64_t sampler_ns_ = 0, startup_ns_ = 0;
+  uint64_t sampler_ns_ = 0, startup_ns_ = 0, detaches_ = 0, detach_ns_ = 0;
   bool Measured() const;
   bool GraphMeasured() const;
   // CUPTI's device records per enqueueing call the hooks saw in windows, graph launches and

@@ -3,6 +3,7 @@
 
 #include <cupti.h>
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -12,9 +13,8 @@
 #include <mutex>
 #include <vector>
 
+#include "enrich/cupti_records.h"
 #include "record/collective_timer.h"
-#include "record/record.h"
-#include "record/registry.h"
 #include "record/stamp_clock.h"
 
 namespace gpuwatch::inject {
@@ -23,6 +23,21 @@ namespace {
 constexpr size_t kBufferBytes = 4u << 20;
 constexpr size_t kMaxBuffers = 16;  // 64 MiB at most in CUPTI's hands and ours
 constexpr int64_t kOffsetHysteresisNs = 2000;
+// A closed window's kinds are off this long before CUPTI is detached: the device finishes
+// the window's last work and its records come back whole (a launch-bound job's queue is
+// short; later work is cut at the window's end anyway). One sender cycle, in practice.
+constexpr uint64_t kDetachGraceNs = 5'000'000;
+
+// Between the budget's windows CUPTI is detached (cuptiFinalize), not only disabled: on an
+// H200 a disabled CUPTI still cost a launch 1.3-1.6 us of the 5.3 it cost recording, for
+// the rest of the run (tests/device/cupti_linger.py). cuptiFinalize is safe at the exit of a
+// CUDA call, so the sender arms a callback and the job's next CUDA call detaches it there.
+enum DetachState : int {
+  kAttached = 0,    // CUPTI attached (recording or not)
+  kArmed = 1,       // the sender subscribed DetachAtExit: the next call's exit detaches
+  kFinalizing = 2,  // a job's thread is inside cuptiFinalize
+  kDetached = 3,    // CUPTI detached: no cost; any CUPTI call would attach it again
+};
 
 struct CuptiApi {
   decltype(&cuptiSubscribe) subscribe;
@@ -34,6 +49,8 @@ struct CuptiApi {
   decltype(&cuptiActivityGetNextRecord) next_record;
   decltype(&cuptiGetTimestamp) timestamp;
   decltype(&cuptiActivityEnableHWTrace) enable_hw_trace;  // CUDA 13 CUPTI; null in older ones
+  decltype(&cuptiEnableDomain) enable_domain;  // these two detach CUPTI between windows
+  decltype(&cuptiFinalize) finalize;
 };
 
 struct CuptiState {
@@ -53,12 +70,22 @@ struct CuptiState {
   CuptiApi api{};
   std::deque<std::pair<uint8_t*, size_t>> completed;  // buffer, valid bytes
   std::vector<uint8_t*> free_buffers;
+  std::vector<uint8_t*> lent;  // in CUPTI's hands: ours again when cuptiFinalize forgot them
   size_t buffers = 0;
+  uint64_t incomplete = 0;     // device records without times (ParseActivityBuffer)
   // CLOCK_MONOTONIC = CUPTI time - offset; refreshed by the sender thread.
   std::atomic<int64_t> offset{0};
   uint64_t last_calibration_ns = 0;
   uint64_t last_flush_ns = 0;
   uint64_t started_ns = 0;
+  // Detaching between windows (DetachState). `detach` and the two counts are read by the
+  // job's threads in DetachAtExit; the rest is the sender's, under `control`.
+  std::atomic<int> detach{kAttached};
+  std::atomic<uint64_t> detaches{0}, detach_ns{0};  // cuptiFinalize calls, their time on the job's threads
+  CUpti_SubscriberHandle detach_subscriber = nullptr;
+  bool detach_off = false;      // GPUWATCH_CUPTI_DETACH=0, or this CUPTI cannot
+  uint64_t disabled_ns = 0;     // when the kinds went off (0: recording)
+  bool detach_tried = false;    // for this closed window (a refused subscribe is not retried)
 };
 
 // The record kinds gpuwatch enables: the device's work, host waits, and the runtime/driver
@@ -96,11 +123,15 @@ void CUPTIAPI BufferRequested(uint8_t** buffer, size_t* size, size_t* max_record
   *max_records = 0;
   std::lock_guard<std::mutex> lock(s.mu);
   if (!s.free_buffers.empty()) {
+    s.lent.push_back(s.free_buffers.back());
     *buffer = s.free_buffers.back();
     s.free_buffers.pop_back();
   } else if (s.buffers < kMaxBuffers) {
     *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes));
-    if (*buffer) ++s.buffers;
+    if (*buffer) {
+      ++s.buffers;
+      s.lent.push_back(*buffer);
+    }
   } else {
     *buffer = nullptr;  // bounded: CUPTI drops and counts records until we return buffers
   }
@@ -111,6 +142,44 @@ void CUPTIAPI BufferCompleted(CUcontext, uint32_t, uint8_t* buffer, size_t, size
   CuptiState& s = S();
   std::lock_guard<std::mutex> lock(s.mu);
   s.completed.emplace_back(buffer, valid);
+  s.lent.erase(std::remove(s.lent.begin(), s.lent.end(), buffer), s.lent.end());
+}
+
+// A job's thread at the exit of a CUDA call, with the detach armed: detaches CUPTI (once,
+// whichever thread comes first) and times it, as the budget's cost.
+void CUPTIAPI DetachAtExit(void*, CUpti_CallbackDomain domain, CUpti_CallbackId, const void* data) {
+  if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
+  if (!data || static_cast<const CUpti_CallbackData*>(data)->callbackSite != CUPTI_API_EXIT) return;
+  CuptiState& s = S();
+  int armed = kArmed;
+  if (!s.detach.compare_exchange_strong(armed, kFinalizing, std::memory_order_acq_rel)) return;
+  const uint64_t t0 = NowNs();
+  s.api.finalize();  // s.api is set before the first arming and never changes after
+  s.detach_ns.fetch_add(NowNs() - t0, std::memory_order_relaxed);
+  s.detaches.fetch_add(1, std::memory_order_relaxed);
+  s.detach.store(kDetached, std::memory_order_release);
+}
+
+// Sender thread, `control` held. The armed detach taken back (the subscriber given up), or
+// a detach under way waited out (a job's thread is inside cuptiFinalize: a few ms at most;
+// false if not done within 2 s).
+bool Disarm(CuptiState& s) {
+  int armed = kArmed;
+  if (s.detach.compare_exchange_strong(armed, kAttached, std::memory_order_acq_rel)) {
+    s.api.unsubscribe(s.detach_subscriber);
+    s.detach_subscriber = nullptr;
+    return true;
+  }
+  for (int i = 0; i < 20000 && s.detach.load(std::memory_order_acquire) == kFinalizing; ++i) usleep(100);
+  return s.detach.load(std::memory_order_acquire) != kFinalizing;
+}
+
+// Sender thread, `control` held, CUPTI detached: CUPTI forgot the buffers it held; they are
+// free again (it never writes to them after cuptiFinalize).
+void ReclaimLent(CuptiState& s) {
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.free_buffers.insert(s.free_buffers.end(), s.lent.begin(), s.lent.end());
+  s.lent.clear();
 }
 
 template <typename F>
@@ -141,107 +210,6 @@ void Calibrate(CuptiState& s) {
     s.offset.store(best, std::memory_order_relaxed);
   }
   s.last_calibration_ns = NowNs();
-}
-
-uint64_t ToMono(const CuptiState& s, uint64_t cupti_ns) {
-  return static_cast<uint64_t>(static_cast<int64_t>(cupti_ns) - s.offset.load(std::memory_order_relaxed));
-}
-
-uint8_t CopyKindOf(uint8_t cupti_kind) {
-  switch (cupti_kind) {
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return kCopyH2D;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return kCopyD2H;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return kCopyD2D;
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return kCopyH2H;
-    default: return 0;
-  }
-}
-
-// The fields every device record (kernel, memcpy, memset) has under the same names.
-template <typename R>
-void DeviceFields(const CuptiState& s, const R* r, ActivityRecord& a) {
-  a.start_ns = ToMono(s, r->start);
-  a.end_ns = ToMono(s, r->end);
-  a.correlation_id = r->correlationId;
-  a.stream = r->streamId;
-  a.device = static_cast<int32_t>(r->deviceId);
-  a.graph_id = r->graphId;
-  a.graph_node_id = r->graphNodeId;
-}
-
-// A kernel's launch geometry: how many SMs its grid can fill (the collector's SM fill).
-// CUPTI's fields are signed; a negative one (never seen) reads as 0, unknown.
-void KernelGeometry(const CUpti_ActivityKernel10* k, ActivityRecord& a) {
-  auto u = [](int32_t v) { return v > 0 ? static_cast<uint32_t>(v) : 0u; };
-  a.grid[0] = u(k->gridX), a.grid[1] = u(k->gridY), a.grid[2] = u(k->gridZ);
-  a.block[0] = u(k->blockX), a.block[1] = u(k->blockY), a.block[2] = u(k->blockZ);
-  a.registers_per_thread = k->registersPerThread;
-  a.static_shared_bytes = u(k->staticSharedMemory);
-  a.dynamic_shared_bytes = u(k->dynamicSharedMemory);
-}
-
-// Parses one completed buffer. Only the record kinds gpuwatch enabled are read; CUPTI's
-// own overhead records (and anything else) are skipped, never counted as GPU work.
-void Parse(CuptiState& s, uint8_t* buffer, size_t valid, const std::function<void(const ActivityRecord&)>& fn) {
-  CUpti_Activity* rec = nullptr;
-  while (s.api.next_record(buffer, valid, &rec) == CUPTI_SUCCESS) {
-    ActivityRecord a{};
-    switch (rec->kind) {
-      case CUPTI_ACTIVITY_KIND_KERNEL:
-      case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
-        const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
-        a.kind = kActKernel;
-        DeviceFields(s, k, a);
-        a.name_id = Kernels().Intern(k->name);
-        a.comm_kernel = k->name && std::strstr(k->name, "nccl") != nullptr;
-        KernelGeometry(k, a);
-        break;
-      }
-      case CUPTI_ACTIVITY_KIND_MEMCPY: {
-        const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(rec);
-        a.kind = kActMemcpy;
-        DeviceFields(s, m, a);
-        a.bytes = m->bytes;
-        a.copy_kind = CopyKindOf(m->copyKind);
-        if (m->srcKind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE || m->dstKind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE) {
-          a.flags |= kFlagPageable;
-        }
-        break;
-      }
-      case CUPTI_ACTIVITY_KIND_MEMSET: {
-        const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(rec);
-        a.kind = kActMemset;
-        DeviceFields(s, m, a);
-        a.bytes = m->bytes;
-        break;
-      }
-      case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
-        const auto* y = reinterpret_cast<const CUpti_ActivitySynchronization2*>(rec);
-        a.kind = kActSync;
-        a.start_ns = ToMono(s, y->start);
-        a.end_ns = ToMono(s, y->end);
-        a.correlation_id = y->correlationId;
-        a.stream = y->streamId;
-        // Stream-wait-event only orders streams; the other kinds hold the host.
-        if (y->type != CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT) a.flags |= kFlagBlockedHost;
-        break;
-      }
-      case CUPTI_ACTIVITY_KIND_RUNTIME:
-      case CUPTI_ACTIVITY_KIND_DRIVER: {
-        const auto* p = reinterpret_cast<const CUpti_ActivityAPI*>(rec);
-        a.kind = kActApi;
-        a.start_ns = ToMono(s, p->start);
-        a.end_ns = ToMono(s, p->end);
-        a.correlation_id = p->correlationId;
-        a.api_id = p->cbid;
-        a.api_domain = rec->kind == CUPTI_ACTIVITY_KIND_RUNTIME ? kApiDomainRuntime : kApiDomainDriver;
-        break;
-      }
-      default:
-        continue;
-    }
-    fn(a);
-  }
 }
 
 }  // namespace
@@ -287,7 +255,9 @@ void CuptiReader::Start() {
           Sym<decltype(api.flush_all)>(lib, "cuptiActivityFlushAll"),
           Sym<decltype(api.next_record)>(lib, "cuptiActivityGetNextRecord"),
           Sym<decltype(api.timestamp)>(lib, "cuptiGetTimestamp"),
-          Sym<decltype(api.enable_hw_trace)>(lib, "cuptiActivityEnableHWTrace")};
+          Sym<decltype(api.enable_hw_trace)>(lib, "cuptiActivityEnableHWTrace"),
+          Sym<decltype(api.enable_domain)>(lib, "cuptiEnableDomain"),
+          Sym<decltype(api.finalize)>(lib, "cuptiFinalize")};
   if (!api.subscribe || !api.unsubscribe || !api.register_callbacks || !api.enable || !api.disable || !api.flush_all ||
       !api.next_record || !api.timestamp) {
     return give_up("libcupti lacks the activity API");
@@ -309,7 +279,9 @@ void CuptiReader::Start() {
   // Hardware event tracing (Blackwell only; CUPTI_ERROR_NOT_SUPPORTED elsewhere) takes most
   // of CUPTI's cost off each launch: the overhead budget measures the rest.
   const bool hw = api.enable_hw_trace && api.enable_hw_trace(1) == CUPTI_SUCCESS;
+  const char* detach = std::getenv("GPUWATCH_CUPTI_DETACH");
   std::lock_guard<std::mutex> lock(s.mu);
+  s.detach_off = !api.enable_domain || !api.finalize || (detach && std::strcmp(detach, "0") == 0);
   s.hw_trace = hw;
   s.api = api;
   s.started_ns = NowNs();
@@ -347,10 +319,26 @@ void CuptiReader::HandOver(bool enabling) {
     app_request = s.app_request;
     app_complete = s.app_complete;
   }
-  api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);  // our buffers come back to BufferCompleted
-  for (CUpti_ActivityKind k : Kinds()) api.disable(k);
-  // Registered before gpuwatch started (and replaced by gpuwatch's): theirs again.
+  Disarm(s);  // the profiler may want the subscriber
+  if (s.detach.load(std::memory_order_acquire) != kDetached) {
+    api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);  // our buffers come back to BufferCompleted
+    for (CUpti_ActivityKind k : Kinds()) api.disable(k);
+  }  // (detached: nothing of ours left in CUPTI, and nothing enabled)
+  // Registered before gpuwatch started (and replaced by gpuwatch's, or forgotten by a
+  // detach): theirs again.
   if (app_request && app_complete) api.register_callbacks(app_request, app_complete);
+  // CUPTI is the application's now (attached by it, if a detach had left it so): its records
+  // walked as before.
+  s.detach.store(kAttached, std::memory_order_release);
+}
+
+void CuptiReader::YieldSubscriber() {
+  CuptiState& s = S();
+  std::lock_guard<std::mutex> control(s.control);
+  if (s.detach.load(std::memory_order_acquire) != kArmed) return;
+  Disarm(s);
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.detach_tried = true;  // not again for this window: the application holds the subscriber now
 }
 
 void CuptiReader::SetRecording(bool on) {
@@ -360,10 +348,76 @@ void CuptiReader::SetRecording(bool on) {
   {
     std::lock_guard<std::mutex> lock(s.mu);
     if (s.source != Source::kCupti || s.handed_over || s.recording == on) return;
-    s.recording = on;
     api = s.api;
   }
-  for (CUpti_ActivityKind k : Kinds()) on ? api.enable(k) : api.disable(k);
+  if (!on) {
+    for (CUpti_ActivityKind k : Kinds()) api.disable(k);
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.recording = false;
+    s.disabled_ns = NowNs();
+    s.detach_tried = false;
+    return;
+  }
+  if (!Disarm(s)) return;  // still inside cuptiFinalize: the window opens at a later cycle
+  if (s.detach.load(std::memory_order_acquire) == kDetached) {  // attach CUPTI again, as Start did
+    ReclaimLent(s);
+    if (api.register_callbacks(BufferRequested, BufferCompleted) != CUPTI_SUCCESS) {
+      std::lock_guard<std::mutex> lock(s.mu);
+      s.handed_over = true;  // records nothing more: the budget charges nothing from here
+      s.detail = "CUPTI activity records until CUPTI could not be attached again after a window; hooks and events after";
+      return;
+    }
+    bool hw;
+    {
+      std::lock_guard<std::mutex> lock(s.mu);
+      hw = s.hw_trace;
+    }
+    if (hw) api.enable_hw_trace(1);
+    s.detach.store(kAttached, std::memory_order_release);
+  }
+  for (CUpti_ActivityKind k : Kinds()) api.enable(k);
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.recording = true;
+  s.disabled_ns = 0;
+  if (s.detaches.load(std::memory_order_relaxed) > 0) Calibrate(s);  // CUPTI's clock, attached anew
+}
+
+bool CuptiReader::DetachDue(uint64_t now) {
+  CuptiState& s = S();
+  std::lock_guard<std::mutex> control(s.control);
+  if (s.detach.load(std::memory_order_acquire) == kDetached) ReclaimLent(s);
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (s.detach.load(std::memory_order_acquire) != kAttached || s.source != Source::kCupti || s.handed_over ||
+      s.recording || s.detach_off || s.detach_tried || now - s.disabled_ns < kDetachGraceNs)
+    return false;
+  s.detach_tried = true;
+  return true;
+}
+
+void CuptiReader::ArmDetach() {
+  CuptiState& s = S();
+  std::lock_guard<std::mutex> control(s.control);
+  CuptiApi api;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);  // a window opened, or a profiler took CUPTI, since
+    if (s.detach.load(std::memory_order_acquire) != kAttached || s.handed_over || s.recording) return;
+    api = s.api;
+  }
+  CUpti_SubscriberHandle sub = nullptr;
+  if (api.subscribe(&sub, DetachAtExit, nullptr) != CUPTI_SUCCESS) return;  // the application holds it: stays attached
+  s.detach_subscriber = sub;
+  s.detach.store(kArmed, std::memory_order_release);
+  if (api.enable_domain(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API) != CUPTI_SUCCESS ||
+      api.enable_domain(1, sub, CUPTI_CB_DOMAIN_DRIVER_API) != CUPTI_SUCCESS) {
+    Disarm(s);
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.detach_off = true;  // this CUPTI cannot call back: it stays attached
+  }
+}
+
+CuptiReader::DetachCounts CuptiReader::detach_counts() const {
+  std::lock_guard<std::mutex> lock(S().mu);
+  return {S().detaches.load(std::memory_order_relaxed), S().detach_ns.load(std::memory_order_relaxed), S().incomplete};
 }
 
 bool CuptiReader::RecordsKernels() const {
@@ -398,18 +452,24 @@ std::string CuptiReader::source_detail() const {
   return S().detail;
 }
 
-void CuptiReader::Poll(bool flush, const std::function<void(const ActivityRecord&)>& fn) {
+void CuptiReader::Poll(bool final, const std::function<void(const ActivityRecord&)>& fn) {
   CuptiState& s = S();
   if (source() != Source::kCupti) return;
   const uint64_t now = NowNs();
-  if (!live()) flush = false;  // handed over: parse what came back, ask CUPTI for nothing
-  if (live() && now - s.last_calibration_ns > 1'000'000'000ull) Calibrate(s);
-  // Buffers come back when full or flushed; a flush every 100 ms bounds the latency.
-  if (live() && (flush || now - s.last_flush_ns > 100'000'000ull)) {
+  // Once a detach is armed, gpuwatch calls nothing of CUPTI's until a window attaches it again
+  // (any call may attach it, the records' walk too): buffers that come back meanwhile wait,
+  // but at exit. Handed over: parse what came back, ask CUPTI for nothing.
+  const bool detach = DetachDue(now);
+  const bool attached = s.detach.load(std::memory_order_acquire) == kAttached;
+  const bool ask = attached && live();
+  if (ask && now - s.last_calibration_ns > 1'000'000'000ull) Calibrate(s);
+  // Buffers come back when full or flushed; a flush every 100 ms bounds the latency. Before a
+  // detach, everything CUPTI holds for us (cuptiFinalize drops what it still holds).
+  if (ask && (final || detach || now - s.last_flush_ns > 100'000'000ull)) {
     s.last_flush_ns = now;
-    s.api.flush_all(flush ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);  // calls BufferCompleted: no lock held
+    s.api.flush_all(final || detach ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);  // calls BufferCompleted: no lock held
   }
-  for (;;) {
+  while (attached || final) {
     std::pair<uint8_t*, size_t> buf;
     {
       std::lock_guard<std::mutex> lock(s.mu);
@@ -417,10 +477,14 @@ void CuptiReader::Poll(bool flush, const std::function<void(const ActivityRecord
       buf = s.completed.front();
       s.completed.pop_front();
     }
-    Parse(s, buf.first, buf.second, fn);
+    uint64_t incomplete = 0;
+    ParseActivityBuffer(s.api.next_record, s.offset.load(std::memory_order_relaxed), buf.first, buf.second, fn,
+                        incomplete);
     std::lock_guard<std::mutex> lock(s.mu);
+    s.incomplete += incomplete;
     s.free_buffers.push_back(buf.first);
   }
+  if (detach) ArmDetach();
 }
 
 }  // namespace gpuwatch::inject

@@ -51,6 +51,9 @@ class CuptiReader {
   // application its own buffer callbacks back, stop asking CUPTI for anything. Before
   // Start(), it makes Start() step aside. Any thread; idempotent.
   void HandOver(bool enabling);
+  // The application subscribes to CUPTI's callbacks: a detach armed between windows gives its
+  // subscriber up (CUPTI has one), and leaves CUPTI attached until the next window closes.
+  void YieldSubscriber();
   // The buffer callbacks the application registered (restored by HandOver).
   void AppCallbacks(void* request, void* complete);
   // CUPTI records are still coming (source is CUPTI and it was not handed over).
@@ -59,8 +62,15 @@ class CuptiReader {
   // (Before Start() has decided, neither live nor gone.)
   bool gone() const;
   // The overhead budget's windows: records on (`on`) or off. Sender thread; no-op unless
-  // live. Work launched while off never reaches the timeline.
+  // live. Work launched while off never reaches the timeline. Off, CUPTI is detached soon
+  // after (Poll), and attached again when a window opens.
   void SetRecording(bool on);
+  // Detaches between windows so far: cuptiFinalize calls, the time they took on the job's
+  // threads (the budget's to pay), and device records that came back without times.
+  struct DetachCounts {
+    uint64_t detaches = 0, detach_ns = 0, incomplete_records = 0;
+  };
+  DetachCounts detach_counts() const;
   // CUPTI records kernels now (live, a window open, the kernel kind among GPUWATCH_CUPTI_KINDS):
   // its NCCL kernel records will time collectives launched now.
   bool RecordsKernels() const;
@@ -70,9 +80,16 @@ class CuptiReader {
   Source source() const;
   std::string source_detail() const;
 
-  // Sender thread: asks CUPTI for its buffers when `flush` (or when due), then hands every
+  // Sender thread: asks CUPTI for its buffers when `final` (or when due), then hands every
   // record parsed since the last call to `fn`.
-  void Poll(bool flush, const std::function<void(const ActivityRecord&)>& fn);
+  void Poll(bool final, const std::function<void(const ActivityRecord&)>& fn);
+
+ private:
+  // Sender thread (Poll). A window closed kDetachGraceNs ago, CUPTI attached and not yet tried:
+  // the detach is due (flush and parse first, then ArmDetach).
+  bool DetachDue(uint64_t now);
+  // Subscribes the callback that detaches CUPTI at the exit of the job's next CUDA call.
+  void ArmDetach();
 };
 
 CuptiReader& Cupti();

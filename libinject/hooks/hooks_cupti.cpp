@@ -40,6 +40,16 @@ CUptiResult cuptiActivityEnableContext(CUcontext context, CUpti_ActivityKind kin
   return real(context, kind);
 }
 
+// A profiler subscribing to CUPTI's callbacks (Kineto does when it starts): CUPTI has one
+// subscriber, which gpuwatch holds for a moment after each window to detach CUPTI at the exit
+// of a CUDA call. It gives that up rather than make the profiler's subscribe fail.
+CUptiResult cuptiSubscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback, void* userdata) {
+  GW_REAL(cuptiSubscribe);
+  if (!real) return CUPTI_ERROR_NOT_INITIALIZED;
+  gi::Cupti().YieldSubscriber();
+  return real(subscriber, callback, userdata);
+}
+
 // A profiler's own clock for CUPTI's timestamps: it is about to record, and records made
 // from now on would not be on the clock gpuwatch calibrated (an H200 run showed kernels
 // 16,000 s away from their launches after torch.profiler started).

@@ -185,6 +185,9 @@ class Sender {
     c.sampler_ns = sampling.cost_ns();  // its thread's and its signals' cost count in the budget
     c.startup_ns = StartupNs();
     c.cupti_gone = Cupti().gone();
+    const CuptiReader::DetachCounts detached = Cupti().detach_counts();
+    c.cupti_detaches = detached.detaches;
+    c.cupti_detach_ns = detached.detach_ns;
     const HookCostSums own = SumHookCosts(rings_);
     if (own.samples > 0) {
       c.hook_ns = static_cast<double>(clock_.DurationNs(own.ticks)) / static_cast<double>(own.samples);
@@ -220,6 +223,7 @@ class Sender {
     d.collector_unreachable = outbox_->dropped_unreachable();
     d.spool_full = outbox_->dropped_spool();
     d.gpu_records_unsent = outbox_->dropped_activities();
+    d.gpu_records_incomplete = Cupti().detach_counts().incomplete_records;
     return d;
   }
 

@@ -195,6 +195,7 @@ uint64_t AppendDropCounts(std::string& msg, uint32_t field_number, const DropCou
       {"collector_unreachable", d.collector_unreachable},
       {"spool_full", d.spool_full},
       {"gpu_records_unsent", d.gpu_records_unsent},
+      {"gpu_records_incomplete", d.gpu_records_incomplete},
   };
   uint64_t sum = 0;
   for (const auto& [reason, n] : counts) {
@@ -398,6 +399,8 @@ void AppendOverhead(std::string& batch, const CuptiBudget::Figures& x, bool hw_t
   Double(o, m::kCuptiGraphNs, x.cupti_graph_ns);
   UInt(o, m::kCuptiGraphNsMeasured, x.cupti_graph_ns_measured);
   UInt(o, m::kCuptiGraphLaunches, x.cupti_graph_launches);
+  UInt(o, m::kCuptiDetaches, x.cupti_detaches);
+  UInt(o, m::kCuptiDetachNs, x.cupti_detach_ns);
   Message(batch, f::batch::kOverhead, o);
 }
 

@@ -56,6 +56,7 @@ struct DropCounts {
   uint64_t collector_unreachable = 0;
   uint64_t spool_full = 0;
   uint64_t gpu_records_unsent = 0;
+  uint64_t gpu_records_incomplete = 0;  // CUPTI's, without times: unfinished at a window's detach
 };
 
 // Batch body pieces, appended in any order.

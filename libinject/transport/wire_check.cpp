@@ -197,6 +197,8 @@ GW_FIELD(overhead, Overhead, StartupNs);
 GW_FIELD(overhead, Overhead, CuptiGraphNs);
 GW_FIELD(overhead, Overhead, CuptiGraphNsMeasured);
 GW_FIELD(overhead, Overhead, CuptiGraphLaunches);
+GW_FIELD(overhead, Overhead, CuptiDetaches);
+GW_FIELD(overhead, Overhead, CuptiDetachNs);
 
 GW_FIELD(env_var, EnvVar, Name);
 GW_FIELD(env_var, EnvVar, Value);

@@ -156,21 +156,26 @@ fi
 if want L; then
 say "L. CUPTI's cost after its kinds are disabled again, and cuptiFinalize (cupti_linger.py; gpuwatch not loaded)"
 timeout 120 python3 tests/device/cupti_linger.py "$CUPTI" 200000
-say "L2. the launch loop with a budget of 0.001% (one window at the start, from the 50 ms allowance), against plain and off, 2 rounds"
+say "L2. the launch loop with a budget of 0.001% (one window at the start, from the 50 ms allowance), against plain and off, and kept attached (GPUWATCH_CUPTI_DETACH=0), 2 rounds"
 for i in 1 2; do
-  for v in plain zero off; do
+  for v in plain zero attached off; do
     case $v in
       plain) timeout 120 python3 tests/device/launch_loop.py 1300000 >"$W/lz-$v$i.loop" ;;
-      zero) GPUWATCH_OVERHEAD=0.001% GPUWATCH_OUT=$W/lz-$v$i GPUWATCH_SOCKET_DIR=$W/lz-$v$i.sock \
-              timeout 120 env LD_PRELOAD=$LIB python3 tests/device/launch_loop.py 1300000 >"$W/lz-$v$i.loop" 2>/dev/null
-            wait_file "$W/lz-$v$i/summary.json" >/dev/null ;;
+      zero|attached)
+        detach=1; [ $v = attached ] && detach=0
+        GPUWATCH_CUPTI_DETACH=$detach GPUWATCH_OVERHEAD=0.001% GPUWATCH_OUT=$W/lz-$v$i GPUWATCH_SOCKET_DIR=$W/lz-$v$i.sock \
+          timeout 120 env LD_PRELOAD=$LIB python3 tests/device/launch_loop.py 1300000 >"$W/lz-$v$i.loop" 2>"$W/lz-$v$i.err"
+        wait_file "$W/lz-$v$i/summary.json" >/dev/null ;;
       off) GPUWATCH_CUPTI=off GPUWATCH_OUT=$W/lz-$v$i GPUWATCH_SOCKET_DIR=$W/lz-$v$i.sock \
              timeout 120 env LD_PRELOAD=$LIB python3 tests/device/launch_loop.py 1300000 >"$W/lz-$v$i.loop" 2>/dev/null
            wait_file "$W/lz-$v$i/summary.json" >/dev/null ;;
     esac
     echo "$v round $i: $(cat "$W/lz-$v$i.loop")"
   done
-  grep -o '"window_s": [0-9.e-]*\|"windows": [0-9]*\|"cupti_us_per_call": [0-9.e-]*' "$W/lz-zero$i/summary.json" | tr '\n' ' '; echo
+  for v in zero attached; do
+    echo "   $v: $(grep -o '"window_s": [0-9.e-]*\|"windows": [0-9]*\|"cupti_us_per_call": [0-9.e-]*\|"cupti_detaches": [0-9]*\|"cupti_detach_s": [0-9.e-]*\|"gpu_records_incomplete": [0-9]*' "$W/lz-$v$i/summary.json" | tr '\n' ' ')"
+    tail -2 "$W/lz-$v$i.err"
+  done
 done
 
 fi

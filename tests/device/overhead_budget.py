@@ -61,5 +61,6 @@ for v in variants[1:]:
               f"hooks_s {o.get('hooks_s')} ({o.get('hook_ns_per_call')} ns/call, in place {o.get('hook_ns_timed_in_place')}), "
               f"cupti_s {o.get('cupti_s')} ({o.get('cupti_us_per_call')} us/call, measured {o.get('cupti_cost_measured')}), "
               f"startup_s {o.get('startup_s')}, sampler_s {o.get('sampler_s')}, sender_cpu_s {o.get('sender_cpu_s')} | "
-              f"windows {o.get('windows')} coverage {cov.get('share')} | gpu busy_s {g.get('busy_s')} "
+              f"windows {o.get('windows')} coverage {cov.get('share')} detaches {o.get('cupti_detaches')} "
+              f"({o.get('cupti_detach_s')} s) | gpu busy_s {g.get('busy_s')} "
               f"kernels {(g.get('kernels') or {}).get('count')} | dropped {r.get('dropped')}")

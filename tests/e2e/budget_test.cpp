@@ -84,6 +84,22 @@ TEST_CASE("budget: a launch-heavy run is sampled in windows, and its device figu
   CHECK(Num(own["startup_s"]) < 0.05);
   CHECK(Num(own["added_s"]) == Approx(spent + Num(own["startup_s"])).margin(1e-6));
 
+  // CUPTI detached after every closed window (a disabled CUPTI still costs each launch part of
+  // what it cost recording, SIMGPU_CUPTI_LINGER_COST_NS: without the detach that leftover
+  // cost was ~0.35 s here, five times the windows' own, and the summary could not see it).
+  const json& cupti_truth = device["cupti"];
+  INFO("CUPTI's truth " << cupti_truth.dump());
+  CHECK(own["cupti_detaches"].get<int>() >= own["windows"].get<int>() - 1);
+  CHECK(own["cupti_detaches"] == cupti_truth["finalizes"]);
+  CHECK(Num(own["cupti_detach_s"]) > 0);
+  CHECK(Num(own["cupti_detach_s"]) < 0.01);
+  // What is left between a window's end and its detach (one sender cycle, ~10 ms a window).
+  const double cupti_added = Num(cupti_truth["added_s"]);
+  CHECK(Num(cupti_truth["lingering_s"]) <= 0.2 * (cupti_added - Num(cupti_truth["lingering_s"])));
+  // And the summary's figure for CUPTI is what the simulated CUPTI added (within 1.5x).
+  CHECK(Num(own["cupti_s"]) <= 1.5 * cupti_added);
+  CHECK(Num(own["cupti_s"]) >= cupti_added / 1.5);
+
   // Said where a reader looks.
   CHECK(r.SummaryText().find("GPU timeline sampled over") != std::string::npos);
   CHECK(r.SummaryText().find("of CUPTI's assumed, not measured") == std::string::npos);
@@ -119,6 +135,25 @@ TEST_CASE("budget: a launch-heavy run is sampled in windows, and its device figu
   CHECK(c.launches > 0);
   CHECK(c.launch_bursts > 0);
   CHECK(c.launch_bursts * 100 < c.burst_launches);
+}
+
+TEST_CASE("budget: with GPUWATCH_CUPTI_DETACH=0, a disabled CUPTI keeps costing between windows") {
+  // The counterpart of the check above, and the switch for a CUPTI that misbehaves when
+  // detached: CUPTI stays attached, its leftover cost runs for the whole run, and the summary
+  // (which measures CUPTI as calls in windows minus calls outside) does not see it.
+  const JobRun r = RunScenario("budget-attached", kLaunchHeavy,
+                               {.truth = true, .env = {{"GPUWATCH_SAMPLE_HZ", "0"}, {"GPUWATCH_CUPTI_DETACH", "0"}},
+                                .timeout_s = 180});
+  const json& own = r.summary["ranks"][0]["overhead"];
+  const json device = r.Device(0);
+  const json& cupti_truth = device["cupti"];
+  INFO("overhead " << own.dump() << "\nCUPTI's truth " << cupti_truth.dump());
+  CHECK(own["cupti_detaches"] == 0);
+  CHECK(cupti_truth["finalizes"] == 0);
+  CHECK(own["windows"].get<int>() >= 2);
+  const double lingering = Num(cupti_truth["lingering_s"]);
+  CHECK(lingering > Num(cupti_truth["added_s"]) - lingering);  // more than the windows cost
+  CHECK(Num(own["cupti_s"]) < 0.5 * Num(cupti_truth["added_s"]));
 }
 
 TEST_CASE("budget: kernels launched through the driver (Triton, cuBLAS) are charged and sampled too") {

@@ -166,3 +166,23 @@ TEST_CASE("faults: a profiler that takes CUPTI mid-run gets only its own buffers
     }
   }
 }
+
+TEST_CASE("faults: a profiler that takes CUPTI after gpuwatch detached it between windows gets its records") {
+  // 20000 copies, charged 4 us each until CUPTI's cost is measured, spend the 50 ms allowance
+  // in the first ~12500: the window closes, and CUPTI is detached at the exit of a later copy.
+  // The profiler then attaches it again with its own callbacks (none of gpuwatch's left).
+  const e2e::JobRun run = e2e::RunJob("faults-profiler-after-detach", {GPUWATCH_BIN_DIR "/gw_profiler_app", "detached", "20000", "200"},
+                                      {.env = {{"GPUWATCH_AUTOSTART", "1"}, {"GPUWATCH_OVERHEAD", "0.001%"}, {"GPUWATCH_SAMPLE_HZ", "0"}},
+                                       .timeout_s = 60});
+  INFO(run.job.out << run.job.err);
+  CHECK(run.job.out == "profiler_app: 0 unknown buffers, 200 copy records of 200\n");
+  const json rank = run.summary["ranks"][0];
+  CHECK(rank["memcpy"]["h2d"]["count"] == 20202);  // the hooks saw every copy
+  CHECK(rank["overhead"]["cupti_detaches"] == 1);
+  CHECK(rank["overhead"]["windows"] == 1);
+  const json& gpu = rank["gpu"];
+  CHECK(gpu["source_detail"].get<std::string>().find("profiler took CUPTI") != std::string::npos);
+  CHECK(gpu["coverage"]["windows"] == 1);  // the device timeline was sampled: a window, then none
+  CHECK(gpu["coverage"]["enqueue_share"].get<double>() > 0.05);
+  CHECK(gpu["coverage"]["enqueue_share"].get<double>() < 0.99);
+}

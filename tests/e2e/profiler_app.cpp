@@ -2,12 +2,14 @@
 // per process, and a profiler may take them in one of two orders:
 //   late:  N copies, then the profiler registers its callbacks and enables copy records;
 //   early: the profiler registers its callbacks before any CUDA work (gpuwatch starts CUPTI
-//          after it), N copies, then it enables copy records.
+//          after it), N copies, then it enables copy records;
+//   detached: as late, after a pause and one more copy: time for gpuwatch to close its window
+//          (when the copies spent its budget) and detach CUPTI at that copy's exit.
 // (After one warm-up copy and a pause, so that gpuwatch has started CUPTI.) Then M more
 // copies, a flush, and a check of what CUPTI handed the profiler. The profiler's half is
 // profiler_lib.cpp, opened with RTLD_LOCAL as PyTorch is; the CUDA runtime is opened with
 // dlopen, as Python does, and called through the process's scope, as a PLT call would be.
-//   profiler_app late|early N M     exit 0: fine; 5: a buffer that was not the profiler's;
+//   profiler_app late|early|detached N M     exit 0: fine; 5: a buffer that was not the profiler's;
 //                                   6: the profiler's records missing; 3/4: setup failed
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
@@ -60,6 +62,12 @@ int main(int argc, char** argv) {
   usleep(200 * 1000);
   for (long i = 0; i < n; ++i) copy(dev, host, 64, cudaMemcpyHostToDevice, s);
   sync(s);
+  if (std::strcmp(argv[1], "detached") == 0) {
+    usleep(100 * 1000);
+    copy(dev, host, 64, cudaMemcpyHostToDevice, s);
+    sync(s);
+    usleep(50 * 1000);
+  }
   // Straight on, as a profiler starts while the job runs: CUPTI still holds a buffer that
   // gpuwatch asked for, partly filled with the copies above.
   if (!early && profiler_register() != 0) return 4;

@@ -171,6 +171,12 @@ void simgpu_op_release(simgpu_op* op);
  * bad SIMGPU_CONFIG does. Lets other simulated libraries share one configuration. */
 double simgpu_config_value(const char* key);
 
+/* What the simulated CUPTI added to the calling thread's calls, for the truth file's "cupti"
+ * section: `lingering` while no record kind was enabled (the instrumentation a disable leaves
+ * behind until cuptiFinalize). And each cuptiFinalize. Any thread. */
+void simgpu_truth_cupti_cost(uint64_t ns, int lingering);
+void simgpu_truth_cupti_finalize(void);
+
 /* ---- Device state (for the simulated NVML, libnvidia-ml.so.1) ---------------------------- */
 #define SIMGPU_MAX_OTHER_PROCESSES 8
 typedef struct simgpu_device_state {

@@ -110,6 +110,10 @@ SIMGPU_EXPORT void simgpu_op_complete(simgpu_op* op, uint64_t end_ns, uint64_t w
 
 SIMGPU_EXPORT void simgpu_op_release(simgpu_op* op) { delete op; }
 
+SIMGPU_EXPORT void simgpu_truth_cupti_cost(uint64_t ns, int lingering) { M().truth().add_cupti_cost(ns, lingering != 0); }
+
+SIMGPU_EXPORT void simgpu_truth_cupti_finalize(void) { M().truth().add_cupti_finalize(); }
+
 SIMGPU_EXPORT double simgpu_config_value(const char* key) {
   const double* v = config().find(key ? key : "");
   if (!v) {

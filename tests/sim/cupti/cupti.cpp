@@ -14,6 +14,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <cstdio>
 #include <deque>
 #include <mutex>
 #include <thread>
@@ -49,6 +50,13 @@ uint64_t env_ns(const char* name, uint64_t def) {
 const uint64_t kDeviceRecordCostNs = env_ns("SIMGPU_CUPTI_LAUNCH_COST_NS", 1700);
 const uint64_t kApiRecordCostNs = env_ns("SIMGPU_CUPTI_API_COST_NS", 500);
 const uint64_t kHwTraceCostNs = env_ns("SIMGPU_CUPTI_HWTRACE_COST_NS", 200);
+// And once a kind has been enabled, disabling every kind does not take CUPTI's
+// instrumentation out of the calls: on an H200 a launch cost 6.97 us without CUPTI, 12.26 us
+// with gpuwatch's six kinds enabled, still 8.3-8.6 us after disabling them all, and 6.5 us
+// only after cuptiFinalize (tests/device/cupti_linger.py, docs/PERFORMANCE.md): about 0.27
+// of the enabled cost, which of the 2.2 us configured here is 600 ns. Until cuptiFinalize
+// detaches CUPTI, or a kind is enabled again.
+const uint64_t kLingerCostNs = env_ns("SIMGPU_CUPTI_LINGER_COST_NS", 600);
 // And per node of a graph launch, on top of the launch's own cost: NVIDIA's records each
 // node's kernel (CUPTI_ACTIVITY_KIND_GRAPH_TRACE exists to spare that per-node work), at a
 // cost not yet measured on the H200 (tests/device, section OG): none unless set.
@@ -92,9 +100,25 @@ struct Buffer {
   size_t size = 0, used = 0, max_records = 0, records = 0;
 };
 
+// A cuptiSubscribe's callback. Never freed (a call in flight may be about to call the one
+// that cuptiUnsubscribe or cuptiFinalize just removed): retired ones stay in a list.
+struct Subscriber {
+  CUpti_CallbackFunc callback;
+  void* user;
+};
+
 struct State {
   std::mutex mu;  // guards everything below; never held while calling the completion callback
   bool subscribed = false;
+  std::vector<Subscriber*> retired;  // unsubscribed: kept reachable, see Subscriber
+  // The live subscriber and the callback domains it enabled (bit per CUpti_CallbackDomain):
+  // read without the lock by the calls' exit callbacks.
+  std::atomic<Subscriber*> subscriber{nullptr};
+  std::atomic<uint32_t> callback_domains{0};
+  // A kind was enabled since CUPTI attached (its start, or the last cuptiFinalize): with none
+  // enabled now, calls pay kLingerCostNs.
+  bool instrumented = false;
+  std::atomic<bool> lingering{false};
   CUpti_BuffersCallbackRequestFunc request = nullptr;
   CUpti_BuffersCallbackCompleteFunc complete = nullptr;
   uint64_t enabled = 0;  // bit per CUpti_ActivityKind (all kinds used here are < 64)
@@ -337,6 +361,30 @@ void submit(Pending& p) {
 // Time this thread spent in the observers since its last enqueueing call ended: the
 // simulation's own bookkeeping counts towards the cost CUPTI adds, not on top of it.
 thread_local uint64_t t_observed_ns = 0;
+// This thread is inside a subscriber's API-exit callback: where CUPTI asks cuptiFinalize to
+// be called from.
+thread_local bool t_in_exit_callback = false;
+
+// The subscriber's callback at the exit of a call, on the caller's thread, if it enabled the
+// call's domain. Only calls that enqueue device work are reported (simgpu_set_api_observer).
+void exit_callback(const simgpu_api_call& c) {
+  State& s = S();
+  const CUpti_CallbackDomain domain =
+      c.domain == SIMGPU_API_DRIVER ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API;
+  if (!((s.callback_domains.load(std::memory_order_acquire) >> domain) & 1u)) return;
+  const Subscriber* sub = s.subscriber.load(std::memory_order_acquire);
+  if (!sub || !sub->callback) return;
+  CUpti_CallbackData data{};
+  data.callbackSite = CUPTI_API_EXIT;
+  data.functionName = "simulated";
+  data.correlationId = c.correlation_id;
+  // Inside the call, as CUPTI's own cost: the truth counts it (a detach's cuptiFinalize).
+  const uint64_t t0 = mono_ns();
+  t_in_exit_callback = true;
+  sub->callback(sub->user, domain, c.cbid, &data);
+  t_in_exit_callback = false;
+  simgpu_truth_cupti_cost(mono_ns() - t0, 0);
+}
 
 void on_activity(const simgpu_activity* a, void*) {
   const uint64_t t0 = mono_ns();
@@ -351,6 +399,7 @@ void on_api(const simgpu_api_call* c, void*) {
   Pending p;
   p.api = true;
   p.call = *c;
+  const bool lingering = S().lingering.load(std::memory_order_relaxed);
   // CUPTI's instrumentation of the call, on the caller's thread and inside its API record:
   // what this call spent in the observers, topped up to the configured cost.
   if (const uint64_t cost = S().call_cost_ns.load(std::memory_order_relaxed) +
@@ -359,11 +408,13 @@ void on_api(const simgpu_api_call* c, void*) {
     while (mono_ns() < until) {
     }
     p.call.end_ns = std::max(p.call.end_ns, mono_ns());
+    simgpu_truth_cupti_cost(t_observed_ns + (p.call.end_ns - t0), lingering ? 1 : 0);
   }
   // This record's own bookkeeping comes after the call's end: it counts towards the next call.
   const uint64_t t1 = mono_ns();
   submit(p);
   t_observed_ns = mono_ns() - t1;
+  exit_callback(*c);
 }
 
 bool supported(CUpti_ActivityKind k) {
@@ -381,25 +432,32 @@ bool supported(CUpti_ActivityKind k) {
   }
 }
 
-// The observers cost the simulated runtime something only while a kind is enabled.
+// The observers cost the simulated runtime something only while a kind is enabled, while
+// the instrumentation lingers after the last disable, or while a subscriber takes callbacks.
 void update_observers(State& s) {
   const bool device = on(s, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) || on(s, CUPTI_ACTIVITY_KIND_KERNEL) ||
                       on(s, CUPTI_ACTIVITY_KIND_MEMCPY) || on(s, CUPTI_ACTIVITY_KIND_MEMSET);
   const bool api = on(s, CUPTI_ACTIVITY_KIND_RUNTIME) || on(s, CUPTI_ACTIVITY_KIND_DRIVER);
-  s.call_cost_ns.store((device ? (s.hw_trace ? kHwTraceCostNs : kDeviceRecordCostNs) : 0) + (api ? kApiRecordCostNs : 0),
+  if (s.enabled != 0) s.instrumented = true;
+  const bool lingering = s.enabled == 0 && s.instrumented;
+  s.lingering.store(lingering, std::memory_order_relaxed);
+  s.call_cost_ns.store((device ? (s.hw_trace ? kHwTraceCostNs : kDeviceRecordCostNs) : 0) + (api ? kApiRecordCostNs : 0) +
+                           (lingering ? kLingerCostNs : 0),
                        std::memory_order_relaxed);
   s.graph_node_cost_ns.store(device && !s.hw_trace ? kGraphNodeCostNs : 0, std::memory_order_relaxed);
-  const bool want = s.enabled != 0;
+  const bool want = s.enabled != 0 || lingering || s.callback_domains.load(std::memory_order_relaxed) != 0;
   if (want == s.observing) return;
   s.observing = want;
   simgpu_set_activity_observer(want ? on_activity : nullptr, nullptr);
   simgpu_set_api_observer(want ? on_api : nullptr, nullptr);
 }
 
-struct Subscriber {
-  CUpti_CallbackFunc callback;
-  void* user;
-};
+// Retires the live subscriber (mu held).
+void drop_subscriber(State& s) {
+  if (Subscriber* sub = s.subscriber.exchange(nullptr)) s.retired.push_back(sub);
+  s.callback_domains.store(0, std::memory_order_release);
+  s.subscribed = false;
+}
 
 }  // namespace
 
@@ -414,8 +472,58 @@ CUPTI_EXPORT CUptiResult cuptiSubscribe(CUpti_SubscriberHandle* subscriber, CUpt
   std::lock_guard<std::mutex> lk(s.mu);
   if (s.subscribed) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
   s.subscribed = true;
-  // The callback API is not simulated: the callback is kept but never called.
-  *subscriber = reinterpret_cast<CUpti_SubscriberHandle>(new Subscriber{callback, userdata});
+  auto* sub = new Subscriber{callback, userdata};
+  s.subscriber.store(sub, std::memory_order_release);
+  *subscriber = reinterpret_cast<CUpti_SubscriberHandle>(sub);
+  return CUPTI_SUCCESS;
+}
+
+// The runtime and driver domains call back at the exit of each call that enqueues device
+// work (no other call is reported, and no entry site); other domains are accepted, never called.
+CUPTI_EXPORT CUptiResult cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle subscriber, CUpti_CallbackDomain domain) {
+  if (domain <= CUPTI_CB_DOMAIN_INVALID || domain >= CUPTI_CB_DOMAIN_SIZE || domain >= 32) return CUPTI_ERROR_INVALID_PARAMETER;
+  State& s = S();
+  std::lock_guard<std::mutex> lk(s.mu);
+  if (!subscriber || reinterpret_cast<Subscriber*>(subscriber) != s.subscriber.load()) return CUPTI_ERROR_INVALID_PARAMETER;
+  const uint32_t bit = 1u << domain;
+  const uint32_t domains = s.callback_domains.load();
+  s.callback_domains.store(enable ? domains | bit : domains & ~bit, std::memory_order_release);
+  update_observers(s);
+  return CUPTI_SUCCESS;
+}
+
+// Detaches CUPTI: every kind off, the callbacks and the subscriber gone, the instrumentation
+// out of the calls (no lingering cost), until an activity call attaches it again. Records
+// not yet handed back are lost, as the buffer CUPTI held (the client's memory: never
+// returned). CUPTI asks for it to be called at the exit of a CUDA call (a subscriber's
+// callback), or else after the client synchronized and flushed: called elsewhere with device
+// work recorded but unfinished, or records not flushed, this one aborts the process.
+CUPTI_EXPORT CUptiResult cuptiFinalize(void) {
+  State& s = S();
+  {
+    std::lock_guard<std::mutex> lk(s.mu);
+    drain(s, mono_ns());
+    if (!t_in_exit_callback && (!s.pending.empty() || s.cur.records > 0 || !s.full.empty())) {
+      std::fprintf(stderr,
+                   "simgpu: cuptiFinalize outside a CUDA call's exit callback with %zu records of unfinished work and "
+                   "%zu unflushed: CUPTI asks for a synchronize and a flush first\n",
+                   s.pending.size(), s.cur.records + s.full.size());
+      std::fflush(stderr);
+      std::abort();
+    }
+    s.pending.clear();
+    s.pending_min_end = UINT64_MAX;
+    s.cur = Buffer{};
+    s.full.clear();
+    s.enabled = 0;
+    s.request = nullptr;
+    s.complete = nullptr;
+    s.hw_trace = false;
+    s.instrumented = false;
+    drop_subscriber(s);
+    update_observers(s);
+  }
+  simgpu_truth_cupti_finalize();
   return CUPTI_SUCCESS;
 }
 
@@ -423,9 +531,9 @@ CUPTI_EXPORT CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle subscriber) {
   if (!subscriber) return CUPTI_ERROR_INVALID_PARAMETER;
   State& s = S();
   std::lock_guard<std::mutex> lk(s.mu);
-  if (!s.subscribed) return CUPTI_ERROR_INVALID_PARAMETER;
-  s.subscribed = false;
-  delete reinterpret_cast<Subscriber*>(subscriber);
+  if (!s.subscribed || reinterpret_cast<Subscriber*>(subscriber) != s.subscriber.load()) return CUPTI_ERROR_INVALID_PARAMETER;
+  drop_subscriber(s);
+  update_observers(s);
   return CUPTI_SUCCESS;
 }
 

@@ -150,6 +150,11 @@ class Model {
   void deliver(std::vector<simgpu_activity>& records, bool counted);  // called WITHOUT mu_
   void write_truth();
 
+ public:
+  Truth& truth() { return truth_; }  // its CUPTI counters only: the rest needs mu_
+
+ private:
+
   std::mutex mu_;
   std::condition_variable resolved_cv_;  // signalled whenever an op resolves
   int device_count_ = 1;

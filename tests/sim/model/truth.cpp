@@ -164,6 +164,8 @@ std::string Truth::json(int rank) {
   }
   o << "}, \"graphs\": {\"launches\": " << graph_launches_ << ", \"kernels\": " << graph_kernels_
     << ", \"ops\": " << graph_ops_ << ", \"device_s\": " << sec(graph_ns_) << "}";
+  o << ", \"cupti\": {\"added_s\": " << sec(cupti_added_ns_.load() + cupti_lingering_ns_.load())
+    << ", \"lingering_s\": " << sec(cupti_lingering_ns_.load()) << ", \"finalizes\": " << cupti_finalizes_.load() << "}";
   o << ", \"kernel_geometry\": {\"sm_idle_s\": " << sec(static_cast<uint64_t>(kernel_sm_idle_ns_ + 0.5))
     << ", \"blocks\": {";
   bool first_blocks = true;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -42,6 +43,10 @@ class Truth {
  public:
   void add(const simgpu_activity& op);
   void add_graph_launch() { graph_launches_++; }
+  // What the simulated CUPTI added to calls (any thread, no lock): `lingering` while no kind
+  // was enabled, the instrumentation a disable leaves until cuptiFinalize.
+  void add_cupti_cost(uint64_t ns, bool lingering) { (lingering ? cupti_lingering_ns_ : cupti_added_ns_) += ns; }
+  void add_cupti_finalize() { cupti_finalizes_++; }
   // A cross-stream wait on `stream` resolved: its next op waits for work that ends at `end_ns`.
   void stream_waited(uint64_t stream, uint64_t end_ns) {
     uint64_t& w = streams_[stream].awaited_end;
@@ -111,6 +116,7 @@ class Truth {
   };
   std::map<uint64_t, StreamStat> streams_;
   LinkBytes links_;
+  std::atomic<uint64_t> cupti_added_ns_{0}, cupti_lingering_ns_{0}, cupti_finalizes_{0};
 };
 
 }  // namespace simgpu

@@ -6,7 +6,10 @@
 //                             pinned/pageable copies, memsets, API records, clock offset
 //   sim_cupti_probe taken     cuptiSubscribe while "another profiler" holds CUPTI
 //   sim_cupti_probe drops     a consumer that runs out of buffers
-//   sim_cupti_probe cost      what a launch call costs with kinds off, device kinds on, all on
+//   sim_cupti_probe cost      what a launch call costs with kinds off, device kinds on, all on,
+//                             disabled again, and after cuptiFinalize
+//   sim_cupti_probe detach    cuptiFinalize at a launch's exit callback, then attached again
+//   sim_cupti_probe unsafe    cuptiFinalize with recorded work still running: aborts
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <cupti.h>
@@ -337,9 +340,78 @@ int cost() {
   CK(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
   CK(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME));
   const double off_again = launch_ns(s);
-  std::printf("off_ns=%.0f\ndevice_ns=%.0f\nall_ns=%.0f\nhw_trace=%d\nhw_all_ns=%.0f\noff_again_ns=%.0f\n", off, device,
-              all, hw ? 1 : 0, hw_all, off_again);
+  // Synchronized and flushed, as CUPTI asks of a cuptiFinalize outside a callback.
+  CK(cudaDeviceSynchronize());
+  CK(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+  CK(cuptiFinalize());
+  const double finalized = launch_ns(s);
+  std::printf("off_ns=%.0f\ndevice_ns=%.0f\nall_ns=%.0f\nhw_trace=%d\nhw_all_ns=%.0f\noff_again_ns=%.0f\nfinalized_ns=%.0f\n",
+              off, device, all, hw ? 1 : 0, hw_all, off_again, finalized);
   return g_failures ? 1 : 0;
+}
+
+// ---- detach ---------------------------------------------------------------------------------
+std::atomic<bool> g_detach{false};
+std::atomic<int> g_finalized{0}, g_callbacks{0};
+
+void CUPTIAPI detach_at_exit(void*, CUpti_CallbackDomain domain, CUpti_CallbackId, const void* data) {
+  ++g_callbacks;
+  const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+  EXPECT(domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API, "domain %d", int(domain));
+  EXPECT(cb->callbackSite == CUPTI_API_EXIT, "site %d", int(cb->callbackSite));
+  if (g_detach.exchange(false) && cuptiFinalize() == CUPTI_SUCCESS) ++g_finalized;
+}
+
+size_t kernel_records() {
+  std::lock_guard<std::mutex> lk(g_mu);
+  size_t n = 0;
+  for (const auto& r : g_records) n += as<CUpti_Activity>(r)->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  return n;
+}
+
+int detach() {
+  CK(cuptiActivityRegisterCallbacks(on_request, on_complete));
+  CK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  cudaStream_t s;
+  CK(cudaStreamCreate(&s));
+  for (int i = 0; i < 10; ++i) spin_kernel<<<1, 1, 0, s>>>(0ull);
+  CK(cudaStreamSynchronize(s));
+  CK(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  CK(cuptiActivityFlushAll(0));
+  EXPECT(kernel_records() == 10, "before the detach: %zu kernels", kernel_records());
+  // The detach as a tool arms it from its own thread: the job's next call's exit does it.
+  CUpti_SubscriberHandle sub = nullptr;
+  CK(cuptiSubscribe(&sub, detach_at_exit, nullptr));
+  CK(cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API));
+  g_detach = true;
+  spin_kernel<<<1, 1, 0, s>>>(0ull);
+  EXPECT(g_finalized == 1, "finalized %d times after %d callbacks", g_finalized.load(), g_callbacks.load());
+  const int callbacks = g_callbacks;
+  spin_kernel<<<1, 1, 0, s>>>(0ull);
+  EXPECT(g_callbacks == callbacks, "the subscriber went with the detach: %d callbacks", g_callbacks - callbacks);
+  CUpti_SubscriberHandle again = nullptr;
+  CK(cuptiSubscribe(&again, nullptr, nullptr));  // free again
+  CK(cuptiUnsubscribe(again));
+  // Attached again by the activity calls: the callbacks are CUPTI's to forget, so again.
+  EXPECT(cuptiActivityFlushAll(0) == CUPTI_SUCCESS, "flush after the detach");
+  CK(cuptiActivityRegisterCallbacks(on_request, on_complete));
+  CK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  for (int i = 0; i < 5; ++i) spin_kernel<<<1, 1, 0, s>>>(0ull);
+  CK(cudaStreamSynchronize(s));
+  CK(cuptiActivityFlushAll(0));
+  std::printf("finalized=%d\nkernels=%zu\n", g_finalized.load(), kernel_records());
+  EXPECT(kernel_records() == 15, "after attaching again: %zu kernels", kernel_records());
+  return g_failures ? 1 : 0;
+}
+
+// Recorded work still running, nothing flushed: not what CUPTI allows outside a callback.
+int unsafe() {
+  CK(cuptiActivityRegisterCallbacks(on_request, on_complete));
+  CK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  spin_kernel<<<1, 1>>>(200000000ull);
+  cuptiFinalize();
+  std::printf("survived\n");
+  return 0;
 }
 
 }  // namespace
@@ -350,6 +422,8 @@ int main(int argc, char** argv) {
   if (mode == "taken") return taken();
   if (mode == "drops") return drops();
   if (mode == "cost") return cost();
-  std::fprintf(stderr, "usage: sim_cupti_probe records|taken|drops|cost\n");
+  if (mode == "detach") return detach();
+  if (mode == "unsafe") return unsafe();
+  std::fprintf(stderr, "usage: sim_cupti_probe records|taken|drops|cost|detach|unsafe\n");
   return 2;
 }

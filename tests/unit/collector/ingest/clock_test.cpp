@@ -28,7 +28,7 @@ const std::set<std::string> kNotTimes = {
     "gpuwatch.wire.Overhead.window_ns",     "gpuwatch.wire.Overhead.elapsed_ns",
     "gpuwatch.wire.Overhead.sender_cpu_ns", "gpuwatch.wire.Overhead.startup_ns",
     "gpuwatch.wire.HostSampling.cpu_ns",    "gpuwatch.wire.HostSampling.handler_ns",
-    "gpuwatch.wire.ProcSample.cgroup_throttled_ns"};
+    "gpuwatch.wire.ProcSample.cgroup_throttled_ns", "gpuwatch.wire.Overhead.cupti_detach_ns"};
 
 constexpr uint64_t kT = 5'000'000'000;
 

@@ -575,3 +575,40 @@ TEST_CASE("overhead budget: the cycle after a window opens or closes is timed ne
   const double added = static_cast<double>(f.hooks_added_ns + f.cupti_added_ns);
   CHECK(added <= 0.01 * 60 * kS + 50 * kMs + 10 * kMs);
 }
+
+TEST_CASE("overhead budget: detaching CUPTI after a window is CUPTI's cost, spent and reported") {
+  // 100k launches/s, CUPTI adding 3 us a launch in windows, and each detach taking 2 ms of a
+  // job's thread (cuptiFinalize at the exit of its next call): the detaches are in CUPTI's
+  // added time, so the windows leave room for them and the whole stays within the budget.
+  gi::CuptiBudget::Options o;
+  o.hook_ns = 20;
+  uint64_t now = 1 * kS;
+  const uint64_t t0 = now;
+  gi::CuptiBudget b(o, now);
+  uint64_t detaches = 0, cupti_paid = 0;
+  bool was_open = b.open();
+  for (int i = 0; i < 1000; ++i) {
+    gi::CuptiBudget::Cycle c;
+    c.now_ns = now += 10 * kMs;
+    c.hook_calls = c.enqueues = 1000;
+    for (int k = 0; k < 1000; ++k) c.launches.Add(b.open() ? 7000 : 4000);
+    cupti_paid += b.open() ? 1000 * 3000 : 0;
+    c.device_records = b.open() ? c.enqueues : 0;
+    if (was_open && !b.open()) ++detaches;  // the sender detaches in the cycle after a close
+    was_open = b.open();
+    c.cupti_detaches = detaches;
+    c.cupti_detach_ns = detaches * 2 * kMs;  // cumulative, as the sender reads them
+    b.Update(c);
+  }
+  const auto f = b.figures();
+  REQUIRE(detaches >= 2);
+  CHECK(f.cupti_detaches == detaches);
+  CHECK(f.cupti_detach_ns == detaches * 2 * kMs);
+  // CUPTI's added time: the windows' calls at the measured cost, and the detaches.
+  CHECK(static_cast<double>(f.cupti_added_ns) ==
+        Approx(static_cast<double>(cupti_paid + detaches * 2 * kMs)).epsilon(0.1));
+  const double allowance = 0.01 * static_cast<double>(now - t0) + 50 * kMs;
+  const double spent = static_cast<double>(f.hooks_added_ns + f.cupti_added_ns);
+  CHECK(spent <= allowance + 5 * kMs);  // a cycle of overshoot, and a detach, at most
+  CHECK(spent >= 0.9 * allowance);
+}
