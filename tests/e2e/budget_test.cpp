@@ -156,6 +156,26 @@ TEST_CASE("budget: with GPUWATCH_CUPTI_DETACH=0, a disabled CUPTI keeps costing 
   CHECK(Num(own["cupti_s"]) < 0.5 * Num(cupti_truth["added_s"]));
 }
 
+TEST_CASE("budget: hardware event tracing (Blackwell) is enabled again each time CUPTI is attached again") {
+  // SIMGPU_CUPTI_HWTRACE=1 plays a device that has it: the device kinds cost 200 ns a launch
+  // instead of 1700. Each window after the first attaches a detached CUPTI, which forgot the
+  // setting: were it not enabled again, those windows' launches would pay the full cost.
+  const JobRun r = RunScenario("budget-hwtrace", kLaunchHeavy,
+                               {.truth = true, .env = {{"GPUWATCH_SAMPLE_HZ", "0"}, {"SIMGPU_CUPTI_HWTRACE", "1"}},
+                                .timeout_s = 180});
+  const json& own = r.summary["ranks"][0]["overhead"];
+  const json device = r.Device(0);
+  const json& cupti_truth = device["cupti"];
+  INFO("overhead " << own.dump() << "\nCUPTI's truth " << cupti_truth.dump());
+  CHECK(own["cupti_hw_trace"] == true);
+  REQUIRE(own["cupti_detaches"].get<int>() >= 2);  // windows after an attach
+  // What CUPTI added per call it instrumented: the hardware-traced cost (~0.7 us configured,
+  // ~1.3 us with the simulator's handling here) in every window, not the full 2.2 us (~3).
+  const double per_call_us = Num(cupti_truth["added_s"]) / own["cupti_calls"].get<double>() * 1e6;
+  CHECK(per_call_us < 1.9);
+  CHECK(Num(own["cupti_us_per_call"]) < 1.9);
+}
+
 TEST_CASE("budget: kernels launched through the driver (Triton, cuBLAS) are charged and sampled too") {
   // torch.compile's kernels are Triton's, launched with cuLaunchKernelEx; cuBLAS takes
   // cuLaunchKernel from the runtime's entry point. Neither passes cudaLaunchKernel's hooks:
