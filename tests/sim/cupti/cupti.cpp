@@ -408,7 +408,10 @@ void on_api(const simgpu_api_call* c, void*) {
     while (mono_ns() < until) {
     }
     p.call.end_ns = std::max(p.call.end_ns, mono_ns());
-    simgpu_truth_cupti_cost(t_observed_ns + (p.call.end_ns - t0), lingering ? 1 : 0);
+    // The truth takes what CUPTI costs the call as configured (or the observers' own time
+    // where that was more), not the wall time of the wait: on a loaded machine a preempted
+    // wait would count the scheduler's time as CUPTI's (twice the cost under two CPU hogs).
+    simgpu_truth_cupti_cost(std::max(cost, t_observed_ns), lingering ? 1 : 0);
   }
   // This record's own bookkeeping comes after the call's end: it counts towards the next call.
   const uint64_t t1 = mono_ns();
