@@ -345,10 +345,12 @@ void CuptiReader::SetRecording(bool on) {
   CuptiState& s = S();
   std::lock_guard<std::mutex> control(s.control);
   CuptiApi api;
+  bool hw;
   {
     std::lock_guard<std::mutex> lock(s.mu);
     if (s.source != Source::kCupti || s.handed_over || s.recording == on) return;
     api = s.api;
+    hw = s.hw_trace;
   }
   if (!on) {
     for (CUpti_ActivityKind k : Kinds()) api.disable(k);
@@ -359,18 +361,14 @@ void CuptiReader::SetRecording(bool on) {
     return;
   }
   if (!Disarm(s)) return;  // still inside cuptiFinalize: the window opens at a later cycle
-  if (s.detach.load(std::memory_order_acquire) == kDetached) {  // attach CUPTI again, as Start did
+  const bool attach = s.detach.load(std::memory_order_acquire) == kDetached;
+  if (attach) {  // attach CUPTI again, as Start did
     ReclaimLent(s);
     if (api.register_callbacks(BufferRequested, BufferCompleted) != CUPTI_SUCCESS) {
       std::lock_guard<std::mutex> lock(s.mu);
       s.handed_over = true;  // records nothing more: the budget charges nothing from here
       s.detail = "CUPTI activity records until CUPTI could not be attached again after a window; hooks and events after";
       return;
-    }
-    bool hw;
-    {
-      std::lock_guard<std::mutex> lock(s.mu);
-      hw = s.hw_trace;
     }
     if (hw) api.enable_hw_trace(1);
     s.detach.store(kAttached, std::memory_order_release);
@@ -379,13 +377,12 @@ void CuptiReader::SetRecording(bool on) {
   std::lock_guard<std::mutex> lock(s.mu);
   s.recording = true;
   s.disabled_ns = 0;
-  if (s.detaches.load(std::memory_order_relaxed) > 0) Calibrate(s);  // CUPTI's clock, attached anew
+  if (attach) Calibrate(s);  // CUPTI's clock, attached anew
 }
 
 bool CuptiReader::DetachDue(uint64_t now) {
   CuptiState& s = S();
   std::lock_guard<std::mutex> control(s.control);
-  if (s.detach.load(std::memory_order_acquire) == kDetached) ReclaimLent(s);
   std::lock_guard<std::mutex> lock(s.mu);
   if (s.detach.load(std::memory_order_acquire) != kAttached || s.source != Source::kCupti || s.handed_over ||
       s.recording || s.detach_off || s.detach_tried || now - s.disabled_ns < kDetachGraceNs)

@@ -56,15 +56,13 @@ void ParseActivityBuffer(NextRecordFn next_record, int64_t offset_ns, uint8_t* b
   CUpti_Activity* rec = nullptr;
   while (next_record(buffer, valid, &rec) == CUPTI_SUCCESS) {
     ActivityRecord a{};
+    bool timed = true;  // device records: false when CUPTI had no times for them
     switch (rec->kind) {
       case CUPTI_ACTIVITY_KIND_KERNEL:
       case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
         const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
         a.kind = kActKernel;
-        if (!DeviceFields(offset_ns, k, a)) {
-          ++incomplete;
-          continue;
-        }
+        timed = DeviceFields(offset_ns, k, a);
         a.name_id = Kernels().Intern(k->name);
         a.comm_kernel = k->name && std::strstr(k->name, "nccl") != nullptr;
         KernelGeometry(k, a);
@@ -73,10 +71,7 @@ void ParseActivityBuffer(NextRecordFn next_record, int64_t offset_ns, uint8_t* b
       case CUPTI_ACTIVITY_KIND_MEMCPY: {
         const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(rec);
         a.kind = kActMemcpy;
-        if (!DeviceFields(offset_ns, m, a)) {
-          ++incomplete;
-          continue;
-        }
+        timed = DeviceFields(offset_ns, m, a);
         a.bytes = m->bytes;
         a.copy_kind = CopyKindOf(m->copyKind);
         if (m->srcKind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE || m->dstKind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE) {
@@ -87,10 +82,7 @@ void ParseActivityBuffer(NextRecordFn next_record, int64_t offset_ns, uint8_t* b
       case CUPTI_ACTIVITY_KIND_MEMSET: {
         const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(rec);
         a.kind = kActMemset;
-        if (!DeviceFields(offset_ns, m, a)) {
-          ++incomplete;
-          continue;
-        }
+        timed = DeviceFields(offset_ns, m, a);
         a.bytes = m->bytes;
         break;
       }
@@ -119,9 +111,12 @@ void ParseActivityBuffer(NextRecordFn next_record, int64_t offset_ns, uint8_t* b
       default:
         continue;
     }
+    if (!timed) {
+      ++incomplete;
+      continue;
+    }
     fn(a);
   }
 }
-
 
 }  // namespace gpuwatch::inject
