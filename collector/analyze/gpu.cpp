@@ -2,6 +2,7 @@
 #include "analyze/gpu.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "analyze/launches.h"
 
@@ -144,6 +145,18 @@ void GpuCounter::OnIdle(const IdleGap& g) {
   f_.run.idle[g.kind] += len;
 }
 
+// The calls made inside windows whose work the timeline holds: those whose device records came
+// back without times (the library's gpu_records_incomplete: a detach or the exit flushed them
+// unfinished) measured nothing, so the work measured stands for fewer calls. In proportion to
+// the records (a graph launch's work is many records).
+uint64_t GpuCounter::MeasuredEnqueues(const RankFacts& facts, uint64_t timed_records) const {
+  const auto it = facts.dropped().find("gpu_records_incomplete");
+  const uint64_t untimed = it == facts.dropped().end() ? 0 : it->second;
+  if (untimed == 0 || timed_records == 0) return enqueues_recorded_;
+  const double timed_share = static_cast<double>(timed_records) / static_cast<double>(timed_records + untimed);
+  return static_cast<uint64_t>(std::llround(static_cast<double>(enqueues_recorded_) * timed_share));
+}
+
 GpuFigures GpuCounter::Result(const RankFacts& facts, const DeviceSweep& sweep, const Coverage& coverage,
                               uint64_t host_first, uint64_t host_last) const {
   GpuFigures r = f_;
@@ -168,7 +181,7 @@ GpuFigures GpuCounter::Result(const RankFacts& facts, const DeviceSweep& sweep, 
   }
   r.coverage.covered_ns = coverage.CoveredWithin(r.first_ns, r.last_ns);
   r.coverage.enqueues = enqueues_;
-  r.coverage.enqueues_in_windows = r.coverage.sampled ? enqueues_recorded_ : enqueues_;
+  r.coverage.enqueues_in_windows = r.coverage.sampled ? MeasuredEnqueues(facts, r.work) : enqueues_;
   // An older library in budget mode (no counts): the share of time.
   const double share = r.coverage.enqueues_in_windows ? r.coverage.WorkShare() : r.coverage_share();
   if (r.coverage.sampled && share > 0 && share < 1) ScaleUp(r, 1 / share);

@@ -64,7 +64,9 @@ struct GpuFigures {
   struct Coverage {
     bool sampled = false;
     uint64_t windows = 0, covered_ns = 0;
-    uint64_t enqueues = 0, enqueues_in_windows = 0;  // hooked calls that enqueue device work
+    // Hooked calls that enqueue device work; of them, those made inside windows whose work
+    // came back timed (less those whose records CUPTI returned without times, in proportion).
+    uint64_t enqueues = 0, enqueues_in_windows = 0;
     double WorkShare() const {
       return enqueues ? std::min(1.0, static_cast<double>(enqueues_in_windows) / static_cast<double>(enqueues)) : 0;
     }
@@ -103,6 +105,8 @@ class GpuCounter final : public EventSink {
                     uint64_t host_last) const;
 
  private:
+  uint64_t MeasuredEnqueues(const RankFacts& facts, uint64_t timed_records) const;
+
   GpuFigures f_;  // running figures (by_name unused: see by_id_)
   uint64_t first_ = UINT64_MAX;
   uint64_t enqueues_ = 0, enqueues_recorded_ = 0;  // hooked calls that enqueue device work

@@ -34,6 +34,13 @@ HostEvent ToHostEvent(const Record& r, uint32_t tid, const TimeBase& time) {
   return e;
 }
 
+// A call that returned only once the device had finished what was queued before it started:
+// a stream or device sync, a copy to or from host memory that blocked the host.
+bool WaitedForQueue(const Record& r) {
+  return r.api == kApiStreamSynchronize || r.api == kApiDeviceSynchronize ||
+         (r.api == kApiMemcpy && (r.flags & kFlagBlockedHost) != 0);
+}
+
 }  // namespace
 
 Assembler::Assembler(const Sources& s)
@@ -50,7 +57,7 @@ const Assembler::Batch& Assembler::AssembleBatch(std::span<Ring* const> rings, c
     const uint32_t tid = ring->tid.load(std::memory_order_relaxed);
     ring->Drain([&](const Record& r) { TakeRecord(r, tid); });
   }
-  if (in.poll_activities) in.poll_activities([&](const ActivityRecord& a) { TakeActivity(a); });
+  if (in.poll_activities) in.poll_activities(batch_.drained, [&](const ActivityRecord& a) { TakeActivity(a); });
   held_.Release(in.final, in.cupti_live, kernels_, [&](const HostEvent& e) { AppendEventNow(e); });
   settled = std::min(settled, held_.EarliestStartNs());
   if (batch_.events > 0) AppendBatchSettled(batch_.body, settled);
@@ -98,6 +105,7 @@ void Assembler::TakeRecord(const Record& r, uint32_t tid) {
     if (LaunchesKernel(r.api)) batch_.drained.launches.Add(e.dur_ns);
     if (r.api == kApiGraphLaunch) batch_.drained.graph_launches.Add(e.dur_ns);
   }
+  if (WaitedForQueue(r)) batch_.drained.queue_drained_ns = std::max(batch_.drained.queue_drained_ns, e.t_ns);
   if (r.api == kGroupEnd) {
     held_.CloseGroup(r.event_slot, e.t_ns + e.dur_ns);
     return;

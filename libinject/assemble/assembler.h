@@ -34,8 +34,10 @@ class Assembler {
     int gpu_source = 0;       // CuptiReader::Source; 0 while unknown
     std::string_view gpu_source_detail;
     DropCounts drops;         // every reason but ring_full, which the assembler counts
-    // Hands every CUPTI record parsed since the last cycle to its argument (may be empty).
-    std::function<void(const std::function<void(const ActivityRecord&)>&)> poll_activities;
+    // Hands every CUPTI record parsed since the last cycle to its argument (may be empty),
+    // given what the cycle drained from the rings before it.
+    std::function<void(const CuptiBudget::Cycle& drained, const std::function<void(const ActivityRecord&)>&)>
+        poll_activities;
     // Appends the cycle's samples (environment, process tree, the overhead budget's
     // windows and cost) after the definitions, given what the cycle drained.
     std::function<void(std::string& batch, const CuptiBudget::Cycle& drained)> append_samples;

@@ -46,6 +46,10 @@ class CuptiBudget {
     uint64_t enqueues = 0;        // calls that ran device work (record.h: EnqueuesDeviceWork)
     uint64_t device_records = 0;  // CUPTI kernels, copies, memsets parsed
     uint64_t graph_records = 0;   // of those, the work of graph launches (CUPTI's graphId set)
+    // The latest start among the drained calls that returned only once the device had run
+    // what was queued before them (stream and device syncs, blocking copies); 0: none. Not
+    // the budget's: the CUPTI reader's sign that a closed window's work is done.
+    uint64_t queue_drained_ns = 0;
     uint64_t sampler_ns = 0;      // the host sampler's cost so far (enrich/host_sampler.h: Totals::cost_ns)
     uint64_t startup_ns = 0;      // the library's one-off work on the job's threads so far (reported, not spent)
     // CUPTI detached between windows so far (enrich/cupti_reader.h: DetachCounts): how often,

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <vector>
 
+#include "enrich/completion_lag.h"
 #include "enrich/cupti_records.h"
 #include "record/collective_timer.h"
 #include "record/stamp_clock.h"
@@ -23,10 +24,17 @@ namespace {
 constexpr size_t kBufferBytes = 4u << 20;
 constexpr size_t kMaxBuffers = 16;  // 64 MiB at most in CUPTI's hands and ours
 constexpr int64_t kOffsetHysteresisNs = 2000;
-// A closed window's kinds are off this long before CUPTI is detached: the device finishes
-// the window's last work and its records come back whole (a launch-bound job's queue is
-// short; later work is cut at the window's end anyway). One sender cycle, in practice.
+// A closed window's kinds are off at least this long before CUPTI is detached, so that the
+// device finishes the window's last work and its records come back whole: one sender cycle,
+// in practice, which is enough where the queue is short (launch-bound). Where it is not
+// (GPU-bound: the window's last launches run up to the queue's length later), the detach
+// waits until a call that waited for the queue returned (a sync entered after the close),
+// or for the longest completion lag the records showed (enrich/completion_lag.h),
+// a quarter more, at most kMaxDetachWaitNs. Detached sooner, CUPTI would hand that work back
+// without times (counted as gpu_records_incomplete) and the windows' device figures would
+// fall short; the wait costs a GPU-bound job nothing, its host being ahead of its device.
 constexpr uint64_t kDetachGraceNs = 5'000'000;
+constexpr uint64_t kMaxDetachWaitNs = 1'000'000'000;
 
 // Between the budget's windows CUPTI is detached (cuptiFinalize), not only disabled: on an
 // H200 a disabled CUPTI still cost a launch 1.3-1.6 us of the 5.3 it cost recording, for
@@ -86,6 +94,8 @@ struct CuptiState {
   bool detach_off = false;      // GPUWATCH_CUPTI_DETACH=0, or this CUPTI cannot
   uint64_t disabled_ns = 0;     // when the kinds went off (0: recording)
   bool detach_tried = false;    // for this closed window (a refused subscribe is not retried)
+  uint64_t queue_drained_ns = 0;  // the latest start of a returned call that waited for the queue
+  CompletionLag lag;            // of the records parsed since the window opened (sender thread)
 };
 
 // The record kinds gpuwatch enables: the device's work, host waits, and the runtime/driver
@@ -377,6 +387,7 @@ void CuptiReader::SetRecording(bool on) {
   std::lock_guard<std::mutex> lock(s.mu);
   s.recording = true;
   s.disabled_ns = 0;
+  s.lag.NextWindow();
   if (attach) Calibrate(s);  // CUPTI's clock, attached anew
 }
 
@@ -387,8 +398,16 @@ bool CuptiReader::DetachDue(uint64_t now) {
   if (s.detach.load(std::memory_order_acquire) != kAttached || s.source != Source::kCupti || s.handed_over ||
       s.recording || s.detach_off || s.detach_tried || now - s.disabled_ns < kDetachGraceNs)
     return false;
+  const uint64_t lag = s.lag.max_ns();
+  const uint64_t wait = std::min(kMaxDetachWaitNs, lag + lag / 4);
+  if (s.queue_drained_ns <= s.disabled_ns && now - s.disabled_ns < kDetachGraceNs + wait) return false;
   s.detach_tried = true;
   return true;
+}
+
+void CuptiReader::NoteQueueDrained(uint64_t call_start_ns) {
+  std::lock_guard<std::mutex> lock(S().mu);
+  S().queue_drained_ns = std::max(S().queue_drained_ns, call_start_ns);
 }
 
 void CuptiReader::ArmDetach() {
@@ -475,8 +494,13 @@ void CuptiReader::Poll(bool final, const std::function<void(const ActivityRecord
       s.completed.pop_front();
     }
     uint64_t incomplete = 0;
-    ParseActivityBuffer(s.api.next_record, s.offset.load(std::memory_order_relaxed), buf.first, buf.second, fn,
-                        incomplete);
+    ParseActivityBuffer(
+        s.api.next_record, s.offset.load(std::memory_order_relaxed), buf.first, buf.second,
+        [&](const ActivityRecord& a) {
+          s.lag.Observe(a);
+          fn(a);
+        },
+        incomplete);
     std::lock_guard<std::mutex> lock(s.mu);
     s.incomplete += incomplete;
     s.free_buffers.push_back(buf.first);

@@ -80,13 +80,18 @@ class CuptiReader {
   Source source() const;
   std::string source_detail() const;
 
+  // Sender thread, each cycle before Poll: the latest start among the calls drained so far
+  // that returned only once the device had run what was queued before them (a sync). One
+  // that started after a window closed says the window's work is done: CUPTI may go.
+  void NoteQueueDrained(uint64_t call_start_ns);
   // Sender thread: asks CUPTI for its buffers when `final` (or when due), then hands every
   // record parsed since the last call to `fn`.
   void Poll(bool final, const std::function<void(const ActivityRecord&)>& fn);
 
  private:
-  // Sender thread (Poll). A window closed kDetachGraceNs ago, CUPTI attached and not yet tried:
-  // the detach is due (flush and parse first, then ArmDetach).
+  // Sender thread (Poll). A window closed, its work done (or waited for long enough: see
+  // kDetachGraceNs), CUPTI attached and not yet tried: the detach is due (flush and parse
+  // first, then ArmDetach).
   bool DetachDue(uint64_t now);
   // Subscribes the callback that detaches CUPTI at the exit of the job's next CUDA call.
   void ArmDetach();

@@ -122,7 +122,9 @@ class Sender {
     const std::string detail = in.gpu_source != 0 ? Cupti().source_detail() : std::string();
     in.gpu_source_detail = detail;
     in.drops = OtherDrops();
-    in.poll_activities = [final](const std::function<void(const ActivityRecord&)>& take) {
+    in.poll_activities = [final](const CuptiBudget::Cycle& drained,
+                                 const std::function<void(const ActivityRecord&)>& take) {
+      Cupti().NoteQueueDrained(drained.queue_drained_ns);
       Cupti().Poll(final, take);
     };
     in.append_samples = [this, final](std::string& batch, const CuptiBudget::Cycle& drained) {

@@ -34,7 +34,52 @@ const char* kShortHeavy = R"({
   "step": [{"op": "kernels", "count": 1250, "us": 4}, {"op": "sync"}]
 })";
 
+// 4 s of GPU-bound steps: each enqueues 100 ms of kernels in 16 ms and waits for them at its
+// end, so the queue runs up to ~85 ms (1700 launches) deep. 20k launches/s: sampled. A window
+// that closes mid-step leaves most of that queue to run after it; a CUPTI detached 5 ms after
+// the close handed it back without times (a third of the windows' kernels lost, GPU busy 65%
+// instead of 100% in the first runs).
+const char* kGpuBound = R"({
+  "name": "budget_gpu_bound", "description": "GPU-bound with a deep queue, longer than the allowance",
+  "ranks": 1, "steps": 40, "nvtx": true,
+  "gpu": {"launch_us": 8},
+  "step": [{"op": "kernels", "count": 2000, "us": 50, "name": "big_op"}, {"op": "sync"}]
+})";
+
+// The same queue, never synchronized: the host sleeps while the device works (a pipeline
+// that lets the device run ahead), so only the records' own lag tells when a window's work
+// is done.
+const char* kGpuBoundNoSync = R"({
+  "name": "budget_gpu_bound_nosync", "description": "GPU-bound with a deep queue, no sync",
+  "ranks": 1, "steps": 40, "nvtx": true,
+  "gpu": {"launch_us": 8},
+  "step": [{"op": "kernels", "count": 2000, "us": 50, "name": "big_op"}, {"op": "host", "ms": 92}]
+})";
+
 double Num(const json& j) { return j.get<double>(); }
+
+// A sampled GPU-bound run's device figures against the device's own account, and the work
+// its windows lost to the detach.
+void CheckGpuBoundWindows(const JobRun& r) {
+  const json& rank = r.summary["ranks"][0];
+  const json& gpu = rank["gpu"];
+  const json& own = rank["overhead"];
+  const json device = r.Device(0);
+  INFO("coverage " << gpu["coverage"].dump() << "\noverhead " << own.dump() << "\ndropped " << rank["dropped"].dump()
+                   << "\nCUPTI's truth " << device["cupti"].dump());
+  REQUIRE(gpu["coverage"]["sampled"] == true);
+  CHECK(own["cupti_detaches"].get<int>() >= 2);
+  const double kernels = device["kinds"]["kernel"]["count"].get<double>();
+  const double lost = rank["dropped"].value("gpu_records_incomplete", 0.0);
+  CHECK(lost <= 0.01 * kernels);
+  const double busy = Num(device["busy_s"]);
+  CHECK(std::abs(Num(gpu["busy_s"]) - busy) <= 0.05 * busy);
+  CHECK(std::abs(gpu["kernels"]["count"].get<double>() - kernels) <= 0.05 * kernels);
+  // The wait leaves CUPTI's leftover cost on for up to a queue's length after each window:
+  // on a GPU-bound job, where it does not show in the run's time.
+  const double spent = Num(own["hooks_s"]) + Num(own["cupti_s"]);
+  CHECK(spent <= 0.01 * Num(own["elapsed_s"]) + 0.05 + 0.01);
+}
 
 }  // namespace
 
@@ -135,6 +180,18 @@ TEST_CASE("budget: a launch-heavy run is sampled in windows, and its device figu
   CHECK(c.launches > 0);
   CHECK(c.launch_bursts > 0);
   CHECK(c.launch_bursts * 100 < c.burst_launches);
+}
+
+TEST_CASE("budget: a GPU-bound run's windows keep their queued work: CUPTI detaches after the step's sync") {
+  const JobRun r = RunScenario("budget-gpu-bound", kGpuBound,
+                               {.truth = true, .env = {{"GPUWATCH_SAMPLE_HZ", "0"}}, .timeout_s = 180});
+  CheckGpuBoundWindows(r);
+}
+
+TEST_CASE("budget: a GPU-bound run that never syncs: CUPTI detaches after the queue's lag") {
+  const JobRun r = RunScenario("budget-gpu-bound-nosync", kGpuBoundNoSync,
+                               {.truth = true, .env = {{"GPUWATCH_SAMPLE_HZ", "0"}}, .timeout_s = 180});
+  CheckGpuBoundWindows(r);
 }
 
 TEST_CASE("budget: with GPUWATCH_CUPTI_DETACH=0, a disabled CUPTI keeps costing between windows") {

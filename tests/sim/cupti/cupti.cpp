@@ -6,7 +6,8 @@
 // (simgpu_set_api_observer: RUNTIME and DRIVER records). The model knows an op's times as
 // soon as it is enqueued, long before a real GPU would have run it, so a record waits in
 // `pending` until the clock passes its end: like real CUPTI, a buffer never holds work the
-// device has not finished yet.
+// device has not finished yet, unless a forced flush takes it (then without times, as CUPTI's
+// incomplete records, and its later end is never reported).
 #include <cupti.h>
 
 #include <algorithm>
@@ -92,6 +93,7 @@ struct Pending {
   bool api = false;
   simgpu_activity act{};
   simgpu_api_call call{};
+  bool incomplete = false;  // a forced flush took it before the device finished it: no times
   uint64_t end_ns() const { return api ? call.end_ns : act.end_ns; }
 };
 
@@ -188,6 +190,8 @@ size_t encode(State& s, const Pending& p, CUpti_ActivityKind kind, uint8_t* out)
     return sizeof *r;
   }
   const simgpu_activity& a = p.act;
+  // CUPTI writes 0 for both times of work a forced flush took unfinished.
+  const uint64_t start = p.incomplete ? 0 : a.start_ns + off, end = p.incomplete ? 0 : a.end_ns + off;
   const uint32_t ctx = static_cast<uint32_t>(a.device) + 1;  // one primary context per device
   const uint32_t stream = static_cast<uint32_t>(a.stream_id);
   if (kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
@@ -207,8 +211,8 @@ size_t encode(State& s, const Pending& p, CUpti_ActivityKind kind, uint8_t* out)
     }
     r->flags = (a.flags & SIMGPU_FLAG_SYNC_API) ? 0 : CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC;
     r->bytes = a.bytes;
-    r->start = a.start_ns + off;
-    r->end = a.end_ns + off;
+    r->start = start;
+    r->end = end;
     r->deviceId = static_cast<uint32_t>(a.device);
     r->contextId = ctx;
     r->streamId = stream;
@@ -223,8 +227,8 @@ size_t encode(State& s, const Pending& p, CUpti_ActivityKind kind, uint8_t* out)
     auto* r = reinterpret_cast<CUpti_ActivityMemset4*>(out);
     r->kind = kind;
     r->bytes = a.bytes;
-    r->start = a.start_ns + off;
-    r->end = a.end_ns + off;
+    r->start = start;
+    r->end = end;
     r->deviceId = static_cast<uint32_t>(a.device);
     r->contextId = ctx;
     r->streamId = stream;
@@ -238,8 +242,8 @@ size_t encode(State& s, const Pending& p, CUpti_ActivityKind kind, uint8_t* out)
   }
   auto* r = reinterpret_cast<CUpti_ActivityKernel10*>(out);
   r->kind = kind;
-  r->start = a.start_ns + off;
-  r->end = a.end_ns + off;
+  r->start = start;
+  r->end = end;
   r->completed = r->end;
   r->deviceId = static_cast<uint32_t>(a.device);
   r->contextId = ctx;
@@ -585,14 +589,24 @@ CUPTI_EXPORT CUptiResult cuptiActivityDisable(CUpti_ActivityKind kind) {
 }
 
 // Hands every buffer holding records back through the completion callback, from this thread.
+// Forced, it hands back the work the device has not finished too, as records without times
+// (CUPTI's documented incomplete records): a client that detaches CUPTI right after loses
+// that work's times, and can tell how much it lost.
 CUPTI_EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag) {
-  (void)flag;  // forced or not: unfinished device work is never flushed (it has no end yet)
   State& s = S();
   std::vector<Buffer> out;
   CUpti_BuffersCallbackCompleteFunc cb;
   {
     std::lock_guard<std::mutex> lk(s.mu);
     drain(s, mono_ns());
+    if (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) {
+      for (Pending& p : s.pending) {
+        p.incomplete = !p.api;
+        append(s, p);
+      }
+      s.pending.clear();
+      s.pending_min_end = UINT64_MAX;
+    }
     if (s.cur.data && s.cur.records > 0) retire_current(s, false);
     out.assign(s.full.begin(), s.full.end());
     s.full.clear();

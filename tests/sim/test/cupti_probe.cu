@@ -10,6 +10,7 @@
 //                             disabled again, and after cuptiFinalize
 //   sim_cupti_probe detach    cuptiFinalize at a launch's exit callback, then attached again
 //   sim_cupti_probe unsafe    cuptiFinalize with recorded work still running: aborts
+//   sim_cupti_probe forced    a forced flush with work still running: its records without times
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <cupti.h>
@@ -404,6 +405,40 @@ int detach() {
   return g_failures ? 1 : 0;
 }
 
+// A flush leaves unfinished work in CUPTI; a forced one hands it back without times (CUPTI's
+// incomplete records), and its end is never reported after.
+int forced() {
+  CK(cuptiActivityRegisterCallbacks(on_request, on_complete));
+  CK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  cudaStream_t s;
+  CK(cudaStreamCreate(&s));
+  for (int i = 0; i < 3; ++i) spin_kernel<<<1, 1, 0, s>>>(0ull);
+  spin_kernel<<<1, 1, 0, s>>>(300000000ull);  // 0.3 s: running through both flushes
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  CK(cuptiActivityFlushAll(0));
+  const size_t finished = kernel_records();
+  CK(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+  const size_t forced = kernel_records();
+  CK(cudaStreamSynchronize(s));
+  CK(cuptiActivityFlushAll(0));
+  size_t timed = 0, untimed = 0;
+  {
+    std::lock_guard<std::mutex> lk(g_mu);
+    for (const auto& r : g_records) {
+      if (as<CUpti_Activity>(r)->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) continue;
+      const auto* k = as<CUpti_ActivityKernel10>(r);
+      if (k->start == 0 && k->end == 0) ++untimed;
+      else if (k->start != 0 && k->end >= k->start) ++timed;
+    }
+  }
+  std::printf("finished=%zu\nforced=%zu\nafter=%zu\ntimed=%zu\nuntimed=%zu\n", finished, forced, kernel_records(),
+              timed, untimed);
+  EXPECT(finished == 3, "a plain flush: %zu kernels", finished);
+  EXPECT(forced == 4 && untimed == 1 && timed == 3, "forced: %zu kernels, %zu without times", forced, untimed);
+  EXPECT(kernel_records() == 4, "the running kernel's end reported after the forced flush");
+  return g_failures ? 1 : 0;
+}
+
 // Recorded work still running, nothing flushed: not what CUPTI allows outside a callback.
 int unsafe() {
   CK(cuptiActivityRegisterCallbacks(on_request, on_complete));
@@ -424,6 +459,7 @@ int main(int argc, char** argv) {
   if (mode == "cost") return cost();
   if (mode == "detach") return detach();
   if (mode == "unsafe") return unsafe();
-  std::fprintf(stderr, "usage: sim_cupti_probe records|taken|drops|cost|detach|unsafe\n");
+  if (mode == "forced") return forced();
+  std::fprintf(stderr, "usage: sim_cupti_probe records|taken|drops|cost|detach|unsafe|forced\n");
   return 2;
 }

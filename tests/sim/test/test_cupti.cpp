@@ -105,6 +105,17 @@ TEST_CASE("sim: cuptiFinalize with recorded work running and nothing flushed abo
   CHECK(r.err.find("cuptiFinalize outside a CUDA call's exit callback") != std::string::npos);
 }
 
+TEST_CASE("sim: a forced flush hands back work still running as records without times", "[sim]") {
+  Result r = run({SIM_CUPTI_PROBE, "forced"}, sim_env());
+  INFO(r.out << r.err);
+  CHECK(r.out.find("FAIL") == std::string::npos);
+  REQUIRE(r.status == 0);
+  auto kv = parse_kv(r.out);
+  CHECK(kv["finished"] == 3);  // a plain flush: only what the device finished
+  CHECK(kv["untimed"] == 1);   // forced: the running kernel too, with 0 for both times
+  CHECK(kv["after"] == 4);     // and never again with its times
+}
+
 TEST_CASE("sim: CUPTI drops and counts records when the consumer has no buffer", "[sim]") {
   Result r = run({SIM_CUPTI_PROBE, "drops"}, sim_env());
   INFO(r.out << r.err);

@@ -454,26 +454,52 @@ TEST_CASE("collector: gpu reorder window cap releases early and counts it") {
   CHECK(s.late > 0);
 }
 
-TEST_CASE("collector: a sampled timeline scales device work by the launches inside windows") {
-  // The overhead budget recorded [100, 200) ms of a 1 s run. A launch every ms; inside the
-  // window CUPTI's cost made launches slower, so it holds 50 of the 1000 launches (5%) in
-  // 10% of the time. Each launch's kernel runs 400 us.
+namespace {
+
+// The overhead budget recorded [100, 200) ms of a 1 s run. A launch every ms; inside the
+// window CUPTI's cost made launches slower, so it holds 50 of the 1000 launches (5%) in
+// 10% of the time. Each launch's kernel runs 400 us; the last `untimed` of the window's
+// kernels came back without times (the library dropped and counted them).
+wire::Batch SampledRun(int untimed) {
   wire::Batch b;
   b.set_gpu_source(wire::GPU_SOURCE_CUPTI);
   b.mutable_overhead()->set_cupti_mode(wire::CUPTI_MODE_BUDGET);
   auto* w = b.add_cupti_windows();
   w->set_start_ns(100 * kMs);
   w->set_end_ns(200 * kMs);
+  if (untimed > 0) {
+    auto* lost = b.add_dropped();
+    lost->set_reason("gpu_records_incomplete");
+    lost->set_count(untimed);
+  }
   uint32_t corr = 0;
-  auto launch = [&](uint64_t t, bool recorded) {
+  auto launch = [&](uint64_t t, bool recorded, bool timed) {
     Add(&b, wire::CUDA_LAUNCH_KERNEL, t, 10 * kUs);
     if (!recorded) return;
     Api(&b, ++corr, t, t + 10 * kUs);
-    Kernel(&b, t + 50 * kUs, t + 450 * kUs, corr);
+    if (timed) Kernel(&b, t + 50 * kUs, t + 450 * kUs, corr);
   };
-  for (uint64_t ms = 0; ms < 100; ++ms) launch(ms * kMs + kMs / 2, false);
-  for (uint64_t i = 0; i < 50; ++i) launch(100 * kMs + i * 2 * kMs + kMs / 2, true);
-  for (uint64_t ms = 200; ms < 1050; ++ms) launch(ms * kMs + kMs / 2, false);
+  for (uint64_t ms = 0; ms < 100; ++ms) launch(ms * kMs + kMs / 2, false, false);
+  for (int i = 0; i < 50; ++i) launch(100 * kMs + i * 2 * kMs + kMs / 2, true, i < 50 - untimed);
+  for (uint64_t ms = 200; ms < 1050; ++ms) launch(ms * kMs + kMs / 2, false, false);
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("collector: a sampled timeline's work stands for the window's launches whose records came back timed") {
+  // The last 10 of the window's 50 kernels were still queued when the library detached
+  // CUPTI. The 40 timed ones stand for 40 of the window's launches, not 50: unscaled, 1000
+  // kernels would read 800.
+  const auto g = col::GpuJson(Run({SampledRun(10)}).gpu);
+  REQUIRE(g["coverage"]["sampled"] == true);
+  CHECK(g["coverage"]["enqueue_share"].get<double>() == Approx(40.0 / 1000));
+  CHECK(g["kernels"]["count"] == 1000);
+  CHECK(g["busy_s"].get<double>() == Approx(0.4).epsilon(1e-6));
+}
+
+TEST_CASE("collector: a sampled timeline scales device work by the launches inside windows") {
+  const wire::Batch b = SampledRun(0);
   const col::RankResult r = Run({b});
   const auto g = col::GpuJson(r.gpu);
   REQUIRE(g["coverage"]["sampled"] == true);

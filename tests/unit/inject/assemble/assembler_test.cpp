@@ -156,7 +156,7 @@ TEST_CASE("assembler: with CUPTI live a collective waits for its NCCL kernels, a
   acts[1].correlation_id = 77;
   acts[1].comm_kernel = true;
   acts[1].name_id = fx.names->Intern("ncclDevKernel_AllReduce");
-  fx.cycle.poll_activities = [&](const std::function<void(const gi::ActivityRecord&)>& take) {
+  fx.cycle.poll_activities = [&](const gi::CuptiBudget::Cycle&, const std::function<void(const gi::ActivityRecord&)>& take) {
     for (const auto& a : acts) take(a);
     acts.clear();
   };
@@ -194,7 +194,7 @@ TEST_CASE("assembler: a collective CUPTI times has no pair to poll and takes its
   acts[1].end_ns = kEpochNs + 4000;
   acts[1].correlation_id = 5;
   acts[1].comm_kernel = true;
-  fx.cycle.poll_activities = [&](const std::function<void(const gi::ActivityRecord&)>& take) {
+  fx.cycle.poll_activities = [&](const gi::CuptiBudget::Cycle&, const std::function<void(const gi::ActivityRecord&)>& take) {
     for (const auto& a : acts) take(a);
     acts.clear();
   };
@@ -454,4 +454,36 @@ TEST_CASE("assembler: a communicator's definition goes once, and once more when 
   CHECK(b.communicators(0).comm_id() == c->id);
   CHECK(b.communicators(0).ended() == 2);
   CHECK(fx.Assemble().communicators_size() == 0);
+}
+
+TEST_CASE("assembler: the latest sync drained is handed to CUPTI's poll, before its records") {
+  // The CUPTI reader detaches after a window only once the window's queued work is done: a
+  // call that waited for the queue and started after the close says so.
+  Fixture fx;
+  fx.ring.Push(Launch(10, 0));
+  gi::Record sync{};
+  sync.api = gi::kApiStreamSynchronize;
+  sync.t_ticks = 20;
+  sync.dur_ticks = 5;
+  fx.ring.Push(sync);
+  gi::Record copy{};  // a blocking copy from the host waits for the queue too
+  copy.api = gi::kApiMemcpy;
+  copy.t_ticks = 40;
+  copy.dur_ticks = 5;
+  copy.flags = gi::kFlagBlockedHost;
+  copy.copy_kind = gi::kCopyD2H;
+  fx.ring.Push(copy);
+  gi::Record query{};  // an event sync waits for an event that may be older than the close
+  query.api = gi::kApiEventSynchronize;
+  query.t_ticks = 50;
+  fx.ring.Push(query);
+  uint64_t seen = 0;
+  fx.cycle.poll_activities = [&](const gi::CuptiBudget::Cycle& drained,
+                                 const std::function<void(const gi::ActivityRecord&)>&) {
+    seen = drained.queue_drained_ns;
+  };
+  fx.Assemble();
+  CHECK(seen == kEpochNs + 40 * 3);  // the copy's start, not the event sync's
+  fx.Assemble();
+  CHECK(seen == 0);  // nothing drained this cycle
 }
