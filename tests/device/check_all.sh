@@ -179,6 +179,37 @@ for i in 1 2; do
 done
 
 fi
+if want OB; then
+say "OB. GPU-bound (bf16 matmuls, a deep queue): the default's sampled busy and kernels against full's, with and without a sync per step"
+for m in sync nosync; do
+  for v in default full; do
+    cup=$v; [ $v = default ] && cup=
+    GPUWATCH_CUPTI=$cup GPUWATCH_OUT=$W/gb-$m-$v GPUWATCH_SOCKET_DIR=$W/gb-$m-$v.sock \
+      timeout 120 env LD_PRELOAD=$LIB python3 tests/device/gpu_bound_loop.py 10 $m >"$W/gb-$m-$v.loop" 2>"$W/gb-$m-$v.err"
+    wait_file "$W/gb-$m-$v/summary.json" >/dev/null
+    echo "$m $v: $(cat "$W/gb-$m-$v.loop")"; tail -2 "$W/gb-$m-$v.err"
+  done
+  python3 - "$W/gb-$m-default/summary.json" "$W/gb-$m-full/summary.json" <<'PY'
+import json, sys
+def rank(p):
+    try:
+        return json.load(open(p))["ranks"][0]
+    except (OSError, ValueError, KeyError, IndexError) as e:
+        sys.exit(f"   no summary {p}: {e}")
+d, f = rank(sys.argv[1]), rank(sys.argv[2])
+for name, r in (("default", d), ("full", f)):
+    g = r.get("gpu") or {}; o = r.get("overhead") or {}
+    print(f"   {name}: busy_s {g.get('busy_s')} of active_s {g.get('active_s')} | kernels {(g.get('kernels') or {}).get('count')}"
+          f" | launches {(r.get('kernels') or {}).get('launches')} | coverage {g.get('coverage')} | windows {o.get('windows')}"
+          f" detaches {o.get('cupti_detaches')} | added_s {o.get('added_s')} | dropped {r.get('dropped')}")
+bd, bf = (d.get("gpu") or {}).get("busy_s"), (f.get("gpu") or {}).get("busy_s")
+ad, af = (d.get("gpu") or {}).get("active_s"), (f.get("gpu") or {}).get("active_s")
+if bd and bf and ad and af:
+    print(f"   utilization default {bd / ad:.3f} vs full {bf / af:.3f}  [sampled busy within 5% of the traced one]")
+PY
+done
+
+fi
 if want OT; then
 say "OT. the budget on torch.compile'd steps (Triton's cuLaunchKernelEx), plain / default, 2 interleaved rounds"
 N=${GW_COMPILE_N:-200000}
