@@ -98,6 +98,13 @@ class GpuCounter final : public EventSink {
   void OnDeviceWork(const DeviceWork& w) override;
   void OnBusy(const BusySpan& b) override;
   void OnIdle(const IdleGap& g) override;
+  // The rank's windows, as the interpreter learns them (each batch's before its events). A
+  // sampled timeline is estimated in two strata: the first window, which opens at the start
+  // and records it whole, and the windows after it, which stand for the rest of the run. The
+  // start is unlike the rest (ranks waiting for each other in their first collectives,
+  // libraries warming up): scaled with the rest by one share of launches, it once doubled a
+  // 2-rank run's communication time.
+  void UseCoverage(const Coverage* coverage) { coverage_ = coverage; }
   // The figures of a flushed interpreter (facts: names and source; sweep: overflow). A
   // sampled timeline's active span is the host's [host_first, host_last]: the device could
   // have worked all of it, and the windows saw only part.
@@ -105,12 +112,31 @@ class GpuCounter final : public EventSink {
                     uint64_t host_last) const;
 
  private:
-  uint64_t MeasuredEnqueues(const RankFacts& facts, uint64_t timed_records) const;
+  using KernelsById = std::unordered_map<uint32_t, GpuFigures::KernelStat>;
+  // The sums a sampled timeline scales up (GpuFigures' fields of the same names), for the
+  // first window's stratum.
+  struct StartSums {
+    DeviceSlice run;
+    uint64_t gap_count = 0, work = 0, kernel_count = 0, kernel_with_api = 0, kernel_short = 0, graph_kernels = 0,
+             comm_kernels = 0;
+    GpuFigures::KernelStat other_kernels;
+    GpuFigures::CopyStat copies[kCopyDirections];
+    KernelsById by_id;
+    uint64_t enqueues = 0, enqueues_recorded = 0;
+  };
+  bool InStart(uint64_t t) const {
+    const uint64_t end = coverage_ ? coverage_->first_end() : 0;
+    return end == 0 || t <= end;
+  }
+  // The share of the windows' device records that came back with times.
+  static double TimedShare(const RankFacts& facts, uint64_t timed_records);
 
   GpuFigures f_;  // running figures (by_name unused: see by_id_)
   uint64_t first_ = UINT64_MAX;
   uint64_t enqueues_ = 0, enqueues_recorded_ = 0;  // hooked calls that enqueue device work
-  std::unordered_map<uint32_t, GpuFigures::KernelStat> by_id_;
+  KernelsById by_id_;
+  const Coverage* coverage_ = nullptr;  // the interpreter's (RankModel)
+  StartSums start_;  // the part of f_, by_id_ and the enqueues that falls in the first window
 };
 
 }  // namespace gpuwatch::collector

@@ -22,6 +22,7 @@ void RankModel::SubscribeAnalyses() {
                                                          &api_calls_, &steps_, &io_, &sites_, &memory_, &device_,
                                                          &host_frames_, &coll_sizes_, &pipeline_, &sm_fill_, &streams_})
     interp_.Subscribe(s);
+  gpu_.UseCoverage(&interp_.coverage());  // this model's own (a copy subscribes again)
 }
 
 void RankModel::OnHello(const wire::Hello& h) {

@@ -29,6 +29,8 @@ class Coverage {
 
   uint64_t windows() const { return windows_ + (open_since_ ? 1 : 0); }
   uint64_t closed_windows() const { return windows_; }
+  // When the first window closed (0: it has not).
+  uint64_t first_end() const { return windows_ ? first_end_ : 0; }
 
   // Recorded time within [first, last] (the device's active span), ns.
   uint64_t CoveredWithin(uint64_t first, uint64_t last) const;

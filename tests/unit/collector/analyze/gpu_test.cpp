@@ -498,6 +498,39 @@ TEST_CASE("collector: a sampled timeline's work stands for the window's launches
   CHECK(g["busy_s"].get<double>() == Approx(0.4).epsilon(1e-6));
 }
 
+TEST_CASE("collector: a sampled timeline's first window stands for the start only, the later ones for the rest") {
+  // The first window records the start whole ([0, 40) ms: a launch every ms, kernels of
+  // 800 us: warm-up, peers late to their first collective); a second one ([500, 600) ms, 50
+  // launches at 2 ms) samples the rest, whose kernels run 400 us. Of the 960 launches after
+  // the first window, 50 were recorded: the rest's work is theirs times 19.2, the start's is
+  // exact. One share of launches for both (90 of 1000) read busy 578 ms for 416.
+  wire::Batch b;
+  b.set_gpu_source(wire::GPU_SOURCE_CUPTI);
+  b.mutable_overhead()->set_cupti_mode(wire::CUPTI_MODE_BUDGET);
+  for (auto [start, end] : {std::pair{0 * kMs, 40 * kMs}, std::pair{500 * kMs, 600 * kMs}}) {
+    auto* w = b.add_cupti_windows();
+    w->set_start_ns(start);
+    w->set_end_ns(end);
+  }
+  uint32_t corr = 0;
+  auto launch = [&](uint64_t t, bool recorded, uint64_t kernel_ns) {
+    Add(&b, wire::CUDA_LAUNCH_KERNEL, t, 10 * kUs);
+    if (!recorded) return;
+    Api(&b, ++corr, t, t + 10 * kUs);
+    Kernel(&b, t + 50 * kUs, t + 50 * kUs + kernel_ns, corr);
+  };
+  for (uint64_t ms = 0; ms < 40; ++ms) launch(ms * kMs + kMs / 2, true, 800 * kUs);
+  for (uint64_t ms = 40; ms < 500; ++ms) launch(ms * kMs + kMs / 2, false, 0);
+  for (uint64_t i = 0; i < 50; ++i) launch(500 * kMs + i * 2 * kMs + kMs / 2, true, 400 * kUs);
+  for (uint64_t ms = 600; ms < 1050; ++ms) launch(ms * kMs + kMs / 2, false, 0);
+  const auto g = col::GpuJson(Run({b}).gpu);
+  REQUIRE(g["coverage"]["sampled"] == true);
+  CHECK(g["coverage"]["windows"] == 2);
+  CHECK(g["kernels"]["count"] == 1000);
+  CHECK(g["busy_s"].get<double>() == Approx(0.416).epsilon(1e-6));
+  CHECK(g["kernels"]["total_s"].get<double>() == Approx(0.416).epsilon(1e-6));
+}
+
 TEST_CASE("collector: a sampled timeline scales device work by the launches inside windows") {
   const wire::Batch b = SampledRun(0);
   const col::RankResult r = Run({b});
