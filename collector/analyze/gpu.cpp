@@ -3,8 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
-#include <string>
 
 #include "analyze/launches.h"
 
@@ -65,10 +63,9 @@ void Strata(GpuFigures::KernelStat& v, const GpuFigures::KernelStat& s, double k
   v.in_graphs = Strata(v.in_graphs, s.in_graphs, k_start, k_rest);
 }
 
-// One piece of device work into the sums a sampled timeline scales (GpuFigures, or the first
-// window's part of them: the same field names).
-template <class Sums>
-void CountWork(Sums& f, std::unordered_map<uint32_t, GpuFigures::KernelStat>& by_id, const DeviceWork& w,
+// One piece of device work into the sums a sampled timeline scales (the run's, or the first
+// window's part of them).
+void CountWork(GpuFigures& f, std::unordered_map<uint32_t, GpuFigures::KernelStat>& by_id, const DeviceWork& w,
                uint64_t dur) {
   ++f.work;
   f.run.AddWork(w, dur);
@@ -100,13 +97,16 @@ void CountWork(Sums& f, std::unordered_map<uint32_t, GpuFigures::KernelStat>& by
   }
 }
 
+// Kernels counted by name id, under their names (ids of one name merged).
+void NameKernels(const RankFacts& facts, const std::unordered_map<uint32_t, GpuFigures::KernelStat>& by_id,
+                 GpuFigures& f) {
+  for (const auto& [id, st] : by_id) f.by_name[KernelLabel(facts, id)].Add(st);
+}
+
 // The figures of a sampled timeline, from the windows to the active span (GpuFigures::
 // Coverage): device work measured in the first window times k_start, the rest times k_rest
-// (`start` and `start_names`: the first window's part), idle what is left of the span, split
-// as measured.
-template <class StartSums>
-void ScaleUp(GpuFigures& r, const StartSums& start, const std::map<std::string, GpuFigures::KernelStat>& start_names,
-             double k_start, double k_rest) {
+// (`start`: the first window's part), idle what is left of the span, split as measured.
+void ScaleUp(GpuFigures& r, const GpuFigures& start, double k_start, double k_rest) {
   const std::pair<uint64_t*, uint64_t> sums[] = {
       {&r.run.busy, start.run.busy},         {&r.run.noncomm_busy, start.run.noncomm_busy},
       {&r.run.compute, start.run.compute},   {&r.run.comm, start.run.comm},
@@ -122,8 +122,8 @@ void ScaleUp(GpuFigures& r, const StartSums& start, const std::map<std::string, 
     if (measured) v = Scaled(v, static_cast<double>(idle) / static_cast<double>(measured));
   Strata(r.other_kernels, start.other_kernels, k_start, k_rest);
   for (auto& [name, st] : r.by_name) {
-    const auto it = start_names.find(name);
-    Strata(st, it != start_names.end() ? it->second : GpuFigures::KernelStat{}, k_start, k_rest);
+    const auto it = start.by_name.find(name);
+    Strata(st, it != start.by_name.end() ? it->second : GpuFigures::KernelStat{}, k_start, k_rest);
   }
   for (int d = 0; d < kCopyDirections; ++d) {
     Tally& c = r.copies[d].device;
@@ -167,12 +167,12 @@ void GpuCounter::OnDeviceWork(const DeviceWork& w) {
   CountWork(f_, by_id_, w, dur);
   if (w.kind == wire::ACTIVITY_KERNEL && !w.comm) f_.kernel_dur.Add(dur);
   // The stratum of the call that enqueued it: a window's last work runs after its end.
-  if (InStart(w.api ? w.api->start_ns : w.start_ns)) CountWork(start_, start_.by_id, w, dur);
+  if (InStart(w.api ? w.api->start_ns : w.start_ns)) CountWork(start_.f, start_.by_id, w, dur);
 }
 
 void GpuCounter::OnBusy(const BusySpan& b) {
   f_.run.AddBusy(b.noncomm, b.end_ns - b.start_ns);
-  if (InStart(b.start_ns)) start_.run.AddBusy(b.noncomm, b.end_ns - b.start_ns);
+  if (InStart(b.start_ns)) start_.f.run.AddBusy(b.noncomm, b.end_ns - b.start_ns);
   if (!b.noncomm) f_.series.Add(b.start_ns, b.end_ns);
 }
 
@@ -182,7 +182,7 @@ void GpuCounter::OnIdle(const IdleGap& g) {
   ++f_.gap_count;
   f_.gaps.Add(len);
   f_.run.idle[g.kind] += len;
-  if (InStart(g.start_ns)) ++start_.gap_count, start_.run.idle[g.kind] += len;
+  if (InStart(g.start_ns)) ++start_.f.gap_count, start_.f.run.idle[g.kind] += len;
 }
 
 // The calls made inside windows whose work the timeline holds: those whose device records came
@@ -207,7 +207,7 @@ GpuFigures GpuCounter::Result(const RankFacts& facts, const DeviceSweep& sweep, 
   r.cupti_ranks = cupti ? 1 : 0;
   r.events_ranks = cupti ? 0 : 1;
   if (cupti) r.coll_events = {};  // CUPTI's communication kernels stand for them
-  for (const auto& [id, st] : by_id_) r.by_name[KernelLabel(facts, id)].Add(st);
+  NameKernels(facts, by_id_, r);
   // Sampled: some work was launched while CUPTI was off (a run recorded whole by its first
   // window is not). Without hooked launches to tell, a window that closed says so.
   r.coverage.sampled = coverage.sampled() && r.work > 0 &&
@@ -232,17 +232,16 @@ GpuFigures GpuCounter::Result(const RankFacts& facts, const DeviceSweep& sweep, 
   const uint64_t rest = enqueues_ - start_.enqueues;
   const double rest_recorded = static_cast<double>(enqueues_recorded_ - start_.enqueues_recorded) * timed;
   const double start_recorded = static_cast<double>(start_.enqueues_recorded) * timed;
-  if (coverage.first_end() && start_.work > 0 && start_recorded > 0 && rest_recorded >= start_recorded / 4 &&
+  if (coverage.first_end() && start_.f.work > 0 && start_recorded > 0 && rest_recorded >= start_recorded / 4 &&
       rest > 0) {
-    std::map<std::string, GpuFigures::KernelStat> start_names;
-    for (const auto& [id, st] : start_.by_id) start_names[KernelLabel(facts, id)].Add(st);
-    ScaleUp(r, start_, start_names, static_cast<double>(start_.enqueues) / start_recorded,
-            static_cast<double>(rest) / rest_recorded);
+    GpuFigures start = start_.f;
+    NameKernels(facts, start_.by_id, start);
+    ScaleUp(r, start, static_cast<double>(start_.enqueues) / start_recorded, static_cast<double>(rest) / rest_recorded);
     return r;
   }
   // One stratum; an older library in budget mode (no counts): the share of time.
   const double share = r.coverage.enqueues_in_windows ? r.coverage.WorkShare() : r.coverage_share();
-  if (share > 0 && share < 1) ScaleUp(r, StartSums{}, {}, 1.0, 1 / share);
+  if (share > 0 && share < 1) ScaleUp(r, GpuFigures{}, 1.0, 1 / share);
   return r;
 }
 

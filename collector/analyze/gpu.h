@@ -113,14 +113,9 @@ class GpuCounter final : public EventSink {
 
  private:
   using KernelsById = std::unordered_map<uint32_t, GpuFigures::KernelStat>;
-  // The sums a sampled timeline scales up (GpuFigures' fields of the same names), for the
-  // first window's stratum.
-  struct StartSums {
-    DeviceSlice run;
-    uint64_t gap_count = 0, work = 0, kernel_count = 0, kernel_with_api = 0, kernel_short = 0, graph_kernels = 0,
-             comm_kernels = 0;
-    GpuFigures::KernelStat other_kernels;
-    GpuFigures::CopyStat copies[kCopyDirections];
+  // The first window's part of the figures a sampled timeline scales up, and of the calls.
+  struct Start {
+    GpuFigures f;
     KernelsById by_id;
     uint64_t enqueues = 0, enqueues_recorded = 0;
   };
@@ -136,7 +131,7 @@ class GpuCounter final : public EventSink {
   uint64_t enqueues_ = 0, enqueues_recorded_ = 0;  // hooked calls that enqueue device work
   KernelsById by_id_;
   const Coverage* coverage_ = nullptr;  // the interpreter's (RankModel)
-  StartSums start_;  // the part of f_, by_id_ and the enqueues that falls in the first window
+  Start start_;  // the part of f_, by_id_ and the enqueues that falls in the first window
 };
 
 }  // namespace gpuwatch::collector

@@ -456,33 +456,44 @@ TEST_CASE("collector: gpu reorder window cap releases early and counts it") {
 
 namespace {
 
+// A run under the overhead budget with these windows ([start, end) ns): launches hooked, and
+// those made inside a window with their API record and (unless untimed) their kernel.
+struct SampledBatch {
+  wire::Batch b;
+  uint32_t corr = 0;
+  explicit SampledBatch(std::initializer_list<std::pair<uint64_t, uint64_t>> windows) {
+    b.set_gpu_source(wire::GPU_SOURCE_CUPTI);
+    b.mutable_overhead()->set_cupti_mode(wire::CUPTI_MODE_BUDGET);
+    for (auto [start, end] : windows) {
+      auto* w = b.add_cupti_windows();
+      w->set_start_ns(start);
+      w->set_end_ns(end);
+    }
+  }
+  // kernel_ns 0: recorded, but its kernel came back without times (or none: not recorded).
+  void Launch(uint64_t t, bool recorded, uint64_t kernel_ns) {
+    Add(&b, wire::CUDA_LAUNCH_KERNEL, t, 10 * kUs);
+    if (!recorded) return;
+    Api(&b, ++corr, t, t + 10 * kUs);
+    if (kernel_ns) Kernel(&b, t + 50 * kUs, t + 50 * kUs + kernel_ns, corr);
+  }
+};
+
 // The overhead budget recorded [100, 200) ms of a 1 s run. A launch every ms; inside the
 // window CUPTI's cost made launches slower, so it holds 50 of the 1000 launches (5%) in
 // 10% of the time. Each launch's kernel runs 400 us; the last `untimed` of the window's
 // kernels came back without times (the library dropped and counted them).
 wire::Batch SampledRun(int untimed) {
-  wire::Batch b;
-  b.set_gpu_source(wire::GPU_SOURCE_CUPTI);
-  b.mutable_overhead()->set_cupti_mode(wire::CUPTI_MODE_BUDGET);
-  auto* w = b.add_cupti_windows();
-  w->set_start_ns(100 * kMs);
-  w->set_end_ns(200 * kMs);
+  SampledBatch s({{100 * kMs, 200 * kMs}});
   if (untimed > 0) {
-    auto* lost = b.add_dropped();
+    auto* lost = s.b.add_dropped();
     lost->set_reason("gpu_records_incomplete");
     lost->set_count(untimed);
   }
-  uint32_t corr = 0;
-  auto launch = [&](uint64_t t, bool recorded, bool timed) {
-    Add(&b, wire::CUDA_LAUNCH_KERNEL, t, 10 * kUs);
-    if (!recorded) return;
-    Api(&b, ++corr, t, t + 10 * kUs);
-    if (timed) Kernel(&b, t + 50 * kUs, t + 450 * kUs, corr);
-  };
-  for (uint64_t ms = 0; ms < 100; ++ms) launch(ms * kMs + kMs / 2, false, false);
-  for (int i = 0; i < 50; ++i) launch(100 * kMs + i * 2 * kMs + kMs / 2, true, i < 50 - untimed);
-  for (uint64_t ms = 200; ms < 1050; ++ms) launch(ms * kMs + kMs / 2, false, false);
-  return b;
+  for (uint64_t ms = 0; ms < 100; ++ms) s.Launch(ms * kMs + kMs / 2, false, 0);
+  for (int i = 0; i < 50; ++i) s.Launch(100 * kMs + i * 2 * kMs + kMs / 2, true, i < 50 - untimed ? 400 * kUs : 0);
+  for (uint64_t ms = 200; ms < 1050; ++ms) s.Launch(ms * kMs + kMs / 2, false, 0);
+  return s.b;
 }
 
 }  // namespace
@@ -504,26 +515,12 @@ TEST_CASE("collector: a sampled timeline's first window stands for the start onl
   // launches at 2 ms) samples the rest, whose kernels run 400 us. Of the 960 launches after
   // the first window, 50 were recorded: the rest's work is theirs times 19.2, the start's is
   // exact. One share of launches for both (90 of 1000) read busy 578 ms for 416.
-  wire::Batch b;
-  b.set_gpu_source(wire::GPU_SOURCE_CUPTI);
-  b.mutable_overhead()->set_cupti_mode(wire::CUPTI_MODE_BUDGET);
-  for (auto [start, end] : {std::pair{0 * kMs, 40 * kMs}, std::pair{500 * kMs, 600 * kMs}}) {
-    auto* w = b.add_cupti_windows();
-    w->set_start_ns(start);
-    w->set_end_ns(end);
-  }
-  uint32_t corr = 0;
-  auto launch = [&](uint64_t t, bool recorded, uint64_t kernel_ns) {
-    Add(&b, wire::CUDA_LAUNCH_KERNEL, t, 10 * kUs);
-    if (!recorded) return;
-    Api(&b, ++corr, t, t + 10 * kUs);
-    Kernel(&b, t + 50 * kUs, t + 50 * kUs + kernel_ns, corr);
-  };
-  for (uint64_t ms = 0; ms < 40; ++ms) launch(ms * kMs + kMs / 2, true, 800 * kUs);
-  for (uint64_t ms = 40; ms < 500; ++ms) launch(ms * kMs + kMs / 2, false, 0);
-  for (uint64_t i = 0; i < 50; ++i) launch(500 * kMs + i * 2 * kMs + kMs / 2, true, 400 * kUs);
-  for (uint64_t ms = 600; ms < 1050; ++ms) launch(ms * kMs + kMs / 2, false, 0);
-  const auto g = col::GpuJson(Run({b}).gpu);
+  SampledBatch s({{0 * kMs, 40 * kMs}, {500 * kMs, 600 * kMs}});
+  for (uint64_t ms = 0; ms < 40; ++ms) s.Launch(ms * kMs + kMs / 2, true, 800 * kUs);
+  for (uint64_t ms = 40; ms < 500; ++ms) s.Launch(ms * kMs + kMs / 2, false, 0);
+  for (uint64_t i = 0; i < 50; ++i) s.Launch(500 * kMs + i * 2 * kMs + kMs / 2, true, 400 * kUs);
+  for (uint64_t ms = 600; ms < 1050; ++ms) s.Launch(ms * kMs + kMs / 2, false, 0);
+  const auto g = col::GpuJson(Run({s.b}).gpu);
   REQUIRE(g["coverage"]["sampled"] == true);
   CHECK(g["coverage"]["windows"] == 2);
   CHECK(g["kernels"]["count"] == 1000);
