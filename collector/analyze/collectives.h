@@ -12,6 +12,7 @@
 // sequence number is a multiple of `stride`. The stride doubles whenever kMaxCollCalls are
 // kept, so the sample covers the whole run and every rank keeps the same calls.
 #pragma once
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <vector>
@@ -20,6 +21,15 @@
 #include "interpret/event_sink.h"
 
 namespace gpuwatch::collector {
+
+// GPU time of `calls` collectives of which `timed` were timed, `timed_ns` together: the
+// others at the timed ones' mean (a pair the pool could not give, a kernel CUPTI returned
+// without times). What a sampled timeline's communication is (analyze/sampled_comm.h).
+inline uint64_t AllCallsNs(uint64_t calls, uint64_t timed, uint64_t timed_ns) {
+  if (timed == 0) return 0;
+  return static_cast<uint64_t>(static_cast<double>(timed_ns) * static_cast<double>(std::max(calls, timed)) /
+                                   static_cast<double>(timed) + 0.5);
+}
 
 struct CollOp {
   const char* name;
@@ -50,6 +60,7 @@ struct CollectiveFigures {
     Tally timed;                    // the calls with GPU time: S, GPU ns
     double bus_bytes = 0;           // S x factor, calls with GPU time
     uint64_t no_gpu_time() const { return count - timed.count; }
+    uint64_t AllCallsNs() const { return collector::AllCallsNs(count, timed.count, timed.ns); }
     double algbw() const;           // GB/s
     double busbw() const;
     void Add(const Op& o);

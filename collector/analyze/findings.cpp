@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 
+#include "analyze/sampled_estimate.h"
 #include "analyze/stragglers.h"
 #include "common/format.h"
 #include "common/median.h"
@@ -231,7 +232,7 @@ RankContext::RankContext(const RankResult& res) : r(res) {
       dev.Add(r.steps.steps[k].dev);
       sync_mid_s += Seconds(r.steps.steps[k].sync_mid);
     }
-    TakeOutWindowExcess(r, normal, normal_ns, dev);  // as the steps table does
+    TypicalCoveredSteps(r, normal, normal_ns, dev);  // as the steps table does
     scale = normal ? static_cast<double>(n) / normal * to_all_steps : 1.0;
     const auto& kept = r.steps.steps;
     const uint64_t until = std::max(kept.back().end, r.steps.charged_until);

@@ -115,11 +115,7 @@ void ScaleUp(GpuFigures& r, const GpuFigures& start, double k_start, double k_re
       {&r.kernel_short, start.kernel_short}, {&r.graph_kernels, start.graph_kernels},
       {&r.comm_kernels, start.comm_kernels}, {&r.work, start.work}};
   for (const auto& [v, s] : sums) *v = Strata(*v, s, k_start, k_rest);
-  const uint64_t idle = r.active_ns > r.run.busy ? r.active_ns - r.run.busy : 0;
-  const uint64_t measured = r.run.IdleTotal();
-  if (measured == 0) r.run.idle[kIdleOther] = idle;
-  for (uint64_t& v : r.run.idle)
-    if (measured) v = Scaled(v, static_cast<double>(idle) / static_cast<double>(measured));
+  SpreadIdle(r);
   Strata(r.other_kernels, start.other_kernels, k_start, k_rest);
   for (auto& [name, st] : r.by_name) {
     const auto it = start.by_name.find(name);
@@ -135,6 +131,17 @@ void ScaleUp(GpuFigures& r, const GpuFigures& start, double k_start, double k_re
 }
 
 }  // namespace
+
+void SpreadIdle(GpuFigures& f) {
+  DeviceSlice& run = f.run;
+  run.busy = std::min(run.busy, f.active_ns);
+  run.noncomm_busy = std::min(run.noncomm_busy, run.busy);
+  const uint64_t idle = f.active_ns - run.busy;
+  const uint64_t measured = run.IdleTotal();
+  if (measured == 0) run.idle[kIdleOther] = idle;
+  for (uint64_t& v : run.idle)
+    if (measured) v = Scaled(v, static_cast<double>(idle) / static_cast<double>(measured));
+}
 
 std::vector<std::pair<std::string, GpuFigures::KernelStat>> GpuFigures::TopByTime(size_t n) const {
   std::vector<std::pair<std::string, KernelStat>> v(by_name.begin(), by_name.end());

@@ -92,6 +92,10 @@ struct GpuFigures {
   void Merge(const GpuFigures& o);
 };
 
+// Idle is what the active span leaves of busy, split by kind as measured: a sampled
+// timeline's, once its busy time is estimated (busy held within the span).
+void SpreadIdle(GpuFigures& f);
+
 class GpuCounter final : public EventSink {
  public:
   void OnHostCall(const HostCall& c) override;

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "analyze/findings.h"
+#include "analyze/sampled_estimate.h"
 
 namespace gpuwatch::collector {
 
@@ -89,6 +90,7 @@ RankResult RankModel::Compute() const {
   r.api_calls = api_calls_.figures();
   r.streams = streams_.figures();
   r.gpu = gpu_.Result(facts, interp_.sweep(), interp_.coverage(), r.host_first_ns, r.host_last_ns);
+  EstimateSampledComm(r);  // the collectives' own GPU times, not the windows' kernels
   r.found = interp_.steps();
   r.steps = steps_.figures();
   // Steps (NVTX or inferred while the run went on) carry device figures when CUPTI recorded

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "analyze/sampled_estimate.h"
+
 namespace gpuwatch::collector {
 
 std::vector<uint64_t> StepDurations(const RankResult& r) {
@@ -51,15 +53,6 @@ double RankResult::StepsTotalS() const {
   return t;
 }
 
-void TakeOutWindowExcess(const RankResult& r, size_t covered, uint64_t covered_ns, DeviceSlice& dev) {
-  const double n = static_cast<double>(r.steps_total());
-  if (!r.gpu.coverage.sampled || covered == 0 || n <= 0) return;
-  const double excess = static_cast<double>(covered_ns) - r.StepsTotalS() * 1e9 / n * static_cast<double>(covered);
-  const double idle = static_cast<double>(dev.IdleTotal());
-  if (excess > 0 && idle > 0)
-    for (uint64_t& v : dev.idle) v = static_cast<uint64_t>(static_cast<double>(v) * std::max(0.0, idle - excess) / idle);
-}
-
 PerStepMean MeanPerStep(const RankResult& r) {
   PerStepMean m;
   const double n = static_cast<double>(r.steps_total());
@@ -80,7 +73,7 @@ PerStepMean MeanPerStep(const RankResult& r) {
       sync += s.sync_mid;
       graph_launches += s.graph_launches;
     }
-    TakeOutWindowExcess(r, covered, covered_ns, t);
+    TypicalCoveredSteps(r, covered, covered_ns, t);
   }
   m.steps = r.per_step_device ? covered : r.steps_total();
   const double k = (r.per_step_device ? static_cast<double>(covered) : n) * 1e6;  // -> ms

@@ -107,11 +107,6 @@ struct RankResult {
 };
 
 PerStepMean MeanPerStep(const RankResult& r);
-// Steps inside the overhead budget's windows ran slower by CUPTI's own cost, and the GPU
-// waited that much longer: takes out of `dev`'s idle time (the sum of `covered` such steps,
-// `covered_ns` long together) what they ran beyond the mean step. Nothing when the run was
-// not sampled. Every per-step view (MeanPerStep, the findings) goes through it.
-void TakeOutWindowExcess(const RankResult& r, size_t covered, uint64_t covered_ns, DeviceSlice& dev);
 
 // Step durations (ns) of the kept records, and nearest-rank percentiles of values.
 std::vector<uint64_t> StepDurations(const RankResult& r);

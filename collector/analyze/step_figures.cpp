@@ -11,6 +11,8 @@ namespace gpuwatch::collector {
 namespace {
 // The latest graph launches kept for the steps that will hold them (bounded).
 constexpr size_t kMaxPendingLaunches = 1 << 16;
+// Collectives waiting for their step's mark (bounded: a run with no steps keeps the latest).
+constexpr size_t kMaxPendingColls = 1024;
 }  // namespace
 
 uint64_t StepFigures::SyncMidNs() const { return std::accumulate(sync_mid_ns.begin(), sync_mid_ns.end(), uint64_t{0}); }
@@ -23,6 +25,13 @@ void StepCharger::OnHostCall(const HostCall& c) {
   if (c.api == wire::CUDA_GRAPH_LAUNCH && !c.captured) {
     graph_launches_.push_back(c.t_ns);
     if (graph_launches_.size() > kMaxPendingLaunches) graph_launches_.pop_front();
+  }
+  if (IsCollective(c.api) && !c.captured) {
+    colls_.push_back({c.t_ns, c.gpu_ns, c.timed});
+    if (colls_.size() > kMaxPendingColls) {
+      colls_taken_until_ = std::max(colls_taken_until_, colls_.front().t_ns);
+      colls_.pop_front();
+    }
   }
   if (c.sync_kind != kNotSync) {
     pending_[c.sync_kind] += c.dur_ns;
@@ -66,6 +75,27 @@ void StepCharger::OnStep(const StepMark& m) {
     stop_ = f_.steps.back().end;  // the per-step records end here
   }
   cur_mid_ = cur_mid_n_ = 0;
+  TakeCollectives(m);
+}
+
+// The collectives called before the step's end: those before its start to the step before
+// (which holds the time until this one starts), the rest to it. Only kept steps record them.
+void StepCharger::TakeCollectives(const StepMark& m) {
+  const bool kept = seen_ <= kMaxSteps;
+  StepRec* prev = kept && f_.steps.size() >= 2 ? &f_.steps[f_.steps.size() - 2] : nullptr;
+  StepRec* cur = kept ? &f_.steps.back() : nullptr;
+  if (cur) cur->coll_known = m.start_ns >= colls_taken_until_;
+  while (!colls_.empty() && colls_.front().t_ns <= m.end_ns) {
+    const Coll& k = colls_.front();
+    StepRec* to = k.t_ns >= m.start_ns ? cur : prev;
+    if (to && to->coll_known) {
+      ++to->coll_calls;
+      to->coll_timed += k.timed;
+      to->coll_ns += k.timed ? k.gpu_ns : 0;
+    }
+    colls_taken_until_ = std::max(colls_taken_until_, k.t_ns);
+    colls_.pop_front();
+  }
 }
 
 void StepCharger::OnStepsReset() {

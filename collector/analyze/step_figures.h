@@ -20,6 +20,12 @@ struct StepRec {
   uint64_t graph_launches = 0;  // hooked graph launch calls made inside [start, end] (not captured)
   bool covered = true;  // CUPTI recorded the whole step: its device figures are whole
   DeviceSlice dev;
+  // Collectives called in [start, next start): calls, those with a GPU time, and its sum (a
+  // sampled timeline's typical step, analyze/sampled_estimate.h). Not known for a step found
+  // again after a reset, whose calls went to the steps before it.
+  uint32_t coll_calls = 0, coll_timed = 0;
+  uint64_t coll_ns = 0;
+  bool coll_known = true;
 };
 
 struct StepFigures {
@@ -55,6 +61,15 @@ class StepCharger final : public EventSink {
   uint64_t stop_ = UINT64_MAX;  // no more steps are kept: device time after this is no step's
   std::array<uint64_t, kSyncKinds> pending_{}, pending_n_{};
   std::deque<uint64_t> graph_launches_;  // times of the latest graph launches, in order (bounded)
+  // Collectives not yet given to a step (their calls come before the step's mark), and the
+  // latest time given or dropped: a step starting before it lost its calls.
+  struct Coll {
+    uint64_t t_ns, gpu_ns;
+    bool timed;
+  };
+  void TakeCollectives(const StepMark& m);
+  std::deque<Coll> colls_;
+  uint64_t colls_taken_until_ = 0;
   uint64_t cur_mid_ = 0, cur_mid_n_ = 0;
 };
 

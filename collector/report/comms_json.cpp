@@ -95,20 +95,29 @@ nlohmann::json JobCommsJson(const JobResult& j) {
   return a;
 }
 
-// Per step: the first steps' figures and the spread over the kept ones.
+// Per step: the first steps' figures and the spread over the kept ones. Under the overhead
+// budget only the steps a window held whole have figures: the others are null in the lists and
+// left out of the spread (they once made a sampled run's median exposed time 0).
 nlohmann::json RankOverlapJson(const RankResult& r) {
   nlohmann::json o = TallyJson(r.overlap.total);
   std::vector<double> exposed, overlapped;
-  for (const OverlapTally& t : r.overlap.per_step) {
-    exposed.push_back(Millis(Seconds(t.ExposedNs())));
-    overlapped.push_back(Millis(Seconds(t.overlapped_ns)));
-  }
+  nlohmann::json first_exposed = nlohmann::json::array(), first_overlapped = nlohmann::json::array();
   constexpr size_t kListed = 100;
+  const auto& per_step = r.overlap.per_step;
+  for (size_t k = 0; k < per_step.size(); ++k) {
+    const bool whole = k >= r.steps.steps.size() || r.steps.steps[k].covered;
+    const double e = Millis(Seconds(per_step[k].ExposedNs())), v = Millis(Seconds(per_step[k].overlapped_ns));
+    if (whole) exposed.push_back(e), overlapped.push_back(v);
+    if (k < kListed) {
+      first_exposed.push_back(whole ? nlohmann::json(e) : nlohmann::json(nullptr));
+      first_overlapped.push_back(whole ? nlohmann::json(v) : nlohmann::json(nullptr));
+    }
+  }
   o["per_step"] = {{"steps", exposed.size()},
                    {"exposed_ms", {{"median", Pct(exposed, 0.5)}, {"p90", Pct(exposed, 0.9)}, {"max", Pct(exposed, 1.0)}}},
                    {"overlapped_ms", {{"median", Pct(overlapped, 0.5)}, {"p90", Pct(overlapped, 0.9)}, {"max", Pct(overlapped, 1.0)}}},
-                   {"first_exposed_ms", std::vector<double>(exposed.begin(), exposed.begin() + std::min(kListed, exposed.size()))},
-                   {"first_overlapped_ms", std::vector<double>(overlapped.begin(), overlapped.begin() + std::min(kListed, overlapped.size()))}};
+                   {"first_exposed_ms", std::move(first_exposed)},
+                   {"first_overlapped_ms", std::move(first_overlapped)}};
   return o;
 }
 

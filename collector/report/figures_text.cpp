@@ -114,7 +114,7 @@ void GpuText(const GpuFigures& s, std::string& out) {
   out += Printf("  gpu (%s): busy %s of %s active, utilization %.1f%%\n", s.source_name(), FmtDurationNs(s.run.busy).c_str(), FmtDurationNs(s.active_ns).c_str(),
                 100.0 * s.utilization());
   if (const std::string note = SampledNote(s); !note.empty())
-    out += Clip("    " + note + ": figures scaled to the run", kTextWidth) + "\n";
+    out += "    " + note + ":\n      figures scaled to the run, communication from every collective's GPU time\n";
   out += Printf("    %-4s %9s %11s %11s %11s %11s %11s\n", "gaps", "count", "total", "p50", "p90", "p99", "max");
   out += Printf("    %-4s %9llu %11s %11s %11s %11s %11s\n", "", static_cast<unsigned long long>(s.gap_count),
                 FmtDurationNs(s.run.IdleTotal()).c_str(), DurD(s.gaps.Quantile(0.5)).c_str(),

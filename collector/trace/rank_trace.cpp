@@ -213,7 +213,7 @@ void RankTrace::WriteSteps(const std::deque<StepRec>& steps, size_t from, uint64
     Ann anns[7 + kIdleKinds];  // step, compute, comm, idle by kind, syncs, copies, NCCL overlapped and exposed
     int n = 0;
     anns[n++] = {kKeyStep, Ann::kUint, index++, 0};
-    if (figures) {
+    if (figures && s.covered) {  // under the overhead budget, only the steps a window held whole have figures
       auto ms = [&](uint32_t key, uint64_t ns) { anns[n++] = {key, Ann::kDouble, 0, static_cast<double>(ns) * 1e-6}; };
       ms(kKeyCompute, s.dev.compute);
       ms(kKeyCommExposed, s.dev.ExposedComm());

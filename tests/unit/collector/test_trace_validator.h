@@ -45,6 +45,7 @@ struct RankCounts {
   uint64_t python_slices = 0;
   std::map<std::string, uint64_t> python_ns;         // sampled frame ("train.py:9 in f") -> ns
   std::map<std::string, double> step_args;           // annotation key -> sum over steps
+  std::map<std::string, uint64_t> step_arg_steps;    // annotation key -> steps carrying it
   std::map<std::string, std::vector<std::pair<uint64_t, double>>> counter_samples;  // track -> (ts, value)
   std::set<std::string> counter_tracks;  // counter tracks described, with or without values
   std::vector<std::string> instant_names;
@@ -292,7 +293,10 @@ inline TraceReport ValidateTrace(std::string_view data, bool truncated,
         } else if (tn == "steps") {
           ++rc.steps;
           for (const auto& a : te.debug_annotations())
-            if (a.has_double_value()) rc.step_args[seq.keys[a.name_iid()]] += a.double_value();
+            if (a.has_double_value()) {
+              rc.step_args[seq.keys[a.name_iid()]] += a.double_value();
+              ++rc.step_arg_steps[seq.keys[a.name_iid()]];
+            }
         } else {
           error("slice '" + name + "' on track '" + tn + "' of an unknown kind");
         }

@@ -1,0 +1,165 @@
+// A sampled timeline's communication (analyze/sampled_estimate.h): the collectives' own GPU
+// times stand for it, of the run, of a typical step and of each communicator, where the
+// windows' NCCL kernels are an unfair sample (the first window holds the start, where ranks
+// wait for each other).
+#include <catch2/catch.hpp>
+
+#include "analyze/rank_model.h"
+#include "analyze/sampled_estimate.h"
+#include "analyze/step_figures.h"
+#include "fixtures.h"
+#include "report/figures_json.h"
+
+using namespace gwtest;
+
+namespace {
+
+constexpr uint64_t kUs = 1000;
+constexpr uint64_t kMs = 1000 * kUs;
+constexpr uint64_t kT0 = 1000 * kMs;
+constexpr uint64_t kComm = 7;
+
+// 100 NVTX steps of 10 ms from kT0: nine launches (kernels of 400 us) and one all-reduce on
+// the same stream. The overhead budget recorded steps 0-7 (the first window, the start, where
+// the all-reduce waits 400 us for a late peer) and step 50 (the rest, 200 us). Inside windows
+// the collective is timed by its NCCL kernel, outside by its event pair.
+wire::Batch SampledSteps() {
+  wire::Batch b;
+  b.set_gpu_source(wire::GPU_SOURCE_CUPTI);
+  b.mutable_overhead()->set_cupti_mode(wire::CUPTI_MODE_BUDGET);
+  for (auto [start, end] : {std::pair{kT0, kT0 + 80 * kMs}, std::pair{kT0 + 500 * kMs, kT0 + 510 * kMs}}) {
+    auto* w = b.add_cupti_windows();
+    w->set_start_ns(start);
+    w->set_end_ns(end);
+  }
+  const std::pair<uint32_t, const char*> names[] = {
+      {1, "train_step"}, {2, "fwd"}, {3, "ncclDevKernel_AllReduce_Sum_f32_RING_LL"}};
+  for (auto [id, name] : names) {
+    auto* n = b.add_kernel_names();
+    n->set_id(id);
+    n->set_name(name);
+  }
+  Comm(&b, kComm, 2, 0);
+  uint32_t corr = 0;
+  const auto launch = [&](uint64_t t, uint64_t dur, uint32_t name, bool recorded) {
+    if (!recorded) return;
+    Work(&b, wire::ACTIVITY_API, t, t + 10 * kUs, ++corr, 0)->set_api_domain(1);
+    Work(&b, wire::ACTIVITY_KERNEL, t + 50 * kUs, t + 50 * kUs + dur, corr)->set_name_id(name);
+  };
+  for (uint64_t s = 0; s < 100; ++s) {
+    const uint64_t start = kT0 + s * 10 * kMs;
+    const bool recorded = s < 8 || s == 50;
+    for (uint64_t k = 0; k < 9; ++k) {
+      const uint64_t t = start + k * kMs + kMs / 2;
+      Add(&b, wire::CUDA_LAUNCH_KERNEL, t, 10 * kUs);
+      launch(t, 400 * kUs, 2, recorded);
+    }
+    const uint64_t t = start + 9 * kMs + kMs / 2;
+    const uint64_t nccl = s < 8 ? 400 * kUs : 200 * kUs;
+    Coll(&b, wire::NCCL_ALL_REDUCE, kComm, 1 << 20, nccl, t, recorded ? wire::FLAG_KERNEL_TIMED : 0);
+    launch(t, nccl, 3, recorded);
+    Add(&b, wire::NVTX_RANGE, start, 10 * kMs - kUs)->set_name_id(1);
+  }
+  return b;
+}
+
+col::RankResult Run(const wire::Batch& b) {
+  col::RankModel m;
+  m.OnBatch(b);
+  return m.Result();
+}
+
+// The device's own account of SampledSteps.
+constexpr double kCommTruthS = (8 * 400 + 92 * 200) * 1e-6;      // 21.6 ms
+constexpr double kBusyTruthS = 100 * 9 * 400e-6 + kCommTruthS;  // 381.6 ms
+
+}  // namespace
+
+TEST_CASE("collector: a sampled timeline's communication is its collectives' own GPU time, not the windows' kernels") {
+  const col::RankResult r = Run(SampledSteps());
+  const auto g = col::GpuJson(r.gpu);
+  REQUIRE(g["coverage"]["sampled"] == true);
+  // The later window holds too few calls for strata (10 against the first's 80): one share of
+  // launches (90 of 1000) scaled the windows' 3.4 ms of NCCL kernels to 38 ms and busy to 398 ms.
+  CHECK(g["comm_kernels"]["total_s"].get<double>() == Approx(kCommTruthS).epsilon(1e-6));
+  CHECK(g["busy_s"].get<double>() == Approx(kBusyTruthS).epsilon(1e-6));
+  CHECK(g["utilization"].get<double>() <= 1.0);
+  // Compute is the windows' work, scaled by launches, as before.
+  CHECK(g["kernels"]["total_s"].get<double>() == Approx(100 * 9 * 400e-6).epsilon(1e-6));
+
+  // The overlap figures, of the rank and of its communicator: every call's time, exposed as
+  // the windows saw it (all of it: one stream).
+  CHECK(r.overlap.total.nccl_ns == Approx(kCommTruthS * 1e9).epsilon(1e-6));
+  CHECK(r.overlap.total.overlapped_ns == 0);
+  REQUIRE(r.comms.comms.size() == 1);
+  CHECK(r.comms.comms[0].kernel_ns == Approx(kCommTruthS * 1e9).epsilon(1e-6));
+  CHECK(r.comms.comms[0].ExposedNs() == r.comms.comms[0].kernel_ns);
+  CHECK(r.comms.comms[0].kernels == r.gpu.comm_kernels);
+
+  // A typical step: 216 us of communication, where the windows' steps averaged 378 us.
+  REQUIRE(r.per_step.known);
+  CHECK(r.per_step.comm_not_overlapped_ms == Approx(kCommTruthS * 1e3 / 100).epsilon(1e-3));
+  CHECK(r.per_step.compute_ms == Approx(3.6).epsilon(1e-6));
+  // The finding charges the same.
+  const col::Finding* comm = nullptr;
+  for (const col::Finding& f : r.findings)
+    if (f.id == "communication") comm = &f;
+  REQUIRE(comm != nullptr);
+  CHECK(comm->evidence["exposed_comm_s"].get<double>() == Approx(kCommTruthS).epsilon(0.01));
+}
+
+TEST_CASE("collector: a step's collectives are those called in it, and a step found again after a reset lost them") {
+  col::StepCharger charger;
+  const auto coll = [&](uint64_t t, uint64_t gpu_ns, bool timed) {
+    col::HostCall c{};
+    c.api = wire::NCCL_ALL_REDUCE;
+    c.t_ns = t;
+    c.dur_ns = 10;
+    c.gpu_ns = gpu_ns;
+    c.timed = timed;
+    charger.OnHostCall(c);
+  };
+  coll(5 * kMs, 100, true);  // before the first step: no step's
+  coll(12 * kMs, 200, true);
+  coll(15 * kMs, 0, false);  // no GPU time: counted, not timed
+  coll(21 * kMs, 300, true);  // between steps 1 and 2: the first step's (it holds the time until the next starts)
+  charger.OnStep({10 * kMs, 20 * kMs, true});
+  coll(25 * kMs, 400, true);
+  coll(31 * kMs, 500, true);  // after the step's end: waits for the next
+  charger.OnStep({22 * kMs, 30 * kMs, true});
+  const auto& s = charger.figures().steps;
+  REQUIRE(s.size() == 2);
+  CHECK(s[0].coll_known);
+  CHECK(s[0].coll_calls == 3);
+  CHECK(s[0].coll_timed == 2);
+  CHECK(s[0].coll_ns == 500);
+  CHECK(s[1].coll_calls == 1);
+  CHECK(s[1].coll_ns == 400);
+  // A reset finds the steps again from the start: their calls went to the steps before it.
+  charger.OnStepsReset();
+  charger.OnStep({10 * kMs, 20 * kMs, true});
+  charger.OnStep({22 * kMs, 30 * kMs, true});
+  charger.OnStep({30 * kMs, 40 * kMs, true});
+  const auto& again = charger.figures().steps;
+  REQUIRE(again.size() == 3);
+  CHECK_FALSE(again[0].coll_known);
+  CHECK_FALSE(again[1].coll_known);
+  CHECK(again[2].coll_known);  // starts after every call given out: its own are its own
+  CHECK(again[2].coll_calls == 1);
+  CHECK(again[2].coll_ns == 500);
+}
+
+TEST_CASE("collector: an estimated busy time stays within the active span") {
+  col::GpuFigures f;
+  f.active_ns = 100;
+  f.run.busy = 150;
+  f.run.noncomm_busy = 120;
+  f.run.idle[col::kIdleHost] = 5;
+  col::SpreadIdle(f);
+  CHECK(f.run.busy == 100);
+  CHECK(f.run.noncomm_busy == 100);
+  CHECK(f.run.IdleTotal() == 0);
+  CHECK(col::SameShare(30, 60, 10) == 5);
+  CHECK(col::SameShare(30, 0, 10) == 0);  // nothing measured: no share to keep
+  CHECK(col::SameShare(90, 60, 10) == 10);
+}
