@@ -117,11 +117,17 @@ class GpuCounter final : public EventSink {
 
  private:
   using KernelsById = std::unordered_map<uint32_t, GpuFigures::KernelStat>;
+  // Collectives (not captured): calls, those with a GPU time, and its sum.
+  struct CallsTime {
+    uint64_t calls = 0, timed = 0, ns = 0;
+    void Add(const HostCall& c) { ++calls, timed += c.timed, ns += c.timed ? c.gpu_ns : 0; }
+  };
   // The first window's part of the figures a sampled timeline scales up, and of the calls.
   struct Start {
     GpuFigures f;
     KernelsById by_id;
     uint64_t enqueues = 0, enqueues_recorded = 0;
+    CallsTime colls;
   };
   bool InStart(uint64_t t) const {
     const uint64_t end = coverage_ ? coverage_->first_end() : 0;
@@ -129,10 +135,14 @@ class GpuCounter final : public EventSink {
   }
   // The share of the windows' device records that came back with times.
   static double TimedShare(const RankFacts& facts, uint64_t timed_records);
+  // A sampled timeline's communication from its collectives' own GPU times, and busy with its
+  // exposed part (analyze/sampled_estimate.h).
+  void CommFromCalls(GpuFigures& r) const;
 
   GpuFigures f_;  // running figures (by_name unused: see by_id_)
   uint64_t first_ = UINT64_MAX;
   uint64_t enqueues_ = 0, enqueues_recorded_ = 0;  // hooked calls that enqueue device work
+  CallsTime colls_;
   KernelsById by_id_;
   const Coverage* coverage_ = nullptr;  // the interpreter's (RankModel)
   Start start_;  // the part of f_, by_id_ and the enqueues that falls in the first window

@@ -32,33 +32,34 @@ uint64_t SameShare(uint64_t part, uint64_t total, uint64_t to) {
 }
 
 void EstimateSampledComm(RankResult& r) {
-  GpuFigures& g = r.gpu;
+  const GpuFigures& g = r.gpu;
   const CollectiveFigures::Op calls = r.collectives.Total();
-  if (!g.coverage.sampled || calls.timed.count == 0) return;
-  const uint64_t comm = calls.AllCallsNs();
-  DeviceSlice& run = g.run;
-  run.busy = run.noncomm_busy + SameShare(run.ExposedComm(), run.comm, comm);
-  run.comm = comm;
-  SpreadIdle(g);
-  // The overlap figures where the windows saw NCCL kernels: the same share hidden, and the
-  // kernels the windows' count per call stands for.
-  const auto kernels = [&](uint64_t n) {
-    return calls.count ? static_cast<uint64_t>(std::llround(static_cast<double>(g.comm_kernels) *
-                                                            static_cast<double>(n) / static_cast<double>(calls.count)))
-                       : 0;
+  if (!g.coverage.sampled || calls.timed.count == 0 || g.run.comm == 0) return;
+  // The rank's exposed share as estimated; a communicator's as the windows measured it, scaled
+  // so that together they hold the rank's (one figure in every view).
+  const double share = static_cast<double>(g.run.ExposedComm()) / static_cast<double>(g.run.comm);
+  const auto split = [](uint64_t ns, double exposed_share) {
+    return ns - static_cast<uint64_t>(std::min(1.0, exposed_share) * static_cast<double>(ns) + 0.5);
   };
   if (OverlapTally& t = r.overlap.total; t.nccl_ns > 0) {
-    t.overlapped_ns = SameShare(t.overlapped_ns, t.nccl_ns, comm);
-    t.nccl_ns = comm;
+    t.nccl_ns = g.run.comm;
+    t.overlapped_ns = split(t.nccl_ns, share);
     t.kernels = g.comm_kernels;
   }
+  double exposed_w = 0, nccl_w = 0;
+  for (const CommFigures& c : r.comms.comms) {
+    exposed_w += static_cast<double>(c.ExposedNs());
+    nccl_w += static_cast<double>(c.kernel_ns);
+  }
+  const double k = exposed_w > 0 ? share / (exposed_w / nccl_w) : 0.0;
   for (CommFigures& c : r.comms.comms) {
     if (c.kernel_ns == 0) continue;
     const CollectiveFigures::Op op = c.Total();
-    const uint64_t ns = op.AllCallsNs();
-    c.overlapped_ns = SameShare(c.overlapped_ns, c.kernel_ns, ns);
-    c.kernel_ns = ns;
-    c.kernels = kernels(op.count);
+    const double measured = static_cast<double>(c.ExposedNs()) / static_cast<double>(c.kernel_ns);
+    c.kernel_ns = op.AllCallsNs();
+    c.overlapped_ns = split(c.kernel_ns, measured * k);
+    c.kernels = static_cast<uint64_t>(std::llround(static_cast<double>(g.comm_kernels) * static_cast<double>(op.count) /
+                                                   static_cast<double>(calls.count)));
   }
 }
 
@@ -69,8 +70,11 @@ void TypicalCoveredSteps(const RankResult& r, size_t covered, uint64_t covered_n
   // of what they ran beyond the mean step.
   double shrunk = 0;
   if (const uint64_t step_comm = StepCommNs(r)) {
+    // Exposed as the run's estimate has it (the windows' steps hold the start's share).
     const uint64_t comm = step_comm * covered;
-    const uint64_t busy = dev.noncomm_busy + SameShare(dev.ExposedComm(), dev.comm, comm);
+    const DeviceSlice& run = r.gpu.run;
+    const uint64_t busy = dev.noncomm_busy + (run.comm ? SameShare(run.ExposedComm(), run.comm, comm)
+                                                       : SameShare(dev.ExposedComm(), dev.comm, comm));
     shrunk = static_cast<double>(dev.busy) - static_cast<double>(busy);
     dev.busy = busy;
     dev.comm = comm;

@@ -6,7 +6,12 @@
 // communication at 2-3x the device's. The collectives' own GPU times cover every call —
 // CUPTI's kernels inside windows, the CUDA event pairs outside (record/collective_timer.h) —
 // so they stand for the communication, of the run and of a typical step; the windows say
-// only how much of it compute hid (the share they measured).
+// only how much of it compute hid. That share is measured apart in the first window and the
+// later ones, each for its own calls, and held within the active span (GpuCounter::
+// CommFromCalls: the run's), which the overlap figures and a typical step take; the
+// communicators split it as the windows saw them. It stays the windows' view: a rank slowed
+// by its own window makes its peers wait in theirs, so on a rank that waits, exposed time can
+// read 1.5-5x the device's (docs/PERFORMANCE.md).
 //
 // Steps. Steps inside windows ran slower by CUPTI's own cost, and the GPU waited that much
 // longer: what they ran beyond the mean step comes out of their idle time.
@@ -24,8 +29,8 @@ struct RankResult;
 // measured).
 uint64_t SameShare(uint64_t part, uint64_t total, uint64_t to);
 
-// A sampled rank's communication from its collectives: gpu.run (comm, and busy by the exposed
-// share), the overlap figures and each communicator's. Nothing unless sampled.
+// A sampled rank's overlap figures and each communicator's from its collectives (gpu.run's
+// communication is GpuCounter's). Nothing unless sampled.
 void EstimateSampledComm(RankResult& r);
 
 // `dev`, the sum of `covered` steps inside windows (`covered_ns` long together), as that many

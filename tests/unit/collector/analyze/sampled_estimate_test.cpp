@@ -22,8 +22,10 @@ constexpr uint64_t kComm = 7;
 // 100 NVTX steps of 10 ms from kT0: nine launches (kernels of 400 us) and one all-reduce on
 // the same stream. The overhead budget recorded steps 0-7 (the first window, the start, where
 // the all-reduce waits 400 us for a late peer) and step 50 (the rest, 200 us). Inside windows
-// the collective is timed by its NCCL kernel, outside by its event pair.
-wire::Batch SampledSteps() {
+// the collective is timed by its NCCL kernel, outside by its event pair. `hidden`: after the
+// start, the all-reduce runs on its own stream under the step's last kernel (DDP's), so only
+// the start's waits are exposed.
+wire::Batch SampledSteps(bool hidden = false) {
   wire::Batch b;
   b.set_gpu_source(wire::GPU_SOURCE_CUPTI);
   b.mutable_overhead()->set_cupti_mode(wire::CUPTI_MODE_BUDGET);
@@ -41,10 +43,10 @@ wire::Batch SampledSteps() {
   }
   Comm(&b, kComm, 2, 0);
   uint32_t corr = 0;
-  const auto launch = [&](uint64_t t, uint64_t dur, uint32_t name, bool recorded) {
+  const auto launch = [&](uint64_t t, uint64_t dur, uint32_t name, bool recorded, uint32_t stream = 1) {
     if (!recorded) return;
     Work(&b, wire::ACTIVITY_API, t, t + 10 * kUs, ++corr, 0)->set_api_domain(1);
-    Work(&b, wire::ACTIVITY_KERNEL, t + 50 * kUs, t + 50 * kUs + dur, corr)->set_name_id(name);
+    Work(&b, wire::ACTIVITY_KERNEL, t + 50 * kUs, t + 50 * kUs + dur, corr, stream)->set_name_id(name);
   };
   for (uint64_t s = 0; s < 100; ++s) {
     const uint64_t start = kT0 + s * 10 * kMs;
@@ -54,10 +56,11 @@ wire::Batch SampledSteps() {
       Add(&b, wire::CUDA_LAUNCH_KERNEL, t, 10 * kUs);
       launch(t, 400 * kUs, 2, recorded);
     }
-    const uint64_t t = start + 9 * kMs + kMs / 2;
+    const bool under = hidden && s >= 8;
+    const uint64_t t = start + (under ? 8 * kMs + kMs / 2 + 20 * kUs : 9 * kMs + kMs / 2);
     const uint64_t nccl = s < 8 ? 400 * kUs : 200 * kUs;
     Coll(&b, wire::NCCL_ALL_REDUCE, kComm, 1 << 20, nccl, t, recorded ? wire::FLAG_KERNEL_TIMED : 0);
-    launch(t, nccl, 3, recorded);
+    launch(t, nccl, 3, recorded, under ? 2 : 1);
     Add(&b, wire::NVTX_RANGE, start, 10 * kMs - kUs)->set_name_id(1);
   }
   return b;
@@ -106,6 +109,24 @@ TEST_CASE("collector: a sampled timeline's communication is its collectives' own
     if (f.id == "communication") comm = &f;
   REQUIRE(comm != nullptr);
   CHECK(comm->evidence["exposed_comm_s"].get<double>() == Approx(kCommTruthS).epsilon(0.01));
+}
+
+TEST_CASE("collector: a sampled timeline's exposed communication: the start's share for the start, the rest's for the rest") {
+  // The start's all-reduces wait in the open (3.2 ms, all exposed); after it they run under the
+  // step's last kernel (none exposed). The windows' share pooled (3.2 of 3.4 ms exposed) would
+  // expose 94% of all 21.6 ms: 20.3 ms.
+  const col::RankResult r = Run(SampledSteps(true));
+  const auto g = col::GpuJson(r.gpu);
+  REQUIRE(g["coverage"]["sampled"] == true);
+  CHECK(g["comm_kernels"]["total_s"].get<double>() == Approx(kCommTruthS).epsilon(1e-6));
+  CHECK(g["busy_s"].get<double>() == Approx(100 * 9 * 400e-6 + 8 * 400e-6).epsilon(1e-6));
+  CHECK(r.overlap.total.nccl_ns == Approx(kCommTruthS * 1e9).epsilon(1e-6));
+  CHECK(r.overlap.total.ExposedNs() == Approx(3.2e6).epsilon(1e-6));
+  REQUIRE(r.comms.comms.size() == 1);
+  CHECK(r.comms.comms[0].ExposedNs() == Approx(3.2e6).epsilon(1e-6));
+  // A typical step: the rank's share of its 216 us.
+  REQUIRE(r.per_step.known);
+  CHECK(r.per_step.comm_not_overlapped_ms == Approx(0.032).epsilon(1e-3));
 }
 
 TEST_CASE("collector: a step's collectives are those called in it, and a step found again after a reset lost them") {
