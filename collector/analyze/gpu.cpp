@@ -34,6 +34,7 @@ void GpuFigures::Merge(const GpuFigures& o) {
   }
   other_kernels.Add(o.other_kernels);
   comm_kernels += o.comm_kernels;
+  comm_graph_ns += o.comm_graph_ns;
   coll_events.Add(o.coll_events);
   for (int i = 0; i < kCopyDirections; ++i) {
     copies[i].device.Add(o.copies[i].device);
@@ -73,6 +74,7 @@ void CountWork(GpuFigures& f, std::unordered_map<uint32_t, GpuFigures::KernelSta
   if (w.kind == wire::ACTIVITY_KERNEL) {
     if (w.comm) {
       ++f.comm_kernels;
+      if (w.graph_id) f.comm_graph_ns += dur;
       return;
     }
     ++f.kernel_count;
@@ -114,7 +116,7 @@ void ScaleUp(GpuFigures& r, const GpuFigures& start, double k_start, double k_re
       {&r.run.copy, start.run.copy},         {&r.gap_count, start.gap_count},
       {&r.kernel_count, start.kernel_count}, {&r.kernel_with_api, start.kernel_with_api},
       {&r.kernel_short, start.kernel_short}, {&r.graph_kernels, start.graph_kernels},
-      {&r.comm_kernels, start.comm_kernels}, {&r.work, start.work}};
+      {&r.comm_kernels, start.comm_kernels}, {&r.comm_graph_ns, start.comm_graph_ns}, {&r.work, start.work}};
   for (const auto& [v, s] : sums) *v = Strata(*v, s, k_start, k_rest);
   SpreadIdle(r);
   Strata(r.other_kernels, start.other_kernels, k_start, k_rest);
@@ -286,9 +288,11 @@ void GpuCounter::CommFromCalls(GpuFigures& r) const {
   const CallsTime& c0 = start_.colls;
   const uint64_t comm_first = calls_ns(c0.calls, c0.timed, c0.ns);
   const uint64_t comm_rest = calls_ns(colls_.calls - c0.calls, colls_.timed - c0.timed, colls_.ns - c0.ns);
-  const uint64_t comm = comm_first + comm_rest;
+  // NCCL kernels a CUDA graph replays have no call: the windows' (scaled) stand for them.
+  const uint64_t comm = comm_first + comm_rest + r.comm_graph_ns;
   double exposed = 0;
-  if (s_first >= 0) exposed = s_first * static_cast<double>(comm_first) + s_rest * static_cast<double>(comm_rest);
+  if (s_first >= 0)
+    exposed = s_first * static_cast<double>(comm_first) + s_rest * static_cast<double>(comm_rest + r.comm_graph_ns);
   // Within the active span: exposed communication is time nothing else ran, which the span
   // bounds where the windows' waits (a peer slowed by its own window) would make it more.
   r.run.busy = r.run.noncomm_busy + static_cast<uint64_t>(exposed + 0.5);

@@ -51,6 +51,7 @@ struct GpuFigures {
   std::unordered_map<std::string, KernelStat> by_name;  // mangled name; bounded
   KernelStat other_kernels;  // beyond the name bound
   uint64_t comm_kernels = 0;  // NCCL kernels (CUPTI); their time is run.comm
+  uint64_t comm_graph_ns = 0;  // of run.comm, NCCL kernels run by CUDA graph launches (no call of their own)
   KernelStat coll_events;     // collectives with a CUDA-event GPU time (events source only)
   CopyStat copies[kCopyDirections];
   uint64_t late = 0, overflow = 0, unmatched = 0;

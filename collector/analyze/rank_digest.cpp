@@ -125,7 +125,7 @@ GW_DIGEST(GpuFigures::CopyStat, device, pageable)
 GW_DIGEST(GpuFigures::Coverage, sampled, windows, covered_ns, enqueues, enqueues_in_windows)
 GW_DIGEST(GpuFigures, cupti_ranks, events_ranks, source_detail, work, first_ns, last_ns, active_ns, run,
           gap_count, gaps, launch_delay, kernel_count, kernel_with_api, kernel_short, graph_kernels,
-          kernel_dur, by_name, other_kernels, comm_kernels, coll_events, copies, late, overflow, unmatched,
+          kernel_dur, by_name, other_kernels, comm_kernels, comm_graph_ns, coll_events, copies, late, overflow, unmatched,
           coverage, series)
 GW_DIGEST(StepMark, start_ns, end_ns, device_covered)
 GW_DIGEST(StepsFound, source, total, stats, nvtx, inferred)
@@ -174,7 +174,7 @@ GW_DIGEST(RankResult, rank, host, host_calls, host_first_ns, host_last_ns, sync,
 // platform the project builds on.
 #if defined(__x86_64__) && defined(__GLIBCXX__)
 // RankResult holds the others by value: its size covers them; these sit in containers.
-static_assert(sizeof(RankResult) == 46896, "RankResult changed: carry the new field in the digest");
+static_assert(sizeof(RankResult) == 46904, "RankResult changed: carry the new field in the digest");
 static_assert(sizeof(StepRec) == 152 && sizeof(CollCall) == 40 && sizeof(StepMark) == 24,
               "a step or collective record changed: carry the new field in the digest");
 static_assert(sizeof(SiteStat) == 96 && sizeof(HostFrame) == 80 && sizeof(Finding) == 216,

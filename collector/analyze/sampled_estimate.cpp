@@ -68,8 +68,9 @@ void TypicalCoveredSteps(const RankResult& r, size_t covered, uint64_t covered_n
   if (!r.gpu.coverage.sampled || covered == 0 || n <= 0) return;
   // Communication first: what the covered steps' exposed share shrinks (or grows) by is part
   // of what they ran beyond the mean step.
+  // Not where CUDA graphs replay NCCL kernels: the steps' calls do not hold those.
   double shrunk = 0;
-  if (const uint64_t step_comm = StepCommNs(r)) {
+  if (const uint64_t step_comm = r.gpu.comm_graph_ns ? 0 : StepCommNs(r)) {
     // Exposed as the run's estimate has it (the windows' steps hold the start's share).
     const uint64_t comm = step_comm * covered;
     const DeviceSlice& run = r.gpu.run;

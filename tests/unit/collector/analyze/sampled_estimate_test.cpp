@@ -24,8 +24,9 @@ constexpr uint64_t kComm = 7;
 // the all-reduce waits 400 us for a late peer) and step 50 (the rest, 200 us). Inside windows
 // the collective is timed by its NCCL kernel, outside by its event pair. `hidden`: after the
 // start, the all-reduce runs on its own stream under the step's last kernel (DDP's), so only
-// the start's waits are exposed.
-wire::Batch SampledSteps(bool hidden = false) {
+// the start's waits are exposed. `graph`: each step first replays a CUDA graph holding one
+// 100 us NCCL kernel (a captured collective: no call of its own at replay).
+wire::Batch SampledSteps(bool hidden = false, bool graph = false) {
   wire::Batch b;
   b.set_gpu_source(wire::GPU_SOURCE_CUPTI);
   b.mutable_overhead()->set_cupti_mode(wire::CUPTI_MODE_BUDGET);
@@ -51,6 +52,16 @@ wire::Batch SampledSteps(bool hidden = false) {
   for (uint64_t s = 0; s < 100; ++s) {
     const uint64_t start = kT0 + s * 10 * kMs;
     const bool recorded = s < 8 || s == 50;
+    if (graph) {
+      const uint64_t t = start + 100 * kUs;
+      Add(&b, wire::CUDA_GRAPH_LAUNCH, t, 20 * kUs);
+      if (recorded) {
+        Work(&b, wire::ACTIVITY_API, t, t + 20 * kUs, ++corr, 0)->set_api_domain(1);
+        auto* k = Work(&b, wire::ACTIVITY_KERNEL, t + 50 * kUs, t + 150 * kUs, corr);
+        k->set_name_id(3);
+        k->set_graph_id(5);
+      }
+    }
     for (uint64_t k = 0; k < 9; ++k) {
       const uint64_t t = start + k * kMs + kMs / 2;
       Add(&b, wire::CUDA_LAUNCH_KERNEL, t, 10 * kUs);
@@ -127,6 +138,16 @@ TEST_CASE("collector: a sampled timeline's exposed communication: the start's sh
   // A typical step: the rank's share of its 216 us.
   REQUIRE(r.per_step.known);
   CHECK(r.per_step.comm_not_overlapped_ms == Approx(0.032).epsilon(1e-3));
+}
+
+TEST_CASE("collector: a sampled timeline's NCCL kernels replayed by CUDA graphs are estimated from the windows") {
+  // 100 graph replays of a 100 us NCCL kernel: no call times them, the windows' 9 (0.9 ms) stand
+  // for them by the share of launches (99 of 1100): 10 ms, beside the calls' 21.6.
+  const col::RankResult r = Run(SampledSteps(false, true));
+  const auto g = col::GpuJson(r.gpu);
+  REQUIRE(g["coverage"]["sampled"] == true);
+  CHECK(g["comm_kernels"]["total_s"].get<double>() == Approx(kCommTruthS + 0.010).epsilon(1e-6));
+  CHECK(g["busy_s"].get<double>() == Approx(kBusyTruthS + 0.010).epsilon(1e-6));
 }
 
 TEST_CASE("collector: a step's collectives are those called in it, and a step found again after a reset lost them") {
