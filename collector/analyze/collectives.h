@@ -12,7 +12,6 @@
 // sequence number is a multiple of `stride`. The stride doubles whenever kMaxCollCalls are
 // kept, so the sample covers the whole run and every rank keeps the same calls.
 #pragma once
-#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <vector>
@@ -22,14 +21,23 @@
 
 namespace gpuwatch::collector {
 
-// GPU time of `calls` collectives of which `timed` were timed, `timed_ns` together: the
-// others at the timed ones' mean (a pair the pool could not give, a kernel CUPTI returned
-// without times). What a sampled timeline's communication is (analyze/sampled_comm.h).
-inline uint64_t AllCallsNs(uint64_t calls, uint64_t timed, uint64_t timed_ns) {
-  if (timed == 0) return 0;
-  return static_cast<uint64_t>(static_cast<double>(timed_ns) * static_cast<double>(std::max(calls, timed)) /
-                                   static_cast<double>(timed) + 0.5);
-}
+// Collectives' GPU time: calls, those timed (CUPTI's NCCL kernels inside a window, the CUDA
+// event pair outside), and their sum. What a sampled timeline's communication is
+// (analyze/sampled_estimate.h).
+struct CallsTime {
+  uint64_t calls = 0, timed = 0, ns = 0;
+  void Add(uint64_t gpu_ns, bool has_time) { ++calls, timed += has_time, ns += has_time ? gpu_ns : 0; }
+  void Add(const HostCall& c) { Add(c.gpu_ns, c.timed); }
+  CallsTime Minus(const CallsTime& o) const { return {calls - o.calls, timed - o.timed, ns - o.ns}; }
+  double MeanNs() const { return timed ? static_cast<double>(ns) / static_cast<double>(timed) : 0.0; }
+  // Every call's time: the untimed ones (a pair the pool could not give, a kernel CUPTI returned
+  // without times) at the timed ones' mean, or at `mean_ns` when none was timed.
+  uint64_t AllNs(double mean_ns) const {
+    const uint64_t untimed = calls > timed ? calls - timed : 0;
+    return ns + static_cast<uint64_t>(static_cast<double>(untimed) * (timed ? MeanNs() : mean_ns) + 0.5);
+  }
+  uint64_t AllNs() const { return AllNs(0.0); }
+};
 
 struct CollOp {
   const char* name;
@@ -60,7 +68,7 @@ struct CollectiveFigures {
     Tally timed;                    // the calls with GPU time: S, GPU ns
     double bus_bytes = 0;           // S x factor, calls with GPU time
     uint64_t no_gpu_time() const { return count - timed.count; }
-    uint64_t AllCallsNs() const { return collector::AllCallsNs(count, timed.count, timed.ns); }
+    CallsTime Calls() const { return {count, timed.count, timed.ns}; }
     double algbw() const;           // GB/s
     double busbw() const;
     void Add(const Op& o);

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "analyze/collectives.h"
 #include "analyze/launches.h"
 
 namespace gpuwatch::collector {
@@ -108,7 +107,7 @@ void NameKernels(const RankFacts& facts, const std::unordered_map<uint32_t, GpuF
 
 // The figures of a sampled timeline, from the windows to the active span (GpuFigures::
 // Coverage): device work measured in the first window times k_start, the rest times k_rest
-// (`start`: the first window's part), idle what is left of the span, split as measured.
+// (`start`: the first window's part); idle follows (SpreadIdle).
 void ScaleUp(GpuFigures& r, const GpuFigures& start, double k_start, double k_rest) {
   const std::pair<uint64_t*, uint64_t> sums[] = {
       {&r.run.busy, start.run.busy},         {&r.run.noncomm_busy, start.run.noncomm_busy},
@@ -118,7 +117,6 @@ void ScaleUp(GpuFigures& r, const GpuFigures& start, double k_start, double k_re
       {&r.kernel_short, start.kernel_short}, {&r.graph_kernels, start.graph_kernels},
       {&r.comm_kernels, start.comm_kernels}, {&r.comm_graph_ns, start.comm_graph_ns}, {&r.work, start.work}};
   for (const auto& [v, s] : sums) *v = Strata(*v, s, k_start, k_rest);
-  SpreadIdle(r);
   Strata(r.other_kernels, start.other_kernels, k_start, k_rest);
   for (auto& [name, st] : r.by_name) {
     const auto it = start.by_name.find(name);
@@ -257,6 +255,7 @@ GpuFigures GpuCounter::Result(const RankFacts& facts, const DeviceSweep& sweep, 
     if (share > 0 && share < 1) ScaleUp(r, GpuFigures{}, 1.0, 1 / share);
   }
   CommFromCalls(r);
+  SpreadIdle(r);
   return r;
 }
 
@@ -267,27 +266,20 @@ GpuFigures GpuCounter::Result(const RankFacts& facts, const DeviceSweep& sweep, 
 // for 0.0006, one as pooled).
 void GpuCounter::CommFromCalls(GpuFigures& r) const {
   if (colls_.timed == 0) return;
-  const auto exposed_share = [](uint64_t busy, uint64_t noncomm, uint64_t comm) {
-    return comm ? std::min(1.0, static_cast<double>(busy > noncomm ? busy - noncomm : 0) / static_cast<double>(comm))
-                : -1.0;
+  // Exposed over all communication kernel time, of a stratum; -1 where it saw none.
+  const auto exposed_share = [](uint64_t exposed, uint64_t comm) {
+    return comm ? std::min(1.0, static_cast<double>(exposed) / static_cast<double>(comm)) : -1.0;
   };
   const DeviceSlice& all = f_.run;
   const DeviceSlice& first = start_.f.run;
-  double s_first = exposed_share(first.busy, first.noncomm_busy, first.comm);
-  double s_rest = all.comm > first.comm ? exposed_share(all.busy - std::min(all.busy, first.busy),
-                                                       all.noncomm_busy - std::min(all.noncomm_busy, first.noncomm_busy),
-                                                       all.comm - first.comm)
-                                        : -1.0;
+  const uint64_t first_exposed = std::min(first.ExposedComm(), all.ExposedComm());
+  double s_first = exposed_share(first_exposed, first.comm);
+  double s_rest = exposed_share(all.ExposedComm() - first_exposed, all.comm - std::min(all.comm, first.comm));
   if (s_first < 0) s_first = s_rest;
   if (s_rest < 0) s_rest = s_first;
-  // A stratum's calls at their own mean time, or at the run's when none of them was timed.
-  const auto calls_ns = [&](uint64_t calls, uint64_t timed, uint64_t ns) {
-    if (timed) return AllCallsNs(calls, timed, ns);
-    return Scaled(colls_.ns, static_cast<double>(calls) / static_cast<double>(colls_.timed));
-  };
-  const CallsTime& c0 = start_.colls;
-  const uint64_t comm_first = calls_ns(c0.calls, c0.timed, c0.ns);
-  const uint64_t comm_rest = calls_ns(colls_.calls - c0.calls, colls_.timed - c0.timed, colls_.ns - c0.ns);
+  // Each stratum's calls at their own mean time, or at the run's when none of them was timed.
+  const uint64_t comm_first = start_.colls.AllNs(colls_.MeanNs());
+  const uint64_t comm_rest = colls_.Minus(start_.colls).AllNs(colls_.MeanNs());
   // NCCL kernels a CUDA graph replays have no call: the windows' (scaled) stand for them.
   const uint64_t comm = comm_first + comm_rest + r.comm_graph_ns;
   double exposed = 0;
@@ -297,7 +289,6 @@ void GpuCounter::CommFromCalls(GpuFigures& r) const {
   // bounds where the windows' waits (a peer slowed by its own window) would make it more.
   r.run.busy = r.run.noncomm_busy + static_cast<uint64_t>(exposed + 0.5);
   r.run.comm = comm;
-  SpreadIdle(r);
 }
 
 }  // namespace gpuwatch::collector

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "analyze/busy_series.h"
+#include "analyze/collectives.h"
 #include "analyze/device_slice.h"
 #include "common/log_histogram.h"
 #include "common/tally.h"
@@ -118,11 +119,6 @@ class GpuCounter final : public EventSink {
 
  private:
   using KernelsById = std::unordered_map<uint32_t, GpuFigures::KernelStat>;
-  // Collectives (not captured): calls, those with a GPU time, and its sum.
-  struct CallsTime {
-    uint64_t calls = 0, timed = 0, ns = 0;
-    void Add(const HostCall& c) { ++calls, timed += c.timed, ns += c.timed ? c.gpu_ns : 0; }
-  };
   // The first window's part of the figures a sampled timeline scales up, and of the calls.
   struct Start {
     GpuFigures f;
@@ -143,7 +139,7 @@ class GpuCounter final : public EventSink {
   GpuFigures f_;  // running figures (by_name unused: see by_id_)
   uint64_t first_ = UINT64_MAX;
   uint64_t enqueues_ = 0, enqueues_recorded_ = 0;  // hooked calls that enqueue device work
-  CallsTime colls_;
+  CallsTime colls_;  // collectives, not captured
   KernelsById by_id_;
   const Coverage* coverage_ = nullptr;  // the interpreter's (RankModel)
   Start start_;  // the part of f_, by_id_ and the enqueues that falls in the first window

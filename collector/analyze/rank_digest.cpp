@@ -129,8 +129,8 @@ GW_DIGEST(GpuFigures, cupti_ranks, events_ranks, source_detail, work, first_ns, 
           coverage, series)
 GW_DIGEST(StepMark, start_ns, end_ns, device_covered)
 GW_DIGEST(StepsFound, source, total, stats, nvtx, inferred)
-GW_DIGEST(StepRec, start, end, sync_mid, sync_mid_count, graph_launches, covered, dev, coll_calls, coll_timed, coll_ns,
-          coll_known)
+GW_DIGEST(CallsTime, calls, timed, ns)
+GW_DIGEST(StepRec, start, end, sync_mid, sync_mid_count, graph_launches, covered, dev, colls, coll_known)
 GW_DIGEST(StepFigures, steps, charged_until, sync_mid_ns, sync_mid_count)
 GW_DIGEST(InputIoFigures, intervals, max_processes, host_wait_s, gap_s, cpu_s, run_wait_s, read_chars,
           read_bytes, periods, throttled_periods, throttled_s, throttled_gap_s, all_s, all_cpu_s, all_read_chars,
@@ -175,7 +175,7 @@ GW_DIGEST(RankResult, rank, host, host_calls, host_first_ns, host_last_ns, sync,
 #if defined(__x86_64__) && defined(__GLIBCXX__)
 // RankResult holds the others by value: its size covers them; these sit in containers.
 static_assert(sizeof(RankResult) == 46904, "RankResult changed: carry the new field in the digest");
-static_assert(sizeof(StepRec) == 152 && sizeof(CollCall) == 40 && sizeof(StepMark) == 24,
+static_assert(sizeof(StepRec) == 160 && sizeof(CollCall) == 40 && sizeof(StepMark) == 24,
               "a step or collective record changed: carry the new field in the digest");
 static_assert(sizeof(SiteStat) == 96 && sizeof(HostFrame) == 80 && sizeof(Finding) == 216,
               "a call site, host frame or finding changed: carry the new field in the digest");

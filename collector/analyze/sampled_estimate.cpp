@@ -17,8 +17,8 @@ uint64_t StepCommNs(const RankResult& r) {
   for (const StepRec& s : r.steps.steps) {
     if (!s.coll_known) continue;
     ++steps;
-    calls += s.coll_calls;
-    ns += AllCallsNs(s.coll_calls, s.coll_timed, s.coll_ns);
+    calls += s.colls.calls;
+    ns += s.colls.AllNs();
   }
   return calls && steps ? ns / steps : 0;
 }
@@ -33,8 +33,8 @@ uint64_t SameShare(uint64_t part, uint64_t total, uint64_t to) {
 
 void EstimateSampledComm(RankResult& r) {
   const GpuFigures& g = r.gpu;
-  const CollectiveFigures::Op calls = r.collectives.Total();
-  if (!g.coverage.sampled || calls.timed.count == 0 || g.run.comm == 0) return;
+  const CallsTime calls = r.collectives.Total().Calls();
+  if (!g.coverage.sampled || calls.timed == 0 || g.run.comm == 0) return;
   // The rank's exposed share as estimated; a communicator's as the windows measured it, scaled
   // so that together they hold the rank's (one figure in every view).
   const double share = static_cast<double>(g.run.ExposedComm()) / static_cast<double>(g.run.comm);
@@ -54,12 +54,12 @@ void EstimateSampledComm(RankResult& r) {
   const double k = exposed_w > 0 ? share / (exposed_w / nccl_w) : 0.0;
   for (CommFigures& c : r.comms.comms) {
     if (c.kernel_ns == 0) continue;
-    const CollectiveFigures::Op op = c.Total();
+    const CallsTime own = c.Total().Calls();
     const double measured = static_cast<double>(c.ExposedNs()) / static_cast<double>(c.kernel_ns);
-    c.kernel_ns = op.AllCallsNs();
+    c.kernel_ns = own.AllNs();
     c.overlapped_ns = split(c.kernel_ns, measured * k);
-    c.kernels = static_cast<uint64_t>(std::llround(static_cast<double>(g.comm_kernels) * static_cast<double>(op.count) /
-                                                   static_cast<double>(calls.count)));
+    c.kernels = static_cast<uint64_t>(std::llround(static_cast<double>(g.comm_kernels) * static_cast<double>(own.calls) /
+                                                   static_cast<double>(calls.calls)));
   }
 }
 
@@ -73,9 +73,7 @@ void TypicalCoveredSteps(const RankResult& r, size_t covered, uint64_t covered_n
   if (const uint64_t step_comm = r.gpu.comm_graph_ns ? 0 : StepCommNs(r)) {
     // Exposed as the run's estimate has it (the windows' steps hold the start's share).
     const uint64_t comm = step_comm * covered;
-    const DeviceSlice& run = r.gpu.run;
-    const uint64_t busy = dev.noncomm_busy + (run.comm ? SameShare(run.ExposedComm(), run.comm, comm)
-                                                       : SameShare(dev.ExposedComm(), dev.comm, comm));
+    const uint64_t busy = dev.noncomm_busy + SameShare(r.gpu.run.ExposedComm(), r.gpu.run.comm, comm);
     shrunk = static_cast<double>(dev.busy) - static_cast<double>(busy);
     dev.busy = busy;
     dev.comm = comm;

@@ -88,11 +88,7 @@ void StepCharger::TakeCollectives(const StepMark& m) {
   while (!colls_.empty() && colls_.front().t_ns <= m.end_ns) {
     const Coll& k = colls_.front();
     StepRec* to = k.t_ns >= m.start_ns ? cur : prev;
-    if (to && to->coll_known) {
-      ++to->coll_calls;
-      to->coll_timed += k.timed;
-      to->coll_ns += k.timed ? k.gpu_ns : 0;
-    }
+    if (to && to->coll_known) to->colls.Add(k.gpu_ns, k.timed);
     colls_taken_until_ = std::max(colls_taken_until_, k.t_ns);
     colls_.pop_front();
   }

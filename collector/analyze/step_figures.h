@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <deque>
 
+#include "analyze/collectives.h"
 #include "analyze/device_slice.h"
 #include "interpret/event_sink.h"
 
@@ -20,11 +21,10 @@ struct StepRec {
   uint64_t graph_launches = 0;  // hooked graph launch calls made inside [start, end] (not captured)
   bool covered = true;  // CUPTI recorded the whole step: its device figures are whole
   DeviceSlice dev;
-  // Collectives called in [start, next start): calls, those with a GPU time, and its sum (a
-  // sampled timeline's typical step, analyze/sampled_estimate.h). Not known for a step found
-  // again after a reset, whose calls went to the steps before it.
-  uint32_t coll_calls = 0, coll_timed = 0;
-  uint64_t coll_ns = 0;
+  // Collectives called in [start, next start) (a sampled timeline's typical step,
+  // analyze/sampled_estimate.h). Not known for a step found again after a reset, whose calls
+  // went to the steps before it.
+  CallsTime colls;
   bool coll_known = true;
 };
 

@@ -1,6 +1,7 @@
 // Builders for wire frames, and a fake rank that feeds them through the collector's own
 // Connection (the same path the socket server uses), for aggregation tests.
 #pragma once
+#include <initializer_list>
 #include <memory>
 #include <string>
 
@@ -76,6 +77,37 @@ inline void Comm(wire::Batch* b, uint64_t id, int nranks, int rank) {
   c->set_nranks(nranks);
   c->set_rank(rank);
 }
+
+// A run under the overhead budget with these windows ([start, end) ns), and CUPTI's records of
+// the calls made inside them.
+struct SampledBatch {
+  static constexpr uint64_t kApiNs = 10'000, kLagNs = 50'000;  // a call's API record, its kernel's start after it
+  wire::Batch b;
+  uint32_t corr = 0;
+  explicit SampledBatch(std::initializer_list<std::pair<uint64_t, uint64_t>> windows) {
+    b.set_gpu_source(wire::GPU_SOURCE_CUPTI);
+    b.mutable_overhead()->set_cupti_mode(wire::CUPTI_MODE_BUDGET);
+    for (auto [start, end] : windows) {
+      auto* w = b.add_cupti_windows();
+      w->set_start_ns(start);
+      w->set_end_ns(end);
+    }
+  }
+  // The API record of a call at `t` and its kernel kLagNs later (kernel_ns 0: it came back
+  // without times, so none): the kernel's record, or null.
+  wire::Activity* Record(uint64_t t, uint64_t kernel_ns, uint32_t name_id = 1, uint32_t stream = 1) {
+    Work(&b, wire::ACTIVITY_API, t, t + kApiNs, ++corr, 0)->set_api_domain(1);
+    if (!kernel_ns) return nullptr;
+    auto* k = Work(&b, wire::ACTIVITY_KERNEL, t + kLagNs, t + kLagNs + kernel_ns, corr, stream);
+    k->set_name_id(name_id);
+    return k;
+  }
+  // A hooked kernel launch at `t`, with its records when CUPTI was `recorded`.
+  void Launch(uint64_t t, bool recorded, uint64_t kernel_ns, uint32_t name_id = 1) {
+    Add(&b, wire::CUDA_LAUNCH_KERNEL, t, kApiNs);
+    if (recorded) Record(t, kernel_ns, name_id);
+  }
+};
 
 inline void Drop(wire::Batch* b, const std::string& reason, uint64_t n) {
   auto* d = b->add_dropped();

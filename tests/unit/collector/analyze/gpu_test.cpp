@@ -456,29 +456,6 @@ TEST_CASE("collector: gpu reorder window cap releases early and counts it") {
 
 namespace {
 
-// A run under the overhead budget with these windows ([start, end) ns): launches hooked, and
-// those made inside a window with their API record and (unless untimed) their kernel.
-struct SampledBatch {
-  wire::Batch b;
-  uint32_t corr = 0;
-  explicit SampledBatch(std::initializer_list<std::pair<uint64_t, uint64_t>> windows) {
-    b.set_gpu_source(wire::GPU_SOURCE_CUPTI);
-    b.mutable_overhead()->set_cupti_mode(wire::CUPTI_MODE_BUDGET);
-    for (auto [start, end] : windows) {
-      auto* w = b.add_cupti_windows();
-      w->set_start_ns(start);
-      w->set_end_ns(end);
-    }
-  }
-  // kernel_ns 0: recorded, but its kernel came back without times (or none: not recorded).
-  void Launch(uint64_t t, bool recorded, uint64_t kernel_ns) {
-    Add(&b, wire::CUDA_LAUNCH_KERNEL, t, 10 * kUs);
-    if (!recorded) return;
-    Api(&b, ++corr, t, t + 10 * kUs);
-    if (kernel_ns) Kernel(&b, t + 50 * kUs, t + 50 * kUs + kernel_ns, corr);
-  }
-};
-
 // The overhead budget recorded [100, 200) ms of a 1 s run. A launch every ms; inside the
 // window CUPTI's cost made launches slower, so it holds 50 of the 1000 launches (5%) in
 // 10% of the time. Each launch's kernel runs 400 us; the last `untimed` of the window's

@@ -27,14 +27,8 @@ constexpr uint64_t kComm = 7;
 // the start's waits are exposed. `graph`: each step first replays a CUDA graph holding one
 // 100 us NCCL kernel (a captured collective: no call of its own at replay).
 wire::Batch SampledSteps(bool hidden = false, bool graph = false) {
-  wire::Batch b;
-  b.set_gpu_source(wire::GPU_SOURCE_CUPTI);
-  b.mutable_overhead()->set_cupti_mode(wire::CUPTI_MODE_BUDGET);
-  for (auto [start, end] : {std::pair{kT0, kT0 + 80 * kMs}, std::pair{kT0 + 500 * kMs, kT0 + 510 * kMs}}) {
-    auto* w = b.add_cupti_windows();
-    w->set_start_ns(start);
-    w->set_end_ns(end);
-  }
+  SampledBatch sb({{kT0, kT0 + 80 * kMs}, {kT0 + 500 * kMs, kT0 + 510 * kMs}});
+  wire::Batch& b = sb.b;
   const std::pair<uint32_t, const char*> names[] = {
       {1, "train_step"}, {2, "fwd"}, {3, "ncclDevKernel_AllReduce_Sum_f32_RING_LL"}};
   for (auto [id, name] : names) {
@@ -43,35 +37,22 @@ wire::Batch SampledSteps(bool hidden = false, bool graph = false) {
     n->set_name(name);
   }
   Comm(&b, kComm, 2, 0);
-  uint32_t corr = 0;
-  const auto launch = [&](uint64_t t, uint64_t dur, uint32_t name, bool recorded, uint32_t stream = 1) {
-    if (!recorded) return;
-    Work(&b, wire::ACTIVITY_API, t, t + 10 * kUs, ++corr, 0)->set_api_domain(1);
-    Work(&b, wire::ACTIVITY_KERNEL, t + 50 * kUs, t + 50 * kUs + dur, corr, stream)->set_name_id(name);
-  };
   for (uint64_t s = 0; s < 100; ++s) {
     const uint64_t start = kT0 + s * 10 * kMs;
     const bool recorded = s < 8 || s == 50;
     if (graph) {
       const uint64_t t = start + 100 * kUs;
       Add(&b, wire::CUDA_GRAPH_LAUNCH, t, 20 * kUs);
-      if (recorded) {
-        Work(&b, wire::ACTIVITY_API, t, t + 20 * kUs, ++corr, 0)->set_api_domain(1);
-        auto* k = Work(&b, wire::ACTIVITY_KERNEL, t + 50 * kUs, t + 150 * kUs, corr);
-        k->set_name_id(3);
-        k->set_graph_id(5);
-      }
+      if (recorded) sb.Record(t, 100 * kUs, 3)->set_graph_id(5);
     }
     for (uint64_t k = 0; k < 9; ++k) {
-      const uint64_t t = start + k * kMs + kMs / 2;
-      Add(&b, wire::CUDA_LAUNCH_KERNEL, t, 10 * kUs);
-      launch(t, 400 * kUs, 2, recorded);
+      sb.Launch(start + k * kMs + kMs / 2, recorded, 400 * kUs, 2);
     }
     const bool under = hidden && s >= 8;
     const uint64_t t = start + (under ? 8 * kMs + kMs / 2 + 20 * kUs : 9 * kMs + kMs / 2);
     const uint64_t nccl = s < 8 ? 400 * kUs : 200 * kUs;
     Coll(&b, wire::NCCL_ALL_REDUCE, kComm, 1 << 20, nccl, t, recorded ? wire::FLAG_KERNEL_TIMED : 0);
-    launch(t, nccl, 3, recorded, under ? 2 : 1);
+    if (recorded) sb.Record(t, nccl, 3, under ? 2 : 1);
     Add(&b, wire::NVTX_RANGE, start, 10 * kMs - kUs)->set_name_id(1);
   }
   return b;
@@ -172,11 +153,11 @@ TEST_CASE("collector: a step's collectives are those called in it, and a step fo
   const auto& s = charger.figures().steps;
   REQUIRE(s.size() == 2);
   CHECK(s[0].coll_known);
-  CHECK(s[0].coll_calls == 3);
-  CHECK(s[0].coll_timed == 2);
-  CHECK(s[0].coll_ns == 500);
-  CHECK(s[1].coll_calls == 1);
-  CHECK(s[1].coll_ns == 400);
+  CHECK(s[0].colls.calls == 3);
+  CHECK(s[0].colls.timed == 2);
+  CHECK(s[0].colls.ns == 500);
+  CHECK(s[1].colls.calls == 1);
+  CHECK(s[1].colls.ns == 400);
   // A reset finds the steps again from the start: their calls went to the steps before it.
   charger.OnStepsReset();
   charger.OnStep({10 * kMs, 20 * kMs, true});
@@ -187,8 +168,8 @@ TEST_CASE("collector: a step's collectives are those called in it, and a step fo
   CHECK_FALSE(again[0].coll_known);
   CHECK_FALSE(again[1].coll_known);
   CHECK(again[2].coll_known);  // starts after every call given out: its own are its own
-  CHECK(again[2].coll_calls == 1);
-  CHECK(again[2].coll_ns == 500);
+  CHECK(again[2].colls.calls == 1);
+  CHECK(again[2].colls.ns == 500);
 }
 
 TEST_CASE("collector: an estimated busy time stays within the active span") {
