@@ -160,7 +160,8 @@ GW_DIGEST(EnvFacts, known, cuda_runtime, cuda_driver, nccl, settings, device_mem
 GW_DIGEST(OverheadFacts, known, cupti_mode, budget, hook_ns, cupti_ns, cupti_ns_measured, hw_trace,
           hook_calls, cupti_calls, hooks_added_ns, cupti_added_ns, windows, window_ns, elapsed_ns,
           sender_cpu_ns, hook_samples, startup_ns, cupti_graph_ns, cupti_graph_ns_measured, cupti_graph_launches,
-          cupti_detaches, cupti_detach_ns, sampler_ns, sampler_signals_ns)
+          cupti_detaches, cupti_detach_ns, cupti_linger_calls, cupti_linger_ns, cupti_linger_ns_measured, sampler_ns,
+          sampler_signals_ns)
 GW_DIGEST(Finding, id, title, severity, ranks, time_lost_s, share, evidence, summary, fix)
 GW_DIGEST(PerStepMean, known, per_step, steps, compute_ms, comm_not_overlapped_ms, idle_ms,
           host_blocked_in_syncs_ms, copies_ms, graph_launches, graph_kernels)
@@ -174,7 +175,7 @@ GW_DIGEST(RankResult, rank, host, host_calls, host_first_ns, host_last_ns, sync,
 // platform the project builds on.
 #if defined(__x86_64__) && defined(__GLIBCXX__)
 // RankResult holds the others by value: its size covers them; these sit in containers.
-static_assert(sizeof(RankResult) == 46904, "RankResult changed: carry the new field in the digest");
+static_assert(sizeof(RankResult) == 46928, "RankResult changed: carry the new field in the digest");
 static_assert(sizeof(StepRec) == 160 && sizeof(CollCall) == 40 && sizeof(StepMark) == 24,
               "a step or collective record changed: carry the new field in the digest");
 static_assert(sizeof(SiteStat) == 96 && sizeof(HostFrame) == 80 && sizeof(Finding) == 216,

@@ -92,7 +92,8 @@ void RankFacts::OnBatch(const wire::Batch& b) {
                               o.cupti_calls(), o.hooks_added_ns(), o.cupti_added_ns(), o.windows(),
                               o.window_ns(),  o.elapsed_ns(),      o.sender_cpu_ns(),  o.hook_samples(),
                               o.startup_ns(), o.cupti_graph_ns(), o.cupti_graph_ns_measured(),
-                              o.cupti_graph_launches(), o.cupti_detaches(), o.cupti_detach_ns()};
+                              o.cupti_graph_launches(), o.cupti_detaches(), o.cupti_detach_ns(),
+                              o.cupti_linger_calls(), o.cupti_linger_ns(), o.cupti_linger_ns_measured()};
   }
   if (b.has_host_sampling()) {
     const wire::HostSampling& h = b.host_sampling();

@@ -53,6 +53,11 @@ struct OverheadFacts {
   bool cupti_graph_ns_measured = false;
   uint64_t cupti_graph_launches = 0;
   uint64_t cupti_detaches = 0, cupti_detach_ns = 0;  // CUPTI detached between windows (in cupti_added_ns)
+  // Calls made while CUPTI lingered after a window, what it added to each (in cupti_added_ns),
+  // whether measured.
+  uint64_t cupti_linger_calls = 0;
+  double cupti_linger_ns = 0;
+  bool cupti_linger_ns_measured = false;
   // The host sampler's cost the budget spent (its thread's CPU and its signal handlers), and
   // of it the handlers, on the job's threads: only those are in the added time. Both from
   // the latest HostSampling (SamplingFacts).

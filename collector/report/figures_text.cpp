@@ -173,6 +173,16 @@ void OverheadText(const OverheadFacts& o, std::string& out) {
                        static_cast<unsigned long long>(o.cupti_detaches), FmtDurationNs(o.cupti_detach_ns).c_str()),
                 kTextWidth) +
            "\n";
+  // A disabled CUPTI still costs each call something until it is detached (or all along
+  // where it stays attached): said apart, being the part a window leaves behind.
+  if (o.cupti_linger_calls > 0)
+    out += Clip(Printf("    CUPTI left lingering: %s (%llu calls x %.2f us, %s)",
+                       FmtDurationNs(static_cast<uint64_t>(o.cupti_linger_ns * static_cast<double>(o.cupti_linger_calls)))
+                           .c_str(),
+                       static_cast<unsigned long long>(o.cupti_linger_calls), o.cupti_linger_ns * 1e-3,
+                       o.cupti_linger_ns_measured ? "measured" : "assumed"),
+                kTextWidth) +
+           "\n";
   if (assumed > 0)
     out += Clip(Printf("    %s of CUPTI's assumed, not measured (too few calls outside windows)",
                        FmtDurationNs(static_cast<uint64_t>(assumed)).c_str()),

@@ -55,7 +55,7 @@ const Assembler::Batch& Assembler::AssembleBatch(std::span<Ring* const> rings, c
   uint64_t settled = InFlightFloorNs(rings);  // before the drain: see InFlightFloorNs
   for (Ring* ring : rings) {
     const uint32_t tid = ring->tid.load(std::memory_order_relaxed);
-    ring->Drain([&](const Record& r) { TakeRecord(r, tid); });
+    ring->Drain([&](const Record& r) { TakeRecord(r, tid, in.cupti_linger); });
   }
   if (in.poll_activities) in.poll_activities(batch_.drained, [&](const ActivityRecord& a) { TakeActivity(a); });
   held_.Release(in.final, in.cupti_live, kernels_, [&](const HostEvent& e) { AppendEventNow(e); });
@@ -94,18 +94,22 @@ uint64_t Assembler::InFlightFloorNs(std::span<Ring* const> rings) const {
   return floor;
 }
 
-void Assembler::TakeRecord(const Record& r, uint32_t tid) {
+void Assembler::TakeRecord(const Record& r, uint32_t tid, const CuptiReader::LingerSpans& linger) {
   const HostEvent e = ToHostEvent(r, tid, time_);
-  if (r.api != kGroupEnd) ++batch_.drained.hook_calls;
+  CuptiBudget::Cycle& d = batch_.drained;
+  if (r.api != kGroupEnd) ++d.hook_calls;
   // What the overhead budget counts: every call that ran device work (one recorded into a
   // graph ran none, and returns sooner than a launch does), and the times of kernel launches
-  // and of graph launches (CUPTI's cost on each is measured apart: enrich/cupti_budget.h).
+  // and of graph launches (CUPTI's cost on each is measured apart: enrich/cupti_budget.h);
+  // kernel launches made while CUPTI lingered after a window apart again, neither in nor out.
   if (EnqueuesDeviceWork(r.api) && (r.flags & kFlagInCapture) == 0) {
-    ++batch_.drained.enqueues;
-    if (LaunchesKernel(r.api)) batch_.drained.launches.Add(e.dur_ns);
-    if (r.api == kApiGraphLaunch) batch_.drained.graph_launches.Add(e.dur_ns);
+    ++d.enqueues;
+    const bool lingering = linger.Contains(e.t_ns);
+    d.linger_enqueues += lingering;
+    if (LaunchesKernel(r.api)) (lingering ? d.linger_launches : d.launches).Add(e.dur_ns);
+    if (r.api == kApiGraphLaunch) d.graph_launches.Add(e.dur_ns);
   }
-  if (WaitedForQueue(r)) batch_.drained.queue_drained_ns = std::max(batch_.drained.queue_drained_ns, e.t_ns);
+  if (WaitedForQueue(r)) d.queue_drained_ns = std::max(d.queue_drained_ns, e.t_ns);
   if (r.api == kGroupEnd) {
     held_.CloseGroup(r.event_slot, e.t_ns + e.dur_ns);
     return;

@@ -34,6 +34,9 @@ class Assembler {
     int gpu_source = 0;       // CuptiReader::Source; 0 while unknown
     std::string_view gpu_source_detail;
     DropCounts drops;         // every reason but ring_full, which the assembler counts
+    // Where CUPTI lingered, attached with its kinds off: the calls made there are counted
+    // apart for the budget (CuptiBudget::Cycle::linger_enqueues).
+    CuptiReader::LingerSpans cupti_linger;
     // Hands every CUPTI record parsed since the last cycle to its argument (may be empty),
     // given what the cycle drained from the rings before it.
     std::function<void(const CuptiBudget::Cycle& drained, const std::function<void(const ActivityRecord&)>&)>
@@ -72,7 +75,7 @@ class Assembler {
 
  private:
   uint64_t InFlightFloorNs(std::span<Ring* const> rings) const;
-  void TakeRecord(const Record& r, uint32_t tid);
+  void TakeRecord(const Record& r, uint32_t tid, const CuptiReader::LingerSpans& linger);
   void TakeActivity(const ActivityRecord& a);
   void AppendEventNow(const HostEvent& e);
 

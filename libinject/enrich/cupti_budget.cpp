@@ -4,7 +4,10 @@
 // and what CUPTI adds to it is not a launch's times its nodes: the simulator's adds one
 // call's cost, NVIDIA's has per-node work; docs/simulator.md).
 // CUPTI is detached between windows (enrich/cupti_reader.h), and the detaches' own time on
-// the job's threads is CUPTI's cost too.
+// the job's threads is CUPTI's cost too, as is what CUPTI still adds to the calls made between
+// a window's close and the detach (or, where it stays attached, the next window): measured as
+// those launch calls against the ones made with CUPTI detached, a share of a window's cost
+// per call until then.
 // Spent = hooks + CUPTI + the host sampler's cost (its CPU, its signals' handlers), all
 // measured here (the library's start-up is reported beside them, not spent); the allowance
 // grows with the wall time. A window closes when spent reaches the allowance, and opens
@@ -22,15 +25,20 @@ CuptiBudget::CuptiBudget(const Options& o, uint64_t start_ns)
   if (o_.mode != Mode::kOff) Open(start_ns);  // credit for the allowance: record from the start
 }
 
-bool CuptiBudget::Measured() const {
-  const LaunchTimes &in = launch_cost_.in(), &out = launch_cost_.out();
+bool CuptiBudget::Enough(const CuptiCost& c) const {
+  const LaunchTimes &in = c.in(), &out = c.out();
   return in.count() >= o_.min_samples && out.count() >= o_.min_samples && in.cycles() >= o_.min_sample_cycles &&
-         out.cycles() >= o_.min_sample_cycles && launch_cost_.paired() > 0;
+         out.cycles() >= o_.min_sample_cycles && c.paired() > 0;
 }
 
+bool CuptiBudget::Measured() const { return Enough(launch_cost_) || Enough(attached_cost_); }
+
 double CuptiBudget::CuptiNs() const {
-  if (!Measured()) return o_.prior_cupti_ns;
-  return std::max(0.0, launch_cost_.Ns());
+  if (Enough(launch_cost_)) return std::max(0.0, launch_cost_.Ns());
+  // CUPTI never detached (GPUWATCH_CUPTI_DETACH=0, or a CUPTI that cannot call back): the
+  // calls in windows against those made while it lingered, which paid kLingerShare of it.
+  if (Enough(attached_cost_)) return std::max(0.0, attached_cost_.Ns()) / (1 - kLingerShare);
+  return o_.prior_cupti_ns;
 }
 
 bool CuptiBudget::GraphMeasured() const {
@@ -38,6 +46,11 @@ bool CuptiBudget::GraphMeasured() const {
   const LaunchTimes &in = graph_cost_.in(), &out = graph_cost_.out();
   return in.timed() >= o_.min_graph_samples && out.timed() >= o_.min_graph_samples &&
          in.cycles() >= o_.min_sample_cycles && out.cycles() >= o_.min_sample_cycles && graph_cost_.paired() > 0;
+}
+
+double CuptiBudget::LingerNs() const {
+  if (!Enough(linger_cost_)) return kLingerShare * CuptiNs();
+  return std::max(0.0, linger_cost_.Ns());
 }
 
 double CuptiBudget::CuptiGraphNs() const {
@@ -107,6 +120,12 @@ bool CuptiBudget::Update(const Cycle& c) {
   if (!mixed) {
     launch_cost_.Add(now, open_, c.launches);
     graph_cost_.Add(now, open_, c.graph_launches);
+    if (open_) attached_cost_.Add(now, true, c.launches);
+    else linger_cost_.Add(now, false, c.launches);  // made with CUPTI detached
+  }
+  if (c.linger_launches.count() > 0) {
+    linger_cost_.Add(now, true, c.linger_launches);
+    attached_cost_.Add(now, false, c.linger_launches);
   }
   if (open_) {
     in_graph_calls_ += graphs;
@@ -117,6 +136,8 @@ bool CuptiBudget::Update(const Cycle& c) {
     const double calls = static_cast<double>(others) * RecordsPerCall();
     cupti_calls_ += calls;
     Charge(now, calls, graphs);
+  } else {  // (in a window's cycle its lingering calls paid the window's price above)
+    linger_calls_ += static_cast<double>(c.linger_enqueues) * RecordsPerCall();
   }
   if (span > 0) {  // the recent rates of enqueueing calls, over about a second
     const double w = std::min(1.0, static_cast<double>(span) / 1e9);
@@ -193,10 +214,14 @@ CuptiBudget::Figures CuptiBudget::figures() const {
   f.hooks_added_ns = static_cast<uint64_t>(hook_ns_ * static_cast<double>(hook_calls_));
   f.cupti_added_ns =
       static_cast<uint64_t>(priced_ns_ + f.cupti_ns * (unpriced_calls_ + recent_calls_) + priced_graph_ns_ +
-                            f.cupti_graph_ns * static_cast<double>(unpriced_graph_calls_ + recent_graphs_)) +
+                            f.cupti_graph_ns * static_cast<double>(unpriced_graph_calls_ + recent_graphs_) +
+                            linger_calls_ * LingerNs()) +
       detach_ns_;
   f.cupti_detaches = detaches_;
   f.cupti_detach_ns = detach_ns_;
+  f.cupti_linger_calls = static_cast<uint64_t>(linger_calls_);
+  f.cupti_linger_ns = LingerNs();
+  f.cupti_linger_ns_measured = Enough(linger_cost_);
   f.sampler_ns = sampler_ns_;
   f.startup_ns = startup_ns_;
   f.windows = windows_ + (open_ ? 1 : 0);

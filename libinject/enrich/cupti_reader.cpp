@@ -90,9 +90,13 @@ struct CuptiState {
   // job's threads in DetachAtExit; the rest is the sender's, under `control`.
   std::atomic<int> detach{kAttached};
   std::atomic<uint64_t> detaches{0}, detach_ns{0};  // cuptiFinalize calls, their time on the job's threads
+  std::atomic<uint64_t> detached_at_ns{0};  // when the latest cuptiFinalize returned
   CUpti_SubscriberHandle detach_subscriber = nullptr;
   bool detach_off = false;      // GPUWATCH_CUPTI_DETACH=0, or this CUPTI cannot
   uint64_t disabled_ns = 0;     // when the kinds went off (0: recording)
+  // CUPTI attached with its kinds off (CuptiReader::LingerSpans): [0] the latest, [1] the one
+  // before; the latest ends at the detach, the next window, or a hand-over.
+  CuptiReader::LingerSpans linger;
   bool detach_tried = false;    // for this closed window (a refused subscribe is not retried)
   uint64_t queue_drained_ns = 0;  // the latest start of a returned call that waited for the queue
   CompletionLag lag;            // of the records parsed since the window opened (sender thread)
@@ -165,9 +169,20 @@ void CUPTIAPI DetachAtExit(void*, CUpti_CallbackDomain domain, CUpti_CallbackId,
   if (!s.detach.compare_exchange_strong(armed, kFinalizing, std::memory_order_acq_rel)) return;
   const uint64_t t0 = NowNs();
   s.api.finalize();  // s.api is set before the first arming and never changes after
-  s.detach_ns.fetch_add(NowNs() - t0, std::memory_order_relaxed);
+  const uint64_t t1 = NowNs();
+  s.detach_ns.fetch_add(t1 - t0, std::memory_order_relaxed);
+  s.detached_at_ns.store(t1, std::memory_order_release);
   s.detaches.fetch_add(1, std::memory_order_relaxed);
   s.detach.store(kDetached, std::memory_order_release);
+}
+
+// `mu` held: the latest lingering span ends at `now`, or where CUPTI was detached before.
+void EndLinger(CuptiState& s, uint64_t now) {
+  if (s.linger.from[0] == 0 || s.linger.to[0] != UINT64_MAX) return;
+  const uint64_t detached = s.detach.load(std::memory_order_acquire) == kDetached
+                                ? s.detached_at_ns.load(std::memory_order_acquire)
+                                : 0;
+  s.linger.to[0] = detached >= s.linger.from[0] ? detached : now;
 }
 
 // Sender thread, `control` held. The armed detach taken back (the subscriber given up), or
@@ -323,6 +338,7 @@ void CuptiReader::HandOver(bool enabling) {
     }
     if (s.source != Source::kCupti || s.handed_over) return;
     s.handed_over = true;
+    EndLinger(s, NowNs());  // what CUPTI costs from here is the profiler's
     api = s.api;
     s.detail = "CUPTI activity records until the application's profiler took CUPTI " +
                std::to_string((NowNs() - s.started_ns) / 1000000) + " ms after start; hooks and events after";
@@ -368,9 +384,17 @@ void CuptiReader::SetRecording(bool on) {
     s.recording = false;
     s.disabled_ns = NowNs();
     s.detach_tried = false;
+    s.linger.from[1] = s.linger.from[0];
+    s.linger.to[1] = s.linger.to[0];
+    s.linger.from[0] = s.disabled_ns;
+    s.linger.to[0] = UINT64_MAX;
     return;
   }
   if (!Disarm(s)) return;  // still inside cuptiFinalize: the window opens at a later cycle
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    EndLinger(s, NowNs());  // before attaching again: a detached span ended at the detach
+  }
   const bool attach = s.detach.load(std::memory_order_acquire) == kDetached;
   if (attach) {  // attach CUPTI again, as Start did
     ReclaimLent(s);
@@ -429,6 +453,17 @@ void CuptiReader::ArmDetach() {
     std::lock_guard<std::mutex> lock(s.mu);
     s.detach_off = true;  // this CUPTI cannot call back: it stays attached
   }
+}
+
+CuptiReader::LingerSpans CuptiReader::lingering() const {
+  CuptiState& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  LingerSpans out = s.linger;
+  if (out.from[0] != 0 && out.to[0] == UINT64_MAX && s.detach.load(std::memory_order_acquire) == kDetached) {
+    const uint64_t detached = s.detached_at_ns.load(std::memory_order_acquire);
+    if (detached >= out.from[0]) out.to[0] = detached;
+  }
+  return out;
 }
 
 CuptiReader::DetachCounts CuptiReader::detach_counts() const {

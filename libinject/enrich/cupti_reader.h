@@ -71,6 +71,18 @@ class CuptiReader {
     uint64_t detaches = 0, detach_ns = 0, incomplete_records = 0;
   };
   DetachCounts detach_counts() const;
+  // Where CUPTI was attached with every kind off after a window: from the close to the detach
+  // (or to the next window, where it stays attached). Its instrumentation lingers there: on
+  // an H200 a disabled CUPTI still cost each launch a quarter to a third of a window's cost
+  // (tests/device/cupti_linger.py), which the budget charges (enrich/cupti_budget.h). The
+  // latest two spans, [from, to), `to` UINT64_MAX while one lasts; from == 0: none.
+  struct LingerSpans {
+    uint64_t from[2] = {0, 0}, to[2] = {0, 0};
+    bool Contains(uint64_t t_ns) const {
+      return (from[0] != 0 && t_ns >= from[0] && t_ns < to[0]) || (from[1] != 0 && t_ns >= from[1] && t_ns < to[1]);
+    }
+  };
+  LingerSpans lingering() const;
   // CUPTI records kernels now (live, a window open, the kernel kind among GPUWATCH_CUPTI_KINDS):
   // its NCCL kernel records will time collectives launched now.
   bool RecordsKernels() const;

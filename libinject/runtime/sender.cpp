@@ -122,6 +122,7 @@ class Sender {
     const std::string detail = in.gpu_source != 0 ? Cupti().source_detail() : std::string();
     in.gpu_source_detail = detail;
     in.drops = OtherDrops();
+    in.cupti_linger = Cupti().lingering();
     in.poll_activities = [final](const CuptiBudget::Cycle& drained,
                                  const std::function<void(const ActivityRecord&)>& take) {
       Cupti().NoteQueueDrained(drained.queue_drained_ns);

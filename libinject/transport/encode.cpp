@@ -401,6 +401,9 @@ void AppendOverhead(std::string& batch, const CuptiBudget::Figures& x, bool hw_t
   UInt(o, m::kCuptiGraphLaunches, x.cupti_graph_launches);
   UInt(o, m::kCuptiDetaches, x.cupti_detaches);
   UInt(o, m::kCuptiDetachNs, x.cupti_detach_ns);
+  UInt(o, m::kCuptiLingerCalls, x.cupti_linger_calls);
+  Double(o, m::kCuptiLingerNs, x.cupti_linger_ns);
+  UInt(o, m::kCuptiLingerNsMeasured, x.cupti_linger_ns_measured);
   Message(batch, f::batch::kOverhead, o);
 }
 

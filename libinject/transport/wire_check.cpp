@@ -199,6 +199,9 @@ GW_FIELD(overhead, Overhead, CuptiGraphNsMeasured);
 GW_FIELD(overhead, Overhead, CuptiGraphLaunches);
 GW_FIELD(overhead, Overhead, CuptiDetaches);
 GW_FIELD(overhead, Overhead, CuptiDetachNs);
+GW_FIELD(overhead, Overhead, CuptiLingerCalls);
+GW_FIELD(overhead, Overhead, CuptiLingerNs);
+GW_FIELD(overhead, Overhead, CuptiLingerNsMeasured);
 
 GW_FIELD(env_var, EnvVar, Name);
 GW_FIELD(env_var, EnvVar, Value);

@@ -89,7 +89,8 @@ inline constexpr uint32_t kCuptiMode = 1, kBudget = 2, kHookNs = 3, kCuptiNs = 4
                           kHookCalls = 6, kCuptiCalls = 7, kHooksAddedNs = 8, kCuptiAddedNs = 9, kWindows = 10,
                           kWindowNs = 11, kElapsedNs = 12, kHwTrace = 13, kSenderCpuNs = 14,
                           kHookSamples = 15, kStartupNs = 16, kCuptiGraphNs = 19, kCuptiGraphNsMeasured = 20,
-                          kCuptiGraphLaunches = 21, kCuptiDetaches = 22, kCuptiDetachNs = 23;
+                          kCuptiGraphLaunches = 21, kCuptiDetaches = 22, kCuptiDetachNs = 23,
+                          kCuptiLingerCalls = 24, kCuptiLingerNs = 25, kCuptiLingerNsMeasured = 26;
 }
 
 namespace env_var {

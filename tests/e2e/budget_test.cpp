@@ -160,9 +160,17 @@ TEST_CASE("budget: a launch-heavy run is sampled in windows, and its device figu
   CHECK(own["cupti_detaches"] == cupti_truth["finalizes"]);
   CHECK(Num(own["cupti_detach_s"]) > 0);
   CHECK(Num(own["cupti_detach_s"]) < 0.01);
-  // What is left between a window's end and its detach (one sender cycle, ~10 ms a window).
+  // What is left between a window's end and its detach (one sender cycle, ~10 ms a window),
+  // charged: the calls made there counted apart and their cost measured against calls made
+  // with CUPTI detached (0.81-0.88 us a call against the simulator's 0.6 on this VM, the
+  // sender handling the window's records beside them).
   const double cupti_added = Num(cupti_truth["added_s"]);
-  CHECK(Num(cupti_truth["lingering_s"]) <= 0.2 * (cupti_added - Num(cupti_truth["lingering_s"])));
+  const double lingering = Num(cupti_truth["lingering_s"]);
+  CHECK(lingering <= 0.2 * (cupti_added - lingering));
+  REQUIRE(own["cupti_linger_calls"].get<uint64_t>() > 0);
+  const double linger_charged = own["cupti_linger_calls"].get<double>() * Num(own["cupti_linger_us_per_call"]) * 1e-6;
+  CHECK(linger_charged >= lingering / 2.5);
+  CHECK(linger_charged <= 2.5 * lingering);
   // And the summary's figure for CUPTI is what the simulated CUPTI added (within 1.5x).
   CHECK(Num(own["cupti_s"]) <= 1.5 * cupti_added);
   CHECK(Num(own["cupti_s"]) >= cupti_added / 1.5);
@@ -293,10 +301,13 @@ TEST_CASE("budget: a GPU-bound run that never syncs: CUPTI detaches after the qu
   CheckGpuBoundWindows(r);
 }
 
-TEST_CASE("budget: with GPUWATCH_CUPTI_DETACH=0, a disabled CUPTI keeps costing between windows") {
+TEST_CASE("budget: with GPUWATCH_CUPTI_DETACH=0, a disabled CUPTI keeps costing between windows, and is charged") {
   // The counterpart of the check above, and the switch for a CUPTI that misbehaves when
-  // detached: CUPTI stays attached, its leftover cost runs for the whole run, and the summary
-  // (which measures CUPTI as calls in windows minus calls outside) does not see it.
+  // detached: CUPTI stays attached and its leftover cost runs for the whole run. The summary
+  // used to measure CUPTI as calls in windows minus calls outside, and read 0.17 of its cost
+  // (windows kept opening); now every call outside windows is a lingering one, charged at the
+  // budget's share of CUPTI's cost per call (the windows' calls against the lingering ones),
+  // and the leftover, more than the budget here, keeps further windows shut.
   const JobRun r = RunScenario("budget-attached", kLaunchHeavy,
                                {.truth = true, .env = {{"GPUWATCH_SAMPLE_HZ", "0"}, {"GPUWATCH_CUPTI_DETACH", "0"}},
                                 .timeout_s = 180});
@@ -306,10 +317,19 @@ TEST_CASE("budget: with GPUWATCH_CUPTI_DETACH=0, a disabled CUPTI keeps costing 
   INFO("overhead " << own.dump() << "\nCUPTI's truth " << cupti_truth.dump());
   CHECK(own["cupti_detaches"] == 0);
   CHECK(cupti_truth["finalizes"] == 0);
-  CHECK(own["windows"].get<int>() >= 2);
   const double lingering = Num(cupti_truth["lingering_s"]);
   CHECK(lingering > Num(cupti_truth["added_s"]) - lingering);  // more than the windows cost
-  CHECK(Num(own["cupti_s"]) < 0.5 * Num(cupti_truth["added_s"]));
+  // Every launch was made in a window or with CUPTI lingering (the cycles a window opened
+  // in: charged at the window's price).
+  const double launches = r.Truth(0)["ops"]["kernels"]["count"].get<double>();
+  CHECK(own["cupti_linger_calls"].get<double>() + own["cupti_calls"].get<double>() == Approx(launches).epsilon(0.05));
+  CHECK(own["cupti_linger_cost_measured"] == false);  // no call was made with CUPTI detached
+  // The summary's CUPTI cost: 1.65x the truth in the run this was written with (the share is
+  // NVIDIA's, 0.3; the windows' calls read slower on this VM than CUPTI alone makes them).
+  CHECK(Num(own["cupti_s"]) >= 0.5 * Num(cupti_truth["added_s"]));
+  CHECK(Num(own["cupti_s"]) <= 2.0 * Num(cupti_truth["added_s"]));
+  CHECK(own["windows"].get<int>() <= 2);  // the leftover alone is over the budget
+  CHECK(r.SummaryText().find("CUPTI left lingering: ") != std::string::npos);
 }
 
 TEST_CASE("budget: hardware event tracing (Blackwell) is enabled again each time CUPTI is attached again") {

@@ -148,7 +148,9 @@ TEST_CASE("the encoders write every field of the messages the library sends") {
   gi::CuptiBudget::Figures o{.mode = gi::CuptiBudget::Mode::kFull, .budget = 0.01, .hook_ns = 40, .hook_samples = 9, .cupti_ns = 3000,
                              .cupti_ns_measured = true, .cupti_graph_ns = 5000, .cupti_graph_ns_measured = true,
                              .hook_calls = 1, .cupti_calls = 2, .cupti_graph_launches = 12, .hooks_added_ns = 3,
-                             .cupti_added_ns = 4, .cupti_detaches = 13, .cupti_detach_ns = 14, .sampler_ns = 11, .startup_ns = 10, .windows = 5, .window_ns = 6, .elapsed_ns = 7};
+                             .cupti_added_ns = 4, .cupti_detaches = 13, .cupti_detach_ns = 14, .cupti_linger_calls = 15,
+                             .cupti_linger_ns = 600, .cupti_linger_ns_measured = true, .sampler_ns = 11, .startup_ns = 10,
+                             .windows = 5, .window_ns = 6, .elapsed_ns = 7};
   gi::AppendOverhead(batch, o, true, 8);
   CheckEveryFieldSet(Parse(f::frame::kBatch, batch).batch(), not_written);
   // A native stack is the other kind of PythonStack: the fields only it writes.
