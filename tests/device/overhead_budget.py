@@ -62,5 +62,6 @@ for v in variants[1:]:
               f"cupti_s {o.get('cupti_s')} ({o.get('cupti_us_per_call')} us/call, measured {o.get('cupti_cost_measured')}), "
               f"startup_s {o.get('startup_s')}, sampler_s {o.get('sampler_s')}, sender_cpu_s {o.get('sender_cpu_s')} | "
               f"windows {o.get('windows')} coverage {cov.get('share')} detaches {o.get('cupti_detaches')} "
-              f"({o.get('cupti_detach_s')} s) | gpu busy_s {g.get('busy_s')} "
+              f"({o.get('cupti_detach_s')} s) lingering {o.get('cupti_linger_calls')} calls x "
+              f"{o.get('cupti_linger_us_per_call')} us (measured {o.get('cupti_linger_cost_measured')}) | gpu busy_s {g.get('busy_s')} "
               f"kernels {(g.get('kernels') or {}).get('count')} | dropped {r.get('dropped')}")
