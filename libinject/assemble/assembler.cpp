@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "record/record.h"
+#include "record/registry.h"
 #include "transport/wire_fields.h"
 
 namespace gpuwatch::inject {
@@ -28,6 +29,8 @@ HostEvent ToHostEvent(const Record& r, uint32_t tid, const TimeBase& time) {
     e.total_bytes = r.seq;
   } else if (IsMemoryApi(r.api)) {
     e.address = r.seq;
+  } else if (LaunchesKernel(r.api)) {
+    if (r.seq != 0) e.name_id = Kernels().Find(reinterpret_cast<const void*>(r.seq));  // (record.h)
   } else {
     e.seq = r.seq;
   }

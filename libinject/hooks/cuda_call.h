@@ -18,12 +18,11 @@
 namespace gpuwatch::inject::hooks {
 
 inline uint64_t StreamId(cudaStream_t s) { return reinterpret_cast<uintptr_t>(s); }
-// A record's name: an id known at the call (0 for most), or the kernel whose id the hook
-// looks up inside its timed part, so that the lookup counts in the cost it reports
-// (HookCostProbe; looked up in the wrapper, it was done before the probe started).
+// A record's name: an id known at the call (0 for most), or the launched kernel, which the
+// record carries for the sender to name (Record::seq): a lookup here would be the hook's
+// costliest step where the job's own work has pushed the table's lines out of the caches.
 struct NameId {
   NameId(uint32_t known) : id(known) {}  // NOLINT(google-explicit-constructor): Timed(api, s, 0, ...)
-  uint32_t Resolve() const { return kernel ? Kernels().Find(kernel) : id; }
   uint32_t id = 0;
   const void* kernel = nullptr;
 };
@@ -133,9 +132,9 @@ cudaError_t Timed(Api api, cudaStream_t s, NameId name, F&& call, uint64_t bytes
   HookAbCallTicks(r.dur_ticks);
   r.api = api;
   r.stream = stream;
-  r.name_id = name.Resolve();
+  r.name_id = name.id;
   r.bytes = bytes;
-  r.seq = seq;
+  r.seq = name.kernel ? reinterpret_cast<uintptr_t>(name.kernel) : seq;
   if (rc == cudaErrorNotReady) r.flags |= kFlagNotReady;
   if (Enqueues(api) && InCapture(s)) r.flags |= kFlagInCapture;
   if (WantsCallSite(r)) r.site_id = CaptureCallSite();  // a sync that waited long: where from

@@ -122,8 +122,8 @@ struct HookCostSums {
 HookCostSums SumHookCosts(const std::vector<Ring*>& rings);
 
 // What recording adds to a hooked call, in ns, timed now on the calling thread (the sender,
-// at start): the hook's steps around the real call (the recording check, two stamps, a
-// kernel-name lookup, the in-flight marks, the record's store, an indirect call), repeated
+// at start): the hook's steps around the real call (the recording check, two stamps, the
+// in-flight marks, the record's store, an indirect call), repeated
 // into a private ring. The overhead budget charges each hooked call this much.
 double MeasureHookNs();
 

@@ -1,7 +1,10 @@
 // The pieces of a hook, one by one (Google Benchmark): the timestamp gpuwatch uses and its
 // two candidates, the kernel-name lookup with a framework's worth of registered kernels,
 // the pinned-range lookup, the ring store, and the in-flight marks of calls that can block. It explains hook_bench's totals on a machine where they
-// differ from the development VM's (a real GPU machine, a different hypervisor).
+// differ from the development VM's (a real GPU machine, a different hypervisor). And the
+// whole launch hook (hooks::Timed around a call that does nothing) warm, and cold: after the
+// job's own work has pushed the hook's cache lines out, as a framework's launch path does
+// (PyTorch's dispatcher runs ~7 us of its own code and data between two launches).
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -11,6 +14,7 @@
 #include <vector>
 #include <x86intrin.h>
 
+#include "hooks/cuda_call.h"
 #include "record/pinned_ranges.h"
 #include "record/recorder.h"
 #include "record/registry.h"
@@ -78,8 +82,63 @@ void BM_EnterLeaveCall(benchmark::State& state) {
   gi::tl_ring = nullptr;
 }
 
+// ns per TSC tick, over 20 ms against CLOCK_MONOTONIC.
+double NsPerTick() {
+  const uint64_t t0 = __rdtsc(), n0 = gi::NowNs();
+  while (gi::NowNs() - n0 < 20'000'000) {
+  }
+  return static_cast<double>(gi::NowNs() - n0) / static_cast<double>(__rdtsc() - t0);
+}
+
+// The launch hook as the library runs it, timed alone (lfence-bracketed TSC reads, their own
+// cost taken out), with `evict_bytes` of other data read between two calls (0: warm).
+void LaunchHook(benchmark::State& state, size_t evict_bytes) {
+  static std::vector<char> stubs = [] {
+    std::vector<char> v(30000);
+    for (char& c : v) gi::Kernels().Register(&c, "k");
+    return v;
+  }();
+  static gi::Ring ring(16384);
+  static const double ns_per_tick = NsPerTick();
+  gi::tl_ring = &ring;
+  std::vector<uint64_t> other(evict_bytes / sizeof(uint64_t) + 1, 1);
+  const auto fenced = [] {
+    _mm_lfence();
+    const uint64_t t = __rdtsc();
+    _mm_lfence();
+    return t;
+  };
+  uint64_t bracket = UINT64_MAX;  // the two reads alone: the fastest of a few
+  for (int i = 0; i < 1000; ++i) {
+    const uint64_t a = fenced();
+    bracket = std::min(bracket, fenced() - a);
+  }
+  uint64_t sink = 0, n = 0;
+  for (auto _ : state) {
+    for (size_t i = 0; i < other.size(); i += 8) sink += other[i];  // one read a cache line
+    const void* kernel = &stubs[(n * 7919) % stubs.size()];
+    const uint64_t t0 = fenced();
+    gi::hooks::Timed(gi::kApiLaunchKernel, nullptr, gi::hooks::KernelId(kernel), [] { return cudaSuccess; });
+    const uint64_t ticks = fenced() - t0;
+    state.SetIterationTime(static_cast<double>(ticks > bracket ? ticks - bracket : 0) * ns_per_tick * 1e-9);
+    if ((++n & 4095) == 0) ring.Drain([](const gi::Record& x) { benchmark::DoNotOptimize(x.t_ticks); });
+  }
+  benchmark::DoNotOptimize(sink);
+  gi::tl_ring = nullptr;
+}
+void BM_LaunchHookWarm(benchmark::State& state) { LaunchHook(state, 0); }
+void BM_LaunchHookCold(benchmark::State& state) { LaunchHook(state, static_cast<size_t>(state.range(0)) << 10); }
+
 }  // namespace
 
+// Defined by the library's graph hooks (hooks_cuda_graphs.cpp), not linked here.
+namespace gpuwatch::inject::hooks {
+std::atomic<int> g_open_captures{0};
+}
+
+BENCHMARK(BM_LaunchHookWarm)->UseManualTime();
+// KiB read between two launches: within L2, past it, past most L3s' share of a core.
+BENCHMARK(BM_LaunchHookCold)->UseManualTime()->Iterations(20000)->Arg(256)->Arg(1024)->Arg(4096);
 BENCHMARK(BM_RingPush);
 BENCHMARK(BM_EnterLeaveCall);
 BENCHMARK(BM_Stamp);
