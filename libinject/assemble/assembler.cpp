@@ -11,7 +11,7 @@
 namespace gpuwatch::inject {
 namespace {
 
-HostEvent ToHostEvent(const Record& r, uint32_t tid, const TimeBase& time) {
+HostEvent ToHostEvent(const Record& r, uint32_t tid, const TimeBase& time, const KernelNames& names) {
   HostEvent e;
   e.api = r.api;
   e.copy_kind = r.copy_kind;
@@ -30,7 +30,7 @@ HostEvent ToHostEvent(const Record& r, uint32_t tid, const TimeBase& time) {
   } else if (IsMemoryApi(r.api)) {
     e.address = r.seq;
   } else if (LaunchesKernel(r.api)) {
-    if (r.seq != 0) e.name_id = Kernels().Find(reinterpret_cast<const void*>(r.seq));  // (record.h)
+    if (r.seq != 0) e.name_id = names.Find(reinterpret_cast<const void*>(r.seq));  // named here (record.h)
   } else {
     e.seq = r.seq;
   }
@@ -47,7 +47,7 @@ bool WaitedForQueue(const Record& r) {
 }  // namespace
 
 Assembler::Assembler(const Sources& s)
-    : time_(*s.time), held_(*s.time, *s.pairs), definitions_(s.definitions) {}
+    : time_(*s.time), names_(*s.definitions.names), held_(*s.time, *s.pairs), definitions_(s.definitions) {}
 
 const Assembler::Batch& Assembler::AssembleBatch(std::span<Ring* const> rings, const Cycle& in) {
   batch_.body.clear();
@@ -98,7 +98,7 @@ uint64_t Assembler::InFlightFloorNs(std::span<Ring* const> rings) const {
 }
 
 void Assembler::TakeRecord(const Record& r, uint32_t tid, const CuptiReader::LingerSpans& linger) {
-  const HostEvent e = ToHostEvent(r, tid, time_);
+  const HostEvent e = ToHostEvent(r, tid, time_, names_);
   CuptiBudget::Cycle& d = batch_.drained;
   if (r.api != kGroupEnd) ++d.hook_calls;
   // What the overhead budget counts: every call that ran device work (one recorded into a

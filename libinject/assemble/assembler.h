@@ -80,6 +80,7 @@ class Assembler {
   void AppendEventNow(const HostEvent& e);
 
   const TimeBase& time_;
+  const KernelNames& names_;  // launches carry their kernel: named here (record.h: Record::seq)
   HeldCollectives held_;
   Definitions definitions_;
   CommKernelTimes kernels_;

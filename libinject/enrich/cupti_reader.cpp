@@ -176,13 +176,18 @@ void CUPTIAPI DetachAtExit(void*, CUpti_CallbackDomain domain, CUpti_CallbackId,
   s.detach.store(kDetached, std::memory_order_release);
 }
 
+// When CUPTI was detached, if it is detached and was so after `since`; else 0.
+uint64_t DetachedAfter(const CuptiState& s, uint64_t since) {
+  if (s.detach.load(std::memory_order_acquire) != kDetached) return 0;
+  const uint64_t at = s.detached_at_ns.load(std::memory_order_acquire);
+  return at >= since ? at : 0;
+}
+
 // `mu` held: the latest lingering span ends at `now`, or where CUPTI was detached before.
 void EndLinger(CuptiState& s, uint64_t now) {
   if (s.linger.from[0] == 0 || s.linger.to[0] != UINT64_MAX) return;
-  const uint64_t detached = s.detach.load(std::memory_order_acquire) == kDetached
-                                ? s.detached_at_ns.load(std::memory_order_acquire)
-                                : 0;
-  s.linger.to[0] = detached >= s.linger.from[0] ? detached : now;
+  const uint64_t detached = DetachedAfter(s, s.linger.from[0]);
+  s.linger.to[0] = detached ? detached : now;
 }
 
 // Sender thread, `control` held. The armed detach taken back (the subscriber given up), or
@@ -458,11 +463,9 @@ void CuptiReader::ArmDetach() {
 CuptiReader::LingerSpans CuptiReader::lingering() const {
   CuptiState& s = S();
   std::lock_guard<std::mutex> lock(s.mu);
-  LingerSpans out = s.linger;
-  if (out.from[0] != 0 && out.to[0] == UINT64_MAX && s.detach.load(std::memory_order_acquire) == kDetached) {
-    const uint64_t detached = s.detached_at_ns.load(std::memory_order_acquire);
-    if (detached >= out.from[0]) out.to[0] = detached;
-  }
+  LingerSpans out = s.linger;  // the latest may have ended at a detach since
+  if (out.from[0] != 0 && out.to[0] == UINT64_MAX)
+    if (const uint64_t detached = DetachedAfter(s, out.from[0])) out.to[0] = detached;
   return out;
 }
 

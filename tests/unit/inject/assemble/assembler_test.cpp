@@ -487,3 +487,61 @@ TEST_CASE("assembler: the latest sync drained is handed to CUPTI's poll, before 
   fx.Assemble();
   CHECK(seen == 0);  // nothing drained this cycle
 }
+
+TEST_CASE("assembler: a launch carries its kernel, and the sender names it") {
+  // The hook stores the kernel it launched (Record::seq); looking its name up there cost a
+  // framework's launch 167-384 ns where the job had emptied the caches (hot_path_bench).
+  Fixture fx;
+  static const char stub = 0, unknown = 0;
+  const uint32_t k = fx.names->Register(&stub, "_Z4stubv");
+  REQUIRE(k != 0);
+  gi::Record named = Launch(10, 0);
+  named.seq = reinterpret_cast<uintptr_t>(&stub);
+  fx.ring.Push(named);
+  gi::Record driver = named;  // the driver's launch carries its handle the same way
+  driver.api = gi::kApiDriverLaunchKernel;
+  driver.t_ticks = 20;
+  fx.ring.Push(driver);
+  gi::Record stranger = Launch(30, 0);  // a kernel nobody registered: no name, no id
+  stranger.seq = reinterpret_cast<uintptr_t>(&unknown);
+  fx.ring.Push(stranger);
+  const w::Batch b = fx.Assemble();
+  REQUIRE(b.events_size() == 3);
+  CHECK(b.events(0).name_id() == k);
+  CHECK(b.events(1).name_id() == k);
+  CHECK(b.events(2).name_id() == 0);
+  CHECK(b.events(0).seq() == 0);  // the pointer is not a sequence number
+  REQUIRE(b.kernel_names_size() == 1);
+  CHECK(b.kernel_names(0).name() == "_Z4stubv");
+}
+
+TEST_CASE("assembler: calls made while CUPTI lingered after a window are counted apart for the budget") {
+  // The budget charges them what a disabled, still attached CUPTI adds to a call, and keeps
+  // their launch times out of the calls CUPTI's own cost is measured against.
+  Fixture fx;
+  // Launches at ticks 10, 20, ..., 80: ns kEpochNs + 30, 60, ..., 240.
+  for (uint64_t t = 10; t <= 80; t += 10) fx.ring.Push(Launch(t, 0));
+  gi::Record graph{};  // a graph launch in a span: counted as lingering, timed with the graphs
+  graph.api = gi::kApiGraphLaunch;
+  graph.t_ticks = 25;
+  fx.ring.Push(graph);
+  gi::Record sync{};  // no device work: not counted
+  sync.api = gi::kApiStreamSynchronize;
+  sync.t_ticks = 26;
+  fx.ring.Push(sync);
+  fx.cycle.cupti_linger.from[1] = kEpochNs + 60;   // the one before: [60, 120) -> ticks 20, 25, 30
+  fx.cycle.cupti_linger.to[1] = kEpochNs + 120;
+  fx.cycle.cupti_linger.from[0] = kEpochNs + 210;  // the latest, still lasting -> ticks 70, 80
+  fx.cycle.cupti_linger.to[0] = UINT64_MAX;
+  gi::CuptiBudget::Cycle seen;
+  fx.cycle.poll_activities = [&](const gi::CuptiBudget::Cycle& drained,
+                                 const std::function<void(const gi::ActivityRecord&)>&) { seen = drained; };
+  fx.Assemble();
+  CHECK(seen.enqueues == 9);
+  CHECK(seen.linger_enqueues == 5);
+  CHECK(seen.linger_launches.count() == 4);
+  CHECK(seen.launches.count() == 4);
+  CHECK(seen.graph_launches.count() == 1);
+  gi::CuptiReader::LingerSpans none;
+  CHECK_FALSE(none.Contains(kEpochNs));
+}
