@@ -59,7 +59,7 @@ struct Record {
   uint8_t api;          // Api
   uint8_t copy_kind;    // CopyKind
   uint16_t flags;       // Flag bits
-  uint32_t name_id;     // NVTX ranges (and kernels named by the sender): KernelNames id (registry.h); else 0
+  uint32_t name_id;     // NVTX ranges: KernelNames id (registry.h); else 0 (a launch's kernel: in seq)
   uint64_t t_ticks;     // Stamp() at entry
   uint64_t dur_ticks;   // Stamp() ticks inside the call
   uint64_t bytes;
@@ -67,7 +67,8 @@ struct Record {
   uint64_t seq;         // collectives: per-communicator sequence number; memory calls: see Api;
                         // kernel launches: the kernel (host function or driver handle), which
                         // the sender names: looked up in the hook, the table's cold lines cost a
-                        // framework's launch ~100 ns more (tests/bench/hot_path_bench.cpp)
+                        // launch 130-300 ns more where the job had emptied the caches
+                        // (tests/bench/hot_path_bench.cpp, docs/PERFORMANCE.md)
   uint32_t comm_id;     // collectives: Comms id (at most Comms::kMax, registry.h)
   int32_t peer;
   uint32_t event_slot;  // collectives: 1 + index of the CUDA event pair timing it; 0 = none;
