@@ -86,7 +86,7 @@ class CuptiBudget {
                                   // open (all of them, the hooked ones scaled by CUPTI's device
                                   // records per hooked one)
     uint64_t cupti_graph_launches = 0;  // graph launches made while a window was open
-    uint64_t hooks_added_ns = 0, cupti_added_ns = 0;  // cupti_added_ns: with cupti_detach_ns
+    uint64_t hooks_added_ns = 0, cupti_added_ns = 0;  // cupti_added_ns: with the detaches and the lingering calls
     uint64_t cupti_detaches = 0, cupti_detach_ns = 0;
     // Enqueueing calls made while CUPTI lingered after a window (the hooked ones scaled as
     // cupti_calls are), what its leftover instrumentation added to each, and whether that was
