@@ -125,6 +125,9 @@ class GpuCounter final : public EventSink {
     KernelsById by_id;
     uint64_t enqueues = 0, enqueues_recorded = 0;
     CallsTime colls;
+    // Where its work ended on the device (the latest end of work its calls enqueued): its
+    // busy spans stop there.
+    uint64_t device_end = 0;
   };
   bool InStart(uint64_t t) const {
     const uint64_t end = coverage_ ? coverage_->first_end() : 0;

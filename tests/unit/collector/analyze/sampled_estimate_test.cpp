@@ -121,6 +121,59 @@ TEST_CASE("collector: a sampled timeline's exposed communication: the start's sh
   CHECK(r.per_step.comm_not_overlapped_ms == Approx(0.032).epsilon(1e-3));
 }
 
+TEST_CASE("collector: a sampled timeline's first window ends where its work does, not with the busy span it ends in") {
+  // 100 steps of 10 ms. The host enqueues a step in its first millisecond: five kernels, an
+  // all-reduce on the same stream, four kernels; the device runs them from 1 ms on, back to
+  // back (0.9 ms each, the all-reduce 200 us: all of it exposed). The first window closes at
+  // 71.5 ms, after step 7's calls but while its work runs; the later window holds steps 50-52.
+  // Cut at the close, step 7's busy span counted whole in the first window but the kernels
+  // after its all-reduce not (their span starts after the close): 5.2 ms exposed for 1.6 ms
+  // of all-reduce, and the later windows' share 0.
+  SampledBatch sb({{kT0, kT0 + 71 * kMs + kMs / 2}, {kT0 + 500 * kMs, kT0 + 529 * kMs}});
+  wire::Batch& b = sb.b;
+  for (auto [id, name] : {std::pair<uint32_t, const char*>{1, "train_step"}, {2, "fwd"},
+                          {3, "ncclDevKernel_AllReduce_Sum_f32_RING_LL"}}) {
+    auto* n = b.add_kernel_names();
+    n->set_id(id);
+    n->set_name(name);
+  }
+  Comm(&b, kComm, 2, 0);
+  const uint64_t kernel = 900 * kUs, nccl = 200 * kUs;
+  for (uint64_t s = 0; s < 100; ++s) {
+    const uint64_t start = kT0 + s * 10 * kMs;
+    const bool recorded = s < 8 || (s >= 50 && s < 53);
+    uint64_t device = start + kMs;  // where the next piece of work starts on the device
+    const auto work = [&](uint64_t t, uint64_t ns, uint32_t name) {
+      if (!recorded) return;
+      Work(&b, wire::ACTIVITY_API, t, t + SampledBatch::kApiNs, ++sb.corr, 0)->set_api_domain(1);
+      Work(&b, wire::ACTIVITY_KERNEL, device, device + ns, sb.corr, 1)->set_name_id(name);
+      device += ns;
+    };
+    uint64_t t = start;
+    for (int k = 0; k < 5; ++k, t += 100 * kUs) {
+      Add(&b, wire::CUDA_LAUNCH_KERNEL, t, SampledBatch::kApiNs);
+      work(t, kernel, 2);
+    }
+    Coll(&b, wire::NCCL_ALL_REDUCE, kComm, 1 << 20, nccl, t, recorded ? wire::FLAG_KERNEL_TIMED : 0);
+    work(t, nccl, 3);
+    for (int k = 0; k < 4; ++k) {
+      t += 100 * kUs;
+      Add(&b, wire::CUDA_LAUNCH_KERNEL, t, SampledBatch::kApiNs);
+      work(t, kernel, 2);
+    }
+    Add(&b, wire::NVTX_RANGE, start, 10 * kMs - kUs)->set_name_id(1);
+  }
+  const col::RankResult r = Run(b);
+  const auto g = col::GpuJson(r.gpu);
+  REQUIRE(g["coverage"]["sampled"] == true);
+  CHECK(g["comm_kernels"]["total_s"].get<double>() == Approx(100 * 200e-6).epsilon(1e-6));
+  CHECK(r.overlap.total.nccl_ns == Approx(20e6).epsilon(1e-6));
+  CHECK(r.overlap.total.ExposedNs() == Approx(20e6).epsilon(0.01));
+  CHECK(g["busy_s"].get<double>() == Approx(100 * (9 * 900e-6 + 200e-6)).epsilon(0.01));
+  REQUIRE(r.per_step.known);
+  CHECK(r.per_step.comm_not_overlapped_ms == Approx(0.2).epsilon(0.01));
+}
+
 TEST_CASE("collector: a sampled timeline's NCCL kernels replayed by CUDA graphs are estimated from the windows") {
   // 100 graph replays of a 100 us NCCL kernel: no call times them, the windows' 9 (0.9 ms) stand
   // for them by the share of launches (99 of 1100): 10 ms, beside the calls' 21.6.
