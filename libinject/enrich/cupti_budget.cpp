@@ -10,10 +10,10 @@
 // per call until then.
 // Spent = hooks + CUPTI + the host sampler's cost (its CPU, its signals' handlers), all
 // measured here (the library's start-up is reported beside them, not spent); the allowance
-// grows with the wall time. A window closes when spent reaches the allowance, and opens
-// again once the credit covers min_window_ns at the recent rate of calls: a phase with few
-// launches gets long windows, a launch-heavy one short, spaced ones. While spent is past the
-// allowance the sampler takes no sample (spent()).
+// grows with the wall time. A window closes when spent reaches the allowance less the tail it
+// will leave (TailNs), and opens again once the credit covers min_window_ns at the recent rate
+// of calls and that tail: a phase with few launches gets long windows, a launch-heavy one
+// short, spaced ones. While spent is past the allowance the sampler takes no sample (spent()).
 #include "enrich/cupti_budget.h"
 
 #include <algorithm>
@@ -51,6 +51,11 @@ bool CuptiBudget::GraphMeasured() const {
 double CuptiBudget::LingerNs() const {
   if (!Enough(linger_cost_)) return kLingerShare * CuptiNs();
   return std::max(0.0, linger_cost_.Ns());
+}
+
+double CuptiBudget::TailNs() const {
+  if (detaches_ == 0) return 0;
+  return (linger_calls_ * LingerNs() + static_cast<double>(detach_ns_)) / static_cast<double>(detaches_);
 }
 
 double CuptiBudget::CuptiGraphNs() const {
@@ -161,11 +166,17 @@ bool CuptiBudget::Update(const Cycle& c) {
   const double spent = static_cast<double>(f.hooks_added_ns + f.cupti_added_ns + f.sampler_ns);
   const double allowance = o_.budget * static_cast<double>(now - start_ns_) + static_cast<double>(o_.allowance_ns);
   spent_ = spent >= allowance;
-  if (open_ && spent_) {
+  // Each window is paid for after its close too, until CUPTI is detached: it closes that much
+  // early, and opens only with credit for it. Charged only once it is paid, a tail overspent
+  // the budget at every close by what it cost: up to the detach's wait (1 s) of calls paying
+  // a lingering CUPTI, on a job that never syncs.
+  const double tail = TailNs();
+  if (open_ && spent + tail >= allowance) {
     Close(now);
   } else if (!open_ && !gone_ &&
              allowance - spent >= (CuptiNs() * rate_ * RecordsPerCall() + CuptiGraphNs() * graph_rate_) *
-                                      static_cast<double>(o_.min_window_ns)) {
+                                          static_cast<double>(o_.min_window_ns) +
+                                      tail) {
     Open(now);
   }
   return decided();

@@ -121,6 +121,10 @@ class CuptiBudget {
   double CuptiGraphNs() const;
   // ... and per enqueueing call made while it lingered after a window.
   double LingerNs() const;
+  // What a window leaves to pay after it closes where CUPTI is detached between windows:
+  // the calls made while it lingered and the detach, per detach so far (0 before the first,
+  // and where it stays attached: its leftover is then a rate, spent as it runs).
+  double TailNs() const;
 
  private:
   uint64_t sampler_ns_ = 0, startup_ns_ = 0, detaches_ = 0, detach_ns_ = 0;

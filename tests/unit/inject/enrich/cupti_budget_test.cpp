@@ -1,7 +1,8 @@
 // The overhead budget's windows (enrich/cupti_budget.h), cycle by cycle with made-up counts:
 // the library's added time stays within budget x wall + the allowance, a quiet phase gets
 // long windows, a launch-heavy one short spaced ones, and CUPTI's cost comes from the launch
-// calls' own times inside and outside windows once there are enough of them.
+// calls' own times inside and outside windows once there are enough of them. What a window
+// leaves after it closes: cupti_budget_tail_test.cpp.
 #include <catch2/catch.hpp>
 
 #include "enrich/cupti_budget.h"
@@ -574,120 +575,4 @@ TEST_CASE("overhead budget: the cycle after a window opens or closes is timed ne
   CHECK(open_cycles < kCycles / 5);
   const double added = static_cast<double>(f.hooks_added_ns + f.cupti_added_ns);
   CHECK(added <= 0.01 * 60 * kS + 50 * kMs + 10 * kMs);
-}
-
-TEST_CASE("overhead budget: detaching CUPTI after a window is CUPTI's cost, spent and reported") {
-  // 100k launches/s, CUPTI adding 3 us a launch in windows, and each detach taking 2 ms of a
-  // job's thread (cuptiFinalize at the exit of its next call): the detaches are in CUPTI's
-  // added time, so the windows leave room for them and the whole stays within the budget.
-  gi::CuptiBudget::Options o;
-  o.hook_ns = 20;
-  uint64_t now = 1 * kS;
-  const uint64_t t0 = now;
-  gi::CuptiBudget b(o, now);
-  uint64_t detaches = 0, cupti_paid = 0;
-  bool was_open = b.open();
-  for (int i = 0; i < 1000; ++i) {
-    gi::CuptiBudget::Cycle c;
-    c.now_ns = now += 10 * kMs;
-    c.hook_calls = c.enqueues = 1000;
-    for (int k = 0; k < 1000; ++k) c.launches.Add(b.open() ? 7000 : 4000);
-    cupti_paid += b.open() ? 1000 * 3000 : 0;
-    c.device_records = b.open() ? c.enqueues : 0;
-    if (was_open && !b.open()) ++detaches;  // the sender detaches in the cycle after a close
-    was_open = b.open();
-    c.cupti_detaches = detaches;
-    c.cupti_detach_ns = detaches * 2 * kMs;  // cumulative, as the sender reads them
-    b.Update(c);
-  }
-  const auto f = b.figures();
-  REQUIRE(detaches >= 2);
-  CHECK(f.cupti_detaches == detaches);
-  CHECK(f.cupti_detach_ns == detaches * 2 * kMs);
-  // CUPTI's added time: the windows' calls at the measured cost, and the detaches.
-  CHECK(static_cast<double>(f.cupti_added_ns) ==
-        Approx(static_cast<double>(cupti_paid + detaches * 2 * kMs)).epsilon(0.1));
-  const double allowance = 0.01 * static_cast<double>(now - t0) + 50 * kMs;
-  const double spent = static_cast<double>(f.hooks_added_ns + f.cupti_added_ns);
-  CHECK(spent <= allowance + 5 * kMs);  // a cycle of overshoot, and a detach, at most
-  CHECK(spent >= 0.9 * allowance);
-}
-
-namespace {
-
-// 10 s at 100k launches/s of 4 us each; a window adds 3 us a launch, and a disabled CUPTI 0.9
-// us until it is detached, `linger_cycles` cycles after each close (-1: never, CUPTI kept
-// attached). The lingering calls are counted apart, as the assembler counts them. Adds what
-// CUPTI really cost to `*paid_ns`, and the lingering calls to `*lingered`.
-void PlayLingering(gi::CuptiBudget& b, uint64_t& now, int linger_cycles, double* paid_ns, uint64_t* lingered) {
-  int since_close = -1;  // cycles since the last close; -1 while a window is open
-  for (int i = 0; i < 1000; ++i) {
-    const bool open = b.open();
-    const bool lingering = !open && (linger_cycles < 0 || since_close < linger_cycles);
-    gi::CuptiBudget::Cycle c;
-    c.now_ns = now += 10 * kMs;
-    c.hook_calls = c.enqueues = 1000;
-    const double cupti = open ? 3000 : lingering ? 900 : 0;
-    for (int k = 0; k < 1000; ++k) (lingering ? c.linger_launches : c.launches).Add(static_cast<uint64_t>(4000 + cupti));
-    c.linger_enqueues = lingering ? c.enqueues : 0;
-    c.device_records = open ? c.enqueues : 0;
-    *paid_ns += 1000 * cupti;
-    *lingered += c.linger_enqueues;
-    b.Update(c);
-    since_close = b.open() ? -1 : since_close + 1;
-  }
-}
-
-}  // namespace
-
-TEST_CASE("overhead budget: what a disabled CUPTI leaves on the calls until its detach is measured, charged and spent") {
-  // On an H200 a disabled CUPTI still cost a launch 1.3-1.6 us of the 5.3 it cost recording,
-  // until cuptiFinalize; the detach comes a cycle or more after the close (the window's work
-  // must finish first). Uncharged, those calls overspent the budget by what they cost, and
-  // counted among the calls outside windows they made a window look cheaper than it was.
-  gi::CuptiBudget::Options o;
-  o.hook_ns = 20;
-  uint64_t now = 1 * kS;
-  const uint64_t t0 = now;
-  gi::CuptiBudget b(o, now);
-  double paid = 0;
-  uint64_t lingered = 0;
-  PlayLingering(b, now, 2, &paid, &lingered);
-  const auto f = b.figures();
-  INFO("windows " << f.windows << ", lingering calls " << lingered << ", CUPTI " << f.cupti_ns << " ns a call, "
-                  << f.cupti_linger_ns << " lingering");
-  REQUIRE(f.windows >= 3);
-  CHECK(f.cupti_linger_calls == lingered);
-  REQUIRE(f.cupti_linger_ns_measured);
-  CHECK(f.cupti_linger_ns == Approx(900).margin(30));
-  REQUIRE(f.cupti_ns_measured);
-  CHECK(f.cupti_ns == Approx(3000).margin(50));  // against detached calls only
-  CHECK(static_cast<double>(f.cupti_added_ns) == Approx(paid).epsilon(0.05));
-  const double allowance = 0.01 * static_cast<double>(now - t0) + 50 * kMs;
-  CHECK(static_cast<double>(f.hooks_added_ns + f.cupti_added_ns) <= allowance + 5 * kMs);
-}
-
-TEST_CASE("overhead budget: a CUPTI kept attached lingers between all windows: charged at its share of the measured cost") {
-  // GPUWATCH_CUPTI_DETACH=0, or a CUPTI that cannot call back: no call is made with it
-  // detached, so its cost is the calls in windows against the lingering ones, which pay
-  // kLingerShare of it. Here the leftover alone (0.9 us x 100k a second: 9% of the wall time)
-  // is more than the budget: after the start's window (and one more, once the start's calls
-  // are repriced at the measured cost) none opens again, and the summary says what it cost.
-  gi::CuptiBudget::Options o;
-  o.hook_ns = 20;
-  uint64_t now = 1 * kS;
-  gi::CuptiBudget b(o, now);
-  double paid = 0;
-  uint64_t lingered = 0;
-  PlayLingering(b, now, -1, &paid, &lingered);
-  const auto f = b.figures();
-  INFO("windows " << f.windows << ", lingering calls " << lingered << ", CUPTI " << f.cupti_ns << " ns a call, "
-                  << f.cupti_linger_ns << " lingering");
-  CHECK(f.windows <= 2);
-  CHECK(f.window_ns < 1 * kS);
-  CHECK_FALSE(f.cupti_linger_ns_measured);
-  CHECK(f.cupti_linger_calls == lingered);
-  CHECK(f.cupti_ns == Approx(3000).margin(100));  // (3900 - 900 measured) / (1 - 0.3)
-  CHECK(f.cupti_linger_ns == Approx(gi::CuptiBudget::kLingerShare * f.cupti_ns));
-  CHECK(static_cast<double>(f.cupti_added_ns) == Approx(paid).epsilon(0.05));
 }
