@@ -55,22 +55,36 @@ TEST_CASE("overhead budget: detaching CUPTI after a window is CUPTI's cost, spen
 
 namespace {
 
-// 10 s at 100k launches/s of 4 us each; a window adds 3 us a launch, and a disabled CUPTI 0.9
-// us until it is detached, `linger_cycles` cycles after each close (-1: never, CUPTI kept
-// attached), the detach taking `detach_ns` of a job's thread. The lingering calls are counted
-// apart, as the assembler counts them. Adds what CUPTI really cost to `*paid_ns`, and the
-// lingering calls to `*lingered`; with `over`, how far the library's added time was past the
-// allowance as each tail was paid (as the budget saw it, in the cycle that reported the detach).
-void PlayLingering(gi::CuptiBudget& b, uint64_t& now, int linger_cycles, double* paid_ns, uint64_t* lingered,
-                   uint64_t detach_ns = 0, std::vector<double>* over = nullptr) {
-  const uint64_t t0 = now;
+// 10 s at 100k launches/s of 4 us each, hooks at 20 ns; a window adds 3 us a launch, and a
+// disabled CUPTI 0.9 us until it is detached, `linger_cycles` cycles after each close (-1:
+// never, CUPTI kept attached), the detach taking `detach_ns` of a job's thread. The lingering
+// calls are counted apart, as the assembler counts them.
+struct Lingered {
+  gi::CuptiBudget budget;
+  uint64_t t0, now;
+  double paid_ns = 0;        // what CUPTI really cost the calls
+  uint64_t lingered = 0;     // calls made while it lingered
+  std::vector<double> over;  // how far the added time was past the allowance as each tail was
+                             // paid (as the budget saw it, in the cycle that reported the detach)
+  double Allowance() const { return 0.01 * static_cast<double>(now - t0) + 50 * kMs; }
+  double Spent() const {
+    const auto f = budget.figures();
+    return static_cast<double>(f.hooks_added_ns + f.cupti_added_ns);
+  }
+};
+
+Lingered PlayLingering(int linger_cycles, uint64_t detach_ns = 0) {
+  gi::CuptiBudget::Options o;
+  o.hook_ns = 20;
+  Lingered r{gi::CuptiBudget(o, 1 * kS), 1 * kS, 1 * kS};
+  gi::CuptiBudget& b = r.budget;
   int since_close = -1;  // cycles since the last close; -1 while a window is open
   uint64_t detaches = 0;
   for (int i = 0; i < 1000; ++i) {
     const bool open = b.open();
     const bool lingering = !open && (linger_cycles < 0 || since_close < linger_cycles);
     gi::CuptiBudget::Cycle c;
-    c.now_ns = now += 10 * kMs;
+    c.now_ns = r.now += 10 * kMs;
     c.hook_calls = c.enqueues = 1000;
     const double cupti = open ? 3000 : lingering ? 900 : 0;
     for (int k = 0; k < 1000; ++k) (lingering ? c.linger_launches : c.launches).Add(static_cast<uint64_t>(4000 + cupti));
@@ -80,15 +94,13 @@ void PlayLingering(gi::CuptiBudget& b, uint64_t& now, int linger_cycles, double*
     detaches += detached;
     c.cupti_detaches = detaches;
     c.cupti_detach_ns = detaches * detach_ns;
-    *paid_ns += 1000 * cupti;
-    *lingered += c.linger_enqueues;
+    r.paid_ns += 1000 * cupti;
+    r.lingered += c.linger_enqueues;
     b.Update(c);
     since_close = b.open() ? -1 : since_close + 1;
-    const auto f = b.figures();
-    if (detached && over)
-      over->push_back(static_cast<double>(f.hooks_added_ns + f.cupti_added_ns) -
-                      (0.01 * static_cast<double>(now - t0) + 50 * kMs));
+    if (detached) r.over.push_back(r.Spent() - r.Allowance());
   }
+  return r;
 }
 
 }  // namespace
@@ -98,26 +110,18 @@ TEST_CASE("overhead budget: what a disabled CUPTI leaves on the calls until its 
   // until cuptiFinalize; the detach comes a cycle or more after the close (the window's work
   // must finish first). Uncharged, those calls overspent the budget by what they cost, and
   // counted among the calls outside windows they made a window look cheaper than it was.
-  gi::CuptiBudget::Options o;
-  o.hook_ns = 20;
-  uint64_t now = 1 * kS;
-  const uint64_t t0 = now;
-  gi::CuptiBudget b(o, now);
-  double paid = 0;
-  uint64_t lingered = 0;
-  PlayLingering(b, now, 2, &paid, &lingered);
-  const auto f = b.figures();
-  INFO("windows " << f.windows << ", lingering calls " << lingered << ", CUPTI " << f.cupti_ns << " ns a call, "
+  const Lingered r = PlayLingering(2);
+  const auto f = r.budget.figures();
+  INFO("windows " << f.windows << ", lingering calls " << r.lingered << ", CUPTI " << f.cupti_ns << " ns a call, "
                   << f.cupti_linger_ns << " lingering");
   REQUIRE(f.windows >= 3);
-  CHECK(f.cupti_linger_calls == lingered);
+  CHECK(f.cupti_linger_calls == r.lingered);
   REQUIRE(f.cupti_linger_ns_measured);
   CHECK(f.cupti_linger_ns == Approx(900).margin(30));
   REQUIRE(f.cupti_ns_measured);
   CHECK(f.cupti_ns == Approx(3000).margin(50));  // against detached calls only
-  CHECK(static_cast<double>(f.cupti_added_ns) == Approx(paid).epsilon(0.05));
-  const double allowance = 0.01 * static_cast<double>(now - t0) + 50 * kMs;
-  CHECK(static_cast<double>(f.hooks_added_ns + f.cupti_added_ns) <= allowance + 5 * kMs);
+  CHECK(static_cast<double>(f.cupti_added_ns) == Approx(r.paid_ns).epsilon(0.05));
+  CHECK(r.Spent() <= r.Allowance() + 5 * kMs);
 }
 
 TEST_CASE("overhead budget: a CUPTI kept attached lingers between all windows: charged at its share of the measured cost") {
@@ -126,23 +130,17 @@ TEST_CASE("overhead budget: a CUPTI kept attached lingers between all windows: c
   // kLingerShare of it. Here the leftover alone (0.9 us x 100k a second: 9% of the wall time)
   // is more than the budget: after the start's window (and one more, once the start's calls
   // are repriced at the measured cost) none opens again, and the summary says what it cost.
-  gi::CuptiBudget::Options o;
-  o.hook_ns = 20;
-  uint64_t now = 1 * kS;
-  gi::CuptiBudget b(o, now);
-  double paid = 0;
-  uint64_t lingered = 0;
-  PlayLingering(b, now, -1, &paid, &lingered);
-  const auto f = b.figures();
-  INFO("windows " << f.windows << ", lingering calls " << lingered << ", CUPTI " << f.cupti_ns << " ns a call, "
+  const Lingered r = PlayLingering(-1);
+  const auto f = r.budget.figures();
+  INFO("windows " << f.windows << ", lingering calls " << r.lingered << ", CUPTI " << f.cupti_ns << " ns a call, "
                   << f.cupti_linger_ns << " lingering");
   CHECK(f.windows <= 2);
   CHECK(f.window_ns < 1 * kS);
   CHECK_FALSE(f.cupti_linger_ns_measured);
-  CHECK(f.cupti_linger_calls == lingered);
+  CHECK(f.cupti_linger_calls == r.lingered);
   CHECK(f.cupti_ns == Approx(3000).margin(100));  // (3900 - 900 measured) / (1 - 0.3)
   CHECK(f.cupti_linger_ns == Approx(gi::CuptiBudget::kLingerShare * f.cupti_ns));
-  CHECK(static_cast<double>(f.cupti_added_ns) == Approx(paid).epsilon(0.05));
+  CHECK(static_cast<double>(f.cupti_added_ns) == Approx(r.paid_ns).epsilon(0.05));
 }
 
 TEST_CASE("overhead budget: a window closes early by the tail it will leave, and opens only with credit for it") {
@@ -150,30 +148,21 @@ TEST_CASE("overhead budget: a window closes early by the tail it will leave, and
   // lingering calls and the detach costing 9 + 3 ms. Charged only once paid, each tail took
   // the spend that far past the allowance; priced ahead from the tails so far, a window leaves
   // room for its own, and each tail ends within a window's cycle of the allowance.
-  gi::CuptiBudget::Options o;
-  o.hook_ns = 20;
-  uint64_t now = 1 * kS;
-  const uint64_t t0 = now;
-  gi::CuptiBudget b(o, now);
-  double paid = 0;
-  uint64_t lingered = 0;
-  std::vector<double> over;
-  PlayLingering(b, now, 10, &paid, &lingered, 3 * kMs, &over);
-  const auto f = b.figures();
+  const Lingered r = PlayLingering(10, 3 * kMs);
+  const auto f = r.budget.figures();
   const double tail = 10 * 1000 * 900 + 3 * kMs;
-  INFO("windows " << f.windows << ", detaches " << f.cupti_detaches << ", tail priced " << b.TailNs() << " ns");
+  INFO("windows " << f.windows << ", detaches " << f.cupti_detaches << ", tail priced " << r.budget.TailNs() << " ns");
   REQUIRE(f.cupti_detaches >= 3);
   // (A little more: the start's window was followed by another before its detach, and its
   // lingering calls are in the tails.)
-  CHECK(b.TailNs() == Approx(tail).epsilon(0.15));
+  CHECK(r.budget.TailNs() == Approx(tail).epsilon(0.15));
   CHECK(f.windows >= 4);
   // The first tail is unknown until paid; after it, every tail ends within a window's cycle
   // (1000 calls x 3 us) of the allowance. Unpriced, each ended a whole tail (12 ms) past it.
-  for (size_t i = 1; i < over.size(); ++i) {
-    INFO("tail " << i << " paid at " << over[i] / 1e6 << " ms over the allowance");
-    CHECK(over[i] <= 4 * kMs);
+  for (size_t i = 1; i < r.over.size(); ++i) {
+    INFO("tail " << i << " paid at " << r.over[i] / 1e6 << " ms over the allowance");
+    CHECK(r.over[i] <= 4 * kMs);
   }
-  const double allowance = 0.01 * static_cast<double>(now - t0) + 50 * kMs;
-  CHECK(static_cast<double>(f.hooks_added_ns + f.cupti_added_ns) <= allowance + 5 * kMs);
-  CHECK(static_cast<double>(f.cupti_added_ns) == Approx(paid + f.cupti_detach_ns).epsilon(0.05));
+  CHECK(r.Spent() <= r.Allowance() + 5 * kMs);
+  CHECK(static_cast<double>(f.cupti_added_ns) == Approx(r.paid_ns + f.cupti_detach_ns).epsilon(0.05));
 }
