@@ -76,7 +76,7 @@ struct Lingered {
 Lingered PlayLingering(int linger_cycles, uint64_t detach_ns = 0) {
   gi::CuptiBudget::Options o;
   o.hook_ns = 20;
-  Lingered r{gi::CuptiBudget(o, 1 * kS), 1 * kS, 1 * kS};
+  Lingered r{gi::CuptiBudget(o, 1 * kS), 1 * kS, 1 * kS, 0, 0, {}};
   gi::CuptiBudget& b = r.budget;
   int since_close = -1;  // cycles since the last close; -1 while a window is open
   uint64_t detaches = 0;
