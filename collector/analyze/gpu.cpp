@@ -190,9 +190,9 @@ void GpuCounter::OnBusy(const BusySpan& b) {
   // The first window's part of a span: up to where its work ended. Work arrives in start
   // order and a span is emitted once work after it has come, so every call of the first
   // window whose work starts in it has been seen. Counted whole where they started, the
-  // spans that ran on past the window (the GPU busy across its end, CUPTI recording until
-  // it is disabled) put a whole step's busy time in the first window but only the non-NCCL
-  // spans that started in it: its exposed communication read 11.6 ms for 8.8 ms of NCCL
+  // spans that ran on past the window's close (the GPU still running what was queued before
+  // it) put a whole step's busy time in the first window but only the non-NCCL spans that
+  // started before the close: its exposed communication read 11.6 ms for 8.8 ms of NCCL
   // kernels, the later windows' 31% for all of it exposed (2-rank e2e run, 1 in 3).
   if (b.start_ns < start_.device_end)
     start_.f.run.AddBusy(b.noncomm, std::min(b.end_ns, start_.device_end) - b.start_ns);
