@@ -134,12 +134,18 @@ for v in plain hooks cupti; do echo "$v: wall_s $(tr '\n' ' ' <"$W/lh-$v") media
 
 fi
 if want O; then
-say "O. the overhead budget (issue 15): launch-bound PyTorch loop of ~10 s, plain / default / full / off, interleaved"
-# GW_LOOP_N launches a run (~10 s plain at H200's 134k/s), GW_ROUNDS rounds: ~4 min in all.
-N=${GW_LOOP_N:-1300000} R=${GW_ROUNDS:-3}
+say "O. the overhead budget (issue 15): launch-bound PyTorch loop of ~10 s, plain / default / full or off / plain again, interleaved"
+# GW_LOOP_N launches a run (~10 s plain at H200's 134k/s), GW_ROUNDS rounds (~75 s each, ~5 min
+# in all). Each round: plain, the default (GPUWATCH_CUPTI unset: what a user runs), `full` (odd
+# rounds) or `off` (even), plain again: the A/A pair says what the machine resolves. The loop's
+# thread is pinned to one CPU in every run (GW_PIN_CPU, the last CPU unless set; empty: not
+# pinned): unpinned, two plain processes differed by 18% on the H200.
+N=${GW_LOOP_N:-1300000} R=${GW_ROUNDS:-4}
+export GW_PIN_CPU=${GW_PIN_CPU-$(($(nproc) - 1))}
 for i in $(seq "$R"); do
-  for v in plain default full off; do
-    if [ $v = plain ]; then
+  x=full; [ $((i % 2)) = 0 ] && x=off
+  for v in plain default $x plain2; do
+    if [ ${v%2} = plain ]; then
       timeout 120 python3 tests/device/launch_loop.py "$N" >"$W/ob-$v$i.loop"
     else
       cup=$v; [ $v = default ] && cup=  # unset: what a user runs
@@ -149,6 +155,7 @@ for i in $(seq "$R"); do
     fi
   done
 done
+unset GW_PIN_CPU
 python3 tests/device/overhead_budget.py "$W" "$R"
 grep -h -A3 "own cost" "$W"/ob-default1/summary.txt 2>/dev/null | head -4
 

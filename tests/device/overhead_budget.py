@@ -1,6 +1,9 @@
-"""Issue 15's device check, read back: the launch loop's time plain / default / full / off
-(launch_loop.py's JSON line in W/ob-<variant><round>.loop) and each preloaded run's
-own account of its cost (W/ob-<variant><round>/summary.json).
+"""Issue 15's device check, read back: the launch loop's time plain / default / full / off /
+plain again (launch_loop.py's JSON line in W/ob-<variant><round>.loop; a variant a round did
+not run is skipped) and each preloaded run's own account of its cost
+(W/ob-<variant><round>/summary.json). Each preloaded run is set against its round's plain
+runs (their mean where both ran: they bracket it in time); the two plain runs against each
+other (A/A) say what the machine resolves.
     python3 tests/device/overhead_budget.py W ROUNDS"""
 import json
 import os
@@ -8,7 +11,7 @@ import statistics
 import sys
 
 w, rounds = sys.argv[1], int(sys.argv[2])
-variants = ["plain", "default", "full", "off"]
+variants = ["plain", "default", "full", "off", "plain2"]
 
 
 def line(v, i):  # None: the run printed nothing (it failed)
@@ -31,28 +34,36 @@ def overhead(v, i):
 
 
 loop = {v: loops(v) for v in variants}
+# The plain time a preloaded run of round i is set against.
+base = [(a + b) / 2 if a and b else (a or b) for a, b in zip(loop["plain"], loop["plain2"])]
+aa = [100 * (b - a) / a for a, b in zip(loop["plain"], loop["plain2"]) if a and b]
+if aa:
+    print(f"A/A (plain again vs plain): median {statistics.median(aa):+.2f}%, rounds "
+          f"{', '.join(f'{p:+.2f}%' for p in aa)}  [what this machine resolves]")
 print("loop_s per round:", {v: [round(x, 3) if x else x for x in loop[v]] for v in variants})
 print("launches/s per round:", {v: [round(l["launches_per_s"]) if l else None for l in
                                      (line(v, i) for i in range(1, rounds + 1))] for v in variants})
-for v in variants[1:]:
-    d = [b - a for a, b in zip(loop["plain"], loop[v]) if a and b]
-    pct = [100 * (b - a) / a for a, b in zip(loop["plain"], loop[v]) if a and b]
+for v in ["default", "full", "off"]:
+    d = [b - a for a, b in zip(base, loop[v]) if a and b]
+    pct = [100 * (b - a) / a for a, b in zip(base, loop[v]) if a and b]
     if not d:
         print(f"{v}: no paired rounds")
         continue
-    line = (f"{v} vs plain: median {1e3 * statistics.median(d):+.0f} ms ({statistics.median(pct):+.2f}%), "
+    text = (f"{v} vs plain: median {1e3 * statistics.median(d):+.0f} ms ({statistics.median(pct):+.2f}%), "
             f"rounds {', '.join(f'{p:+.2f}%' for p in pct)}")
     if v == "default":
-        line += "  [issue 15: within 2%]"
-    print(line)
+        text += "  [issue 15: within 2%]"
+    print(text)
     for i in range(1, rounds + 1):
+        if not loop[v][i - 1]:
+            continue  # not run in this round
         o, r = overhead(v, i)
         if o is None:
             print(f"   round {i}: no summary")
             continue
         g = (r.get("gpu") or {})
         cov = g.get("coverage") or {}
-        a, b = loop["plain"][i - 1], loop[v][i - 1]
+        a, b = base[i - 1], loop[v][i - 1]
         measured = (b - a) if a and b else None
         added = o.get("added_s")
         ratio = f"{added / measured:.2f}" if measured and measured > 0 and added else "-"
