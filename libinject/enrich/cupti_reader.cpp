@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "enrich/completion_lag.h"
+#include "enrich/cupti_kinds.h"
 #include "enrich/cupti_records.h"
 #include "record/collective_timer.h"
 #include "record/stamp_clock.h"
@@ -47,19 +48,6 @@ enum DetachState : int {
   kDetached = 3,    // CUPTI detached: no cost; any CUPTI call would attach it again
 };
 
-struct CuptiApi {
-  decltype(&cuptiSubscribe) subscribe;
-  decltype(&cuptiUnsubscribe) unsubscribe;
-  decltype(&cuptiActivityRegisterCallbacks) register_callbacks;
-  decltype(&cuptiActivityEnable) enable;
-  decltype(&cuptiActivityDisable) disable;
-  decltype(&cuptiActivityFlushAll) flush_all;
-  decltype(&cuptiActivityGetNextRecord) next_record;
-  decltype(&cuptiGetTimestamp) timestamp;
-  decltype(&cuptiActivityEnableHWTrace) enable_hw_trace;  // CUDA 13 CUPTI; null in older ones
-  decltype(&cuptiEnableDomain) enable_domain;  // these two detach CUPTI between windows
-  decltype(&cuptiFinalize) finalize;
-};
 
 struct CuptiState {
   // Held around turning kinds on or off (the budget's windows, a hand-over), so a window
@@ -100,32 +88,12 @@ struct CuptiState {
   bool detach_tried = false;    // for this closed window (a refused subscribe is not retried)
   uint64_t queue_drained_ns = 0;  // the latest start of a returned call that waited for the queue
   CompletionLag lag;            // of the records parsed since the window opened (sender thread)
+  // The enqueueing calls whose API records the runtime and driver kinds stand for (empty:
+  // whole kinds), and the API and work records parsed so far: a CUPTI that took the choice
+  // and then recorded none of those calls gets whole kinds (CheckApiRecords).
+  ApiRecordSelection api_records;
+  uint64_t api_records_seen = 0, work_records_seen = 0;
 };
-
-// The record kinds gpuwatch enables: the device's work, host waits, and the runtime/driver
-// calls that enqueued work (to tie kernels launched around the hooks to their host call).
-// GPUWATCH_CUPTI_KINDS=kernel,memcpy,memset,sync,runtime,driver picks a subset (to measure
-// what each kind costs).
-std::vector<CUpti_ActivityKind> Kinds() {
-  static const std::vector<CUpti_ActivityKind> kinds = [] {
-    const std::pair<const char*, CUpti_ActivityKind> all[] = {
-        {"kernel", CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL}, {"memcpy", CUPTI_ACTIVITY_KIND_MEMCPY},
-        {"memset", CUPTI_ACTIVITY_KIND_MEMSET},            {"sync", CUPTI_ACTIVITY_KIND_SYNCHRONIZATION},
-        {"runtime", CUPTI_ACTIVITY_KIND_RUNTIME},          {"driver", CUPTI_ACTIVITY_KIND_DRIVER}};
-    const char* want = std::getenv("GPUWATCH_CUPTI_KINDS");
-    std::vector<CUpti_ActivityKind> out;
-    for (auto& [name, kind] : all) {
-      if (!want || !*want) {
-        out.push_back(kind);
-        continue;
-      }
-      const std::string list = std::string(",") + want + ",";
-      if (list.find(std::string(",") + name + ",") != std::string::npos) out.push_back(kind);
-    }
-    return out;
-  }();
-  return kinds;
-}
 
 CuptiState& S() {
   static CuptiState* s = new CuptiState;  // leaked: CUPTI may call back during exit
@@ -190,6 +158,32 @@ void EndLinger(CuptiState& s, uint64_t now) {
   s.linger.to[0] = detached ? detached : now;
 }
 
+// Sender thread, no lock held, records just parsed. CUPTI took the choice of calls and has
+// since recorded work but none of the calls that enqueued it: a CUPTI that accepts the choice
+// and ignores it. API records of every call from now on, as without a choice (the launch ties
+// are worth more than the records they cost).
+void CheckApiRecords(CuptiState& s) {
+  constexpr uint64_t kEnoughWork = 64;
+  std::lock_guard<std::mutex> control(s.control);
+  CuptiApi api;
+  ApiRecordSelection chosen;
+  bool recording;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    // Both domains chosen: with one of them whole or not wanted (GPUWATCH_CUPTI_KINDS), the
+    // work may all come from the other's calls, and no record of them is no sign.
+    if (s.api_records.runtime.empty() || s.api_records.driver.empty() || s.api_records_seen > 0 ||
+        s.work_records_seen < kEnoughWork)
+      return;
+    chosen = s.api_records;
+    s.api_records = {};
+    s.detail += "; API records of every call (none came for the enqueueing calls alone)";
+    recording = s.recording && !s.handed_over && s.detach.load(std::memory_order_acquire) == kAttached;
+    api = s.api;
+  }
+  if (recording) SwitchToWholeApiKinds(api, chosen);  // else the next window turns them on
+}
+
 // Sender thread, `control` held. The armed detach taken back (the subscriber given up), or
 // a detach under way waited out (a job's thread is inside cuptiFinalize: a few ms at most;
 // false if not done within 2 s).
@@ -210,11 +204,6 @@ void ReclaimLent(CuptiState& s) {
   std::lock_guard<std::mutex> lock(s.mu);
   s.free_buffers.insert(s.free_buffers.end(), s.lent.begin(), s.lent.end());
   s.lent.clear();
-}
-
-template <typename F>
-F Sym(void* lib, const char* name) {
-  return reinterpret_cast<F>(dlsym(lib, name));
 }
 
 void Calibrate(CuptiState& s) {
@@ -277,17 +266,7 @@ void CuptiReader::Start() {
     if (name && *name && (lib = dlopen(name, RTLD_NOW | RTLD_LOCAL))) break;
   }
   if (!lib) return give_up("libcupti not found (set GPUWATCH_CUPTI_LIB)");
-  CuptiApi api{Sym<decltype(api.subscribe)>(lib, "cuptiSubscribe"),
-          Sym<decltype(api.unsubscribe)>(lib, "cuptiUnsubscribe"),
-          Sym<decltype(api.register_callbacks)>(lib, "cuptiActivityRegisterCallbacks"),
-          Sym<decltype(api.enable)>(lib, "cuptiActivityEnable"),
-          Sym<decltype(api.disable)>(lib, "cuptiActivityDisable"),
-          Sym<decltype(api.flush_all)>(lib, "cuptiActivityFlushAll"),
-          Sym<decltype(api.next_record)>(lib, "cuptiActivityGetNextRecord"),
-          Sym<decltype(api.timestamp)>(lib, "cuptiGetTimestamp"),
-          Sym<decltype(api.enable_hw_trace)>(lib, "cuptiActivityEnableHWTrace"),
-          Sym<decltype(api.enable_domain)>(lib, "cuptiEnableDomain"),
-          Sym<decltype(api.finalize)>(lib, "cuptiFinalize")};
+  const CuptiApi api = LoadCuptiApi(lib);
   if (!api.subscribe || !api.unsubscribe || !api.register_callbacks || !api.enable || !api.disable || !api.flush_all ||
       !api.next_record || !api.timestamp) {
     return give_up("libcupti lacks the activity API");
@@ -303,8 +282,9 @@ void CuptiReader::Start() {
   if (api.register_callbacks(BufferRequested, BufferCompleted) != CUPTI_SUCCESS) {
     return give_up("cuptiActivityRegisterCallbacks failed");
   }
-  for (CUpti_ActivityKind k : Kinds()) {
-    if (api.enable(k) != CUPTI_SUCCESS) return give_up("cuptiActivityEnable failed for kind " + std::to_string(k));
+  const ApiRecordSelection api_records = ChooseApiRecords(lib, api);
+  if (const CUpti_ActivityKind k = SwitchKinds(api, api_records, true); k != CUPTI_ACTIVITY_KIND_INVALID) {
+    return give_up("cuptiActivityEnable failed for kind " + std::to_string(k));
   }
   // Hardware event tracing (Blackwell only; CUPTI_ERROR_NOT_SUPPORTED elsewhere) takes most
   // of CUPTI's cost off each launch: the overhead budget measures the rest.
@@ -314,6 +294,7 @@ void CuptiReader::Start() {
   s.detach_off = !api.enable_domain || !api.finalize || (detach && std::strcmp(detach, "0") == 0);
   s.hw_trace = hw;
   s.api = api;
+  s.api_records = api_records;
   s.started_ns = NowNs();
   Calibrate(s);
   s.source = Source::kCupti;
@@ -331,6 +312,7 @@ void CuptiReader::HandOver(bool enabling) {
   std::lock_guard<std::mutex> control(s.control);
   Timer().SetCuptiTimes(false);  // our kernel records stop: collectives need their event pairs
   CuptiApi api;
+  ApiRecordSelection api_records;
   CUpti_BuffersCallbackRequestFunc app_request;
   CUpti_BuffersCallbackCompleteFunc app_complete;
   {
@@ -345,6 +327,7 @@ void CuptiReader::HandOver(bool enabling) {
     s.handed_over = true;
     EndLinger(s, NowNs());  // what CUPTI costs from here is the profiler's
     api = s.api;
+    api_records = s.api_records;
     s.detail = "CUPTI activity records until the application's profiler took CUPTI " +
                std::to_string((NowNs() - s.started_ns) / 1000000) + " ms after start; hooks and events after";
     app_request = s.app_request;
@@ -353,7 +336,7 @@ void CuptiReader::HandOver(bool enabling) {
   Disarm(s);  // the profiler may want the subscriber
   if (s.detach.load(std::memory_order_acquire) != kDetached) {
     api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);  // our buffers come back to BufferCompleted
-    for (CUpti_ActivityKind k : Kinds()) api.disable(k);
+    SwitchKinds(api, api_records, false);
   }  // (detached: nothing of ours left in CUPTI, and nothing enabled)
   // Registered before gpuwatch started (and replaced by gpuwatch's, or forgotten by a
   // detach): theirs again.
@@ -377,14 +360,16 @@ void CuptiReader::SetRecording(bool on) {
   std::lock_guard<std::mutex> control(s.control);
   CuptiApi api;
   bool hw;
+  ApiRecordSelection api_records;
   {
     std::lock_guard<std::mutex> lock(s.mu);
     if (s.source != Source::kCupti || s.handed_over || s.recording == on) return;
     api = s.api;
     hw = s.hw_trace;
+    api_records = s.api_records;
   }
   if (!on) {
-    for (CUpti_ActivityKind k : Kinds()) api.disable(k);
+    SwitchKinds(api, api_records, false);
     std::lock_guard<std::mutex> lock(s.mu);
     s.recording = false;
     s.disabled_ns = NowNs();
@@ -412,7 +397,7 @@ void CuptiReader::SetRecording(bool on) {
     if (hw) api.enable_hw_trace(1);
     s.detach.store(kAttached, std::memory_order_release);
   }
-  for (CUpti_ActivityKind k : Kinds()) api.enable(k);
+  SwitchKinds(api, api_records, true);
   std::lock_guard<std::mutex> lock(s.mu);
   s.recording = true;
   s.disabled_ns = 0;
@@ -531,18 +516,23 @@ void CuptiReader::Poll(bool final, const std::function<void(const ActivityRecord
       buf = s.completed.front();
       s.completed.pop_front();
     }
-    uint64_t incomplete = 0;
+    uint64_t incomplete = 0, api_records = 0, work_records = 0;
     ParseActivityBuffer(
         s.api.next_record, s.offset.load(std::memory_order_relaxed), buf.first, buf.second,
         [&](const ActivityRecord& a) {
           s.lag.Observe(a);
+          api_records += a.kind == kActApi;
+          work_records += a.kind == kActKernel || a.kind == kActMemcpy || a.kind == kActMemset;
           fn(a);
         },
         incomplete);
     std::lock_guard<std::mutex> lock(s.mu);
     s.incomplete += incomplete;
+    s.api_records_seen += api_records;
+    s.work_records_seen += work_records;
     s.free_buffers.push_back(buf.first);
   }
+  if (attached) CheckApiRecords(s);
   if (detach) ArmDetach();
 }
 

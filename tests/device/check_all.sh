@@ -98,23 +98,25 @@ timeout 60 "$C/bin/hot_path_bench" --benchmark_min_time=0.2 2>/dev/null | grep -
 fi
 if want E; then
 say "E. end to end, launch-bound PyTorch loop (100k x.add_), 3 interleaved rounds; CUPTI record kinds compared"
-# name|GPUWATCH_CUPTI|GPUWATCH_CUPTI_KINDS ("-" = not preloaded)
+# name|GPUWATCH_CUPTI|GPUWATCH_CUPTI_KINDS|GPUWATCH_CUPTI_API_RECORDS ("-" = not preloaded)
 # "full": every launch traced (GPUWATCH_CUPTI=on is the budget now; section O measures that).
-VARIANTS="plain|-|- hooks|off| cupti_all|full| cupti_noruntime|full|kernel,memcpy,memset,sync,driver cupti_device|full|kernel,memcpy,memset,sync"
+# cupti_all: API records of the enqueueing calls only (the default); cupti_allapi: of every
+# call (PyTorch's cudaGetLastError after each launch, its device guards' cudaGetDevice).
+VARIANTS="plain|-|-| hooks|off|| cupti_all|full|| cupti_allapi|full||all cupti_noruntime|full|kernel,memcpy,memset,sync,driver| cupti_device|full|kernel,memcpy,memset,sync|"
 for i in 1 2 3; do
   for v in $VARIANTS; do
-    IFS='|' read -r name cup kinds <<<"$v"
+    IFS='|' read -r name cup kinds api <<<"$v"
     if [ "$cup" = "-" ]; then
       timeout 120 python3 tests/device/launch_loop.py 100000 >>"$W/ll-$name"
     else
-      GPUWATCH_CUPTI=$cup GPUWATCH_CUPTI_KINDS=$kinds GPUWATCH_OUT=$W/ll-$name$i GPUWATCH_SOCKET_DIR=$W/ll-$name$i.sock \
+      GPUWATCH_CUPTI=$cup GPUWATCH_CUPTI_KINDS=$kinds GPUWATCH_CUPTI_API_RECORDS=$api GPUWATCH_OUT=$W/ll-$name$i GPUWATCH_SOCKET_DIR=$W/ll-$name$i.sock \
         timeout 120 env LD_PRELOAD=$LIB python3 tests/device/launch_loop.py 100000 >>"$W/ll-$name" 2>/dev/null
     fi
   done
 done
 for v in $VARIANTS; do
   name=${v%%|*}
-  drops=""; [ -f "$W/ll-${name}1/summary.json" ] && drops=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["ranks"][0]; print("dropped", r.get("dropped"), "gpu kernels", ((r.get("gpu") or {}).get("kernels") or {}).get("count"), "launches", r.get("kernels",{}).get("launches") if isinstance(r.get("kernels"),dict) else "")' "$W/ll-${name}1/summary.json" 2>/dev/null)
+  drops=""; [ -f "$W/ll-${name}1/summary.json" ] && drops=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["ranks"][0]; g = r.get("gpu") or {}; print("dropped", r.get("dropped"), "gpu kernels", (g.get("kernels") or {}).get("count"), "tied to launches", (g.get("launch_delay") or {}).get("count"), "|", g.get("source_detail"), "| launches", r.get("kernels",{}).get("launches") if isinstance(r.get("kernels"),dict) else "")' "$W/ll-${name}1/summary.json" 2>/dev/null)
   echo "$name: loop_s $(grep -o '"loop_s": [0-9.]*' "$W/ll-$name" | awk '{print $2}' | tr '\n' ' ') launches/s median $(grep -o '"launches_per_s": [0-9.]*' "$W/ll-$name" | awk '{print $2}' | median) | $drops"
 done
 

@@ -75,4 +75,5 @@ for v in ["default", "full", "off"]:
               f"windows {o.get('windows')} coverage {cov.get('share')} detaches {o.get('cupti_detaches')} "
               f"({o.get('cupti_detach_s')} s) lingering {o.get('cupti_linger_calls')} calls x "
               f"{o.get('cupti_linger_us_per_call')} us (measured {o.get('cupti_linger_cost_measured')}) | gpu busy_s {g.get('busy_s')} "
-              f"kernels {(g.get('kernels') or {}).get('count')} | dropped {r.get('dropped')}")
+              f"kernels {(g.get('kernels') or {}).get('count')} (tied to launches {(g.get('launch_delay') or {}).get('count')}) | "
+              f"dropped {r.get('dropped')} | {g.get('source_detail')}")

@@ -306,6 +306,8 @@ void Player::play(const Op& op) {
           launch_spin(ns, blocks, stream);
           in_launch += Clock::now() - t0;
         }
+        // PyTorch's C10_CUDA_KERNEL_LAUNCH_CHECK: outside the launch's time, as the hooks see it.
+        if (op.check) check(cudaGetLastError(), "kernel launch (cudaGetLastError)");
       }
       if (op.side) {
         check(cudaEventRecord(side_done_, side_), "cudaEventRecord");

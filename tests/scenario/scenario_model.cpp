@@ -74,7 +74,7 @@ const std::map<std::string, OpSpec>& op_specs() {
       {"host", {OpKind::Host, {"ms", "wait", "read_mbps"}}},
       {"h2d", {OpKind::H2D, {"bytes", "pinned", "async"}}},
       {"d2h", {OpKind::D2H, {"bytes", "pinned", "async"}}},
-      {"kernels", {OpKind::Kernels, {"count", "us", "name", "via", "blocks", "stream"}}},
+      {"kernels", {OpKind::Kernels, {"count", "us", "name", "via", "blocks", "stream", "check"}}},
       {"item", {OpKind::Item, {}}},
       {"sync", {OpKind::Sync, {"what"}}},
       {"allreduce", {OpKind::AllReduce, {"bytes", "group", "overlap"}}},
@@ -133,6 +133,7 @@ Op parse_op(const json& j, const std::string& source, const std::string& path) {
       op.us = number(required(j, "us", source, path), source, join(path, "us"), false);
       if (j.contains("name")) op.name = string(j["name"], source, join(path, "name"));
       if (j.contains("blocks")) op.blocks = positive_int(j["blocks"], source, join(path, "blocks"), 1u << 20);
+      if (j.contains("check")) op.check = boolean(j["check"], source, join(path, "check"));
       if (j.contains("via")) {
         const json& v = j["via"];
         const std::string s = v.is_string() ? v.get<std::string>() : "";

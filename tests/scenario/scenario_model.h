@@ -44,6 +44,7 @@ struct Op {
   std::string name;      // kernels: NVTX range name (optional)
   Via via = Via::Runtime;  // kernels
   std::uint64_t blocks = 0;  // kernels: the grid's blocks; 0 = the device's SM count
+  bool check = false;    // kernels: cudaGetLastError after each launch, as PyTorch checks each one
   bool side = false;     // kernels ("stream": "side"): on a side stream the compute stream then waits for
   SyncWhat what = SyncWhat::Stream;  // sync
   CommGroup group = CommGroup::World;  // collectives: the communicator ("group"); send/recv: Pp

@@ -89,7 +89,9 @@ void simgpu_set_activity_observer(simgpu_activity_observer callback, void* user)
  * Every public runtime call that enqueues device work (launches, copies, memsets), every
  * driver-path launch (cudaGetDriverEntryPoint's cuLaunchKernel, simgpu_launch_kernel) and
  * each NCCL kernel launch is reported once, when it returns, with the host time it took and
- * the correlation id its device op carries. Calls that enqueue nothing are not reported. */
+ * the correlation id its device op carries. Of the calls that enqueue nothing only
+ * cudaGetLastError is reported (enqueued 0, correlation id 0): a framework checks each launch
+ * with it (PyTorch's C10_CUDA_KERNEL_LAUNCH_CHECK), and CUPTI records it as any call. */
 enum { SIMGPU_API_RUNTIME = 1, SIMGPU_API_DRIVER = 2 };
 
 typedef struct simgpu_api_call {
@@ -101,6 +103,7 @@ typedef struct simgpu_api_call {
   uint32_t thread_id;      /* gettid() of the caller */
   uint32_t result;         /* the call's return value (cudaError_t / CUresult) */
   uint32_t graph_nodes;    /* a graph launch: the nodes it ran; else 0 */
+  uint32_t enqueued;       /* 1: the call put work on the device; 0: cudaGetLastError */
 } simgpu_api_call;
 
 typedef void (*simgpu_api_observer)(const simgpu_api_call* call, void* user);

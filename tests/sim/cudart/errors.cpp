@@ -1,6 +1,7 @@
 // Error state and error strings of the simulated runtime.
 #include <cuda_runtime_api.h>
 
+#include "api_trace.h"
 #include "runtime.h"
 
 namespace simgpu {
@@ -41,8 +42,12 @@ cudaError_t fail(cudaError_t e) {
 using namespace simgpu;
 
 SIMGPU_EXPORT cudaError_t cudaGetLastError(void) {
+  // Reported although it enqueues nothing (simgpu.h): CUPTI records it as any call.
+  const ApiObserver* obs = g_api_observer.load(std::memory_order_acquire);
+  const uint64_t t0 = obs ? now_ns() : 0;
   cudaError_t e = tl_last_error;
   tl_last_error = cudaSuccess;
+  if (obs) report_api(obs, SIMGPU_API_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020, t0, 0);
   return e;
 }
 

@@ -38,7 +38,7 @@ std::atomic<const ApiObserver*> g_api_observer{nullptr};
 void report_api(const ApiObserver* obs, uint32_t domain, uint32_t cbid, uint64_t start_ns, uint32_t correlation_id,
                 uint32_t graph_nodes) {
   static thread_local uint32_t tid = static_cast<uint32_t>(syscall(SYS_gettid));
-  simgpu_api_call c{domain, cbid, start_ns, now_ns(), correlation_id, tid, 0, graph_nodes};
+  simgpu_api_call c{domain, cbid, start_ns, now_ns(), correlation_id, tid, 0, graph_nodes, correlation_id != 0};
   obs->cb(&c, obs->user);
 }
 }  // namespace simgpu

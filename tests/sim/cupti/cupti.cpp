@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "../simgpu.h"
+#include "api_choice.h"
 
 #define CUPTI_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -42,7 +43,8 @@ uint64_t mono_ns() {
 
 // What CUPTI adds to each call that enqueues device work while it records (docs/simulator.md):
 // NVIDIA's instruments every launch; measured on an H200 (docs/PERFORMANCE.md), about
-// 2.5 us with device records on and 0.5 us more with API records. Blackwell's hardware
+// 2.5 us with device records on and 0.5 us more with API records; the API record's part is
+// paid by any call CUPTI writes a record of (cudaGetLastError too), and by no other. Blackwell's hardware
 // event tracing (cuptiActivityEnableHWTrace) removes most of the device part.
 uint64_t env_ns(const char* name, uint64_t def) {
   const char* v = std::getenv(name);
@@ -124,8 +126,10 @@ struct State {
   CUpti_BuffersCallbackRequestFunc request = nullptr;
   CUpti_BuffersCallbackCompleteFunc complete = nullptr;
   uint64_t enabled = 0;  // bit per CUpti_ActivityKind (all kinds used here are < 64)
-  // What each enqueueing call costs now (from `enabled` and HW trace), read without the lock
-  // on the caller's thread.
+  simcupti::ApiChoice api_calls;  // which calls get API records (RUNTIME / DRIVER)
+  // What each enqueueing call costs now for its device records and the lingering
+  // instrumentation (from `enabled` and HW trace), read without the lock on the caller's
+  // thread; a call with an API record costs kApiRecordCostNs more.
   std::atomic<uint64_t> call_cost_ns{0};
   std::atomic<uint64_t> graph_node_cost_ns{0};  // per node of a graph launch, on top
   bool hw_trace = false;
@@ -146,6 +150,11 @@ State& S() {
 }
 
 bool on(const State& s, CUpti_ActivityKind k) { return (s.enabled >> k) & 1u; }
+
+// The API domain (SIMGPU_API_*) an activity kind records, or 0.
+uint32_t api_domain(CUpti_ActivityKind k) {
+  return k == CUPTI_ACTIVITY_KIND_RUNTIME ? SIMGPU_API_RUNTIME : k == CUPTI_ACTIVITY_KIND_DRIVER ? SIMGPU_API_DRIVER : 0;
+}
 
 // The kind a device op is reported as, or INVALID if that kind is not enabled.
 CUpti_ActivityKind kind_of(const State& s, const simgpu_activity& a) {
@@ -351,7 +360,8 @@ void submit(Pending& p) {
   std::lock_guard<std::mutex> lk(s.mu);
   p.kind = p.api ? (p.call.domain == SIMGPU_API_DRIVER ? CUPTI_ACTIVITY_KIND_DRIVER : CUPTI_ACTIVITY_KIND_RUNTIME)
                  : kind_of(s, p.act);
-  if (p.kind == CUPTI_ACTIVITY_KIND_INVALID || !on(s, p.kind)) return;  // not enabled
+  if (p.kind == CUPTI_ACTIVITY_KIND_INVALID) return;  // not enabled
+  if (p.api ? !s.api_calls.Records(p.call.domain, p.call.cbid) : !on(s, p.kind)) return;
   const uint64_t now = mono_ns();
   drain(s, now);
   if (p.end_ns() <= now) {
@@ -403,11 +413,13 @@ void on_api(const simgpu_api_call* c, void*) {
   Pending p;
   p.api = true;
   p.call = *c;
-  const bool lingering = S().lingering.load(std::memory_order_relaxed);
+  const bool lingering = c->enqueued && S().lingering.load(std::memory_order_relaxed);
   // CUPTI's instrumentation of the call, on the caller's thread and inside its API record:
   // what this call spent in the observers, topped up to the configured cost.
-  if (const uint64_t cost = S().call_cost_ns.load(std::memory_order_relaxed) +
-                            c->graph_nodes * S().graph_node_cost_ns.load(std::memory_order_relaxed)) {
+  const uint64_t device_cost = c->enqueued ? S().call_cost_ns.load(std::memory_order_relaxed) +
+                                                 c->graph_nodes * S().graph_node_cost_ns.load(std::memory_order_relaxed)
+                                           : 0;
+  if (const uint64_t cost = device_cost + (S().api_calls.Records(c->domain, c->cbid) ? kApiRecordCostNs : 0)) {
     const uint64_t until = t0 + (cost > t_observed_ns ? cost - t_observed_ns : 0);
     while (mono_ns() < until) {
     }
@@ -444,15 +456,14 @@ bool supported(CUpti_ActivityKind k) {
 void update_observers(State& s) {
   const bool device = on(s, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) || on(s, CUPTI_ACTIVITY_KIND_KERNEL) ||
                       on(s, CUPTI_ACTIVITY_KIND_MEMCPY) || on(s, CUPTI_ACTIVITY_KIND_MEMSET);
-  const bool api = on(s, CUPTI_ACTIVITY_KIND_RUNTIME) || on(s, CUPTI_ACTIVITY_KIND_DRIVER);
-  if (s.enabled != 0) s.instrumented = true;
-  const bool lingering = s.enabled == 0 && s.instrumented;
+  const bool recording = s.enabled != 0 || s.api_calls.Any();
+  if (recording) s.instrumented = true;
+  const bool lingering = !recording && s.instrumented;
   s.lingering.store(lingering, std::memory_order_relaxed);
-  s.call_cost_ns.store((device ? (s.hw_trace ? kHwTraceCostNs : kDeviceRecordCostNs) : 0) + (api ? kApiRecordCostNs : 0) +
-                           (lingering ? kLingerCostNs : 0),
+  s.call_cost_ns.store((device ? (s.hw_trace ? kHwTraceCostNs : kDeviceRecordCostNs) : 0) + (lingering ? kLingerCostNs : 0),
                        std::memory_order_relaxed);
   s.graph_node_cost_ns.store(device && !s.hw_trace ? kGraphNodeCostNs : 0, std::memory_order_relaxed);
-  const bool want = s.enabled != 0 || lingering || s.callback_domains.load(std::memory_order_relaxed) != 0;
+  const bool want = recording || lingering || s.callback_domains.load(std::memory_order_relaxed) != 0;
   if (want == s.observing) return;
   s.observing = want;
   simgpu_set_activity_observer(want ? on_activity : nullptr, nullptr);
@@ -523,6 +534,7 @@ CUPTI_EXPORT CUptiResult cuptiFinalize(void) {
     s.cur = Buffer{};
     s.full.clear();
     s.enabled = 0;
+    s.api_calls.Clear();
     s.request = nullptr;
     s.complete = nullptr;
     s.hw_trace = false;
@@ -562,6 +574,7 @@ CUPTI_EXPORT CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) {
   State& s = S();
   std::lock_guard<std::mutex> lk(s.mu);
   s.enabled |= 1ull << kind;
+  if (const uint32_t d = api_domain(kind)) s.api_calls.SetWhole(d, true);
   update_observers(s);
   return CUPTI_SUCCESS;
 }
@@ -584,8 +597,37 @@ CUPTI_EXPORT CUptiResult cuptiActivityDisable(CUpti_ActivityKind kind) {
   State& s = S();
   std::lock_guard<std::mutex> lk(s.mu);
   s.enabled &= ~(1ull << kind);
+  if (const uint32_t d = api_domain(kind)) s.api_calls.SetWhole(d, false);
   update_observers(s);
   return CUPTI_SUCCESS;
+}
+
+// API records of single calls (CUPTI 12 and later). SIMGPU_CUPTI_API_CHOICE plays the CUPTIs
+// that differ: `none` one without it (CUPTI_ERROR_NOT_SUPPORTED), `ignored` one that takes the
+// choice and records none of the calls chosen.
+CUptiResult choose_call(uint32_t domain, CUpti_CallbackId cbid, uint8_t enable) {
+  static const char* how = std::getenv("SIMGPU_CUPTI_API_CHOICE");
+  if (how && std::strcmp(how, "none") == 0) return CUPTI_ERROR_NOT_SUPPORTED;
+  if (how && std::strcmp(how, "ignored") == 0) return CUPTI_SUCCESS;
+  State& s = S();
+  std::lock_guard<std::mutex> lk(s.mu);
+  if (!s.api_calls.SetCall(domain, cbid, enable != 0)) return CUPTI_ERROR_INVALID_PARAMETER;
+  update_observers(s);
+  return CUPTI_SUCCESS;
+}
+
+CUPTI_EXPORT CUptiResult cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_t enable) {
+  return choose_call(SIMGPU_API_RUNTIME, cbid, enable);
+}
+
+CUPTI_EXPORT CUptiResult cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t enable) {
+  return choose_call(SIMGPU_API_DRIVER, cbid, enable);
+}
+
+CUPTI_EXPORT CUptiResult cuptiGetCallbackName(CUpti_CallbackDomain domain, uint32_t cbid, const char** name) {
+  if (!name) return CUPTI_ERROR_INVALID_PARAMETER;
+  *name = simcupti::CallbackName(domain, cbid);
+  return *name ? CUPTI_SUCCESS : CUPTI_ERROR_INVALID_PARAMETER;
 }
 
 // Hands every buffer holding records back through the completion callback, from this thread.

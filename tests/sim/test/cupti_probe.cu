@@ -351,6 +351,55 @@ int cost() {
   return g_failures ? 1 : 0;
 }
 
+// ---- choice: API records of chosen calls only --------------------------------------------------
+// Runtime API records so far, by callback id, after a forced flush.
+std::map<uint32_t, int> runtime_records() {
+  CK(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+  std::lock_guard<std::mutex> lk(g_mu);
+  std::map<uint32_t, int> n;
+  for (const auto& r : g_records)
+    if (as<CUpti_Activity>(r)->kind == CUPTI_ACTIVITY_KIND_RUNTIME) ++n[as<CUpti_ActivityAPI>(r)->cbid];
+  return n;
+}
+
+// Three launches, each checked as PyTorch checks it, and a memset.
+void checked_launches(cudaStream_t s, void* dev) {
+  for (int i = 0; i < 3; ++i) {
+    spin_kernel<<<1, 1, 0, s>>>(0ull);
+    CK(cudaGetLastError());
+  }
+  CK(cudaMemsetAsync(dev, 0, 16, s));
+  CK(cudaStreamSynchronize(s));
+}
+
+int choice() {
+  const uint32_t launch = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, check = CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020,
+                 memset = CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020;
+  const char* name = nullptr;
+  CK(cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, launch, &name));
+  EXPECT(name && std::strcmp(name, "cudaLaunchKernel_v7000") == 0, "name %s", name ? name : "(null)");
+  EXPECT(cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, 0, &name) == CUPTI_ERROR_INVALID_PARAMETER, "cbid 0 named");
+  EXPECT(cuptiActivityEnableRuntimeApi(CUPTI_RUNTIME_TRACE_CBID_SIZE, 1) == CUPTI_ERROR_INVALID_PARAMETER, "past the ids");
+  CK(cuptiActivityRegisterCallbacks(on_request, on_complete));
+  cudaStream_t s;
+  CK(cudaStreamCreate(&s));
+  void* dev = nullptr;
+  CK(cudaMalloc(&dev, 16));
+  CK(cuptiActivityEnableRuntimeApi(launch, 1));  // the launches alone
+  checked_launches(s, dev);
+  std::map<uint32_t, int> n = runtime_records();
+  std::printf("chosen_launch=%d\nchosen_check=%d\nchosen_memset=%d\n", n[launch], n[check], n[memset]);
+  CK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME));  // the kind: every call, the choice overridden
+  checked_launches(s, dev);
+  n = runtime_records();
+  std::printf("kind_launch=%d\nkind_check=%d\nkind_memset=%d\n", n[launch], n[check], n[memset]);
+  CK(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME));  // and off: the choice gone with it
+  checked_launches(s, dev);
+  n = runtime_records();
+  std::printf("off_launch=%d\noff_check=%d\noff_memset=%d\n", n[launch], n[check], n[memset]);
+  return g_failures ? 1 : 0;
+}
+
 // ---- detach ---------------------------------------------------------------------------------
 std::atomic<bool> g_detach{false};
 std::atomic<int> g_finalized{0}, g_callbacks{0};
@@ -460,6 +509,7 @@ int main(int argc, char** argv) {
   if (mode == "detach") return detach();
   if (mode == "unsafe") return unsafe();
   if (mode == "forced") return forced();
-  std::fprintf(stderr, "usage: sim_cupti_probe records|taken|drops|cost|detach|unsafe|forced\n");
+  if (mode == "choice") return choice();
+  std::fprintf(stderr, "usage: sim_cupti_probe records|taken|drops|cost|detach|unsafe|forced|choice\n");
   return 2;
 }

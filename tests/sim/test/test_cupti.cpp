@@ -44,6 +44,25 @@ TEST_CASE("sim: CUPTI records carry the configured clock offset", "[sim]") {
   CHECK(r.status == 0);
 }
 
+TEST_CASE("sim: CUPTI records the API calls chosen one by one, and every call while their kind is on", "[sim]") {
+  // cuptiActivityEnableRuntimeApi (CUPTI 12+): three launches each checked with
+  // cudaGetLastError, and a memset; the launches chosen, then the whole kind, then none.
+  Result r = run({SIM_CUPTI_PROBE, "choice"}, sim_env());
+  INFO(r.out << r.err);
+  CHECK(r.out.find("FAIL") == std::string::npos);
+  REQUIRE(r.status == 0);
+  auto kv = parse_kv(r.out);
+  CHECK(kv["chosen_launch"] == 3);
+  CHECK(kv["chosen_check"] == 0);
+  CHECK(kv["chosen_memset"] == 0);
+  CHECK(kv["kind_launch"] == 6);
+  CHECK(kv["kind_check"] == 3);
+  CHECK(kv["kind_memset"] == 1);
+  CHECK(kv["off_launch"] == 6);  // nothing more
+  CHECK(kv["off_check"] == 3);
+  CHECK(kv["off_memset"] == 1);
+}
+
 TEST_CASE("sim: CUPTI held by another profiler refuses cuptiSubscribe", "[sim]") {
   auto env = sim_env();
   env.emplace("SIMGPU_CUPTI_TAKEN", "1");  // (emplace: GCC 12 warns falsely on assigning a 1-char literal)
