@@ -33,8 +33,9 @@ class ApiChoice {
   // False for an id past the domain's (CUPTI_ERROR_INVALID_PARAMETER).
   bool SetCall(uint32_t domain, uint32_t cbid, bool on) {
     const int d = Index(domain);
+    if (d < 0) return false;
     const uint32_t ids = d == 0 ? uint32_t{CUPTI_RUNTIME_TRACE_CBID_SIZE} : uint32_t{CUPTI_DRIVER_TRACE_CBID_SIZE};
-    if (d < 0 || cbid == 0 || cbid >= ids) return false;
+    if (cbid == 0 || cbid >= ids) return false;
     const uint64_t bit = 1ull << (cbid % 64);
     const uint64_t was = bits_[d][cbid / 64].load(std::memory_order_relaxed);
     if (((was & bit) != 0) == on) return true;

@@ -44,8 +44,9 @@ uint64_t mono_ns() {
 // What CUPTI adds to each call that enqueues device work while it records (docs/simulator.md):
 // NVIDIA's instruments every launch; measured on an H200 (docs/PERFORMANCE.md), about
 // 2.5 us with device records on and 0.5 us more with API records; the API record's part is
-// paid by any call CUPTI writes a record of (cudaGetLastError too), and by no other. Blackwell's hardware
-// event tracing (cuptiActivityEnableHWTrace) removes most of the device part.
+// paid by any call CUPTI writes a record of (cudaGetLastError too), and by no other.
+// Blackwell's hardware event tracing (cuptiActivityEnableHWTrace) removes most of the device
+// part.
 uint64_t env_ns(const char* name, uint64_t def) {
   const char* v = std::getenv(name);
   return v && *v ? std::strtoull(v, nullptr, 10) : def;
