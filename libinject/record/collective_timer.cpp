@@ -2,6 +2,7 @@
 // released by the sender thread.
 #include "record/collective_timer.h"
 
+#include <algorithm>
 #include <mutex>
 
 #include "record/real.h"
@@ -25,6 +26,12 @@ bool CollectiveTimer::EnsureEvents() {
       ok = create(&start_[i], cudaEventDefault) == cudaSuccess &&
            create(&end_[i], cudaEventDefault) == cudaSuccess;
     }
+    // Non-blocking: the legacy default stream's work must not delay a mark. Without the
+    // stream or its events, the pairs time collectives alone.
+    auto create_stream = Real<decltype(&cudaStreamCreateWithFlags)>("cudaStreamCreateWithFlags");
+    bool marks = ok && create_stream && create_stream(&marks_, cudaStreamNonBlocking) == cudaSuccess;
+    for (uint32_t i = 0; marks && i < kSlots; ++i) marks = create(&returned_[i], cudaEventDefault) == cudaSuccess;
+    if (!marks) marks_ = nullptr;
     events_state_.store(ok ? 1 : 2, std::memory_order_release);
   }
   return events_state_.load(std::memory_order_relaxed) == 1;
@@ -63,7 +70,10 @@ uint32_t CollectiveTimer::Begin(cudaStream_t stream, NoTime* why) {
 void CollectiveTimer::End(uint32_t slot, cudaStream_t stream) {
   static const auto record = Real<decltype(&cudaEventRecord)>("cudaEventRecord");
   if (slot == 0 || IsCuptiTimed(slot)) return;
-  record(end_[slot - 1], stream);
+  const uint32_t i = slot - 1;
+  // The mark first: it stands for the moment the call returned.
+  marked_[i].store(marks_ != nullptr && record(returned_[i], marks_) == cudaSuccess, std::memory_order_relaxed);
+  record(end_[i], stream);
 }
 
 CollectiveTimer::Poll CollectiveTimer::Query(uint32_t slot, uint64_t* gpu_ns) {
@@ -75,6 +85,12 @@ CollectiveTimer::Poll CollectiveTimer::Query(uint32_t slot, uint64_t* gpu_ns) {
   if (q != cudaSuccess) return Poll::kFailed;
   float ms = 0;
   if (elapsed(&ms, start_[i], end_[i]) != cudaSuccess) return Poll::kFailed;
+  // A mark after the end (a kernel over before the call returned) says nothing: the pair
+  // stands. So does a mark the GPU has not reached yet.
+  float since_return = 0;
+  if (marked_[i].load(std::memory_order_relaxed) && elapsed(&since_return, returned_[i], end_[i]) == cudaSuccess &&
+      since_return > 0)
+    ms = std::min(ms, since_return);
   *gpu_ns = static_cast<uint64_t>(static_cast<double>(ms) * 1e6 + 0.5);
   return Poll::kDone;
 }

@@ -1,6 +1,12 @@
 // GPU-side duration of collectives from a pool of CUDA event pairs recorded on the
 // caller's stream around the enqueue. The caller never waits: the sender thread polls
 // the events with cudaEventQuery and releases the pair when both have completed.
+// A third event, the return mark, is recorded on gpuwatch's own idle stream when the call
+// returns: it reads the GPU's clock at that moment. Where the caller's stream was idle, the
+// start event fires as it is recorded, before NCCL has prepared and launched its kernel
+// (10-30 us of host work a call); the kernel cannot start before NCCL's launch, just before
+// the call returns, so the collective's time is the shorter of start-to-end and
+// return-to-end.
 // While CUPTI records (the overhead budget's windows), its NCCL kernel records time the
 // collective and no pair is recorded: the hook then costs what any hook does.
 #pragma once
@@ -50,6 +56,9 @@ class CollectiveTimer final : public CollectiveTimes {
   bool EnsureEvents();
   cudaEvent_t start_[kSlots] = {};
   cudaEvent_t end_[kSlots] = {};
+  cudaEvent_t returned_[kSlots] = {};
+  std::atomic<bool> marked_[kSlots] = {};  // returned_ was recorded for the slot's call
+  cudaStream_t marks_ = nullptr;           // nothing but return marks: always idle
   std::atomic<uint8_t> busy_[kSlots] = {};
   std::atomic<uint32_t> next_{0};
   std::atomic<int> events_state_{0};  // 0 not created, 1 created, 2 failed

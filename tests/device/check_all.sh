@@ -51,6 +51,17 @@ r = s["ranks"][0]
 print("collectives:", json.dumps(r.get("collectives"))[:600])
 print("truth:", t, "| gpu.source:", (r.get("gpu") or {}).get("source"), "| dropped:", r.get("dropped"))
 PY
+# The same with CUPTI off: every all-reduce timed by its CUDA event pair, cut at the call's
+# return mark (libinject/record/collective_timer.h), against B's CUPTI kernel times (a short
+# run: traced whole).
+GPUWATCH_CUPTI=off GPUWATCH_OUT=$W/nccl-off GPUWATCH_SOCKET_DIR=$W/nccl-off.sock timeout 180 env LD_PRELOAD=$LIB python3 tests/device/nccl_dataloader.py "$W/nccl-off-truth.json"; echo "exit $?"
+wait_file "$W/nccl-off/summary.json" && python3 - "$W/nccl/summary.json" "$W/nccl-off/summary.json" <<'PY'
+import json, sys
+for name, path in (("CUPTI kernels", sys.argv[1]), ("event pairs", sys.argv[2])):
+    a = json.load(open(path))["ranks"][0].get("collectives", {}).get("allreduce", {})
+    n = a.get("count", 0) - a.get("no_gpu_time_count", 0)
+    print(f"B2 {name}: {a.get('count')} all-reduces, {n} timed, {a.get('total_s')} s, {1e6 * a.get('total_s', 0) / max(n, 1):.2f} us a call")
+PY
 
 fi
 if want C; then

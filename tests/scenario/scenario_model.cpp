@@ -198,7 +198,7 @@ std::vector<Op> parse_ops(const json& j, const std::string& source, const std::s
 // The simulator's device keys (tests/sim): bandwidths must be > 0, times may be 0.
 const std::set<std::string> kGbpsKeys = {"h2d_pinned_gbps", "h2d_pageable_gbps", "d2h_gbps", "d2h_pageable_gbps",
                                          "d2d_gbps", "memset_gbps", "busbw_gbps"};
-const std::set<std::string> kTimeKeys = {"coll_latency_us", "launch_us", "default_kernel_us"};
+const std::set<std::string> kTimeKeys = {"coll_latency_us", "nccl_launch_us", "launch_us", "default_kernel_us"};
 
 }  // namespace
 

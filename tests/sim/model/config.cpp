@@ -21,6 +21,7 @@ constexpr Key kKeys[] = {
     {"memset_gbps", &Config::memset_gbps},
     {"busbw_gbps", &Config::busbw_gbps},
     {"coll_latency_us", &Config::coll_latency_us},
+    {"nccl_launch_us", &Config::nccl_launch_us},
     {"launch_us", &Config::launch_us},
     {"default_kernel_us", &Config::default_kernel_us},
     {"devices", &Config::devices},

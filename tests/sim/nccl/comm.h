@@ -49,8 +49,9 @@ struct OpPlan {
   uint64_t duration_ns = 0;  // after the last arrival: latency + S * factor / busbw
 };
 
-// Puts plans that share `stream` on it as one group and hands them to the progress thread.
-// Returns a cudaError_t from the device model.
+// Spends NCCL's host time before a launch (the `nccl_launch_us` key), then puts plans that
+// share `stream` on it as one group and hands them to the progress thread. Returns a
+// cudaError_t from the device model.
 int submit(cudaStream_t stream, const std::vector<OpPlan>& plans);
 
 // Blocks until `comm` has no op in flight (ncclCommDestroy), or drops them (abort).
