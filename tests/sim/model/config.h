@@ -16,8 +16,8 @@ struct Config {
   double busbw_gbps = 80;         // NCCL bus bandwidth
   double coll_latency_us = 30;    // per collective / send-recv
   // Host time an NCCL call spends before its kernel is launched (the group's plan, proxy
-  // work; real NCCL: several to tens of us), once per launch: per call outside a group, per
-  // stream at ncclGroupEnd.
+  // work; a real ncclAllReduce call took 4.5-11.8 us on the H200), once per launch: per
+  // call outside a group, per stream at ncclGroupEnd.
   double nccl_launch_us = 0;
   double launch_us = 4;           // host cost of every kernel launch call
   double default_kernel_us = 5;   // kernels whose name has no "spin"
