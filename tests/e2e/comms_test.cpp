@@ -128,10 +128,9 @@ TEST_CASE("comms: a slow rank inside one TP group is that group's straggler, wit
 TEST_CASE("comms: outside CUPTI, a collective on an idle stream is timed from its launch, not from NCCL's host work") {
   // After a sync the communication stream is idle: the start event fires as it is recorded,
   // 500 us of NCCL's launch preparation before the kernel starts. The pair alone read that
-  // as GPU time (+60% here; 12-35 us a call in the sampled 2-rank runs of budget_test.cpp,
+  // as GPU time (+58% here; 12-35 us a call in the sampled 2-rank runs of budget_test.cpp,
   // which failed their 5% 1 run in 8). The return mark on gpuwatch's own idle stream cuts it
-  // off; what it may cut too is the call's work after the launch (the simulated NCCL wakes
-  // its progress thread: 9-15 us, median, on the 2-core VM; -2..-5% here).
+  // off; what it may cut too is the call's work after the launch (-0.2..-0.6% here).
   const char* kIdleStream = R"({
     "name": "comms_idle_stream", "description": "all-reduces after a sync, slow to launch",
     "ranks": 2, "steps": 60,

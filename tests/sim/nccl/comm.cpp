@@ -85,8 +85,9 @@ void progress(std::vector<Completion>& done) {
 void progress_thread() {
   std::unique_lock<std::mutex> lk(g_mu);
   for (;;) {
-    g_cv.wait(lk, [] { return !g_pending.empty() || g_launching > 0; });  // sleep while nothing is pending
-    if (g_pending.empty()) {  // a launch on its way: it comes within its host time
+    // Sleep while nothing is pending and no launch is on its way (submit wakes it first).
+    g_cv.wait(lk, [] { return !g_pending.empty() || g_launching > 0; });
+    if (g_pending.empty()) {  // the launch comes within its host time
       lk.unlock();
       std::this_thread::yield();
       lk.lock();
