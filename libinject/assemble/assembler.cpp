@@ -58,7 +58,7 @@ const Assembler::Batch& Assembler::AssembleBatch(std::span<Ring* const> rings, c
   uint64_t settled = InFlightFloorNs(rings);  // before the drain: see InFlightFloorNs
   for (Ring* ring : rings) {
     const uint32_t tid = ring->tid.load(std::memory_order_relaxed);
-    ring->Drain([&](const Record& r) { TakeRecord(r, tid, in.cupti_linger); });
+    ring->Drain([&](const Record& r) { TakeRecord(r, tid, in); });
   }
   if (in.poll_activities) in.poll_activities(batch_.drained, [&](const ActivityRecord& a) { TakeActivity(a); });
   held_.Release(in.final, in.cupti_live, kernels_, [&](const HostEvent& e) { AppendEventNow(e); });
@@ -97,7 +97,7 @@ uint64_t Assembler::InFlightFloorNs(std::span<Ring* const> rings) const {
   return floor;
 }
 
-void Assembler::TakeRecord(const Record& r, uint32_t tid, const CuptiReader::LingerSpans& linger) {
+void Assembler::TakeRecord(const Record& r, uint32_t tid, const Cycle& in) {
   const HostEvent e = ToHostEvent(r, tid, time_, names_);
   CuptiBudget::Cycle& d = batch_.drained;
   if (r.api != kGroupEnd) ++d.hook_calls;
@@ -107,7 +107,9 @@ void Assembler::TakeRecord(const Record& r, uint32_t tid, const CuptiReader::Lin
   // kernel launches made while CUPTI lingered after a window apart again, neither in nor out.
   if (EnqueuesDeviceWork(r.api) && (r.flags & kFlagInCapture) == 0) {
     ++d.enqueues;
-    const bool lingering = linger.Contains(e.t_ns);
+    const bool lingering = in.cupti_linger.Contains(e.t_ns);
+    if (in.cupti_recorded.Holds(e.t_ns, e.t_ns + e.dur_ns))
+      d.recorded_enqueue_ns = std::max(d.recorded_enqueue_ns, e.t_ns);
     d.linger_enqueues += lingering;
     if (LaunchesKernel(r.api)) (lingering ? d.linger_launches : d.launches).Add(e.dur_ns);
     if (r.api == kApiGraphLaunch) d.graph_launches.Add(e.dur_ns);

@@ -37,6 +37,9 @@ class Assembler {
     // Where CUPTI lingered, attached with its kinds off: the calls made there are counted
     // apart for the budget (CuptiBudget::Cycle::linger_enqueues).
     CuptiReader::LingerSpans cupti_linger;
+    // Where CUPTI's kinds were on throughout the latest window: the enqueueing calls made
+    // wholly within it are reported (CuptiBudget::Cycle::recorded_enqueue_ns).
+    CuptiReader::RecordedSpan cupti_recorded;
     // Hands every CUPTI record parsed since the last cycle to its argument (may be empty),
     // given what the cycle drained from the rings before it.
     std::function<void(const CuptiBudget::Cycle& drained, const std::function<void(const ActivityRecord&)>&)>
@@ -75,7 +78,7 @@ class Assembler {
 
  private:
   uint64_t InFlightFloorNs(std::span<Ring* const> rings) const;
-  void TakeRecord(const Record& r, uint32_t tid, const CuptiReader::LingerSpans& linger);
+  void TakeRecord(const Record& r, uint32_t tid, const Cycle& in);
   void TakeActivity(const ActivityRecord& a);
   void AppendEventNow(const HostEvent& e);
 

@@ -1,7 +1,7 @@
 // Which runtime and driver calls gpuwatch asks CUPTI to record: those that put work on the
 // device (launches, copies, memsets, graph launches). An API record is used only to tie a
 // device record to the call that enqueued it (its correlation id: launch delay, the idle
-// breakdown, a collective's NCCL kernels, the completion lag before a detach), so a record of
+// breakdown, a collective's NCCL kernels, a window's work counted back before a detach), so a record of
 // any other call is one CUPTI times and writes, and gpuwatch ships and the collector reads,
 // for nothing. A framework makes several such calls per launch: PyTorch checks every launch
 // with cudaGetLastError and asks cudaGetDevice in its device guards, and on an H200 its

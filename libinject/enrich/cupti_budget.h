@@ -54,6 +54,10 @@ class CuptiBudget {
     // what was queued before them (stream and device syncs, blocking copies); 0: none. Not
     // the budget's: the CUPTI reader's sign that a closed window's work is done.
     uint64_t queue_drained_ns = 0;
+    // The latest start among the drained enqueueing calls made wholly while CUPTI's kinds
+    // were on (CuptiReader::recorded_span); 0: none. The CUPTI reader's too: the window's last
+    // call, whose API record must be back before the window's work can be.
+    uint64_t recorded_enqueue_ns = 0;
     uint64_t sampler_ns = 0;      // the host sampler's cost so far (enrich/host_sampler.h: Totals::cost_ns)
     uint64_t startup_ns = 0;      // the library's one-off work on the job's threads so far (reported, not spent)
     // CUPTI detached between windows so far (enrich/cupti_reader.h: DetachCounts): how often,
@@ -131,6 +135,7 @@ class CuptiBudget {
   // A launch-call cost that rests on enough calls each way, in enough cycles.
   bool Enough(const CuptiCost& c) const;
   bool Measured() const;  // CUPTI's cost per launch: against detached calls, or lingering ones
+  bool AttachedMeasured() const;  // ... against lingering ones, where CUPTI never detached
   bool GraphMeasured() const;
   // CUPTI's device records per enqueueing call the hooks saw in windows, graph launches and
   // their work apart: at least 1.

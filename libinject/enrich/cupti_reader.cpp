@@ -13,9 +13,9 @@
 #include <mutex>
 #include <vector>
 
-#include "enrich/completion_lag.h"
 #include "enrich/cupti_kinds.h"
 #include "enrich/cupti_records.h"
+#include "enrich/window_work.h"
 #include "record/collective_timer.h"
 #include "record/stamp_clock.h"
 
@@ -29,13 +29,24 @@ constexpr int64_t kOffsetHysteresisNs = 2000;
 // device finishes the window's last work and its records come back whole: one sender cycle,
 // in practice, which is enough where the queue is short (launch-bound). Where it is not
 // (GPU-bound: the window's last launches run up to the queue's length later), the detach
-// waits until a call that waited for the queue returned (a sync entered after the close),
-// or for the longest completion lag the records showed (enrich/completion_lag.h),
-// a quarter more, at most kMaxDetachWaitNs. Detached sooner, CUPTI would hand that work back
-// without times (counted as gpu_records_incomplete) and the windows' device figures would
-// fall short; the wait costs a GPU-bound job nothing, its host being ahead of its device.
+// waits until the window's work is back (enrich/window_work.h): CUPTI has handed back the
+// API record of the last enqueueing call the hooks saw return in the window, and a device
+// record for every API record of the window. Where that count cannot be kept (graphs, API
+// records of every call, more work in flight than it holds), it waits as it did before the
+// count: until a call that waited for the queue returned (a sync entered after the close),
+// or for the longest completion lag the records showed, a quarter more. Either way at most
+// kMaxDetachWaitNs. Detached sooner, CUPTI would hand that work back without times (counted
+// as gpu_records_incomplete) and the windows' device figures would fall short; the wait
+// costs a GPU-bound job nothing, its host being ahead of its device. (The lag alone read a
+// loaded run's queue short: 1329 of 80000 kernels lost in one CI run.)
 constexpr uint64_t kDetachGraceNs = 5'000'000;
 constexpr uint64_t kMaxDetachWaitNs = 1'000'000'000;
+// The hooks' start of a call against CUPTI's API record of it (which starts inside the call):
+// the two clocks' mapping is good to a few us (Calibrate).
+constexpr uint64_t kCallClockSlackNs = 20'000;
+// How long the work of calls made as a window's kinds went off is waited for, once the
+// window's other work is back (WindowWork::late).
+constexpr uint64_t kLateWorkWaitNs = 20'000'000;
 
 // Between the budget's windows CUPTI is detached (cuptiFinalize), not only disabled: on an
 // H200 a disabled CUPTI still cost a launch 1.3-1.6 us of the 5.3 it cost recording, for
@@ -87,7 +98,19 @@ struct CuptiState {
   CuptiReader::LingerSpans linger;
   bool detach_tried = false;    // for this closed window (a refused subscribe is not retried)
   uint64_t queue_drained_ns = 0;  // the latest start of a returned call that waited for the queue
-  CompletionLag lag;            // of the records parsed since the window opened (sender thread)
+  // The kinds were on throughout [recorded_from_ns, kinds_off_ns) (kinds_off_ns: UINT64_MAX
+  // while they are): stamped after turning them on, and before turning them off.
+  uint64_t recorded_from_ns = 0, kinds_off_ns = UINT64_MAX;
+  // The latest start of an enqueueing call the hooks saw made wholly in that span: CUPTI
+  // recorded it, and the window's work is not all back before its API record is.
+  uint64_t last_recorded_enqueue_ns = 0;
+  WindowWork work;              // the records parsed since the window opened (sender thread)
+  uint64_t flushed_ns = 0;      // the latest unforced flush, its buffers parsed since
+  uint64_t work_back_ns = 0;    // when the closed window's work was back but the late calls' (0: not yet)
+  // Wait for the window's work by its count (WindowWork); false once a window's count never
+  // came to an end within kMaxDetachWaitNs (a call CUPTI does not record, or records no work
+  // for): the lag and the syncs from then on.
+  bool count_work = true;
   // The enqueueing calls whose API records the runtime and driver kinds stand for (empty:
   // whole kinds), and the API and work records parsed so far: a CUPTI that took the choice
   // and then recorded none of those calls gets whole kinds (CheckApiRecords).
@@ -142,6 +165,14 @@ void CUPTIAPI DetachAtExit(void*, CUpti_CallbackDomain domain, CUpti_CallbackId,
   s.detached_at_ns.store(t1, std::memory_order_release);
   s.detaches.fetch_add(1, std::memory_order_relaxed);
   s.detach.store(kDetached, std::memory_order_release);
+}
+
+// Both API kinds are among GPUWATCH_CUPTI_KINDS: every enqueueing call, through the runtime
+// or the driver, has its API record (a window's work is counted by them).
+bool RecordsApiCalls() {
+  const auto& k = Kinds();
+  return std::find(k.begin(), k.end(), CUPTI_ACTIVITY_KIND_RUNTIME) != k.end() &&
+         std::find(k.begin(), k.end(), CUPTI_ACTIVITY_KIND_DRIVER) != k.end();
 }
 
 // When CUPTI was detached, if it is detached and was so after `since`; else 0.
@@ -296,6 +327,7 @@ void CuptiReader::Start() {
   s.api = api;
   s.api_records = api_records;
   s.started_ns = NowNs();
+  s.recorded_from_ns = s.started_ns;
   Calibrate(s);
   s.source = Source::kCupti;
   s.detail = "CUPTI activity records";
@@ -369,6 +401,12 @@ void CuptiReader::SetRecording(bool on) {
     api_records = s.api_records;
   }
   if (!on) {
+    {
+      std::lock_guard<std::mutex> lock(s.mu);
+      s.kinds_off_ns = NowNs();  // a call that returned before this was recorded whole
+      s.work.Close(s.kinds_off_ns - kCallClockSlackNs);
+      s.work_back_ns = 0;
+    }
     SwitchKinds(api, api_records, false);
     std::lock_guard<std::mutex> lock(s.mu);
     s.recording = false;
@@ -401,27 +439,56 @@ void CuptiReader::SetRecording(bool on) {
   std::lock_guard<std::mutex> lock(s.mu);
   s.recording = true;
   s.disabled_ns = 0;
-  s.lag.NextWindow();
+  s.recorded_from_ns = NowNs();
+  s.kinds_off_ns = UINT64_MAX;
+  s.last_recorded_enqueue_ns = 0;
+  s.work.NextWindow();
   if (attach) Calibrate(s);  // CUPTI's clock, attached anew
 }
 
-bool CuptiReader::DetachDue(uint64_t now) {
+CuptiReader::DetachStep CuptiReader::DetachDue(uint64_t now) {
   CuptiState& s = S();
   std::lock_guard<std::mutex> control(s.control);
   std::lock_guard<std::mutex> lock(s.mu);
   if (s.detach.load(std::memory_order_acquire) != kAttached || s.source != Source::kCupti || s.handed_over ||
-      s.recording || s.detach_off || s.detach_tried || now - s.disabled_ns < kDetachGraceNs)
-    return false;
-  const uint64_t lag = s.lag.max_ns();
+      s.recording || s.detach_off || s.detach_tried)
+    return DetachStep::kNone;
+  if (now - s.disabled_ns < kDetachGraceNs) return DetachStep::kWaiting;
+  const auto due = [&] {
+    s.detach_tried = true;
+    return DetachStep::kDue;
+  };
+  // The count: API records of the chosen calls only (each enqueues work), both kinds on.
+  if (s.count_work && !s.api_records.empty() && s.work.exact() && RecordsApiCalls()) {
+    const bool last_call_back = s.last_recorded_enqueue_ns == 0 ||
+                                s.work.latest_call_ns() + kCallClockSlackNs >= s.last_recorded_enqueue_ns;
+    if (s.flushed_ns >= s.disabled_ns && last_call_back && s.work.outstanding() == 0) {
+      // The calls made as the kinds went off queued their work after all the others: it is
+      // back within a cycle or two, if it was recorded at all.
+      if (s.work.late() == 0) return due();
+      if (s.work_back_ns == 0) s.work_back_ns = now;
+      if (now - s.work_back_ns >= kLateWorkWaitNs) return due();
+    }
+    if (now - s.disabled_ns < kDetachGraceNs + kMaxDetachWaitNs) return DetachStep::kWaiting;
+    s.count_work = false;
+    s.detail += "; detaches after windows timed by syncs and the records' lag (a window's work was not all handed back)";
+    return due();
+  }
+  const uint64_t lag = s.work.max_lag_ns();
   const uint64_t wait = std::min(kMaxDetachWaitNs, lag + lag / 4);
-  if (s.queue_drained_ns <= s.disabled_ns && now - s.disabled_ns < kDetachGraceNs + wait) return false;
-  s.detach_tried = true;
-  return true;
+  if (s.queue_drained_ns <= s.disabled_ns && now - s.disabled_ns < kDetachGraceNs + wait) return DetachStep::kWaiting;
+  return due();
 }
 
-void CuptiReader::NoteQueueDrained(uint64_t call_start_ns) {
+void CuptiReader::NoteDrainedCalls(uint64_t queue_drained_ns, uint64_t recorded_enqueue_ns) {
   std::lock_guard<std::mutex> lock(S().mu);
-  S().queue_drained_ns = std::max(S().queue_drained_ns, call_start_ns);
+  S().queue_drained_ns = std::max(S().queue_drained_ns, queue_drained_ns);
+  S().last_recorded_enqueue_ns = std::max(S().last_recorded_enqueue_ns, recorded_enqueue_ns);
+}
+
+CuptiReader::RecordedSpan CuptiReader::recorded_span() const {
+  std::lock_guard<std::mutex> lock(S().mu);
+  return {S().recorded_from_ns, S().kinds_off_ns};
 }
 
 void CuptiReader::ArmDetach() {
@@ -498,13 +565,15 @@ void CuptiReader::Poll(bool final, const std::function<void(const ActivityRecord
   // Once a detach is armed, gpuwatch calls nothing of CUPTI's until a window attaches it again
   // (any call may attach it, the records' walk too): buffers that come back meanwhile wait,
   // but at exit. Handed over: parse what came back, ask CUPTI for nothing.
-  const bool detach = DetachDue(now);
+  const DetachStep step = DetachDue(now);
+  const bool detach = step == DetachStep::kDue;
   const bool attached = s.detach.load(std::memory_order_acquire) == kAttached;
   const bool ask = attached && live();
   if (ask && now - s.last_calibration_ns > 1'000'000'000ull) Calibrate(s);
-  // Buffers come back when full or flushed; a flush every 100 ms bounds the latency. Before a
+  // Buffers come back when full or flushed; a flush every 100 ms bounds the latency, every
+  // cycle while a closed window's work is waited for (its count needs the records). Before a
   // detach, everything CUPTI holds for us (cuptiFinalize drops what it still holds).
-  if (ask && (final || detach || now - s.last_flush_ns > 100'000'000ull)) {
+  if (ask && (final || step != DetachStep::kNone || now - s.last_flush_ns > 100'000'000ull)) {
     s.last_flush_ns = now;
     s.api.flush_all(final || detach ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);  // calls BufferCompleted: no lock held
   }
@@ -520,7 +589,7 @@ void CuptiReader::Poll(bool final, const std::function<void(const ActivityRecord
     ParseActivityBuffer(
         s.api.next_record, s.offset.load(std::memory_order_relaxed), buf.first, buf.second,
         [&](const ActivityRecord& a) {
-          s.lag.Observe(a);
+          s.work.Observe(a);
           api_records += a.kind == kActApi;
           work_records += a.kind == kActKernel || a.kind == kActMemcpy || a.kind == kActMemset;
           fn(a);
@@ -531,6 +600,10 @@ void CuptiReader::Poll(bool final, const std::function<void(const ActivityRecord
     s.api_records_seen += api_records;
     s.work_records_seen += work_records;
     s.free_buffers.push_back(buf.first);
+  }
+  if (step == DetachStep::kWaiting && ask) {
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.flushed_ns = now;  // flushed after the kinds went off, and parsed
   }
   if (attached) CheckApiRecords(s);
   if (detach) ArmDetach();

@@ -92,10 +92,19 @@ class CuptiReader {
   Source source() const;
   std::string source_detail() const;
 
-  // Sender thread, each cycle before Poll: the latest start among the calls drained so far
-  // that returned only once the device had run what was queued before them (a sync). One
-  // that started after a window closed says the window's work is done: CUPTI may go.
-  void NoteQueueDrained(uint64_t call_start_ns);
+  // Sender thread, each cycle before Poll, of the calls drained so far: the latest start
+  // among those that returned only once the device had run what was queued before them (a
+  // sync), and among the enqueueing calls made wholly within recorded_span(). A sync that
+  // started after a window closed says the window's work is done; the last enqueueing call
+  // is the one whose API record CUPTI must have handed back before the window's work can be.
+  void NoteDrainedCalls(uint64_t queue_drained_ns, uint64_t recorded_enqueue_ns);
+  // Where CUPTI's kinds were on throughout the latest window, [from, to) on CLOCK_MONOTONIC
+  // (to: UINT64_MAX while it is open): a call made wholly within it has its API record.
+  struct RecordedSpan {
+    uint64_t from = 0, to = 0;
+    bool Holds(uint64_t start_ns, uint64_t end_ns) const { return from != 0 && start_ns >= from && end_ns < to; }
+  };
+  RecordedSpan recorded_span() const;
   // Sender thread: asks CUPTI for its buffers when `final` (or when due), then hands every
   // record parsed since the last call to `fn`.
   void Poll(bool final, const std::function<void(const ActivityRecord&)>& fn);
@@ -103,8 +112,9 @@ class CuptiReader {
  private:
   // Sender thread (Poll). A window closed, its work done (or waited for long enough: see
   // kDetachGraceNs), CUPTI attached and not yet tried: the detach is due (flush and parse
-  // first, then ArmDetach).
-  bool DetachDue(uint64_t now);
+  // first, then ArmDetach). Before that, waiting: CUPTI's records are asked for each cycle.
+  enum class DetachStep { kNone, kWaiting, kDue };
+  DetachStep DetachDue(uint64_t now);
   // Subscribes the callback that detaches CUPTI at the exit of the job's next CUDA call.
   void ArmDetach();
 };

@@ -123,9 +123,10 @@ class Sender {
     in.gpu_source_detail = detail;
     in.drops = OtherDrops();
     in.cupti_linger = Cupti().lingering();
+    in.cupti_recorded = Cupti().recorded_span();
     in.poll_activities = [final](const CuptiBudget::Cycle& drained,
                                  const std::function<void(const ActivityRecord&)>& take) {
-      Cupti().NoteQueueDrained(drained.queue_drained_ns);
+      Cupti().NoteDrainedCalls(drained.queue_drained_ns, drained.recorded_enqueue_ns);
       Cupti().Poll(final, take);
     };
     in.append_samples = [this, final](std::string& batch, const CuptiBudget::Cycle& drained) {

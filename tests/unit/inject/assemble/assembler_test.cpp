@@ -545,3 +545,25 @@ TEST_CASE("assembler: calls made while CUPTI lingered after a window are counted
   gi::CuptiReader::LingerSpans none;
   CHECK_FALSE(none.Contains(kEpochNs));
 }
+
+TEST_CASE("assembler: the latest enqueueing call made wholly while CUPTI recorded is reported to its reader") {
+  // The reader waits for that call's API record before it counts a closed window's work as
+  // back (enrich/window_work.h): a call that straddled the kinds' switch may have none.
+  Fixture fx;
+  for (uint64_t t = 10; t <= 80; t += 10) fx.ring.Push(Launch(t, 0));  // ns +30 .. +240, 6 ns each
+  gi::Record sync{};  // the latest call, but no device work
+  sync.api = gi::kApiStreamSynchronize;
+  sync.t_ticks = 85;
+  fx.ring.Push(sync);
+  fx.cycle.cupti_recorded = {kEpochNs + 60, kEpochNs + 215};  // ticks 20..70; the launch at 70 ends at 216
+  gi::CuptiBudget::Cycle seen;
+  fx.cycle.poll_activities = [&](const gi::CuptiBudget::Cycle& drained,
+                                 const std::function<void(const gi::ActivityRecord&)>&) { seen = drained; };
+  fx.Assemble();
+  CHECK(seen.recorded_enqueue_ns == kEpochNs + 180);  // tick 60's launch
+  // Nothing recorded (CUPTI off, or not started): none.
+  for (uint64_t t = 10; t <= 30; t += 10) fx.ring.Push(Launch(t, 0));
+  fx.cycle.cupti_recorded = {};
+  fx.Assemble();
+  CHECK(seen.recorded_enqueue_ns == 0);
+}
