@@ -442,7 +442,7 @@ void CuptiReader::SetRecording(bool on) {
   s.recorded_from_ns = NowNs();
   s.kinds_off_ns = UINT64_MAX;
   s.last_recorded_enqueue_ns = 0;
-  s.work.NextWindow();
+  s.work.NextWindow(s.recorded_from_ns + kCallClockSlackNs);
   if (attach) Calibrate(s);  // CUPTI's clock, attached anew
 }
 
@@ -463,8 +463,8 @@ CuptiReader::DetachStep CuptiReader::DetachDue(uint64_t now) {
     const bool last_call_back = s.last_recorded_enqueue_ns == 0 ||
                                 s.work.latest_call_ns() + kCallClockSlackNs >= s.last_recorded_enqueue_ns;
     if (s.flushed_ns >= s.disabled_ns && last_call_back && s.work.outstanding() == 0) {
-      // The calls made as the kinds went off queued their work after all the others: it is
-      // back within a cycle or two, if it was recorded at all.
+      // The calls made as the kinds went on or off: their work, if it was recorded, comes
+      // back within a cycle or two of the rest (those at the close queued it after the rest).
       if (s.work.late() == 0) return due();
       if (s.work_back_ns == 0) s.work_back_ns = now;
       if (now - s.work_back_ns >= kLateWorkWaitNs) return due();

@@ -27,7 +27,7 @@ class WindowWork {
       // one launch, a graph's nodes) adds nothing; the other half of a pair completes it.
       const bool completes = (slot.state == kCalled && work) || (slot.state == kWorkFirst && !work);
       if (!completes) return;
-      if (work) --(slot.t_ns < cutoff_ns_ ? outstanding_ : late_);
+      if (work) --(slot.late ? late_ : outstanding_);
       const uint64_t call_end = work ? slot.t_ns : a.end_ns, work_end = work ? a.end_ns : slot.t_ns;
       if (work_end > call_end) {
         const uint64_t lag = work_end - call_end;
@@ -39,17 +39,19 @@ class WindowWork {
     // A pair of this window still waiting for its other half loses its slot: the count can no
     // longer be trusted for this window (more than kSlots pieces in flight at once).
     if (slot.window == window_ && (slot.state == kCalled || slot.state == kWorkFirst)) overflow_ = true;
-    slot = {a.end_ns, a.correlation_id, window_, work ? kWorkFirst : kCalled};
-    if (!work) ++(a.end_ns < cutoff_ns_ ? outstanding_ : late_);
+    const bool late = !work && (a.start_ns < open_ns_ || a.end_ns >= cutoff_ns_);
+    slot = {a.end_ns, a.correlation_id, window_, work ? kWorkFirst : kCalled, late};
+    if (!work) ++(late ? late_ : outstanding_);
   }
 
   // The window closed: calls that returned from `cutoff_ns` on may have been made as the
-  // kinds went off, their API record kept and their work not recorded (or the reverse):
-  // counted apart from then on (late()).
+  // kinds went off (gpuwatch turns the device kinds off before the API kinds), their API
+  // record kept and their work not recorded: counted apart from then on (late()).
   void Close(uint64_t cutoff_ns) {
     cutoff_ns_ = cutoff_ns;
-    for (const Slot& slot : slots_)
-      if (slot.window == window_ && slot.state == kCalled && slot.t_ns >= cutoff_ns) {
+    for (Slot& slot : slots_)
+      if (slot.window == window_ && slot.state == kCalled && !slot.late && slot.t_ns >= cutoff_ns) {
+        slot.late = true;
         --outstanding_;
         ++late_;
       }
@@ -59,8 +61,8 @@ class WindowWork {
   // record stands for all its nodes', which come back one by one) and no pair lost its slot.
   bool exact() const { return !graph_ && !overflow_; }
   // This window's API records whose device work has not come back yet. Exact only where
-  // every API record is of a call that enqueues work (the reader chooses those calls). After
-  // Close, those of the calls that returned before its cutoff; late(): the others.
+  // every API record is of a call that enqueues work (the reader chooses those calls). Those
+  // of calls made as the kinds went on or off are counted apart: late().
   uint64_t outstanding() const { return outstanding_; }
   uint64_t late() const { return late_; }
   // The latest start among this window's API records (0: none yet).
@@ -70,8 +72,11 @@ class WindowWork {
   // has shown that depth whole, where the job's queue is steady.
   uint64_t max_lag_ns() const { return max_ns_ > previous_max_ns_ ? max_ns_ : previous_max_ns_; }
 
-  // A window opens: its calls are counted afresh.
-  void NextWindow() {
+  // A window opens: its calls are counted afresh, those that started before `open_ns` apart
+  // (late()): a call made as the kinds went on may have its API record without its work
+  // (the device kinds went on first, and the call had enqueued it before).
+  void NextWindow(uint64_t open_ns = 0) {
+    open_ns_ = open_ns;
     previous_max_ns_ = max_ns_;
     max_ns_ = 0;
     ++window_;
@@ -92,11 +97,12 @@ class WindowWork {
     uint16_t window = 0;  // a slot of another window is free (wraps after 65536 windows: at worst
                           // a stale slot reads as a lost pair, and the reader waits as without a count)
     State state = kEmpty;
+    bool late = false;  // kCalled: made as the kinds went on or off (counted in late_)
   };
   std::array<Slot, kSlots> slots_{};  // 256 KiB
   uint16_t window_ = 1;
   uint64_t outstanding_ = 0, late_ = 0, latest_call_ns_ = 0;
-  uint64_t cutoff_ns_ = UINT64_MAX;
+  uint64_t open_ns_ = 0, cutoff_ns_ = UINT64_MAX;
   bool graph_ = false, overflow_ = false;
   uint64_t max_ns_ = 0, previous_max_ns_ = 0;
 };

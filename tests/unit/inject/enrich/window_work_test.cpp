@@ -108,3 +108,16 @@ TEST_CASE("window work: at the close, calls that returned as the kinds went off 
   w.Observe(Rec(gi::kActApi, 5, 9'000'000));  // no cutoff while a window is open
   CHECK(w.outstanding() == 1);
 }
+
+TEST_CASE("window work: calls that started as the kinds went on are counted apart too") {
+  gi::WindowWork w;
+  w.NextWindow(/*open_ns=*/5000);
+  w.Observe(Rec(gi::kActApi, 1, 5005));  // started at 4995: its work may not be recorded
+  w.Observe(Rec(gi::kActApi, 2, 6000));
+  CHECK(w.outstanding() == 1);
+  CHECK(w.late() == 1);
+  w.Observe(Rec(gi::kActKernel, 2, 9000));
+  CHECK(w.outstanding() == 0);
+  w.Observe(Rec(gi::kActKernel, 1, 9100));  // it was recorded after all
+  CHECK(w.late() == 0);
+}
