@@ -129,7 +129,7 @@ void Assembler::TakeRecord(const Record& r, uint32_t tid, const Cycle& in) {
 }
 
 void Assembler::TakeActivity(const ActivityRecord& a) {
-  const bool device_work = a.kind == kActKernel || a.kind == kActMemcpy || a.kind == kActMemset;
+  const bool device_work = a.device_work();
   batch_.drained.device_records += device_work;
   batch_.drained.graph_records += device_work && a.graph_id != 0;
   kernels_.Observe(a);

@@ -591,7 +591,7 @@ void CuptiReader::Poll(bool final, const std::function<void(const ActivityRecord
         [&](const ActivityRecord& a) {
           s.work.Observe(a);
           api_records += a.kind == kActApi;
-          work_records += a.kind == kActKernel || a.kind == kActMemcpy || a.kind == kActMemset;
+          work_records += a.device_work();
           fn(a);
         },
         incomplete);

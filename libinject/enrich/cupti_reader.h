@@ -32,6 +32,9 @@ struct ActivityRecord {
   // Kernels: the launch geometry CUPTI recorded (grid, block, registers, shared memory).
   uint32_t grid[3], block[3];
   uint32_t registers_per_thread, static_shared_bytes, dynamic_shared_bytes;
+
+  // The device's work (a kernel, a copy, a memset), as against an API call's record.
+  bool device_work() const { return kind == kActKernel || kind == kActMemcpy || kind == kActMemset; }
 };
 
 // CUPTI is loaded with dlopen: without it (or when another profiler holds it) gpuwatch

@@ -16,7 +16,7 @@ namespace gpuwatch::inject {
 class WindowWork {
  public:
   void Observe(const ActivityRecord& a) {
-    const bool work = a.kind == kActKernel || a.kind == kActMemcpy || a.kind == kActMemset;
+    const bool work = a.device_work();
     if (a.kind != kActApi && !work) return;
     Slot& slot = slots_[a.correlation_id % kSlots];
     const bool same = slot.state != kEmpty && slot.window == window_ && slot.correlation == a.correlation_id;

@@ -198,3 +198,39 @@ TEST_CASE("overhead budget: a lingering CUPTI is never charged more than a recor
   CHECK(f.cupti_ns == Approx(3000).epsilon(0.05));
   CHECK(f.cupti_linger_ns == Approx(f.cupti_ns));
 }
+
+TEST_CASE("overhead budget: where CUPTI is detached, the lingering calls never stand in for the detached ones") {
+  // A GPU-bound job launches only at its steps' starts, and each window's close is followed by
+  // the detach at the next step: its only calls outside windows are the lingering ones, slowed
+  // as the window's records are handled (12 us, as slow as in a window). Set against them, a
+  // recording CUPTI read 0 and the window then open stayed open; without calls made detached
+  // to measure against, the budget keeps its prior.
+  gi::CuptiBudget::Options o;
+  uint64_t now = 1 * kS;
+  gi::CuptiBudget b(o, now);
+  uint64_t detaches = 0, open_cycles = 0;
+  bool was_open = true;
+  const int kCycles = 3000;  // 30 s
+  for (int i = 0; i < kCycles; ++i) {
+    const bool open = b.open();
+    open_cycles += open;
+    gi::CuptiBudget::Cycle c;
+    c.now_ns = now += 10 * kMs;
+    const bool lingering = !open && was_open;
+    detaches += lingering;
+    c.cupti_detaches = detaches;
+    if (open || lingering) {
+      c.enqueues = c.hook_calls = 1000;
+      for (int k = 0; k < 1000; ++k) (lingering ? c.linger_launches : c.launches).Add(12'000);
+      c.linger_enqueues = lingering ? 1000 : 0;
+    }
+    c.device_records = open ? c.enqueues : 0;
+    was_open = open;
+    b.Update(c);
+  }
+  const auto f = b.figures();
+  INFO("cupti " << f.cupti_ns << ", windows " << f.windows << ", open " << open_cycles);
+  REQUIRE(f.cupti_detaches > 5);
+  CHECK_FALSE(f.cupti_ns_measured);
+  CHECK(f.cupti_ns == o.prior_cupti_ns);
+}
