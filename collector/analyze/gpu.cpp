@@ -155,7 +155,10 @@ std::vector<std::pair<std::string, GpuFigures::KernelStat>> GpuFigures::TopByTim
 }
 
 void GpuCounter::OnHostCall(const HostCall& c) {
-  if (EnqueuesWork(c.api) && !c.captured) {
+  // A call made after CUPTI stopped for good is outside the device timeline's span, not a
+  // gap in its sample: counted, it made a hand-over mid-run read as sampling, and the
+  // figures until the hand-over were scaled up by the calls after it.
+  if (EnqueuesWork(c.api) && !c.captured && !c.past_timeline) {
     ++enqueues_;
     enqueues_recorded_ += c.recorded;
     if (InStart(c.t_ns)) ++start_.enqueues, start_.enqueues_recorded += c.recorded;
@@ -236,6 +239,7 @@ GpuFigures GpuCounter::Result(const RankFacts& facts, const DeviceSweep& sweep, 
   r.coverage.sampled = coverage.sampled() && r.work > 0 &&
                        (enqueues_ ? enqueues_recorded_ < enqueues_ : coverage.closed_windows() > 0);
   r.coverage.windows = coverage.windows();
+  if (coverage.ended()) host_last = std::min(host_last, coverage.ended());  // the timeline's span
   if (r.coverage.sampled && host_last > host_first) {
     r.first_ns = std::min(r.first_ns, host_first);
     r.last_ns = std::max(r.last_ns, host_last);

@@ -40,6 +40,7 @@ void ShiftFrame(wire::Frame& frame, int64_t delta) {
         w.set_end_ns(ShiftNs(w.end_ns(), delta));
       }
       b.set_cupti_window_open_since_ns(ShiftNs(b.cupti_window_open_since_ns(), delta));
+      b.set_cupti_ended_ns(ShiftNs(b.cupti_ended_ns(), delta));
       break;
     }
     case wire::Frame::kGoodbye: {

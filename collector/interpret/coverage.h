@@ -20,9 +20,15 @@ class Coverage {
   // A window that closed; the one open since `since` (0: none). In time order.
   void AddWindow(uint64_t start, uint64_t end);
   void SetOpenSince(uint64_t since) { open_since_ = since; }
+  // CUPTI stopped recording at `t`, for good (Batch.cupti_ended_ns); 0: it has not.
+  void SetEnded(uint64_t t) { ended_ = t; }
+  uint64_t ended() const { return ended_; }
+  bool PastEnd(uint64_t t) const { return ended_ != 0 && t >= ended_; }
 
-  // CUPTI recorded all of [a, b].
-  bool Covers(uint64_t a, uint64_t b) const { return !sampled_ || CoversSampled(a, b); }
+  // CUPTI recorded all of [a, b] (never past where it stopped for good).
+  bool Covers(uint64_t a, uint64_t b) const {
+    return (ended_ == 0 || b <= ended_) && (!sampled_ || CoversSampled(a, b));
+  }
   bool CoversSampled(uint64_t a, uint64_t b) const;
   // The sweep has passed `t`: windows that end before it are no longer needed.
   void Pass(uint64_t t);
@@ -39,6 +45,7 @@ class Coverage {
   bool sampled_ = false;
   std::deque<std::pair<uint64_t, uint64_t>> kept_;  // closed windows the sweep may still ask about
   uint64_t open_since_ = 0;
+  uint64_t ended_ = 0;
   uint64_t windows_ = 0, closed_ns_ = 0;
   uint64_t first_start_ = 0, first_end_ = 0;  // the first window
   uint64_t last_end_ = 0;                     // the latest closed window's end

@@ -42,6 +42,10 @@ struct HostCall {
   // windows sample the timeline, or GPUWATCH_CUPTI=off): the device work it enqueued is on
   // the timeline.
   bool recorded = true;
+  // Made after CUPTI stopped recording for good (an application's profiler took it:
+  // Coverage::ended): not recorded, and no sampling gap either; the device timeline ends
+  // before it.
+  bool past_timeline = false;
 
   uint64_t end_ns() const { return t_ns + dur_ns; }
 };

@@ -65,6 +65,7 @@ void RankInterpreter::OnBatch(const wire::Batch& b) {
     cupti_off_ = b.overhead().cupti_mode() == wire::CUPTI_MODE_OFF;
     coverage_.SetOpenSince(b.cupti_window_open_since_ns());
   }
+  if (b.cupti_ended_ns()) coverage_.SetEnded(b.cupti_ended_ns());
   for (const auto& s : b.proc_samples()) fanout_.OnProcSample(s);
   for (const auto& s : b.device_samples()) fanout_.OnDeviceSample(s);
   for (const auto& s : b.host_samples()) fanout_.OnThreadSample(ThreadSample{s.t_ns(), s.tid(), s.stack_id(), s.in_cuda()});
@@ -73,8 +74,10 @@ void RankInterpreter::OnBatch(const wire::Batch& b) {
     polls_.Fold(c);
     // The batch's windows came first: they hold every call in it (the library decides a
     // window after draining the calls it sends with it). With CUPTI off no call has device
-    // records to go with it (the trace draws its launches as bursts).
-    c.recorded = !cupti_off_ && coverage_.Covers(c.t_ns, c.t_ns);
+    // records to go with it (the trace draws its launches as bursts). Nor has a call made
+    // after CUPTI stopped for good (it comes in the batch that drains the first such call).
+    c.past_timeline = coverage_.PastEnd(c.t_ns);
+    c.recorded = !cupti_off_ && !c.past_timeline && coverage_.Covers(c.t_ns, c.t_ns);
     host_first_ = std::min(host_first_, c.t_ns);
     host_last_ = std::max(host_last_, c.end_ns());
     // The gap classification needs them before the device sweep reaches them.

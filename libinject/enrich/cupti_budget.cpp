@@ -117,7 +117,7 @@ bool CuptiBudget::Update(const Cycle& c) {
   gone_ = gone_ || c.cupti_gone;
   if (gone_ && open_) {
     if (device_records_ == 0) open_ = false;  // CUPTI never recorded: there was no window
-    else Close(now);
+    else Close(c.cupti_ended_ns > window_start_ ? std::min(c.cupti_ended_ns, now) : now);
   }
   const uint64_t graphs = c.graph_launches.count();
   const uint64_t others = c.enqueues > graphs ? c.enqueues - graphs : 0;

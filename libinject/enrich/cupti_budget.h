@@ -64,8 +64,10 @@ class CuptiBudget {
     // and what cuptiFinalize took on the job's threads (spent, as CUPTI's cost).
     uint64_t cupti_detaches = 0, cupti_detach_ns = 0;
     // CUPTI records nothing more (CuptiReader::gone: unusable, or handed over to the job's
-    // profiler): no window costs anything from this cycle on.
+    // profiler): no window costs anything from this cycle on. Since when, where it stopped
+    // mid-run (CuptiReader::ended_ns; 0: not known): the open window ends there.
     bool cupti_gone = false;
+    uint64_t cupti_ended_ns = 0;
     // The hooks' own cost timed in place so far (record/recorder.h: HookCostProbe), mean ns
     // over `hook_samples` samples; used from kMinHookSamples on.
     double hook_ns = 0;

@@ -66,7 +66,8 @@ struct CuptiState {
   std::mutex control;
   std::mutex mu;  // guards everything below; never held while calling into CUPTI
   bool started = false;
-  bool handed_over = false;  // an application profiler took CUPTI
+  bool handed_over = false;  // an application profiler took CUPTI (or it could not be attached again)
+  uint64_t handed_over_ns = 0;  // ... at this time: gpuwatch's device timeline ends there
   bool recording = true;     // the kinds are enabled (the overhead budget turns them off between windows)
   bool hw_trace = false;
   bool app_active = false;   // ... before gpuwatch started
@@ -357,7 +358,8 @@ void CuptiReader::HandOver(bool enabling) {
     }
     if (s.source != Source::kCupti || s.handed_over) return;
     s.handed_over = true;
-    EndLinger(s, NowNs());  // what CUPTI costs from here is the profiler's
+    s.handed_over_ns = NowNs();
+    EndLinger(s, s.handed_over_ns);  // what CUPTI costs from here is the profiler's
     api = s.api;
     api_records = s.api_records;
     s.detail = "CUPTI activity records until the application's profiler took CUPTI " +
@@ -429,6 +431,7 @@ void CuptiReader::SetRecording(bool on) {
     if (api.register_callbacks(BufferRequested, BufferCompleted) != CUPTI_SUCCESS) {
       std::lock_guard<std::mutex> lock(s.mu);
       s.handed_over = true;  // records nothing more: the budget charges nothing from here
+      s.handed_over_ns = NowNs();
       s.detail = "CUPTI activity records until CUPTI could not be attached again after a window; hooks and events after";
       return;
     }
@@ -546,6 +549,11 @@ bool CuptiReader::live() const {
 bool CuptiReader::gone() const {
   std::lock_guard<std::mutex> lock(S().mu);
   return S().source == Source::kEvents || S().handed_over;
+}
+
+uint64_t CuptiReader::ended_ns() const {
+  std::lock_guard<std::mutex> lock(S().mu);
+  return S().handed_over_ns;
 }
 
 CuptiReader::Source CuptiReader::source() const {

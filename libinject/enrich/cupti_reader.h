@@ -64,6 +64,10 @@ class CuptiReader {
   // CUPTI will record nothing more for gpuwatch: it could not be used, or was handed over.
   // (Before Start() has decided, neither live nor gone.)
   bool gone() const;
+  // When CUPTI stopped recording for gpuwatch mid-run (an application's profiler took it, or
+  // it could not be attached again for a window), on CLOCK_MONOTONIC; 0: it has not. The
+  // device timeline ends there: the calls made after it are no sampling gap.
+  uint64_t ended_ns() const;
   // The overhead budget's windows: records on (`on`) or off. Sender thread; no-op unless
   // live. Work launched while off never reaches the timeline. Off, CUPTI is detached soon
   // after (Poll), and attached again when a window opens.

@@ -189,6 +189,9 @@ class Sender {
     c.sampler_ns = sampling.cost_ns();  // its thread's and its signals' cost count in the budget
     c.startup_ns = StartupNs();
     c.cupti_gone = Cupti().gone();
+    // Read after the drain, as the windows are decided: a drained call made after it finds it.
+    cupti_ended_ns_ = Cupti().ended_ns();
+    c.cupti_ended_ns = cupti_ended_ns_;
     const CuptiReader::DetachCounts detached = Cupti().detach_counts();
     c.cupti_detaches = detached.detaches;
     c.cupti_detach_ns = detached.detach_ns;
@@ -210,8 +213,11 @@ class Sender {
     auto closed = budget_->TakeClosedWindows();
     const uint64_t open_since = budget_->open_since_ns();
     const uint64_t now = NowNs();
-    if (!final && closed.empty() && open_since == open_since_sent_ && now - budget_sent_ns_ < 100'000'000ull) return;
-    AppendCuptiWindows(batch, closed, open_since);
+    const uint64_t ended = cupti_ended_ns_ != ended_sent_ ? cupti_ended_ns_ : 0;
+    if (!final && closed.empty() && open_since == open_since_sent_ && !ended && now - budget_sent_ns_ < 100'000'000ull)
+      return;
+    AppendCuptiWindows(batch, closed, open_since, ended);
+    ended_sent_ = cupti_ended_ns_;
     timespec cpu{};
     if (clock_gettime(sender_clock_, &cpu) != 0) cpu = {};  // the sender's, whichever thread flushes
     AppendOverhead(batch, budget_->figures(), Cupti().hw_trace(),
@@ -335,6 +341,7 @@ class Sender {
   std::unique_ptr<CuptiBudget> budget_;
   clockid_t sender_clock_ = CLOCK_THREAD_CPUTIME_ID;
   uint64_t open_since_sent_ = UINT64_MAX, budget_sent_ns_ = 0;
+  uint64_t cupti_ended_ns_ = 0, ended_sent_ = 0;  // CuptiReader::ended_ns, as read and as sent
   std::vector<Ring*> rings_;  // every thread's, as of the last CollectRings
   uint64_t last_heartbeat_ns_ = 0;
   uint64_t events_total_ = 0;

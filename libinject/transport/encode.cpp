@@ -366,7 +366,7 @@ void AppendDeviceSamplerDetail(std::string& batch, const std::string& detail) {
 }
 
 void AppendCuptiWindows(std::string& batch, const std::vector<std::pair<uint64_t, uint64_t>>& closed,
-                        uint64_t open_since_ns) {
+                        uint64_t open_since_ns, uint64_t ended_ns) {
   namespace m = f::cupti_window;
   for (const auto& [start, end] : closed) {
     std::string o;
@@ -375,6 +375,7 @@ void AppendCuptiWindows(std::string& batch, const std::vector<std::pair<uint64_t
     Message(batch, f::batch::kCuptiWindows, o);
   }
   UInt(batch, f::batch::kCuptiWindowOpenSinceNs, open_since_ns);
+  if (ended_ns) UInt(batch, f::batch::kCuptiEndedNs, ended_ns);
 }
 
 void AppendOverhead(std::string& batch, const CuptiBudget::Figures& x, bool hw_trace, uint64_t sender_cpu_ns) {

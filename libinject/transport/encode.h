@@ -95,10 +95,10 @@ void AppendHostSample(std::string& batch, uint64_t t_ns, uint32_t tid, uint32_t 
 void AppendHostSampling(std::string& batch, const HostSampler::Totals& t);
 
 // The overhead budget's windows closed since the last batch, the open one's start (0: none),
-// and the library's own cost so far (`hw_trace`: CUPTI's hardware tracing is on; the
-// sender thread's CPU time).
+// when CUPTI stopped recording for good (0: it has not, or said before), and the library's
+// own cost so far (`hw_trace`: CUPTI's hardware tracing is on; the sender thread's CPU time).
 void AppendCuptiWindows(std::string& batch, const std::vector<std::pair<uint64_t, uint64_t>>& closed,
-                        uint64_t open_since_ns);
+                        uint64_t open_since_ns, uint64_t ended_ns);
 void AppendOverhead(std::string& batch, const CuptiBudget::Figures& f, bool hw_trace, uint64_t sender_cpu_ns);
 
 // Heartbeat body pieces.

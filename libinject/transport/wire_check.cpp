@@ -121,6 +121,7 @@ GW_FIELD(batch, Batch, CallSites);
 GW_FIELD(batch, Batch, SettledNs);
 GW_FIELD(batch, Batch, CuptiWindows);
 GW_FIELD(batch, Batch, CuptiWindowOpenSinceNs);
+GW_FIELD(batch, Batch, CuptiEndedNs);
 GW_FIELD(batch, Batch, Overhead);
 GW_FIELD(batch, Batch, DeviceSamples);
 GW_FIELD(batch, Batch, DeviceSamplerDetail);

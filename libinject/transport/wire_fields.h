@@ -53,7 +53,7 @@ inline constexpr uint32_t kEvents = 1, kKernelNames = 2, kCommunicators = 3, kDr
                           kGpuSource = 6, kGpuSourceDetail = 7, kSeq = 8, kEnvironment = 9, kProcSamples = 10,
                           kCallSites = 11, kSettledNs = 12, kCuptiWindows = 13, kCuptiWindowOpenSinceNs = 14,
                           kOverhead = 15, kPythonStacks = 20, kHostSamples = 21, kHostSampling = 22;
-inline constexpr uint32_t kDeviceSamples = 25, kDeviceSamplerDetail = 26;
+inline constexpr uint32_t kDeviceSamples = 25, kDeviceSamplerDetail = 26, kCuptiEndedNs = 27;
 }
 namespace python_stack {
 inline constexpr uint32_t kId = 1, kFrames = 2, kCallSiteId = 3, kNative = 4, kBlockedIn = 5;

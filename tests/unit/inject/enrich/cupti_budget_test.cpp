@@ -405,6 +405,29 @@ TEST_CASE("overhead budget: CUPTI that records nothing costs nothing, and one ta
   CHECK(after.window_ns <= before.window_ns + 10 * kMs);  // the cycle in which it stopped
 }
 
+TEST_CASE("overhead budget: a window open when a profiler takes CUPTI ends when it did, not when the sender saw it") {
+  // The run's first window, open at 1,000 launches/s; CUPTI is taken 3 ms into a cycle the
+  // sender updates at its end. The collector counts the calls made in a window as recorded:
+  // closed at the cycle's end, 7 ms of calls CUPTI never saw were (e2e `faults: a profiler
+  // that takes CUPTI mid-run ...`: the job's GPU figures then depended on when the sender woke).
+  gi::CuptiBudget::Options o;
+  uint64_t now = 1 * kS;
+  gi::CuptiBudget b(o, now);
+  Play(b, now, 0.2, 1000, 4000, 3000);
+  REQUIRE(b.open());
+  const uint64_t opened = b.open_since_ns();
+  gi::CuptiBudget::Cycle c;
+  c.cupti_gone = true;
+  c.cupti_ended_ns = now + 3 * kMs;
+  c.now_ns = now += 10 * kMs;
+  b.Update(c);
+  CHECK_FALSE(b.open());
+  const auto closed = b.TakeClosedWindows();
+  REQUIRE(closed.size() == 1);
+  CHECK(closed[0].first == opened);
+  CHECK(closed[0].second == c.cupti_ended_ns);
+}
+
 namespace {
 
 // `seconds` of 10 ms cycles replaying a graph of `nodes` kernels `rate` times a second, and

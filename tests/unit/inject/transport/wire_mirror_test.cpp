@@ -144,7 +144,7 @@ TEST_CASE("the encoders write every field of the messages the library sends") {
   gi::AppendHostSample(batch, 5, 6, 3, true);
   gi::AppendHostSampling(batch, {.hz = 100, .samples = 7, .cpu_ns = 8, .dropped = 9, .native_samples = 10,
                                  .timer_captures = 11, .handler_ns = 13, .native_signal = 12, .held_samples = 14});
-  gi::AppendCuptiWindows(batch, {{1, 2}}, 3);
+  gi::AppendCuptiWindows(batch, {{1, 2}}, 3, 4);
   gi::CuptiBudget::Figures o{.mode = gi::CuptiBudget::Mode::kFull, .budget = 0.01, .hook_ns = 40, .hook_samples = 9, .cupti_ns = 3000,
                              .cupti_ns_measured = true, .cupti_graph_ns = 5000, .cupti_graph_ns_measured = true,
                              .hook_calls = 1, .cupti_calls = 2, .cupti_graph_launches = 12, .hooks_added_ns = 3,
