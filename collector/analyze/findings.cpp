@@ -233,8 +233,15 @@ RankContext::RankContext(const RankResult& res) : r(res) {
       sync_mid_s += Seconds(r.steps.steps[k].sync_mid);
     }
     TypicalCoveredSteps(r, normal, normal_ns, dev);  // as the steps table does
-    scale = normal ? static_cast<double>(n) / normal * to_all_steps : 1.0;
+    // Scaled to the steps the device timeline spans: where a profiler took CUPTI mid-run, not
+    // to the steps after it (one 200 ms idle step among 150 recorded of 250 read as 334 ms
+    // lost in a 203 ms run).
     const auto& kept = r.steps.steps;
+    const uint64_t ended = r.gpu.coverage.ended_ns;
+    size_t spanned = n;
+    while (ended && spanned > 0 && kept[spanned - 1].start >= ended) --spanned;
+    const double to_spanned = ended && ended <= kept.back().end ? 1.0 : to_all_steps;
+    scale = normal ? static_cast<double>(spanned) / normal * to_spanned : 1.0;
     const uint64_t until = std::max(kept.back().end, r.steps.charged_until);
     const double covered = until > kept.front().start ? Seconds(until - kept.front().start) : 0.0;
     fig_base = std::max(base, covered * to_all_steps);

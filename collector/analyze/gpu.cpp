@@ -239,6 +239,7 @@ GpuFigures GpuCounter::Result(const RankFacts& facts, const DeviceSweep& sweep, 
   r.coverage.sampled = coverage.sampled() && r.work > 0 &&
                        (enqueues_ ? enqueues_recorded_ < enqueues_ : coverage.closed_windows() > 0);
   r.coverage.windows = coverage.windows();
+  r.coverage.ended_ns = coverage.ended();
   if (coverage.ended()) host_last = std::min(host_last, coverage.ended());  // the timeline's span
   if (r.coverage.sampled && host_last > host_first) {
     r.first_ns = std::min(r.first_ns, host_first);

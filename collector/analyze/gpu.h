@@ -69,6 +69,9 @@ struct GpuFigures {
     // Hooked calls that enqueue device work; of them, those made inside windows whose work
     // came back timed (less those whose records CUPTI returned without times, in proportion).
     uint64_t enqueues = 0, enqueues_in_windows = 0;
+    // Where CUPTI stopped recording for good (an application's profiler took it): the
+    // timeline's end, on the rank's clock; 0: it did not.
+    uint64_t ended_ns = 0;
     double WorkShare() const {
       return enqueues ? std::min(1.0, static_cast<double>(enqueues_in_windows) / static_cast<double>(enqueues)) : 0;
     }

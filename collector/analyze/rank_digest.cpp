@@ -122,7 +122,7 @@ GW_DIGEST(StreamFigures::Stream, work, busy_ns, idle_ns, waits)
 GW_DIGEST(StreamFigures, by_stream, waits, waits_unresolved)
 GW_DIGEST(GpuFigures::KernelStat, count, ns, in_graphs)
 GW_DIGEST(GpuFigures::CopyStat, device, pageable)
-GW_DIGEST(GpuFigures::Coverage, sampled, windows, covered_ns, enqueues, enqueues_in_windows)
+GW_DIGEST(GpuFigures::Coverage, sampled, windows, covered_ns, enqueues, enqueues_in_windows, ended_ns)
 GW_DIGEST(GpuFigures, cupti_ranks, events_ranks, source_detail, work, first_ns, last_ns, active_ns, run,
           gap_count, gaps, launch_delay, kernel_count, kernel_with_api, kernel_short, graph_kernels,
           kernel_dur, by_name, other_kernels, comm_kernels, comm_graph_ns, coll_events, copies, late, overflow, unmatched,
@@ -175,7 +175,7 @@ GW_DIGEST(RankResult, rank, host, host_calls, host_first_ns, host_last_ns, sync,
 // platform the project builds on.
 #if defined(__x86_64__) && defined(__GLIBCXX__)
 // RankResult holds the others by value: its size covers them; these sit in containers.
-static_assert(sizeof(RankResult) == 46928, "RankResult changed: carry the new field in the digest");
+static_assert(sizeof(RankResult) == 46936, "RankResult changed: carry the new field in the digest");
 static_assert(sizeof(StepRec) == 160 && sizeof(CollCall) == 40 && sizeof(StepMark) == 24,
               "a step or collective record changed: carry the new field in the digest");
 static_assert(sizeof(SiteStat) == 96 && sizeof(HostFrame) == 80 && sizeof(Finding) == 216,
@@ -214,6 +214,7 @@ void ShiftRankResult(RankResult& r, int64_t d) {
   r.host_last_ns = shift(r.host_last_ns, d);
   r.gpu.first_ns = shift(r.gpu.first_ns, d);
   r.gpu.last_ns = shift(r.gpu.last_ns, d);
+  r.gpu.coverage.ended_ns = shift(r.gpu.coverage.ended_ns, d);
   DigestAccess::Shift(r.gpu.series, d, shift);
   for (CollCall& c : r.collectives.sample) c.t_ns = shift(c.t_ns, d);
   for (StepMark& m : r.found.inferred) m.start_ns = shift(m.start_ns, d), m.end_ns = shift(m.end_ns, d);

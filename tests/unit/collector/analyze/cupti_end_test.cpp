@@ -76,3 +76,30 @@ TEST_CASE("collector: the steps after a profiler took CUPTI have no device figur
   CHECK(r.per_step.steps == 10);  // the steps CUPTI recorded whole
   CHECK(r.per_step.compute_ms == Approx(3.6).epsilon(1e-6));
 }
+
+TEST_CASE("collector: findings from the device timeline are scaled to the steps it spans, not past a profiler's hand-over") {
+  // 20 NVTX steps of 10 ms, nine 400 us kernels each; CUPTI records every kernel until a
+  // profiler takes it at step 10. Scaled by count to all 20 steps, the GPU idle of the ten
+  // recorded ones was counted twice (the e2e profiler test: 334 ms lost in a 203 ms run).
+  SampledBatch s({});
+  s.b.mutable_overhead()->set_cupti_mode(wire::CUPTI_MODE_FULL);
+  s.b.set_cupti_ended_ns(100 * kMs + kUs);
+  auto* name = s.b.add_kernel_names();
+  name->set_id(1);
+  name->set_name("train_step");
+  for (uint64_t step = 0; step < 20; ++step) {
+    const uint64_t start = step * 10 * kMs + kUs;
+    for (uint64_t k = 0; k < 9; ++k) s.Launch(start + k * kMs + kMs / 2, step < 10, 400 * kUs, 2);
+    Add(&s.b, wire::NVTX_RANGE, start, 10 * kMs - 2 * kUs)->set_name_id(1);
+  }
+  const col::RankResult r = Run(s.b);
+  REQUIRE(r.per_step.steps == 10);
+  const double recorded_host_idle_s = r.per_step.idle_ms[col::kIdleHost] * 10 / 1e3;
+  REQUIRE(recorded_host_idle_s > 0.03);
+  const col::Finding* data = nullptr;
+  for (const col::Finding& f : r.findings)
+    if (f.id == "data_loading") data = &f;
+  REQUIRE(data != nullptr);
+  CHECK(data->time_lost_s == Approx(recorded_host_idle_s).epsilon(0.01));
+  CHECK(data->share <= 1.0);
+}
