@@ -55,13 +55,21 @@ TEST_CASE("collector: a profiler that takes CUPTI mid-run ends the device timeli
   CHECK(h["active_s"].get<double>() == Approx(0.2).epsilon(0.01));  // the timeline's span ends at the hand-over
 }
 
-TEST_CASE("collector: the steps after a profiler took CUPTI have no device figures, traced whole or sampled") {
-  // 20 NVTX steps of 10 ms, each nine launches of 400 us kernels; CUPTI (every kernel
-  // recorded, GPUWATCH_CUPTI=full) is taken at step 10. Counted as recorded, the last ten
-  // steps read as idle GPUs and halved the mean step's compute.
+namespace {
+
+// 20 NVTX steps of 10 ms, each nine launches of 400 us kernels; CUPTI records every kernel
+// (GPUWATCH_CUPTI=full, or the budget's first window, open since the start) until a profiler
+// takes it as step 10 starts.
+col::RankResult HandedOverAtStep10(wire::CuptiMode mode) {
+  constexpr uint64_t kEnded = 100 * kMs + kUs;
   SampledBatch s({});
-  s.b.mutable_overhead()->set_cupti_mode(wire::CUPTI_MODE_FULL);
-  s.b.set_cupti_ended_ns(100 * kMs);
+  if (mode == wire::CUPTI_MODE_BUDGET) {
+    auto* w = s.b.add_cupti_windows();
+    w->set_start_ns(1);
+    w->set_end_ns(kEnded);
+  }
+  s.b.mutable_overhead()->set_cupti_mode(mode);
+  s.b.set_cupti_ended_ns(kEnded);
   auto* name = s.b.add_kernel_names();
   name->set_id(1);
   name->set_name("train_step");
@@ -70,29 +78,28 @@ TEST_CASE("collector: the steps after a profiler took CUPTI have no device figur
     for (uint64_t k = 0; k < 9; ++k) s.Launch(start + k * kMs + kMs / 2, step < 10, 400 * kUs, 2);
     Add(&s.b, wire::NVTX_RANGE, start, 10 * kMs - 2 * kUs)->set_name_id(1);
   }
-  const col::RankResult r = Run(s.b);
-  CHECK(r.gpu.kernel_count == 90);
-  REQUIRE(r.per_step.known);
-  CHECK(r.per_step.steps == 10);  // the steps CUPTI recorded whole
-  CHECK(r.per_step.compute_ms == Approx(3.6).epsilon(1e-6));
+  return Run(s.b);
+}
+
+}  // namespace
+
+TEST_CASE("collector: the steps after a profiler took CUPTI have no device figures, traced whole or sampled") {
+  // Counted as recorded, the last ten steps read as idle GPUs and halved the mean step's compute.
+  for (const auto mode : {wire::CUPTI_MODE_FULL, wire::CUPTI_MODE_BUDGET}) {
+    INFO("mode " << mode);
+    const col::RankResult r = HandedOverAtStep10(mode);
+    CHECK_FALSE(r.gpu.coverage.sampled);
+    CHECK(r.gpu.kernel_count == 90);
+    REQUIRE(r.per_step.known);
+    CHECK(r.per_step.steps == 10);  // the steps CUPTI recorded whole
+    CHECK(r.per_step.compute_ms == Approx(3.6).epsilon(1e-6));
+  }
 }
 
 TEST_CASE("collector: findings from the device timeline are scaled to the steps it spans, not past a profiler's hand-over") {
-  // 20 NVTX steps of 10 ms, nine 400 us kernels each; CUPTI records every kernel until a
-  // profiler takes it at step 10. Scaled by count to all 20 steps, the GPU idle of the ten
-  // recorded ones was counted twice (the e2e profiler test: 334 ms lost in a 203 ms run).
-  SampledBatch s({});
-  s.b.mutable_overhead()->set_cupti_mode(wire::CUPTI_MODE_FULL);
-  s.b.set_cupti_ended_ns(100 * kMs + kUs);
-  auto* name = s.b.add_kernel_names();
-  name->set_id(1);
-  name->set_name("train_step");
-  for (uint64_t step = 0; step < 20; ++step) {
-    const uint64_t start = step * 10 * kMs + kUs;
-    for (uint64_t k = 0; k < 9; ++k) s.Launch(start + k * kMs + kMs / 2, step < 10, 400 * kUs, 2);
-    Add(&s.b, wire::NVTX_RANGE, start, 10 * kMs - 2 * kUs)->set_name_id(1);
-  }
-  const col::RankResult r = Run(s.b);
+  // Scaled by count to all 20 steps, the GPU idle of the ten recorded ones was counted twice
+  // (the e2e profiler test: 334 ms lost in a 203 ms run).
+  const col::RankResult r = HandedOverAtStep10(wire::CUPTI_MODE_FULL);
   REQUIRE(r.per_step.steps == 10);
   const double recorded_host_idle_s = r.per_step.idle_ms[col::kIdleHost] * 10 / 1e3;
   REQUIRE(recorded_host_idle_s > 0.03);
