@@ -27,7 +27,7 @@ class Coverage {
 
   // CUPTI recorded all of [a, b] (never past where it stopped for good).
   bool Covers(uint64_t a, uint64_t b) const {
-    return (ended_ == 0 || b <= ended_) && (!sampled_ || CoversSampled(a, b));
+    return !PastEnd(b) && (!sampled_ || CoversSampled(a, b));
   }
   bool CoversSampled(uint64_t a, uint64_t b) const;
   // The sweep has passed `t`: windows that end before it are no longer needed.

@@ -77,7 +77,7 @@ void RankInterpreter::OnBatch(const wire::Batch& b) {
     // records to go with it (the trace draws its launches as bursts). Nor has a call made
     // after CUPTI stopped for good (it comes in the batch that drains the first such call).
     c.past_timeline = coverage_.PastEnd(c.t_ns);
-    c.recorded = !cupti_off_ && !c.past_timeline && coverage_.Covers(c.t_ns, c.t_ns);
+    c.recorded = !cupti_off_ && coverage_.Covers(c.t_ns, c.t_ns);
     host_first_ = std::min(host_first_, c.t_ns);
     host_last_ = std::max(host_last_, c.end_ns());
     // The gap classification needs them before the device sweep reaches them.

@@ -66,8 +66,10 @@ struct CuptiState {
   std::mutex control;
   std::mutex mu;  // guards everything below; never held while calling into CUPTI
   bool started = false;
-  bool handed_over = false;  // an application profiler took CUPTI (or it could not be attached again)
-  uint64_t handed_over_ns = 0;  // ... at this time: gpuwatch's device timeline ends there
+  // When an application profiler took CUPTI (or it could not be attached again): gpuwatch's
+  // device timeline ends there; 0: it has not.
+  uint64_t handed_over_ns = 0;
+  bool handed_over() const { return handed_over_ns != 0; }
   bool recording = true;     // the kinds are enabled (the overhead budget turns them off between windows)
   bool hw_trace = false;
   bool app_active = false;   // ... before gpuwatch started
@@ -210,7 +212,7 @@ void CheckApiRecords(CuptiState& s) {
     chosen = s.api_records;
     s.api_records = {};
     s.detail += "; API records of every call (none came for the enqueueing calls alone)";
-    recording = s.recording && !s.handed_over && s.detach.load(std::memory_order_acquire) == kAttached;
+    recording = s.recording && !s.handed_over() && s.detach.load(std::memory_order_acquire) == kAttached;
     api = s.api;
   }
   if (recording) SwitchToWholeApiKinds(api, chosen);  // else the next window turns them on
@@ -356,8 +358,7 @@ void CuptiReader::HandOver(bool enabling) {
       if (enabling) s.app_active = true;
       return;
     }
-    if (s.source != Source::kCupti || s.handed_over) return;
-    s.handed_over = true;
+    if (s.source != Source::kCupti || s.handed_over()) return;
     s.handed_over_ns = NowNs();
     EndLinger(s, s.handed_over_ns);  // what CUPTI costs from here is the profiler's
     api = s.api;
@@ -397,7 +398,7 @@ void CuptiReader::SetRecording(bool on) {
   ApiRecordSelection api_records;
   {
     std::lock_guard<std::mutex> lock(s.mu);
-    if (s.source != Source::kCupti || s.handed_over || s.recording == on) return;
+    if (s.source != Source::kCupti || s.handed_over() || s.recording == on) return;
     api = s.api;
     hw = s.hw_trace;
     api_records = s.api_records;
@@ -430,8 +431,7 @@ void CuptiReader::SetRecording(bool on) {
     ReclaimLent(s);
     if (api.register_callbacks(BufferRequested, BufferCompleted) != CUPTI_SUCCESS) {
       std::lock_guard<std::mutex> lock(s.mu);
-      s.handed_over = true;  // records nothing more: the budget charges nothing from here
-      s.handed_over_ns = NowNs();
+      s.handed_over_ns = NowNs();  // records nothing more: the budget charges nothing from here
       s.detail = "CUPTI activity records until CUPTI could not be attached again after a window; hooks and events after";
       return;
     }
@@ -453,7 +453,7 @@ CuptiReader::DetachStep CuptiReader::DetachDue(uint64_t now) {
   CuptiState& s = S();
   std::lock_guard<std::mutex> control(s.control);
   std::lock_guard<std::mutex> lock(s.mu);
-  if (s.detach.load(std::memory_order_acquire) != kAttached || s.source != Source::kCupti || s.handed_over ||
+  if (s.detach.load(std::memory_order_acquire) != kAttached || s.source != Source::kCupti || s.handed_over() ||
       s.recording || s.detach_off || s.detach_tried)
     return DetachStep::kNone;
   if (now - s.disabled_ns < kDetachGraceNs) return DetachStep::kWaiting;
@@ -500,7 +500,7 @@ void CuptiReader::ArmDetach() {
   CuptiApi api;
   {
     std::lock_guard<std::mutex> lock(s.mu);  // a window opened, or a profiler took CUPTI, since
-    if (s.detach.load(std::memory_order_acquire) != kAttached || s.handed_over || s.recording) return;
+    if (s.detach.load(std::memory_order_acquire) != kAttached || s.handed_over() || s.recording) return;
     api = s.api;
   }
   CUpti_SubscriberHandle sub = nullptr;
@@ -533,7 +533,7 @@ bool CuptiReader::RecordsKernels() const {
   const auto& k = Kinds();
   if (std::find(k.begin(), k.end(), CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == k.end()) return false;
   std::lock_guard<std::mutex> lock(S().mu);
-  return S().source == Source::kCupti && !S().handed_over && S().recording;
+  return S().source == Source::kCupti && !S().handed_over() && S().recording;
 }
 
 bool CuptiReader::hw_trace() const {
@@ -543,12 +543,12 @@ bool CuptiReader::hw_trace() const {
 
 bool CuptiReader::live() const {
   std::lock_guard<std::mutex> lock(S().mu);
-  return S().source == Source::kCupti && !S().handed_over;
+  return S().source == Source::kCupti && !S().handed_over();
 }
 
 bool CuptiReader::gone() const {
   std::lock_guard<std::mutex> lock(S().mu);
-  return S().source == Source::kEvents || S().handed_over;
+  return S().source == Source::kEvents || S().handed_over();
 }
 
 uint64_t CuptiReader::ended_ns() const {
