@@ -10,6 +10,7 @@ namespace gpuwatch::inject {
 void CuptiCost::Recent::Push(const LaunchTimes& cycle) {
   parts.push_back({cycle.timed(), cycle.TrimmedMean()});
   timed += cycle.timed();
+  leaned = 0;  // a new reference
   // Bounded: every part holds a timed call, so at most kRefCycles + kRefCalls parts stay.
   while (parts.size() > kRefCycles && timed - parts.front().timed >= kRefCalls) {
     timed -= parts.front().timed;
@@ -26,15 +27,15 @@ double CuptiCost::Recent::Median() const {
   return *mid;
 }
 
-void CuptiCost::Differences::Add(uint64_t now_ns, double diff, uint64_t n) {
+void CuptiCost::Differences::Add(uint64_t now_ns, double diff, double w, uint64_t n) {
   if (calls > 0 && now_ns > faded_at_ns) {
     const double keep = std::exp(-static_cast<double>(now_ns - faded_at_ns) / kFadeNs);
     diff_ns *= keep;
     weight *= keep;
   }
   faded_at_ns = now_ns;
-  diff_ns += diff * static_cast<double>(n);
-  weight += static_cast<double>(n);
+  diff_ns += diff * w;
+  weight += w;
   calls += n;
 }
 
@@ -42,11 +43,18 @@ void CuptiCost::Add(uint64_t now_ns, bool in_window, const LaunchTimes& cycle) {
   (in_window ? in_ : out_).Merge(cycle);
   if (cycle.timed() == 0) return;  // no call, or every one waited (a full queue): nothing to compare
   const double mean = cycle.TrimmedMean();
-  const Recent& other = in_window ? recent_out_ : recent_in_;
+  Recent& other = in_window ? recent_out_ : recent_in_;
+  // This cycle's weight: its calls, up to what is left of the reference's (cupti_cost.h).
+  const auto weight = [&] {
+    const double w = std::min(static_cast<double>(cycle.timed()),
+                              std::max(0.0, static_cast<double>(other.timed) - other.leaned));
+    other.leaned += w;
+    return w;
+  };
   if (in_window && other.timed > 0) {
-    before_.Add(now_ns, mean - other.Median(), cycle.timed());
+    before_.Add(now_ns, mean - other.Median(), weight(), cycle.timed());
   } else if (!in_window && other.timed > 0 && before_.calls == 0) {
-    after_.Add(now_ns, other.Median() - mean, cycle.timed());
+    after_.Add(now_ns, other.Median() - mean, weight(), cycle.timed());
   }
   (in_window ? recent_in_ : recent_out_).Push(cycle);
 }

@@ -16,6 +16,11 @@
 // them the figure was within 1% of what the window's calls took more in place
 // (docs/PERFORMANCE.md). Only until a window has had calls before it (the run's first opens
 // at its start) is that the figure, provisionally: the calls since set against its last.
+// A window's calls together weigh no more than the calls they are set against: they all lean
+// on that one reference, and a long window would otherwise stand for many. One that opened at
+// the end of a quiet phase (6 us calls) and ran 0.3 s into a launch-heavy one (4 us calls)
+// set 45k calls against the quiet ones, outweighed the 30 short windows after it, and read
+// CUPTI's 3 us as 2.6 (tests/unit/inject/enrich/cupti_budget_test.cpp).
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -48,7 +53,7 @@ class CuptiCost {
   uint64_t paired() const { return before_.calls + after_.calls; }
   // The mean difference per call in ns, the recent ones weighing most (may be negative:
   // noise); 0 before any pairing.
-  double Ns() const { return before_.calls ? before_.Ns() : after_.Ns(); }
+  double Ns() const { return before_.weight > 0 ? before_.Ns() : after_.Ns(); }
 
  private:
   // The recent calls made one way: a few cycles' timed calls and their mean.
@@ -59,17 +64,19 @@ class CuptiCost {
     };
     std::deque<Part> parts;
     uint64_t timed = 0;
+    double leaned = 0;  // the weight the other side's calls have set against these so far
     void Push(const LaunchTimes& cycle);
     // The median of the cycles' means, so that a cycle or two unlike the rest does not move
     // it: the mean of the last 5 read a replay's cost at 33 us instead of ~50 in one loaded
     // run of eight (its window then never closed); the median of 15, 47-67 us in eight.
     double Median() const;
   };
-  // Differences per call, faded: sums of differences x calls, and of calls.
+  // Differences per call, faded: sums of differences x weights, and of weights (a cycle's
+  // calls, or what is left of its reference's: above).
   struct Differences {
     double diff_ns = 0, weight = 0;
     uint64_t calls = 0, faded_at_ns = 0;
-    void Add(uint64_t now_ns, double diff_ns, uint64_t calls);
+    void Add(uint64_t now_ns, double diff_ns, double weight, uint64_t calls);
     double Ns() const { return weight > 0 ? diff_ns / weight : 0; }
   };
 
