@@ -10,7 +10,7 @@
 // per call until then.
 // Spent = hooks + CUPTI + the host sampler's cost (its CPU, its signals' handlers), all
 // measured here (the library's start-up is reported beside them, not spent); the allowance
-// grows with the wall time. A window closes when spent reaches the allowance less the tail it
+// grows with the wall time, planned at Options::plan_share of the budget. A window closes when spent reaches the allowance less the tail it
 // will leave (TailNs), and opens again once the credit covers min_window_ns at the recent rate
 // of calls and that tail: a phase with few launches gets long windows, a launch-heavy one
 // short, spaced ones. While spent is past the allowance the sampler takes no sample (spent()).
@@ -174,7 +174,7 @@ bool CuptiBudget::Update(const Cycle& c) {
   // CUPTI's start (10 ms with the simulator's, more with NVIDIA's) out of the allowance
   // that keeps short runs recorded whole.
   const double spent = static_cast<double>(f.hooks_added_ns + f.cupti_added_ns + f.sampler_ns);
-  const double allowance = o_.budget * static_cast<double>(now - start_ns_) + static_cast<double>(o_.allowance_ns);
+  const double allowance = PlannedNs(now - start_ns_);
   spent_ = spent >= allowance;
   // Each window is paid for after its close too, until CUPTI is detached: it closes that much
   // early, and opens only with credit for it. Charged only once it is paid, a tail overspent

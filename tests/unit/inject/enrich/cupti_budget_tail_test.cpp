@@ -47,10 +47,10 @@ TEST_CASE("overhead budget: detaching CUPTI after a window is CUPTI's cost, spen
   // CUPTI's added time: the windows' calls at the measured cost, and the detaches.
   CHECK(static_cast<double>(f.cupti_added_ns) ==
         Approx(static_cast<double>(cupti_paid + detaches * 2 * kMs)).epsilon(0.1));
-  const double allowance = 0.01 * static_cast<double>(now - t0) + 50 * kMs;
+  const double planned = b.PlannedNs(now - t0);
   const double spent = static_cast<double>(f.hooks_added_ns + f.cupti_added_ns);
-  CHECK(spent <= allowance + 5 * kMs);  // a cycle of overshoot, and a detach, at most
-  CHECK(spent >= 0.9 * allowance);
+  CHECK(spent <= planned + 5 * kMs);  // a cycle of overshoot, and a detach, at most
+  CHECK(spent >= 0.9 * planned);
 }
 
 namespace {
@@ -64,9 +64,9 @@ struct Lingered {
   uint64_t t0, now;
   double paid_ns = 0;        // what CUPTI really cost the calls
   uint64_t lingered = 0;     // calls made while it lingered
-  std::vector<double> over;  // how far the added time was past the allowance as each tail was
+  std::vector<double> over;  // how far the added time was past the plan as each tail was
                              // paid (as the budget saw it, in the cycle that reported the detach)
-  double Allowance() const { return 0.01 * static_cast<double>(now - t0) + 50 * kMs; }
+  double Planned() const { return budget.PlannedNs(now - t0); }
   double Spent() const {
     const auto f = budget.figures();
     return static_cast<double>(f.hooks_added_ns + f.cupti_added_ns);
@@ -98,7 +98,7 @@ Lingered PlayLingering(int linger_cycles, uint64_t detach_ns = 0) {
     r.lingered += c.linger_enqueues;
     b.Update(c);
     since_close = b.open() ? -1 : since_close + 1;
-    if (detached) r.over.push_back(r.Spent() - r.Allowance());
+    if (detached) r.over.push_back(r.Spent() - r.Planned());
   }
   return r;
 }
@@ -121,7 +121,7 @@ TEST_CASE("overhead budget: what a disabled CUPTI leaves on the calls until its 
   REQUIRE(f.cupti_ns_measured);
   CHECK(f.cupti_ns == Approx(3000).margin(50));  // against detached calls only
   CHECK(static_cast<double>(f.cupti_added_ns) == Approx(r.paid_ns).epsilon(0.05));
-  CHECK(r.Spent() <= r.Allowance() + 5 * kMs);
+  CHECK(r.Spent() <= r.Planned() + 5 * kMs);
 }
 
 TEST_CASE("overhead budget: a CUPTI kept attached lingers between all windows: charged at its share of the measured cost") {
@@ -146,8 +146,8 @@ TEST_CASE("overhead budget: a CUPTI kept attached lingers between all windows: c
 TEST_CASE("overhead budget: a window closes early by the tail it will leave, and opens only with credit for it") {
   // A job that seldom syncs: CUPTI detaches 10 cycles (100 ms) after each close, its 10k
   // lingering calls and the detach costing 9 + 3 ms. Charged only once paid, each tail took
-  // the spend that far past the allowance; priced ahead from the tails so far, a window leaves
-  // room for its own, and each tail ends within a window's cycle of the allowance.
+  // the spend that far past the plan; priced ahead from the tails so far, a window leaves
+  // room for its own, and each tail ends within a window's cycle of the plan.
   const Lingered r = PlayLingering(10, 3 * kMs);
   const auto f = r.budget.figures();
   const double tail = 10 * 1000 * 900 + 3 * kMs;
@@ -158,12 +158,12 @@ TEST_CASE("overhead budget: a window closes early by the tail it will leave, and
   CHECK(r.budget.TailNs() == Approx(tail).epsilon(0.15));
   CHECK(f.windows >= 4);
   // The first tail is unknown until paid; after it, every tail ends within a window's cycle
-  // (1000 calls x 3 us) of the allowance. Unpriced, each ended a whole tail (12 ms) past it.
+  // (1000 calls x 3 us) of the plan. Unpriced, each ended a whole tail (12 ms) past it.
   for (size_t i = 1; i < r.over.size(); ++i) {
-    INFO("tail " << i << " paid at " << r.over[i] / 1e6 << " ms over the allowance");
+    INFO("tail " << i << " paid at " << r.over[i] / 1e6 << " ms over the plan");
     CHECK(r.over[i] <= 4 * kMs);
   }
-  CHECK(r.Spent() <= r.Allowance() + 5 * kMs);
+  CHECK(r.Spent() <= r.Planned() + 5 * kMs);
   CHECK(static_cast<double>(f.cupti_added_ns) == Approx(r.paid_ns + f.cupti_detach_ns).epsilon(0.05));
 }
 

@@ -56,7 +56,7 @@ TEST_CASE("overhead budget: added time stays within budget x wall + allowance") 
   const auto f = b.figures();
   const double added = static_cast<double>(f.hooks_added_ns + f.cupti_added_ns);
   CHECK(added <= 0.01 * 10 * kS + 50 * kMs + 3 * kMs);  // one cycle of overshoot at most
-  CHECK(added >= 0.8 * (0.01 * 10 * kS + 50 * kMs));     // and it is used
+  CHECK(added >= 0.95 * b.PlannedNs(10 * kS));          // and the plan is used
   CHECK(f.hook_calls == 1'000'000);
   CHECK(f.hooks_added_ns == 50'000'000);
   CHECK(open_share > 0.01);
@@ -64,6 +64,32 @@ TEST_CASE("overhead budget: added time stays within budget x wall + allowance") 
   CHECK(f.windows >= 3);  // spaced windows, not one at the start
   CHECK(f.cupti_ns_measured);
   CHECK(f.cupti_ns == Approx(3000).epsilon(0.01));
+}
+
+TEST_CASE("overhead budget: the plan holds back part of the budget, never of the allowance") {
+  // The same launch-heavy minute planned at the whole budget and at the default share: the
+  // default ends a fifth of budget x wall under the budget (what the measured costs miss),
+  // and a run within the allowance is recorded whole either way.
+  double spent[2] = {};
+  for (const double share : {1.0, 0.8}) {
+    gi::CuptiBudget::Options o;
+    o.hook_ns = 50;
+    o.plan_share = share;
+    uint64_t now = 1 * kS;
+    gi::CuptiBudget b(o, now);
+    Play(b, now, 60, 100'000, 4000, 3000);
+    const auto f = b.figures();
+    const double added = static_cast<double>(f.hooks_added_ns + f.cupti_added_ns);
+    INFO("plan " << share << ": " << added / kMs << " ms of " << b.PlannedNs(60 * kS) / kMs);
+    CHECK(added <= b.PlannedNs(60 * kS) + 3 * kMs);
+    CHECK(added >= 0.97 * b.PlannedNs(60 * kS));
+    spent[share == 1.0 ? 0 : 1] = added;
+  }
+  CHECK(spent[0] - spent[1] == Approx(0.2 * 0.01 * 60 * kS).epsilon(0.1));  // 120 ms of 650
+  gi::CuptiBudget::Options o;
+  uint64_t now = 1 * kS;
+  gi::CuptiBudget short_run(o, now);
+  CHECK(Play(short_run, now, 0.5, 20'000, 4000, 3000) == 1.0);  // 30 ms of CUPTI in 0.5 s: whole
 }
 
 TEST_CASE("overhead budget: CUPTI's cost is the mean launch in windows minus outside, stalls aside") {
@@ -118,7 +144,7 @@ TEST_CASE("overhead budget: CUPTI's cost is set against the nearest calls, so a 
     REQUIRE(f.cupti_ns_measured);
     CHECK(f.cupti_ns == Approx(3000).epsilon(0.05));
     CHECK(paid <= 1.03 * allowance);
-    CHECK(paid >= 0.9 * allowance);
+    CHECK(paid >= 0.9 * b.PlannedNs(60 * kS));
   }
 }
 
@@ -341,7 +367,7 @@ TEST_CASE("overhead budget: the host sampler's cost is spent and reported, and s
   const double allowance = 0.01 * static_cast<double>(now - t0) + 50 * kMs;
   const double spent = static_cast<double>(f.hooks_added_ns + f.cupti_added_ns + f.sampler_ns);
   CHECK(spent <= allowance + 4 * kMs);  // a cycle of CUPTI's overshoot at most
-  CHECK(spent >= 0.9 * allowance);      // and it is used
+  CHECK(spent >= 0.9 * b.PlannedNs(now - t0));  // and the plan is used
   CHECK(f.cupti_added_ns > 0);
   CHECK(spent_cycles > 0);
   CHECK(spent_cycles < 1000);
@@ -504,7 +530,9 @@ TEST_CASE("overhead budget: CUPTI's cost is measured from several cycles in and 
   gi::CuptiBudget b(o, now);
   uint64_t gaps = 0;
   bool measured_low = false;
-  for (int i = 0; i < 6000; ++i) {  // 60 s, 75 replays a cycle
+  // 80 s, 75 replays a cycle: priced at 200 launches each until measured (0.8 ms a replay),
+  // a window of them opens every ~19 s.
+  for (int i = 0; i < 8000; ++i) {
     const bool open = b.open();
     gi::CuptiBudget::Cycle c;
     c.now_ns = now += 10 * kMs;
@@ -523,7 +551,7 @@ TEST_CASE("overhead budget: CUPTI's cost is measured from several cycles in and 
   REQUIRE(f.cupti_graph_ns_measured);
   CHECK(f.cupti_graph_ns == Approx(21'000).epsilon(0.05));
   const double added = static_cast<double>(f.hooks_added_ns + f.cupti_added_ns);
-  CHECK(added <= 0.01 * 60 * kS + 50 * kMs + 5 * kMs);
+  CHECK(added <= 0.01 * 80 * kS + 50 * kMs + 5 * kMs);
   CHECK(f.windows >= 3);
 }
 
@@ -573,7 +601,7 @@ TEST_CASE("overhead budget: the cycle after a window opens or closes is timed ne
   gi::CuptiBudget b(o, now);
   bool was_open = true;
   uint64_t open_cycles = 0;
-  const int kCycles = 6000;  // 60 s, 75 replays a cycle
+  const int kCycles = 8000;  // 80 s, 75 replays a cycle (a window every ~19 s until measured)
   for (int i = 0; i < kCycles; ++i) {
     const bool open = b.open();
     open_cycles += open;
@@ -597,5 +625,5 @@ TEST_CASE("overhead budget: the cycle after a window opens or closes is timed ne
   CHECK(f.windows >= 3);
   CHECK(open_cycles < kCycles / 5);
   const double added = static_cast<double>(f.hooks_added_ns + f.cupti_added_ns);
-  CHECK(added <= 0.01 * 60 * kS + 50 * kMs + 10 * kMs);
+  CHECK(added <= 0.01 * 80 * kS + 50 * kMs + 10 * kMs);
 }
