@@ -44,17 +44,16 @@ void CuptiCost::Add(uint64_t now_ns, bool in_window, const LaunchTimes& cycle) {
   if (cycle.timed() == 0) return;  // no call, or every one waited (a full queue): nothing to compare
   const double mean = cycle.TrimmedMean();
   Recent& other = in_window ? recent_out_ : recent_in_;
-  // This cycle's weight: its calls, up to what is left of the reference's (cupti_cost.h).
-  const auto weight = [&] {
+  if (in_window && other.timed > 0) {
+    // This cycle's weight: its calls, up to what is left of the reference's (cupti_cost.h).
     const double w = std::min(static_cast<double>(cycle.timed()),
                               std::max(0.0, static_cast<double>(other.timed) - other.leaned));
     other.leaned += w;
-    return w;
-  };
-  if (in_window && other.timed > 0) {
-    before_.Add(now_ns, mean - other.Median(), weight(), cycle.timed());
+    before_.Add(now_ns, mean - other.Median(), w, cycle.timed());
   } else if (!in_window && other.timed > 0 && before_.calls == 0) {
-    after_.Add(now_ns, other.Median() - mean, weight(), cycle.timed());
+    // (Not capped: the calls since the run's first window are all there is until a window
+    // has calls before it, and the nearest of them are the ones its records' handling slows.)
+    after_.Add(now_ns, other.Median() - mean, static_cast<double>(cycle.timed()), cycle.timed());
   }
   (in_window ? recent_in_ : recent_out_).Push(cycle);
 }

@@ -64,7 +64,7 @@ class CuptiCost {
     };
     std::deque<Part> parts;
     uint64_t timed = 0;
-    double leaned = 0;  // the weight the other side's calls have set against these so far
+    double leaned = 0;  // the weight the window's calls have set against these so far
     void Push(const LaunchTimes& cycle);
     // The median of the cycles' means, so that a cycle or two unlike the rest does not move
     // it: the mean of the last 5 read a replay's cost at 33 us instead of ~50 in one loaded
