@@ -10,10 +10,11 @@
 // per call until then.
 // Spent = hooks + CUPTI + the host sampler's cost (its CPU, its signals' handlers), all
 // measured here (the library's start-up is reported beside them, not spent); the allowance
-// grows with the wall time, planned at Options::plan_share of the budget. A window closes when spent reaches the allowance less the tail it
-// will leave (TailNs), and opens again once the credit covers min_window_ns at the recent rate
-// of calls and that tail: a phase with few launches gets long windows, a launch-heavy one
-// short, spaced ones. While spent is past the allowance the sampler takes no sample (spent()).
+// grows with the wall time, planned on Options::plan_share of the budget (PlannedNs). A
+// window closes when spent reaches the allowance less the tail it will leave (TailNs), and
+// opens again once the credit covers min_window_ns at the recent rate of calls and that tail:
+// a phase with few launches gets long windows, a launch-heavy one short, spaced ones. While
+// spent is past the allowance the sampler takes no sample (spent()).
 #include "enrich/cupti_budget.h"
 
 #include <algorithm>

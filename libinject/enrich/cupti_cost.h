@@ -19,8 +19,8 @@
 // A window's calls together weigh no more than the calls they are set against: they all lean
 // on that one reference, and a long window would otherwise stand for many. One that opened at
 // the end of a quiet phase (6 us calls) and ran 0.3 s into a launch-heavy one (4 us calls)
-// set 45k calls against the quiet ones, outweighed the 30 short windows after it, and read
-// CUPTI's 3 us as 2.6 (tests/unit/inject/enrich/cupti_budget_test.cpp).
+// set 45k calls against the quiet ones, outweighed the 29 short windows after it, and read
+// CUPTI's 3 us as 2.6 (tests/unit/inject/enrich/cupti_budget_test.cpp, cupti_cost_test.cpp).
 #pragma once
 #include <cstdint>
 #include <deque>
