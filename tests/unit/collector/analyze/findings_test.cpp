@@ -162,7 +162,7 @@ TEST_CASE("collector: across hosts, a call timed in a CUPTI window is not compar
   // windows (timed from the kernels: 5 ms), every other call is timed by its event pair,
   // which also holds the 4 ms before the kernel started. Set against each other, rank 0
   // would read 4 ms shorter, "last", on every even call. With `late`, rank 1 really is
-  // last: its calls are 3 ms shorter than rank 0's, however both are timed.
+  // last: its calls are 6 ms shorter than rank 0's, however both are timed.
   for (const bool late : {false, true}) {
     std::vector<dg::RankResult> ranks(2);
     for (int r = 0; r < 2; ++r) {
@@ -174,7 +174,7 @@ TEST_CASE("collector: across hosts, a call timed in a CUPTI window is not compar
         st.end = st.start + 30 * kMs;
         ranks[r].steps.steps.push_back(st);
         const bool in_window = r == 0 && s % 2 == 0;
-        const uint64_t gpu = (in_window ? 5 : 9) * kMs - (late && r == 1 ? 3 * kMs : 0);
+        const uint64_t gpu = (in_window ? 5 : 9) * kMs - (late && r == 1 ? 6 * kMs : 0);
         ranks[r].collectives.sample.push_back({42, s, st.start + 5 * kMs, gpu, false, in_window});
       }
       ranks[r].found.total = 20;
@@ -188,7 +188,7 @@ TEST_CASE("collector: across hosts, a call timed in a CUPTI window is not compar
     CHECK(st->ranks == std::vector<int>{1});
     CHECK(st->evidence["collectives_compared"] == 10);  // the odd calls: both timed by events
     CHECK(st->evidence["last_share"] == 1.0);
-    CHECK(st->evidence["wait_s_by_rank"]["0"].get<double>() == Approx(0.03));  // 10 x 3 ms
+    CHECK(st->evidence["wait_s_by_rank"]["0"].get<double>() == Approx(0.06));  // 10 x 6 ms
   }
 }
 
