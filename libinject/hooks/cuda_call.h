@@ -10,7 +10,7 @@
 #include "record/call_sites.h"
 #include "record/hook_ab.h"
 #include "record/pinned_ranges.h"
-#include "record/real.h"
+#include "hooks/missing.h"
 #include "record/recorder.h"
 #include "record/registry.h"
 #include "record/stamp_clock.h"
@@ -89,7 +89,9 @@ cudaError_t Copy(Api api, void* dst, const void* src, size_t n, cudaMemcpyKind k
   r.bytes = n;
   ClassifyCopy(r, dst, src, kind);
   const bool host_side = r.copy_kind == kCopyH2D || r.copy_kind == kCopyD2H;
-  if (api == kApiMemcpyAsync && InCapture(s)) {
+  if (rc != cudaSuccess) {
+    r.flags |= kFlagFailed;  // nothing moved: counted as a failed call, not as a copy
+  } else if (api == kApiMemcpyAsync && InCapture(s)) {
     r.flags |= kFlagInCapture;  // recorded into a graph: nothing moved, nothing waited
   } else if (host_side && (api == kApiMemcpy || (r.flags & kFlagPageable))) {
     // cudaMemcpy returns when the copy is done; an async copy from/to pageable memory is
@@ -136,6 +138,7 @@ cudaError_t Timed(Api api, cudaStream_t s, NameId name, F&& call, uint64_t bytes
   r.bytes = bytes;
   r.seq = name.kernel ? reinterpret_cast<uintptr_t>(name.kernel) : seq;
   if (rc == cudaErrorNotReady) r.flags |= kFlagNotReady;
+  else if (rc != cudaSuccess) r.flags |= kFlagFailed;  // did nothing: no launch, no wait
   if (Enqueues(api) && InCapture(s)) r.flags |= kFlagInCapture;
   if (WantsCallSite(r)) r.site_id = CaptureCallSite();  // a sync that waited long: where from
   Emit(r);

@@ -5,7 +5,7 @@
 
 #include "hooks/cuda_call.h"
 #include "record/pinned_ranges.h"
-#include "record/real.h"
+#include "hooks/missing.h"
 #include "record/registry.h"
 
 namespace gi = gpuwatch::inject;
@@ -22,7 +22,6 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t n, cudaMemcpyKind kind
 }
 cudaError_t cudaMemcpy_ptds(void* dst, const void* src, size_t n, cudaMemcpyKind kind) {
   GW_REAL_T(decltype(&cudaMemcpy), "cudaMemcpy_ptds");
-  if (!real) return cudaErrorNotSupported;
   return Copy(gi::kApiMemcpy, dst, src, n, kind, cudaStreamPerThread, [&] { return real(dst, src, n, kind); });
 }
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, cudaMemcpyKind kind, cudaStream_t s) {
@@ -31,7 +30,6 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, cudaMemcpyKind
 }
 cudaError_t cudaMemcpyAsync_ptsz(void* dst, const void* src, size_t n, cudaMemcpyKind kind, cudaStream_t s) {
   GW_REAL_T(decltype(&cudaMemcpyAsync), "cudaMemcpyAsync_ptsz");
-  if (!real) return cudaErrorNotSupported;
   return Copy(gi::kApiMemcpyAsync, dst, src, n, kind, s, [&] { return real(dst, src, n, kind, s); });
 }
 
@@ -42,7 +40,6 @@ cudaError_t cudaStreamSynchronize(cudaStream_t s) {
 }
 cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t s) {
   GW_REAL_T(decltype(&cudaStreamSynchronize), "cudaStreamSynchronize_ptsz");
-  if (!real) return cudaErrorNotSupported;
   return Timed(gi::kApiStreamSynchronize, s, 0, [&] { return real(s); });
 }
 cudaError_t cudaDeviceSynchronize(void) {
@@ -61,7 +58,6 @@ cudaError_t cudaLaunchKernel(const void* f, dim3 g, dim3 b, void** args, size_t 
 }
 cudaError_t cudaLaunchKernel_ptsz(const void* f, dim3 g, dim3 b, void** args, size_t smem, cudaStream_t s) {
   GW_REAL_T(decltype(&cudaLaunchKernel), "cudaLaunchKernel_ptsz");
-  if (!real) return cudaErrorNotSupported;
   return Timed(gi::kApiLaunchKernel, s, KernelId(f), [&] { return real(f, g, b, args, smem, s); });
 }
 cudaError_t cudaLaunchCooperativeKernel(const void* f, dim3 g, dim3 b, void** args, size_t smem, cudaStream_t s) {
@@ -74,7 +70,6 @@ cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* cfg, const void* f, vo
 }
 cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* cfg, const void* f, void** args) {
   GW_REAL_T(decltype(&cudaLaunchKernelExC), "cudaLaunchKernelExC_ptsz");
-  if (!real) return cudaErrorNotSupported;
   return Timed(gi::kApiLaunchKernel, cfg ? cfg->stream : nullptr, KernelId(f), [&] { return real(cfg, f, args); });
 }
 
@@ -82,12 +77,10 @@ cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* cfg, const void* 
 using CudaLaunchByHandle = cudaError_t (*)(cudaKernel_t, dim3, dim3, void**, size_t, cudaStream_t);
 cudaError_t __cudaLaunchKernel(cudaKernel_t k, dim3 g, dim3 b, void** args, size_t smem, cudaStream_t s) {
   GW_REAL_T(CudaLaunchByHandle, "__cudaLaunchKernel");
-  if (!real) return cudaErrorNotSupported;
   return Timed(gi::kApiLaunchKernel, s, KernelId(k), [&] { return real(k, g, b, args, smem, s); });
 }
 cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t k, dim3 g, dim3 b, void** args, size_t smem, cudaStream_t s) {
   GW_REAL_T(CudaLaunchByHandle, "__cudaLaunchKernel_ptsz");
-  if (!real) return cudaErrorNotSupported;
   return Timed(gi::kApiLaunchKernel, s, KernelId(k), [&] { return real(k, g, b, args, smem, s); });
 }
 
@@ -102,7 +95,6 @@ void __cudaRegisterFunction(void** module, const char* host_fun, char* device_fu
 using GetKernel = cudaError_t (*)(cudaKernel_t*, const void*);
 cudaError_t __cudaGetKernel(cudaKernel_t* k, const void* host_fun) {
   GW_REAL_T(GetKernel, "__cudaGetKernel");
-  if (!real) return cudaErrorNotSupported;
   const cudaError_t rc = real(k, host_fun);
   if (rc == cudaSuccess && k) gi::Kernels().Alias(*k, host_fun);
   return rc;

@@ -105,7 +105,6 @@ cudaError_t cudaGetDriverEntryPoint(const char* symbol, void** fn, unsigned long
                                     cudaDriverEntryPointQueryResult* status) {
   GW_REAL_T(cudaError_t (*)(const char*, void**, unsigned long long, cudaDriverEntryPointQueryResult*),
             "cudaGetDriverEntryPoint");
-  if (!real) return cudaErrorNotSupported;
   const cudaError_t rc = real(symbol, fn, flags, status);
   if (rc == cudaSuccess) gi::hooks::WrapDriverSymbol(symbol, fn);
   return rc;
@@ -114,7 +113,6 @@ cudaError_t cudaGetDriverEntryPoint_ptsz(const char* symbol, void** fn, unsigned
                                          cudaDriverEntryPointQueryResult* status) {
   GW_REAL_T(cudaError_t (*)(const char*, void**, unsigned long long, cudaDriverEntryPointQueryResult*),
             "cudaGetDriverEntryPoint_ptsz");
-  if (!real) return cudaErrorNotSupported;
   const cudaError_t rc = real(symbol, fn, flags, status);
   if (rc == cudaSuccess) gi::hooks::WrapDriverSymbol(symbol, fn);
   return rc;
@@ -123,7 +121,6 @@ cudaError_t cudaGetDriverEntryPointByVersion(const char* symbol, void** fn, unsi
                                              unsigned long long flags, cudaDriverEntryPointQueryResult* status) {
   GW_REAL_T(cudaError_t (*)(const char*, void**, unsigned int, unsigned long long, cudaDriverEntryPointQueryResult*),
             "cudaGetDriverEntryPointByVersion");
-  if (!real) return cudaErrorNotSupported;
   const cudaError_t rc = real(symbol, fn, version, flags, status);
   if (rc == cudaSuccess) gi::hooks::WrapDriverSymbol(symbol, fn);
   return rc;
@@ -132,7 +129,6 @@ cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char* symbol, void** fn,
                                                   unsigned long long flags, cudaDriverEntryPointQueryResult* status) {
   GW_REAL_T(cudaError_t (*)(const char*, void**, unsigned int, unsigned long long, cudaDriverEntryPointQueryResult*),
             "cudaGetDriverEntryPointByVersion_ptsz");
-  if (!real) return cudaErrorNotSupported;
   const cudaError_t rc = real(symbol, fn, version, flags, status);
   if (rc == cudaSuccess) gi::hooks::WrapDriverSymbol(symbol, fn);
   return rc;

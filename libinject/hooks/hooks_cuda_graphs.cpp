@@ -38,7 +38,6 @@ cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode mode) {
 }
 cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t s, cudaStreamCaptureMode mode) {
   GW_REAL_T(decltype(&cudaStreamBeginCapture), "cudaStreamBeginCapture_ptsz");
-  if (!real) return cudaErrorNotSupported;
   const cudaError_t rc = Timed(gi::kApiStreamBeginCapture, s, 0, [&] { return real(s, mode); });
   CaptureBegun(rc);
   return rc;
@@ -46,7 +45,6 @@ cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t s, cudaStreamCaptureMode mo
 cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t s, cudaGraph_t g, const cudaGraphNode_t* deps,
                                           const cudaGraphEdgeData* data, size_t n, cudaStreamCaptureMode mode) {
   GW_REAL(cudaStreamBeginCaptureToGraph);
-  if (!real) return cudaErrorNotSupported;
   const cudaError_t rc = Timed(gi::kApiStreamBeginCapture, s, 0, [&] { return real(s, g, deps, data, n, mode); });
   CaptureBegun(rc);
   return rc;
@@ -59,7 +57,6 @@ cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t* g) {
 }
 cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t s, cudaGraph_t* g) {
   GW_REAL_T(decltype(&cudaStreamEndCapture), "cudaStreamEndCapture_ptsz");
-  if (!real) return cudaErrorNotSupported;
   const cudaError_t rc = Timed(gi::kApiStreamEndCapture, s, 0, [&] { return real(s, g); });
   CaptureEnded();
   return rc;
@@ -72,7 +69,6 @@ cudaError_t cudaGraphInstantiate(cudaGraphExec_t* e, cudaGraph_t g, unsigned lon
 }
 cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t* e, cudaGraph_t g, unsigned long long flags) {
   GW_REAL(cudaGraphInstantiateWithFlags);
-  if (!real) return cudaErrorNotSupported;
   return Timed(gi::kApiGraphInstantiate, nullptr, 0, [&] { return real(e, g, flags); });
 }
 
@@ -83,7 +79,6 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t s) {
 }
 cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t e, cudaStream_t s) {
   GW_REAL_T(decltype(&cudaGraphLaunch), "cudaGraphLaunch_ptsz");
-  if (!real) return cudaErrorNotSupported;
   return Timed(gi::kApiGraphLaunch, s, 0, [&] { return real(e, s); });
 }
 

@@ -22,7 +22,6 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int flag
 }
 cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t s, cudaEvent_t e, unsigned int flags) {
   GW_REAL_T(decltype(&cudaStreamWaitEvent), "cudaStreamWaitEvent_ptsz");
-  if (!real) return cudaErrorNotSupported;
   return Timed(gi::kApiStreamWaitEvent, s, 0, [&] { return real(s, e, flags); }, 0, EventId(e));
 }
 
@@ -33,7 +32,6 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
 }
 cudaError_t cudaEventRecord_ptsz(cudaEvent_t e, cudaStream_t s) {
   GW_REAL_T(decltype(&cudaEventRecord), "cudaEventRecord_ptsz");
-  if (!real) return cudaErrorNotSupported;
   return Timed(gi::kApiEventRecord, s, 0, [&] { return real(e, s); }, 0, EventId(e));
 }
 cudaError_t cudaEventRecordWithFlags(cudaEvent_t e, cudaStream_t s, unsigned int flags) {
@@ -42,7 +40,6 @@ cudaError_t cudaEventRecordWithFlags(cudaEvent_t e, cudaStream_t s, unsigned int
 }
 cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t e, cudaStream_t s, unsigned int flags) {
   GW_REAL_T(decltype(&cudaEventRecordWithFlags), "cudaEventRecordWithFlags_ptsz");
-  if (!real) return cudaErrorNotSupported;
   return Timed(gi::kApiEventRecord, s, 0, [&] { return real(e, s, flags); }, 0, EventId(e));
 }
 
@@ -52,7 +49,6 @@ cudaError_t cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, void* data) {
 }
 cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t s, cudaHostFn_t fn, void* data) {
   GW_REAL_T(decltype(&cudaLaunchHostFunc), "cudaLaunchHostFunc_ptsz");
-  if (!real) return cudaErrorNotSupported;
   return Timed(gi::kApiLaunchHostFunc, s, 0, [&] { return real(s, fn, data); });
 }
 
@@ -62,7 +58,6 @@ cudaError_t cudaStreamQuery(cudaStream_t s) {
 }
 cudaError_t cudaStreamQuery_ptsz(cudaStream_t s) {
   GW_REAL_T(decltype(&cudaStreamQuery), "cudaStreamQuery_ptsz");
-  if (!real) return cudaErrorNotSupported;
   return Timed(gi::kApiStreamQuery, s, 0, [&] { return real(s); });
 }
 cudaError_t cudaEventQuery(cudaEvent_t e) {

@@ -4,9 +4,14 @@
 #include <cupti.h>
 
 #include "enrich/cupti_reader.h"
-#include "record/real.h"
+#include "hooks/missing.h"
 
 namespace gi = gpuwatch::inject;
+
+template <>
+constexpr CUptiResult gi::hooks::MissingValue<CUptiResult>() {
+  return CUPTI_ERROR_NOT_INITIALIZED;
+}
 
 // Seen on an H200 with PyTorch 2.11: a profiler registering its callbacks after gpuwatch
 // received gpuwatch's buffers ("bufferCompleted called with unknown buffer"); registering
@@ -20,7 +25,6 @@ extern "C" {
 CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc request,
                                            CUpti_BuffersCallbackCompleteFunc complete) {
   GW_REAL(cuptiActivityRegisterCallbacks);
-  if (!real) return CUPTI_ERROR_NOT_INITIALIZED;
   gi::Cupti().AppCallbacks(reinterpret_cast<void*>(request), reinterpret_cast<void*>(complete));
   gi::Cupti().HandOver(false);
   return real(request, complete);
@@ -28,14 +32,12 @@ CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc requ
 
 CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) {
   GW_REAL(cuptiActivityEnable);
-  if (!real) return CUPTI_ERROR_NOT_INITIALIZED;
   gi::Cupti().HandOver(true);
   return real(kind);
 }
 
 CUptiResult cuptiActivityEnableContext(CUcontext context, CUpti_ActivityKind kind) {
   GW_REAL(cuptiActivityEnableContext);
-  if (!real) return CUPTI_ERROR_NOT_INITIALIZED;
   gi::Cupti().HandOver(true);
   return real(context, kind);
 }
@@ -45,7 +47,6 @@ CUptiResult cuptiActivityEnableContext(CUcontext context, CUpti_ActivityKind kin
 // of a CUDA call. It gives that up rather than make the profiler's subscribe fail.
 CUptiResult cuptiSubscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback, void* userdata) {
   GW_REAL(cuptiSubscribe);
-  if (!real) return CUPTI_ERROR_NOT_INITIALIZED;
   gi::Cupti().YieldSubscriber();
   return real(subscriber, callback, userdata);
 }
@@ -55,7 +56,6 @@ CUptiResult cuptiSubscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFun
 // 16,000 s away from their launches after torch.profiler started).
 CUptiResult cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc func) {
   GW_REAL(cuptiActivityRegisterTimestampCallback);
-  if (!real) return CUPTI_ERROR_NOT_INITIALIZED;
   gi::Cupti().HandOver(true);
   return real(func);
 }

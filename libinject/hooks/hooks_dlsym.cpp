@@ -12,10 +12,17 @@
 // RTLD_DEFAULT and RTLD_NEXT, and to gw_dlsym_wrapped (which calls it) only for an explicit
 // handle, where glibc does not look at the caller. x86-64 only; elsewhere dlsym is not
 // interposed (driver launches made through it are seen by CUPTI alone).
+//
+// dlsym(RTLD_DEFAULT, "cudaMalloc") is also how a program asks whether the CUDA runtime is
+// here: without gpuwatch it finds nothing when no runtime is loaded, so neither may the
+// wrapper gpuwatch exports under that name (gw_dlsym_default_hides).
 #include <dlfcn.h>
 
 #include <cstring>
 #include <initializer_list>
+
+#include "hooks/weak_refs.h"
+#include "record/real.h"
 
 namespace gpuwatch::inject::hooks {
 __attribute__((visibility("hidden"))) void WrapDriverSymbol(const char* symbol, void** fn);
@@ -67,7 +74,25 @@ __attribute__((visibility("hidden"), used, noinline)) void* gw_dlsym_wrapped(voi
   if (!real) real = gw_resolve_dlsym();
   void* p = real(handle, name);
   if (p && JobAsksForDriverSymbol(name, caller)) gpuwatch::inject::hooks::WrapDriverSymbol(name, &p);
+  gpuwatch::inject::hooks::ClearWeakRefsIfLoaded();  // a dlsym with a handle usually follows a dlopen
   return p;
+}
+
+// RTLD_DEFAULT: true when `name` would find only gpuwatch's wrapper, its real function not
+// being loaded; the entry below then answers null. Looked up from here, RTLD_DEFAULT searches
+// the global scope, where the preloaded library comes first: the job's own lookup finds the
+// same wrapper. Other names are left to the real dlsym, called with the job's return address.
+__attribute__((visibility("hidden"), used)) int gw_dlsym_default_hides(const char* name) {
+  if (!gpuwatch::inject::hooks::IsCudaStackName(name)) return 0;
+  gpuwatch::inject::hooks::ClearWeakRefsIfLoaded();
+  DlsymFn real = __atomic_load_n(&gw_real_dlsym, __ATOMIC_ACQUIRE);
+  if (!real) real = gw_resolve_dlsym();
+  void* p = real(RTLD_DEFAULT, name);
+  Dl_info found{}, self{};
+  if (!p || !dladdr(p, &found) || !dladdr(reinterpret_cast<void*>(&gw_dlsym_default_hides), &self) ||
+      found.dli_fbase != self.dli_fbase)
+    return 0;
+  return gpuwatch::inject::ResolveReal(name) == nullptr ? 1 : 0;
 }
 
 }  // extern "C"
@@ -81,7 +106,26 @@ asm(R"(
 dlsym:
   .cfi_startproc
   testq %rdi, %rdi              # RTLD_DEFAULT
-  je 1f
+  jne 3f
+  pushq %rdi                    # a probe for an absent CUDA function finds nothing
+  .cfi_adjust_cfa_offset 8
+  pushq %rsi
+  .cfi_adjust_cfa_offset 8
+  subq $8, %rsp
+  .cfi_adjust_cfa_offset 8
+  movq %rsi, %rdi
+  call gw_dlsym_default_hides
+  addq $8, %rsp
+  .cfi_adjust_cfa_offset -8
+  popq %rsi
+  .cfi_adjust_cfa_offset -8
+  popq %rdi
+  .cfi_adjust_cfa_offset -8
+  testl %eax, %eax
+  jz 1f
+  xorl %eax, %eax
+  ret
+3:
   cmpq $-1, %rdi                # RTLD_NEXT
   je 1f
   jmp gw_dlsym_wrapped

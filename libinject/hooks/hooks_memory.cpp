@@ -5,7 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include "hooks/memory_call.h"
-#include "record/real.h"
+#include "hooks/missing.h"
 
 namespace gi = gpuwatch::inject;
 
@@ -37,22 +37,18 @@ cudaError_t cudaFree(void* p) {
 }
 cudaError_t cudaMallocAsync(void** p, size_t n, cudaStream_t s) {
   GW_REAL(cudaMallocAsync);
-  if (!real) return cudaErrorNotSupported;
   return Alloc(gi::kApiMallocAsync, Address(s), p, n, [&] { return real(p, n, s); });
 }
 cudaError_t cudaMallocFromPoolAsync(void** p, size_t n, cudaMemPool_t pool, cudaStream_t s) {
   GW_REAL(cudaMallocFromPoolAsync);
-  if (!real) return cudaErrorNotSupported;
   return Alloc(gi::kApiMallocAsync, Address(s), p, n, [&] { return real(p, n, pool, s); });
 }
 cudaError_t cudaFreeAsync(void* p, cudaStream_t s) {
   GW_REAL(cudaFreeAsync);
-  if (!real) return cudaErrorNotSupported;
   return Free(gi::kApiFreeAsync, Address(s), p, [&] { return real(p, s); });
 }
 cudaError_t cudaMallocManaged(void** p, size_t n, unsigned int flags) {
   GW_REAL(cudaMallocManaged);
-  if (!real) return cudaErrorNotSupported;
   return Alloc(gi::kApiMallocManaged, 0, p, n, [&] { return real(p, n, flags); });
 }
 
@@ -60,7 +56,6 @@ cudaError_t cudaMallocManaged(void** p, size_t n, unsigned int flags) {
 // total. bytes = free, seq = total (record.h).
 cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
   GW_REAL(cudaMemGetInfo);
-  if (!real) return cudaErrorNotSupported;
   if (!gi::Recording()) return real(free_bytes, total_bytes);
   gi::EnsureRing();
   gi::Record r{};

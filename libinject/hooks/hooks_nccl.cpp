@@ -11,12 +11,17 @@
 
 #include "hooks/cuda_call.h"
 #include "record/collective_timer.h"
-#include "record/real.h"
+#include "hooks/missing.h"
 #include "record/recorder.h"
 #include "record/registry.h"
 #include "record/stamp_clock.h"
 
 namespace gi = gpuwatch::inject;
+
+template <>
+constexpr ncclResult_t gi::hooks::MissingValue<ncclResult_t>() {
+  return ncclInternalError;
+}
 
 namespace {
 
@@ -99,6 +104,7 @@ ncclResult_t Collective(gi::Api api, size_t count, ncclDataType_t type, int peer
   if (gi::CommInfo* c = gi::Communicators().Find(comm)) c->MarkReturned(r.seq);
   if (tl_group_depth == 0) timer.End(slot, stream);
   if (slot == 0) r.flags |= gi::kFlagNoGpuTime;
+  if (rc != ncclSuccess && rc != ncclInProgress) r.flags |= gi::kFlagFailed;  // nothing was enqueued
   r.event_slot = slot;
   gi::Emit(r);
   gi::LeaveCall();  // after Emit: the settled time counts on it (assemble/assembler.h)
@@ -112,8 +118,7 @@ extern "C" {
 
 // NCCL exports each API twice, a strong pnccl* and a weak nccl* alias (the MPI "PMPI"
 // pattern): gpuwatch defines nccl* and forwards to pnccl*.
-#define GW_FORWARD(name) static const auto real = gi::Real<decltype(&p##name)>("p" #name); \
-  if (!real) return ncclInternalError
+#define GW_FORWARD(name) GW_REAL_T(decltype(&p##name), "p" #name)
 
 ncclResult_t ncclAllReduce(const void* s, void* r, size_t n, ncclDataType_t t, ncclRedOp_t op, ncclComm_t c,
                            cudaStream_t st) {

@@ -54,19 +54,24 @@ uint32_t NameId(const char* msg) {
   return id;
 }
 
+// Push and pop answer what NVTX answers with no tool attached (NVTX_NO_PUSH_POP_TRACKING),
+// so the job sees the same values with and without gpuwatch.
 int Push(const char* msg) {
   const int d = tl_depth++;
-  if (!gi::Recording() || d < 0 || d >= kMaxDepth) return d;
+  if (!gi::RecordingStarted() || d < 0 || d >= kMaxDepth) return NVTX_NO_PUSH_POP_TRACKING;
   tl_stack[d] = Open{gi::Stamp(), NameId(msg)};
-  return d;
+  return NVTX_NO_PUSH_POP_TRACKING;
 }
 
 int Pop() {
-  if (tl_depth <= 0) return -2;  // unbalanced pop: NVTX's own error value
+  if (tl_depth <= 0) return NVTX_NO_PUSH_POP_TRACKING;  // unbalanced: nothing to close
   const int d = --tl_depth;
-  if (!gi::Recording() || d >= kMaxDepth) return d;
+  if (!gi::RecordingStarted() || d >= kMaxDepth) {
+    if (d < kMaxDepth) tl_stack[d].t_ticks = 0;
+    return NVTX_NO_PUSH_POP_TRACKING;
+  }
   const Open& o = tl_stack[d];
-  if (o.t_ticks == 0) return d;
+  if (o.t_ticks == 0) return NVTX_NO_PUSH_POP_TRACKING;
   gi::Record r{};
   r.api = gi::kApiNvtxRange;
   r.t_ticks = o.t_ticks;
@@ -75,7 +80,7 @@ int Pop() {
   r.seq = static_cast<uint64_t>(d);
   tl_stack[d].t_ticks = 0;
   gi::Emit(r);
-  return d;
+  return NVTX_NO_PUSH_POP_TRACKING;
 }
 
 int NVTX_API RangePushA(const char* msg) { return Push(msg); }
@@ -96,7 +101,7 @@ std::atomic<uint64_t> g_next_id{1};
 
 nvtxRangeId_t StartRange(const char* msg) {
   const uint64_t id = g_next_id.fetch_add(1, std::memory_order_relaxed);
-  if (!gi::Recording()) return id;
+  if (!gi::RecordingStarted()) return id;
   Started& s = g_started[id % kMaxStarted];
   s.name_id.store(NameId(msg), std::memory_order_relaxed);
   s.t_ticks.store(gi::Stamp(), std::memory_order_release);
@@ -108,7 +113,7 @@ nvtxRangeId_t NVTX_API RangeStartEx(const nvtxEventAttributes_t* a) {
   return StartRange(ascii ? a->message.ascii : "nvtx");
 }
 void NVTX_API RangeEnd(nvtxRangeId_t id) {
-  if (!gi::Recording()) return;
+  if (!gi::RecordingStarted()) return;
   Started& s = g_started[id % kMaxStarted];
   const uint64_t t0 = s.t_ticks.exchange(0, std::memory_order_acquire);
   if (t0 == 0) return;

@@ -1,7 +1,11 @@
-// Finding the functions gpuwatch wraps. Each wrapper resolves its real function once
-// (a function-local static: thread-safe, and a plain load after the first call).
+// Finding the functions gpuwatch wraps. A wrapper looks its real function up until it is
+// found, then keeps it (a relaxed load after that): a runtime the job dlopen()s after
+// start-up is found on the first call after it, and a wrapper whose library is not loaded
+// never calls address 0 (it returns that library's "not available" code, hooks/missing.h).
 #pragma once
 #include <dlfcn.h>
+
+#include <atomic>
 
 namespace gpuwatch::inject {
 
@@ -14,9 +18,24 @@ F Real(const char* name) {
   return reinterpret_cast<F>(ResolveReal(name));
 }
 
-}  // namespace gpuwatch::inject
+// A wrapper's real function. Constant-initialized: a function-local static of this type
+// needs no guard, so the hot path is one load and a branch.
+template <typename F>
+class RealFn {
+ public:
+  constexpr explicit RealFn(const char* name) : name_(name) {}
+  F Get() {
+    F f = fn_.load(std::memory_order_relaxed);
+    if (f != nullptr) [[likely]]
+      return f;
+    f = Real<F>(name_);  // not found: asked again next call, never remembered as absent
+    if (f != nullptr) fn_.store(f, std::memory_order_relaxed);
+    return f;
+  }
 
-// Declares `real` as the real `fn`, typed like the declaration in the CUDA/NCCL headers.
-#define GW_REAL(fn) static const auto real = ::gpuwatch::inject::Real<decltype(&fn)>(#fn)
-// Same, for functions the headers do not declare: give the type.
-#define GW_REAL_T(type, name) static const auto real = ::gpuwatch::inject::Real<type>(name)
+ private:
+  const char* name_;
+  std::atomic<F> fn_{nullptr};
+};
+
+}  // namespace gpuwatch::inject

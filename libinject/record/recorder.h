@@ -42,6 +42,12 @@ inline bool Recording() {
   return g_state.load(std::memory_order_relaxed) != static_cast<int>(State::kOff) && !tl_internal;
 }
 
+// Whether a CUDA or NCCL call has started recording. NVTX ranges alone start nothing: a
+// process that uses NVTX and never CUDA gets no sender thread, collector or outputs.
+inline bool RecordingStarted() {
+  return g_state.load(std::memory_order_relaxed) == static_cast<int>(State::kRunning) && !tl_internal;
+}
+
 void EmitSlow(const Record& r);
 extern constinit thread_local Ring* tl_ring;
 // The calling thread's ring, taken now: the slow path of its first record (and the

@@ -5,6 +5,7 @@
 #include <pthread.h>
 
 #include "enrich/cupti_reader.h"
+#include "hooks/weak_refs.h"
 #include "record/hook_ab.h"
 #include "record/recorder.h"
 #include "record/stamp_clock.h"
@@ -23,6 +24,8 @@ namespace {
 // before it imports torch) get no thread; nothing connects anywhere before a first record.
 __attribute__((constructor)) void AtLoad() {
   const uint64_t t0 = NowNs();
+  // First, even when gpuwatch is off: a probe for an absent runtime must read null.
+  hooks::ClearWeakRefsToAbsent();
   RecorderSetup setup;
   setup.ring_records = GetConfig().ring_records;
   setup.start = StartSender;
