@@ -17,6 +17,7 @@
 #include "enrich/cupti_records.h"
 #include "enrich/window_work.h"
 #include "record/collective_timer.h"
+#include "record/recorder.h"
 #include "record/stamp_clock.h"
 
 namespace gpuwatch::inject {
@@ -158,6 +159,10 @@ void CUPTIAPI BufferCompleted(CUcontext, uint32_t, uint8_t* buffer, size_t, size
 void CUPTIAPI DetachAtExit(void*, CUpti_CallbackDomain domain, CUpti_CallbackId, const void* data) {
   if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
   if (!data || static_cast<const CUpti_CallbackData*>(data)->callbackSite != CUPTI_API_EXIT) return;
+  // Recording is off once the job's exit has run gpuwatch's atexit flush: threads still in
+  // CUDA calls while another ran exit() come here after libraries' destructors ran, CUPTI's
+  // too; finalizing it then is not safe.
+  if (g_state.load(std::memory_order_acquire) == static_cast<int>(State::kOff)) return;
   CuptiState& s = S();
   int armed = kArmed;
   if (!s.detach.compare_exchange_strong(armed, kFinalizing, std::memory_order_acq_rel)) return;

@@ -45,12 +45,14 @@ void report_api(const ApiObserver* obs, uint32_t domain, uint32_t cbid, uint64_t
 
 SIMGPU_EXPORT void simgpu_set_api_observer(simgpu_api_observer cb, void* user) {
   // Never freed: a call in flight may still read the previous observer. Replaced ones are
-  // kept in a list so they stay reachable (LeakSanitizer reported them as leaks).
-  static std::vector<std::unique_ptr<ApiObserver>> all;
-  static std::mutex mu;
-  std::lock_guard<std::mutex> lock(mu);
-  if (cb) all.push_back(std::make_unique<ApiObserver>(ApiObserver{cb, user}));
-  g_api_observer.store(cb ? all.back().get() : nullptr, std::memory_order_release);
+  // kept in a list so they stay reachable (LeakSanitizer reported them as leaks); the list
+  // itself is never destroyed either: threads still inside CUDA calls while another runs
+  // exit() read the observer after static destructors ran (as real CUPTI's callbacks may).
+  static auto* all = new std::vector<std::unique_ptr<ApiObserver>>;
+  static auto* mu = new std::mutex;
+  std::lock_guard<std::mutex> lock(*mu);
+  if (cb) all->push_back(std::make_unique<ApiObserver>(ApiObserver{cb, user}));
+  g_api_observer.store(cb ? all->back().get() : nullptr, std::memory_order_release);
 }
 
 SIMGPU_EXPORT uint32_t simgpu_last_correlation_id(void) { return Model::last_correlation_id(); }
