@@ -116,7 +116,7 @@ GW_DIGEST(SmFillFigures, sm_count, kernels, kernel_ns, small_grid_kernels, idle_
 GW_DIGEST(LaunchFigures, launches, launch_ns, driver_launches, by_name)
 GW_DIGEST(GraphFigures::Graph, launches, kernels, ops, device_ns)
 GW_DIGEST(GraphFigures, launches, launch_ns, captured_calls, captures, instantiations, device, by_graph)
-GW_DIGEST(ApiCallFigures::Api, count, ns, captured, not_ready)
+GW_DIGEST(ApiCallFigures::Api, count, ns, captured, not_ready, failed)
 GW_DIGEST(ApiCallFigures, by_api)
 GW_DIGEST(StreamFigures::Stream, work, busy_ns, idle_ns, waits)
 GW_DIGEST(StreamFigures, by_stream, waits, waits_unresolved)
@@ -181,7 +181,7 @@ static_assert(sizeof(StepRec) == 160 && sizeof(CollCall) == 40 && sizeof(StepMar
 static_assert(sizeof(SiteStat) == 96 && sizeof(HostFrame) == 80 && sizeof(Finding) == 216,
               "a call site, host frame or finding changed: carry the new field in the digest");
 static_assert(sizeof(GraphFigures::Graph) == 32 && sizeof(GpuFigures::KernelStat) == 24 &&
-                  sizeof(ApiCallFigures::Api) == 32 && sizeof(DeviceStateFigures::Other) == 32 &&
+                  sizeof(ApiCallFigures::Api) == 40 && sizeof(DeviceStateFigures::Other) == 32 &&
                   sizeof(StreamFigures::Stream) == 48,
               "a per-graph, per-kernel, per-API or per-process figure changed: carry it in the digest");
 static_assert(sizeof(P2pLink) == 88 && sizeof(CommFigures) == 440 && sizeof(SmFillFigures::Shape) == 88 &&

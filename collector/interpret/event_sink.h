@@ -14,6 +14,9 @@ class EventSink {
  public:
   virtual ~EventSink() = default;
   virtual void OnHostCall(const HostCall&) {}
+  // A call that returned an error (FLAG_FAILED): it did nothing, so it reaches no sink as a
+  // host call, only here (at arrival).
+  virtual void OnFailedCall(const HostCall&) {}
   virtual void OnDeviceWork(const DeviceWork&) {}
   virtual void OnBusy(const BusySpan&) {}
   virtual void OnIdle(const IdleGap&) {}

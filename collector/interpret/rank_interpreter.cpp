@@ -71,6 +71,10 @@ void RankInterpreter::OnBatch(const wire::Batch& b) {
   for (const auto& s : b.host_samples()) fanout_.OnThreadSample(ThreadSample{s.t_ns(), s.tid(), s.stack_id(), s.in_cuda()});
   for (const auto& e : b.events()) {
     HostCall c = Interpret(e);
+    if (HasFlag(c.flags, wire::FLAG_FAILED)) {
+      fanout_.OnFailedCall(c);
+      continue;
+    }
     polls_.Fold(c);
     // The batch's windows came first: they hold every call in it (the library decides a
     // window after draining the calls it sends with it). With CUPTI off no call has device
@@ -116,6 +120,9 @@ void RankInterpreter::ReleaseHost(bool all) {
 
 void RankInterpreter::Fanout::OnHostCall(const HostCall& c) {
   for (EventSink* s : sinks) s->OnHostCall(c);
+}
+void RankInterpreter::Fanout::OnFailedCall(const HostCall& c) {
+  for (EventSink* s : sinks) s->OnFailedCall(c);
 }
 void RankInterpreter::Fanout::OnDeviceWork(const DeviceWork& w) {
   for (EventSink* s : sinks) s->OnDeviceWork(w);

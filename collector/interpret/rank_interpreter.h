@@ -51,6 +51,7 @@ class RankInterpreter {
   struct Fanout final : EventSink {
     std::vector<EventSink*> sinks;
     void OnHostCall(const HostCall& c) override;
+    void OnFailedCall(const HostCall& c) override;
     void OnDeviceWork(const DeviceWork& w) override;
     void OnBusy(const BusySpan& b) override;
     void OnIdle(const IdleGap& g) override;

@@ -95,7 +95,7 @@ nlohmann::json ApiCallsJson(const ApiCallFigures& a) {
   nlohmann::json out = nlohmann::json::object();
   for (const auto& [api, x] : a.by_api)
     out[ApiName(api)] = {{"count", x.count}, {"total_s", Seconds(x.ns)}, {"captured", x.captured},
-                         {"not_ready", x.not_ready}};
+                         {"not_ready", x.not_ready}, {"failed", x.failed}};
   return out;
 }
 

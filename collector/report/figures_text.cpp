@@ -274,6 +274,23 @@ void Wrap(std::string& out, const std::string& text, const std::string& indent, 
   out += line + "\n";
 }
 
+// Calls that returned an error did nothing: said, since they are in no other figure (a job
+// on a host without a driver fails every call).
+void FailedCallsText(const ApiCallFigures& a, std::string& out) {
+  uint64_t total = 0;
+  std::string by_api;
+  for (const auto& [api, x] : a.by_api) {
+    if (x.failed == 0) continue;
+    total += x.failed;
+    by_api += Printf("%s%s %llu", by_api.empty() ? "" : ", ", ApiName(api), static_cast<unsigned long long>(x.failed));
+  }
+  if (total == 0) return;
+  Wrap(out,
+       Printf("failed calls: %llu (%s), returned an error and did nothing: in no other figure",
+              static_cast<unsigned long long>(total), by_api.c_str()),
+       "    ", "  ");
+}
+
 }  // namespace
 
 void AppendRankText(const RankResult& r, std::string& out) {
@@ -287,6 +304,7 @@ void AppendRankText(const RankResult& r, std::string& out) {
   GpuText(r.gpu, out);
   DeviceStateText(r, out);
   DroppedText(r.dropped, out);
+  FailedCallsText(r.api_calls, out);
   StepsText(r, out);
   OverheadText(r.overhead, out);
 }

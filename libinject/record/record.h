@@ -53,6 +53,7 @@ enum Flag : uint16_t {
   kFlagInCapture = 16,  // the stream was being captured into a graph: recorded, not executed
   kFlagNotReady = 32,   // a query answered cudaErrorNotReady
   kFlagKernelTimed = 64,  // a collective timed by CUPTI's kernel records, not by its event pair
+  kFlagFailed = 128,      // the call returned an error: it did nothing (no copy, no wait)
 };
 
 struct Record {

@@ -301,7 +301,8 @@ GW_ENUM(gi::kFlagNoGpuTime, w::FLAG_NO_GPU_TIME);
 GW_ENUM(gi::kFlagInCapture, w::FLAG_IN_CAPTURE);
 GW_ENUM(gi::kFlagNotReady, w::FLAG_NOT_READY);
 GW_ENUM(gi::kFlagKernelTimed, w::FLAG_KERNEL_TIMED);
-GW_ENUM(gi::kFlagKernelTimed, w::EventFlag_MAX);
+GW_ENUM(gi::kFlagFailed, w::FLAG_FAILED);
+GW_ENUM(gi::kFlagFailed, w::EventFlag_MAX);
 
 // enrich/cupti_reader.h
 GW_ENUM(gi::kActKernel, w::ACTIVITY_KERNEL);
