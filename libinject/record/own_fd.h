@@ -4,6 +4,9 @@
 // numbers back for files and sockets of its own; nothing fails for gpuwatch then, so the
 // identity (st_dev, st_ino: a socket's inode is its own) is checked before each use, one
 // fstat. A descriptor that is no longer ours is forgotten: never written, read or closed.
+// Limit: a file deleted while the job closes its descriptor frees the inode number, which
+// the file system may give the job's next file; gpuwatch deletes none of the files it keeps,
+// and socket and pipe inodes are numbered afresh.
 //
 // In record/ because every layer keeps one (record's pipe, enrich's /proc files,
 // transport's socket and spool). Sender-side only: fstat is a syscall, never for a hook.

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <string>
+#include <vector>
 
 #include "record/own_fd.h"
 
@@ -14,26 +16,35 @@ namespace gi = gpuwatch::inject;
 
 namespace {
 
-int TempFile() {
-  char path[] = "/tmp/gw-own-fd-XXXXXX";
-  const int fd = mkostemp(path, O_CLOEXEC);
-  REQUIRE(fd >= 0);
-  unlink(path);
-  return fd;
-}
+// A file that stays on disk until the test ends, as gpuwatch's do: a file deleted and closed
+// frees its inode number, which the file system may give the next file (own_fd.h).
+struct TempFiles {
+  std::vector<std::string> paths;
+  ~TempFiles() {
+    for (const auto& p : paths) unlink(p.c_str());
+  }
+  int Make() {
+    char path[] = "/tmp/gw-own-fd-XXXXXX";
+    const int fd = mkostemp(path, O_CLOEXEC);
+    REQUIRE(fd >= 0);
+    paths.push_back(path);
+    return fd;
+  }
+};
 
 bool IsOpen(int fd) { return fcntl(fd, F_GETFD) != -1; }
 
 }  // namespace
 
 TEST_CASE("inject: own fd: ours until the job closes it and takes the number for a file of its own") {
-  gi::OwnFd fd(TempFile());
+  TempFiles files;
+  gi::OwnFd fd(files.Make());
   REQUIRE(fd.held());
   CHECK(fd.Ours());
   const int number = fd.get();
   REQUIRE(close(number) == 0);  // the job closes it...
   CHECK_FALSE(fd.Ours());
-  const int job = TempFile();  // ...and gets the number back for its own file
+  const int job = files.Make();  // ...and gets the number back for its own file
   REQUIRE(job == number);
   CHECK_FALSE(fd.Ours());
   fd.Close();  // must not close the job's file
@@ -64,7 +75,8 @@ TEST_CASE("inject: own fd: a socket's number reused for another socket is told a
 }
 
 TEST_CASE("inject: own fd: closed when still ours, and its descriptors are close-on-exec") {
-  const int raw = TempFile();
+  TempFiles files;
+  const int raw = files.Make();
   {
     gi::OwnFd fd(raw);
     CHECK((fcntl(fd.get(), F_GETFD) & FD_CLOEXEC) != 0);
