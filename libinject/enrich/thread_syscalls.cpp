@@ -14,6 +14,8 @@
 #include <cstring>
 #include <mutex>
 
+#include "record/own_fd.h"
+
 namespace gpuwatch::inject {
 namespace {
 
@@ -55,10 +57,8 @@ struct KeptFile {
   // The descriptor still refers to the file opened: the job may have closed it and reused
   // the number.
   bool Ours() const {
-    struct stat st{};
-    const int f = fd.load(std::memory_order_acquire);
-    return f >= 0 && fstat(f, &st) == 0 && st.st_dev == dev.load(std::memory_order_relaxed) &&
-           st.st_ino == ino.load(std::memory_order_relaxed);
+    return StillRefersTo(fd.load(std::memory_order_acquire),
+                         {dev.load(std::memory_order_relaxed), ino.load(std::memory_order_relaxed)});
   }
 };
 

@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <mutex>
 
+#include "record/own_fd.h"
+
 namespace gpuwatch::inject {
 namespace {
 
@@ -19,11 +21,20 @@ std::atomic<uint64_t> g_calls{0};  // relaxed: a count for tests, off the hot pa
 // The fallback: write() copies from our address space into a pipe and fails with EFAULT on
 // an unmapped page. One pipe, a lock around write-then-read (reads are at most a few KiB,
 // below the pipe's capacity, so neither end blocks).
+// Its ends are checked before each read: a job that closed them and reuses the numbers must
+// not get our memory written into its own file (record/own_fd.h); a new pipe is made then.
 struct PipeReader {
   std::mutex mu;
-  int fd[2] = {-1, -1};
-  bool ok = false;
-  PipeReader() { ok = pipe2(fd, O_CLOEXEC | O_NONBLOCK) == 0; }
+  OwnFd fd[2];
+  PipeReader() { Open(); }
+  bool Ours() const { return fd[0].Ours() && fd[1].Ours(); }
+  bool Open() {
+    int f[2] = {-1, -1};
+    if (pipe2(f, O_CLOEXEC | O_NONBLOCK) != 0) return false;
+    fd[0] = OwnFd(f[0]);
+    fd[1] = OwnFd(f[1]);
+    return Ours();
+  }
 };
 
 PipeReader& Pipe() {
@@ -35,19 +46,23 @@ constexpr size_t kPipeChunk = 4096;  // a pipe holds at least a page without blo
 
 bool PipeRead(uintptr_t addr, void* dst, size_t n) {
   PipeReader& p = Pipe();
-  if (!p.ok) return false;
   std::lock_guard<std::mutex> lock(p.mu);
+  if (!p.Ours()) {
+    p.fd[0].Close();  // each closed only if still ours
+    p.fd[1].Close();
+    if (!p.Open()) return false;
+  }
   auto* out = static_cast<char*>(dst);
   for (size_t done = 0; done < n;) {
     const size_t len = n - done < kPipeChunk ? n - done : kPipeChunk;
     g_calls.fetch_add(1, std::memory_order_relaxed);
     // The raw syscall, not write(): the range is any memory by design (a frame reader reads a
     // span around a frame), and a sanitizer's write() would check it as the job's own data.
-    const ssize_t w = syscall(SYS_write, p.fd[1], reinterpret_cast<const void*>(addr + done), len);
+    const ssize_t w = syscall(SYS_write, p.fd[1].get(), reinterpret_cast<const void*>(addr + done), len);
     if (w <= 0) return false;  // EFAULT: not mapped (nothing was written)
     ssize_t got = 0;
     while (got < w) {  // drain what was written, even on a short write
-      const ssize_t r = read(p.fd[0], out + done + got, static_cast<size_t>(w - got));
+      const ssize_t r = read(p.fd[0].get(), out + done + got, static_cast<size_t>(w - got));
       if (r <= 0) return false;
       got += r;
     }

@@ -153,7 +153,7 @@ class Sender {
       Enqueue(field::frame::kBatch, b.body, b.events, b.activities);
     }
     if (!final) Heartbeat();
-    Transmit(final ? cfg_.exit_timeout_ms / 2 : 0);
+    Transmit(0);  // the exit's wait is Finish's Drain, after the Goodbye
   }
 
   // The host sampler's samples since the last cycle, their stacks' definitions first, and
@@ -320,7 +320,7 @@ class Sender {
     Enqueue(field::frame::kGoodbye, goodbye, 0);
     const uint64_t now = NowNs();
     const int left = now < deadline ? static_cast<int>((deadline - now) / 1000000ull) : 0;
-    Transmit(left);
+    outbox_->Drain(recording_.load(std::memory_order_acquire) && IdentityReady(), left);
     outbox_->Close();
   }
 

@@ -1,6 +1,7 @@
 // The fatal-signal handler: flush (bounded), then die of the same signal.
 #include "runtime/signals.h"
 
+#include <pthread.h>
 #include <signal.h>
 
 #include "record/recorder.h"
@@ -18,10 +19,18 @@ void OnFatalSignal(int sig) {
     FlushFromSignal(GetConfig().exit_timeout_ms);
   }
   signal(sig, SIG_DFL);
-  raise(sig);  // pending until this handler returns, then the default action runs
+  // Pending until this handler returns, then the default action runs. pthread_kill, which
+  // raise() is, rather than raise(): the library wraps raise (self_signal.cpp) to flush, done.
+  pthread_kill(pthread_self(), sig);
 }
 
 }  // namespace
+
+bool IsExitSignal(int sig) {
+  for (int s : kSignals)
+    if (s == sig) return true;
+  return false;
+}
 
 void InstallExitSignalHandlers() {
   for (int sig : kSignals) {

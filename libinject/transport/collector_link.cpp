@@ -8,7 +8,9 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <spawn.h>
+#include <linux/sockios.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -95,9 +97,9 @@ bool CollectorLink::TryConnect(const std::string& path) {
     close(fd);
     return false;
   }
-  fd_ = fd;
+  fd_ = OwnFd(fd);
   broken_ = false;
-  return true;
+  return fd_.held();
 }
 
 bool CollectorLink::ConnectTcp(const std::string& address, int budget_ms) {
@@ -131,10 +133,10 @@ bool CollectorLink::ConnectTcp(const std::string& address, int budget_ms) {
     return false;
   }
   const int64_t deadline = NowMs() + budget_ms;
-  for (const addrinfo* ai = res; ai && fd_ < 0 && NowMs() < deadline; ai = ai->ai_next)
-    fd_ = ConnectOne(*ai, deadline, &err);
+  for (const addrinfo* ai = res; ai && !fd_.held() && NowMs() < deadline; ai = ai->ai_next)
+    fd_ = OwnFd(ConnectOne(*ai, deadline, &err));
   freeaddrinfo(res);
-  if (fd_ < 0) {
+  if (!fd_.held()) {
     error_ = "cannot connect to " + where + ": " + err;
     return false;
   }
@@ -224,30 +226,40 @@ bool CollectorLink::Connect(bool autostart, const std::string& collector_bin, in
 }
 
 size_t CollectorLink::Write(const char* data, size_t n, int wait_ms) {
+  // Checked before every write: a job that closed its descriptors and opened a socket of its
+  // own gets our number back, and send() would succeed, into the job's socket.
+  if (fd_.held() && !fd_.Ours()) {
+    fd_.Forget();  // the job's now: not ours to close either
+    broken_ = true;
+    error_ = "the job closed gpuwatch's collector connection (descriptor reused or gone)";
+    return 0;
+  }
   size_t done = 0;
-  while (fd_ >= 0 && done < n) {
-    const ssize_t w = send(fd_, data + done, n - done, MSG_NOSIGNAL);
+  while (fd_.held() && done < n) {
+    const ssize_t w = send(fd_.get(), data + done, n - done, MSG_NOSIGNAL);
     if (w > 0) {
       done += static_cast<size_t>(w);
       continue;
     }
     if (w < 0 && errno == EINTR) continue;
     if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      pollfd p{fd_, POLLOUT, 0};
+      pollfd p{fd_.get(), POLLOUT, 0};
       if (wait_ms <= 0 || poll(&p, 1, wait_ms) <= 0) break;
       continue;
     }
-    broken_ = true;
     error_ = std::string("collector connection lost: ") + std::strerror(errno);
-    Close();
+    Close();  // closes only if still ours: ENOTSOCK/EBADF mean the job took the number
     broken_ = true;
   }
   return done;
 }
 
-void CollectorLink::Close() {
-  if (fd_ >= 0) close(fd_);
-  fd_ = -1;
+void CollectorLink::Close() { fd_.Close(); }
+
+size_t CollectorLink::Unread() const {
+  int queued = 0;  // SIOCOUTQ: a Unix socket's bytes until the peer reads them, TCP's until acked
+  if (!fd_.Ours() || ioctl(fd_.get(), SIOCOUTQ, &queued) != 0 || queued < 0) return 0;
+  return static_cast<size_t>(queued);
 }
 
 }  // namespace gpuwatch::inject

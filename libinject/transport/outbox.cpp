@@ -2,7 +2,9 @@
 #include "transport/outbox.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
+#include <ctime>
 
 #include "record/stamp_clock.h"
 
@@ -91,6 +93,38 @@ void Outbox::Pump(bool may_connect, int wait_ms) {
     pending_.pop_front();
   }
   if (link_.broken()) SwitchToSpool(link_.error());
+}
+
+void Outbox::Drain(bool may_connect, int budget_ms) {
+  const uint64_t start = NowNs();
+  const uint64_t deadline = start + static_cast<uint64_t>(budget_ms) * 1'000'000ull;
+  uint64_t progress_ns = start;
+  size_t least_left = SIZE_MAX;
+  size_t left = 0;
+  while (mode_ == Mode::kCollector) {
+    const uint64_t now = NowNs();
+    if (now >= deadline) break;
+    const int wait = static_cast<int>(std::min<uint64_t>((deadline - now) / 1'000'000ull + 1, 20));
+    Pump(may_connect, wait);
+    if (mode_ != Mode::kCollector || !link_.connected()) return;  // spooled, or nothing may connect
+    left = pending_bytes_ - front_sent_ + link_.Unread();
+    if (left == 0) return;  // the collector has read everything
+    if (left < least_left) {
+      least_left = left;
+      progress_ns = NowNs();
+    } else if (NowNs() - progress_ns >= kStallMs * 1'000'000ull) {
+      break;
+    }
+    if (pending_.empty()) {  // all in the socket: give the collector a moment to read it
+      timespec ms{0, 2'000'000};
+      nanosleep(&ms, nullptr);
+    }
+  }
+  if (mode_ != Mode::kCollector || !link_.connected()) return;
+  char why[160];
+  std::snprintf(why, sizeof why, "the collector did not read the last %zu bytes within %llu ms of the exit", left,
+                static_cast<unsigned long long>((NowNs() - start) / 1'000'000ull));
+  SwitchToSpool(why);
 }
 
 }  // namespace gpuwatch::inject

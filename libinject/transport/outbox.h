@@ -40,6 +40,14 @@ class Outbox {
   // up to `wait_ms` for the socket to take data.
   void Pump(bool may_connect, int wait_ms);
 
+  // At exit: moves everything queued on and waits until the collector has read it, within
+  // `budget_ms` (GPUWATCH_EXIT_TIMEOUT_MS). A collector that reads nothing for kStallMs is
+  // alive but not reading: what it has not read (the replayed batches, the queue) goes to the
+  // spool at once, with one line, rather than the job waiting out the budget; so does what
+  // is left when the budget runs out. Nothing is lost without a word.
+  void Drain(bool may_connect, int budget_ms);
+  static constexpr int kStallMs = 500;
+
   void Close() { link_.Close(); }
   uint64_t dropped_unreachable() const { return dropped_unreachable_; }
   uint64_t dropped_spool() const { return dropped_spool_; }
