@@ -126,3 +126,17 @@ for rate in 200 2000; do
   row "  bytes upstream per rank per second" "$(echo "$j" | field bytes_up_per_rank_s)" \
     "bounded; job end to root summary $(echo "$j" | field end_to_summary_s) s, $(echo "$j" | field ranks_in_summary) ranks"
 done
+
+# 9. What a process that never calls CUDA pays: 200 starts of /bin/true and of a shell that
+# runs one, plain and preloaded, interleaved (5 rounds; the median round).
+starts() {  # $1: "" or the library; prints the seconds 200 starts took
+  local t0 t1
+  t0=$(date +%s%N)
+  for _ in $(seq 200); do LD_PRELOAD=$1 /bin/sh -c /bin/true; done
+  t1=$(date +%s%N)
+  awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.4f\n", (b-a)/1e9}'
+}
+for i in 1 2 3 4 5; do starts "" >>"$W/starts-plain.txt"; starts "$LIB" >>"$W/starts-lib.txt"; done
+sp=$(median <"$W/starts-plain.txt"); sl=$(median <"$W/starts-lib.txt")
+row "start-up added, no CUDA (sh -c true, 2 processes)" "$(awk -v p="$sp" -v l="$sl" 'BEGIN{printf "%.2f ms", (l-p)/200*1000}')" \
+  "close to nothing (plain $(awk -v p="$sp" 'BEGIN{printf "%.2f", p/200*1000}') ms a start)"

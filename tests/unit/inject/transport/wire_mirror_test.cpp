@@ -72,7 +72,7 @@ TEST_CASE("every value of the proto's enums has a mirror in the library") {
   CHECK(ProtoValues(w::CopyKind_descriptor()) == std::set<int>{gi::kCopyH2D, gi::kCopyD2H, gi::kCopyD2D, gi::kCopyH2H});
   CHECK(ProtoValues(w::EventFlag_descriptor()) ==
         std::set<int>{gi::kFlagPageable, gi::kFlagBlockedHost, gi::kFlagInGroup, gi::kFlagNoGpuTime,
-                      gi::kFlagInCapture, gi::kFlagNotReady, gi::kFlagKernelTimed});
+                      gi::kFlagInCapture, gi::kFlagNotReady, gi::kFlagKernelTimed, gi::kFlagFailed});
   CHECK(ProtoValues(w::ActivityKind_descriptor()) ==
         std::set<int>{gi::kActKernel, gi::kActMemcpy, gi::kActMemset, gi::kActSync, gi::kActApi});
   CHECK(ProtoValues(w::CuptiMode_descriptor()) ==
