@@ -210,6 +210,16 @@ int RunCommand(RunArgs& args, CLI::App& command_app) {
     return kRunFailed;
   }
   const std::string socket_path = private_dir + "/collector.sock";
+  // The private folder goes when RunCommand returns, after the server (declared below, so
+  // destroyed first) has closed its socket; the socket is removed here too, since a
+  // folder that still holds it cannot be removed.
+  struct RemoveOnReturn {
+    std::string socket, dir;
+    ~RemoveOnReturn() {
+      unlink(socket.c_str());
+      rmdir(dir.c_str());
+    }
+  } remove_private_dir{socket_path, private_dir};
 
   // SIGINT/SIGTERM wait for this thread (WaitForwardingSignals): blocked here before any
   // thread starts, so every thread inherits the block and none is killed by them.
@@ -224,7 +234,9 @@ int RunCommand(RunArgs& args, CLI::App& command_app) {
   if (const char* env = std::getenv("GPUWATCH_HANG_S"); env && std::atof(env) > 0)
     timing.hang_s = std::atof(env);  // as gpuwatch-collector and gpuwatch report read it
   JobTable jobs(timing);
-  if (trace.level != TraceLevel::kOff) jobs.set_trace_factory(MakeTraceFactory(out, trace));
+  // Two runs given one -o at once: the second writes to a subfolder (jobs/out_claim.h).
+  jobs.ClaimOutDirs(out);
+  if (trace.level != TraceLevel::kOff) jobs.set_trace_factory(MakeTraceFactory("", trace));
   std::map<std::string, std::string> texts;  // job id -> its latest summary.txt
   std::vector<std::string> order;
   bool unwritten = false;
@@ -248,7 +260,6 @@ int RunCommand(RunArgs& args, CLI::App& command_app) {
   Server server(options, jobs, on_job_end);
   if (!server.Start(&error)) {
     spdlog::error("{}", error);
-    rmdir(private_dir.c_str());
     return kRunFailed;
   }
   std::thread server_thread([&server] { server.Run(); });
@@ -263,7 +274,6 @@ int RunCommand(RunArgs& args, CLI::App& command_app) {
     if (!metrics) {
       spdlog::error("{}", error);
       stop_server();
-      rmdir(private_dir.c_str());
       return kRunFailed;
     }
     spdlog::info("metrics at {}", metrics->url());
@@ -295,7 +305,6 @@ int RunCommand(RunArgs& args, CLI::App& command_app) {
   }
   stop_server();  // writes every job not yet written (FinishJob), like gpuwatch-collector
   metrics.reset();
-  rmdir(private_dir.c_str());  // the socket is gone with the server
 
   if (texts.empty() && pid >= 0)
     spdlog::warn("no process of the command reported to gpuwatch: it never used CUDA, or "

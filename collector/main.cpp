@@ -236,7 +236,10 @@ int CollectorMain(int argc, char** argv) {
   JobTable jobs(JobTiming{std::chrono::milliseconds(linger_ms),
                           std::chrono::milliseconds(wait_ranks_ms), hang_s});
 
-  if (trace.level != TraceLevel::kOff) jobs.set_trace_factory(MakeTraceFactory(out_dir, trace));
+  // Jobs that run at once never share a folder (jobs/out_claim.h); the trace factory gets
+  // each job's claimed folder.
+  jobs.ClaimOutDirs(out_dir);
+  if (trace.level != TraceLevel::kOff) jobs.set_trace_factory(MakeTraceFactory("", trace));
 
   bool any_unwritten = false;
   auto on_job_end = [&](Job& job) {

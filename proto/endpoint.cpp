@@ -41,6 +41,30 @@ std::string CollectorSocketPath(std::string* error) {
   return dir.empty() ? "" : dir + "/collector.sock";
 }
 
+std::string JobFileStem(std::string_view job_id) {
+  constexpr size_t kShown = 12;  // short: a Unix socket path has 107 bytes
+  std::string stem = "job-";
+  for (char c : job_id.substr(0, kShown)) {
+    const bool safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '.' || c == '_' || c == '-';
+    stem += safe ? c : '_';
+  }
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (char c : job_id) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  static constexpr char kHex[] = "0123456789abcdef";
+  stem += '-';
+  for (int shift = 44; shift >= 0; shift -= 4) stem += kHex[(h >> shift) & 0xf];  // 48 bits
+  return stem;
+}
+
+std::string JobSocketPath(const std::string& socket_dir, std::string_view job_id) {
+  return socket_dir + "/" + JobFileStem(job_id) + ".sock";
+}
+
+std::string JobLogPath(const std::string& socket_dir, std::string_view job_id) {
+  return socket_dir + "/" + JobFileStem(job_id) + ".log";
+}
+
 bool ParseHostPort(std::string_view s, HostPort* out, std::string* error) {
   const std::string given(s);
   std::string_view host, port = s;

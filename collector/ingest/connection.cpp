@@ -53,7 +53,7 @@ bool Connection::OnBytes(std::string_view bytes, wire::FrameScratch& scratch, Cl
 void Connection::OpenJournal() {
   if (!journal_opt_ || !journal_opt_->enabled || rank_->journal()) return;
   if (!rank_->storage().journal.error.empty()) return;  // failed before: said once already
-  const std::string dir = ChooseOutDir(journal_opt_->out_override, jobs_.FirstOutDir(job_id_));
+  const std::string dir = jobs_.OutDir(job_id_, journal_opt_->out_override);
   std::string error;
   auto j = JournalWriter::Open(dir, rank_->hello().rank(), rank_->hello().pid(),
                                journal_opt_->max_bytes, &error);

@@ -48,8 +48,9 @@ class RankDirectory {
   virtual RankSink* Attach(const wire::Hello& hello, std::string* error) = 0;
   // That connection closed (normally or not).
   virtual void Detach(const std::string& job_id, RankSink* rank, bool said_goodbye, Clock::time_point now) = 0;
-  // The output directory the job's first rank asked for ("" if it sent none).
-  virtual std::string FirstOutDir(const std::string& job_id) const = 0;
+  // Where the job's files go: the folder claimed for it, else `out_override`, else the
+  // directory its first rank asked for (ChooseOutDir).
+  virtual std::string OutDir(const std::string& job_id, const std::string& out_override) const = 0;
 };
 
 }  // namespace gpuwatch::collector

@@ -64,7 +64,7 @@ RenderedSummary SummarizeJob(const Job& job) {
 std::string FinishJob(Job& job, const std::string& out_override, bool* written) {
   const RenderedSummary rendered = SummarizeJob(job);
   if (JobTrace* t = job.trace()) spdlog::info("job {}: trace {}", job.id(), t->Describe());
-  const std::string dir = ChooseOutDir(out_override, job.first_out_dir());
+  const std::string dir = job.OutDir(out_override);
   std::string error;
   // Ranks traced on their hosts: where each trace is, in place before summary.json (the
   // sign that everything is written).

@@ -23,7 +23,7 @@ JobView ViewOf(const Job& job, const JobResult& result);
 // a trace.
 RenderedSummary SummarizeJob(const Job& job);
 
-// Writes the summary of `job` (to ChooseOutDir(out_override, ...)) and flushes its trace.
+// Writes the summary of `job` (to job.OutDir(out_override)) and flushes its trace.
 // Returns summary.txt's text; `written` false when the files could not be saved (logged).
 std::string FinishJob(Job& job, const std::string& out_override, bool* written);
 

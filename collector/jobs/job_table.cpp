@@ -3,6 +3,11 @@
 #include <algorithm>
 #include <set>
 
+#include <spdlog/spdlog.h>
+
+#include "common/format.h"
+#include "common/out_dir.h"
+
 namespace gpuwatch::collector {
 namespace {
 
@@ -38,12 +43,30 @@ RankList Job::Results() const {
   return out;
 }
 
+std::string Job::OutDir(const std::string& out_override) const {
+  return out_claim_.dir().empty() ? ChooseOutDir(out_override, first_out_dir_) : out_claim_.dir();
+}
+
 RankSink* JobTable::Attach(const wire::Hello& hello, std::string* error) {
   auto& slot = jobs_[hello.job_id()];
   if (!slot) {
     slot = std::make_unique<Job>(hello.job_id());
+    if (claim_out_dirs_) {
+      slot->out_claim_ = OutClaim::Take(ChooseOutDir(out_override_, hello.out_dir()), hello.job_id());
+      if (slot->out_claim_.dir() != ChooseOutDir(out_override_, hello.out_dir()))
+        spdlog::warn("job {}: {} is in use by another job running now; writing to {}", Clip(hello.job_id(), 64),
+                     ChooseOutDir(out_override_, hello.out_dir()), slot->out_claim_.dir());
+    }
     // Ranks whose host collector aggregates keep their trace there (Hello.trace_at).
-    if (trace_factory_ && !hello.upstream_digests()) slot->trace_ = trace_factory_(hello);
+    if (trace_factory_ && !hello.upstream_digests()) {
+      if (claim_out_dirs_) {
+        wire::Hello claimed = hello;
+        claimed.set_out_dir(slot->out_claim_.dir());
+        slot->trace_ = trace_factory_(claimed);
+      } else {
+        slot->trace_ = trace_factory_(hello);
+      }
+    }
   }
   Job& job = *slot;
   RankKey key{hello.rank(), hello.host(), hello.pid()};
@@ -75,9 +98,9 @@ void JobTable::Detach(const std::string& job_id, RankSink* rank, bool said_goodb
   job.dirty_ = true;
 }
 
-std::string JobTable::FirstOutDir(const std::string& job_id) const {
+std::string JobTable::OutDir(const std::string& job_id, const std::string& out_override) const {
   const Job* job = Find(job_id);
-  return job ? job->first_out_dir() : "";
+  return job ? job->OutDir(out_override) : ChooseOutDir(out_override, "");
 }
 
 Clock::time_point JobTable::DueAt(const Job& job) const {
@@ -105,6 +128,8 @@ std::vector<Job*> JobTable::Unwritten() {
 
 void JobTable::MarkWritten(Job* job) {
   job->dirty_ = false;
+  // The next job may take the folder; this one keeps writing where it wrote (a late rank).
+  job->out_claim_.Release();
   job->last_written_seq_ = ++written_seq_;
   EvictFinished();
 }

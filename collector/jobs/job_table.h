@@ -13,6 +13,7 @@
 
 #include "analyze/hang.h"
 #include "ingest/rank_sink.h"
+#include "jobs/out_claim.h"
 #include "jobs/rank_state.h"
 #include "trace/job_trace.h"
 
@@ -38,6 +39,9 @@ class Job {
   const std::string& id() const { return id_; }
   // Hello.out_dir of the job's first rank ("" if it sent none).
   const std::string& first_out_dir() const { return first_out_dir_; }
+  // Where the job's files go: the folder its table claimed for it (JobTable::ClaimOutDirs),
+  // else `out_override`, else the first rank's out_dir (ChooseOutDir).
+  std::string OutDir(const std::string& out_override) const;
   const std::map<RankKey, std::unique_ptr<RankState>>& ranks() const { return ranks_; }
   int world_size() const { return world_size_; }
   int distinct_ranks() const;
@@ -58,6 +62,7 @@ class Job {
   friend class JobTable;
   std::string id_;
   std::string first_out_dir_;
+  OutClaim out_claim_;  // empty dir() unless the table claims folders
   std::map<RankKey, std::unique_ptr<RankState>> ranks_;
   int world_size_ = 0;
   int open_ = 0;
@@ -76,12 +81,20 @@ class JobTable final : public RankDirectory {
   explicit JobTable(JobTiming timing) : timing_(timing) {}
   // Jobs created from now on get a trace from `factory`.
   void set_trace_factory(TraceFactory factory) { trace_factory_ = std::move(factory); }
+  // Each job created from now on claims its folder (`out_override`, else its first rank's
+  // out_dir) so that jobs running at once never share one (jobs/out_claim.h); the trace
+  // factory then gets the claimed folder as the Hello's out_dir. For the live collectors;
+  // `gpuwatch report` rewrites a folder it is given and claims nothing.
+  void ClaimOutDirs(std::string out_override) {
+    claim_out_dirs_ = true;
+    out_override_ = std::move(out_override);
+  }
 
   // RankDirectory: a connection said Hello (null with `error` when the job cannot take
   // it: too many ranks), a connection closed.
   RankSink* Attach(const wire::Hello& hello, std::string* error) override;
   void Detach(const std::string& job_id, RankSink* rank, bool said_goodbye, Clock::time_point now) override;
-  std::string FirstOutDir(const std::string& job_id) const override;
+  std::string OutDir(const std::string& job_id, const std::string& out_override) const override;
 
   // Jobs that have ended by `now` and have data not yet written.
   std::vector<Job*> Due(Clock::time_point now);
@@ -117,6 +130,8 @@ class JobTable final : public RankDirectory {
   std::map<std::string, std::unique_ptr<Job>> jobs_;
   uint64_t written_seq_ = 0;
   TraceFactory trace_factory_;
+  bool claim_out_dirs_ = false;
+  std::string out_override_;
 };
 
 }  // namespace gpuwatch::collector

@@ -11,6 +11,7 @@
 #include "record/stamp_clock.h"
 #include "runtime/config.h"
 #include "runtime/sender.h"
+#include "transport/identity.h"
 
 namespace gpuwatch::inject {
 namespace {
@@ -33,6 +34,11 @@ __attribute__((constructor)) void AtLoad() {
   SetUpRecorder(setup);
   pthread_atfork(nullptr, nullptr, OnForkChild);
   if (GetConfig().disabled) return;
+  // Every process of the job must name the same job, whatever its parent: the first one
+  // (no job id given) writes its id into its environment now, in the constructor, while
+  // the program has no other thread and before its code can read or copy the environment;
+  // its children, spawned or exec'd at any depth, inherit it (transport/identity.h).
+  HandJobIdToChildren();
   for (const char* lib : {"libcudart.so.13", "libcudart.so.12", "libnccl.so.2"}) {
     if (dlopen(lib, RTLD_NOLOAD | RTLD_LAZY)) {
       if (!StartSender()) {

@@ -1,5 +1,5 @@
-// Sockets: Unix or TCP connects with a deadline, the collector spawned under a lock, writes
-// that never block long.
+// Sockets: Unix or TCP connects with a deadline, the job's collector spawned under a lock
+// (its output to its own log), writes that never block long.
 #include "transport/collector_link.h"
 
 #include <fcntl.h>
@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "endpoint.h"
+#include "transport/identity.h"
 
 extern char** environ;
 
@@ -145,13 +146,17 @@ bool CollectorLink::ConnectTcp(const std::string& address, int budget_ms) {
   return true;
 }
 
-bool CollectorLink::SpawnCollector(const std::string& bin, const std::string& path) {
+bool CollectorLink::SpawnCollector(const std::string& bin, const std::string& path,
+                                   const std::string& log) {
   if (access(bin.c_str(), X_OK) != 0) {
     error_ = "no collector to start at " + bin + " (set GPUWATCH_COLLECTOR_BIN)";
     return false;
   }
-  // The collector must not be instrumented itself, and must not keep the job's pipes open
-  // beyond stdout/stderr (a parent reading the job's output waits for EOF).
+  // The collector must not be instrumented itself, and must hold none of the job's files:
+  // a caller that reads the job's stdout or stderr waits for EOF, which would come only
+  // when the collector exits, after the job (and a job whose collector wrote on the job's
+  // stderr would print what it never printed). Its stdout (the summary) and stderr (its
+  // log) go to `log`, truncated: the log of the latest collector of this job.
   std::vector<char*> env;
   for (char** e = environ; *e; ++e) {
     if (std::strncmp(*e, "LD_PRELOAD=", 11) != 0) env.push_back(*e);
@@ -163,7 +168,8 @@ bool CollectorLink::SpawnCollector(const std::string& bin, const std::string& pa
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&fa, 2, 1);  // the summary goes to the job's stderr
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
   posix_spawn_file_actions_addclosefrom_np(&fa, 3);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
@@ -173,7 +179,7 @@ bool CollectorLink::SpawnCollector(const std::string& bin, const std::string& pa
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) {
-    error_ = "cannot start " + bin + ": " + std::strerror(rc);
+    error_ = "cannot start " + bin + " (log " + log + "): " + std::strerror(rc);
     return false;
   }
   return true;
@@ -191,34 +197,44 @@ bool CollectorLink::Connect(bool autostart, const std::string& collector_bin, in
     error_ = err;
     return false;
   }
+  // The address given, or the host's collector started by hand on the default socket.
   if (TryConnect(path)) return true;
-  if (!autostart || std::getenv("GPUWATCH_COLLECTOR")) return false;  // an address was given: don't start one
+  if (std::getenv("GPUWATCH_COLLECTOR")) return false;  // an address was given: don't start one
 
-  // Only one rank per host starts the collector: the others wait on the lock, then find it.
+  // Else the job's own collector, started by the first process of the job that gets here.
+  // The job id is read again from the environment (as the sender read it: same variables,
+  // and this is the sender thread); only its hash and safe characters name the files.
   const std::string dir = wire::SocketDir(&err);
   if (dir.empty()) {
     error_ = err;
     return false;
   }
-  const int lock = open((dir + "/collector.lock").c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+  const std::string job_id = IdentityFromEnvironment().job_id;
+  const std::string job_path = wire::JobSocketPath(dir, job_id);
+  if (TryConnect(job_path) || !autostart) return connected();
+
+  // The processes of the job that race to start it wait on the lock (the log file),
+  // then find it; other jobs take other locks and never wait here.
+  const std::string log = wire::JobLogPath(dir, job_id);
+  const int lock = open(log.c_str(), O_CREAT | O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (lock < 0) {
-    error_ = "cannot open " + dir + "/collector.lock";
+    error_ = "cannot open " + log + ": " + std::strerror(errno);
     return false;
   }
   int waited = 0;
   while (flock(lock, LOCK_EX | LOCK_NB) != 0) {
     if (waited >= budget_ms) {
       close(lock);
-      error_ = "timed out waiting for another rank to start the collector";
+      error_ = "timed out waiting for another process of the job to start the collector";
       return false;
     }
     SleepMs(5);
     waited += 5;
   }
-  bool ok = TryConnect(path);
-  if (!ok && SpawnCollector(collector_bin, path)) {
-    for (; waited < budget_ms && !(ok = TryConnect(path)); waited += 10) SleepMs(10);
-    if (!ok) error_ = "started " + collector_bin + " but it did not answer on " + path;
+  bool ok = TryConnect(job_path);
+  if (!ok && SpawnCollector(collector_bin, job_path, log)) {
+    for (; waited < budget_ms && !(ok = TryConnect(job_path)); waited += 10) SleepMs(10);
+    if (!ok) error_ = "started " + collector_bin + " but it did not answer on " + job_path;
   }
   flock(lock, LOCK_UN);
   close(lock);

@@ -1,6 +1,8 @@
-// The connection to the collector: its Unix socket, and if nobody listens, exactly one
-// collector started per host (an flock serialises the ranks that race to do it); or, with
-// GPUWATCH_COLLECTOR=tcp://HOST:PORT, a collector elsewhere over TCP (never started here).
+// The connection to the collector: the socket GPUWATCH_COLLECTOR names, else the host's
+// collector on the default socket, else the job's own (one per job id, started by the
+// first process of the job that finds none; an flock serialises the processes that race
+// to do it); or, with GPUWATCH_COLLECTOR=tcp://HOST:PORT, a collector elsewhere over TCP
+// (never started here).
 #pragma once
 #include <cstddef>
 #include <string>
@@ -38,7 +40,7 @@ class CollectorLink {
  private:
   bool TryConnect(const std::string& path);
   bool ConnectTcp(const std::string& address, int budget_ms);
-  bool SpawnCollector(const std::string& bin, const std::string& path);
+  bool SpawnCollector(const std::string& bin, const std::string& path, const std::string& log);
   OwnFd fd_;
   bool broken_ = false;
   std::string error_;

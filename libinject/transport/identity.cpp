@@ -1,9 +1,11 @@
 // The rank, local rank, world size and job id, from whichever launcher set them.
 #include "transport/identity.h"
 
+#include <dirent.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <string>
 
 namespace gpuwatch::inject {
 namespace {
@@ -40,17 +42,59 @@ constexpr Source kSources[] = {
     {"PMIX", "PMIX_RANK", nullptr, nullptr},
 };
 
+// The job id the launcher's variables give, else the one the job tree's first process
+// handed down, else host + parent pid (`*fallback` true: nobody named the job).
+std::string JobIdFromEnvironment(const std::string& host, bool* fallback) {
+  if (fallback) *fallback = false;
+  if (const char* j = Env("GPUWATCH_JOB_ID")) return j;
+  if (const char* sj = Env("SLURM_JOB_ID")) {
+    std::string id = std::string("slurm-") + sj;
+    if (const char* step = Env("SLURM_STEP_ID")) id += std::string(".") + step;
+    return id;
+  }
+  if (const char* te = Env("TORCHELASTIC_RUN_ID"); te && std::string(te) != "none")
+    return std::string("torchelastic-") + te;
+  if (const char* om = Env("OMPI_MCA_ess_base_jobid")) return std::string("ompi-") + om;
+  if (const char* tree = Env(kTreeJobIdVariable)) return tree;
+  if (fallback) *fallback = true;
+  return host + "-" + std::to_string(getppid());
+}
+
+std::string HostName() {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  // Containers often share one meaningless host name; GPUWATCH_HOST names the machine
+  // (and lets tests play ranks of several hosts on one).
+  if (const char* h = Env("GPUWATCH_HOST")) return h;
+  return host;
+}
+
+// True when this process runs one thread: /proc/self/task has ".", ".." and one entry.
+bool SingleThreaded() {
+  DIR* d = opendir("/proc/self/task");
+  if (!d) return false;
+  int entries = 0;
+  while (readdir(d) && entries <= 3) ++entries;
+  closedir(d);
+  return entries == 3;
+}
+
 }  // namespace
+
+void HandJobIdToChildren() {
+  bool fallback = false;
+  const std::string job_id = JobIdFromEnvironment(HostName(), &fallback);
+  // Only a job nobody named needs it: a launcher's variables reach its ranks' children too.
+  // setenv is not safe beside another thread's getenv; at load time a program has no other
+  // thread, but a library dlopen'ed later may find some: then it leaves the environment be
+  // (its children start their own job id, as before).
+  if (fallback && SingleThreaded()) setenv(kTreeJobIdVariable, job_id.c_str(), 0);
+}
 
 Identity IdentityFromEnvironment() {
   Identity id;
   id.pid = getpid();
-  char host[256] = {};
-  gethostname(host, sizeof host - 1);
-  id.host = host;
-  // Containers often share one meaningless host name; GPUWATCH_HOST names the machine
-  // (and lets tests play ranks of several hosts on one).
-  if (const char* h = Env("GPUWATCH_HOST")) id.host = h;
+  id.host = HostName();
   for (const Source& s : kSources) {
     if (EnvInt(s.rank) < 0) continue;
     id.rank = EnvInt(s.rank);
@@ -59,18 +103,7 @@ Identity IdentityFromEnvironment() {
     id.rank_source = s.label;
     break;
   }
-  if (const char* j = Env("GPUWATCH_JOB_ID")) {
-    id.job_id = j;
-  } else if (const char* sj = Env("SLURM_JOB_ID")) {
-    id.job_id = std::string("slurm-") + sj;
-    if (const char* step = Env("SLURM_STEP_ID")) id.job_id += std::string(".") + step;
-  } else if (const char* te = Env("TORCHELASTIC_RUN_ID"); te && std::string(te) != "none") {
-    id.job_id = std::string("torchelastic-") + te;
-  } else if (const char* om = Env("OMPI_MCA_ess_base_jobid")) {
-    id.job_id = std::string("ompi-") + om;
-  } else {
-    id.job_id = id.host + "-" + std::to_string(getppid());
-  }
+  id.job_id = JobIdFromEnvironment(id.host, nullptr);
   return id;
 }
 

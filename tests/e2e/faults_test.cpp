@@ -37,7 +37,7 @@ TEST_CASE("faults: no collector and autostart disabled: spool, job unaffected") 
   CHECK(res.exit_code == 7);  // the program's own exit status
   CHECK(res.out == "fault_app: 500 copies done\n");
   CHECK(res.err.find("spooling to") != std::string::npos);
-  CHECK_FALSE(fs::exists(work + "/sock/collector.sock"));
+  CHECK((!fs::exists(work + "/sock") || fs::is_empty(work + "/sock")));  // no collector, no log
   const json summary = e2e::RebuildSummary(work + "/out");
   CHECK(e2e::H2dCount(summary) == 500);
   CHECK(summary["ranks"][0]["ended"] == "normal");
