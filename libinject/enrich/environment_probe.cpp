@@ -40,11 +40,7 @@ int NcclVersion() {
   auto fn = reinterpret_cast<VersionFn>(dlsym(RTLD_DEFAULT, "ncclGetVersion"));
   void* handle = nullptr;
   if (!fn)
-    for (const char* lib : {"libnccl.so.2", "libnccl.so"})
-      if ((handle = dlopen(lib, RTLD_NOLOAD | RTLD_LAZY))) {
-        fn = reinterpret_cast<VersionFn>(dlsym(handle, "ncclGetVersion"));
-        break;
-      }
+    if ((handle = LoadedLibrary("libnccl.so"))) fn = reinterpret_cast<VersionFn>(dlsym(handle, "ncclGetVersion"));
   int v = 0;
   if (fn && fn(&v) != 0) v = 0;
   if (handle) dlclose(handle);

@@ -13,6 +13,10 @@ namespace gpuwatch::inject {
 // library that was loaded with RTLD_LOCAL (dlopen'ed NCCL, for instance).
 void* ResolveReal(const char* name);
 
+// A handle to the loaded library whose file name starts with `stem` ("libcudart.so"), or
+// null when none is loaded. Reads the loader's list: no file is opened.
+void* LoadedLibrary(const char* stem);
+
 template <typename F>
 F Real(const char* name) {
   return reinterpret_cast<F>(ResolveReal(name));

@@ -7,6 +7,7 @@
 #include "enrich/cupti_reader.h"
 #include "hooks/weak_refs.h"
 #include "record/hook_ab.h"
+#include "record/real.h"
 #include "record/recorder.h"
 #include "record/stamp_clock.h"
 #include "runtime/config.h"
@@ -39,8 +40,8 @@ __attribute__((constructor)) void AtLoad() {
   // the program has no other thread and before its code can read or copy the environment;
   // its children, spawned or exec'd at any depth, inherit it (transport/identity.h).
   HandJobIdToChildren();
-  for (const char* lib : {"libcudart.so.13", "libcudart.so.12", "libnccl.so.2"}) {
-    if (dlopen(lib, RTLD_NOLOAD | RTLD_LAZY)) {
+  for (const char* lib : {"libcudart.so", "libnccl.so"}) {
+    if (LoadedLibrary(lib)) {
       if (!StartSender()) {
         TurnOff();
         return;
