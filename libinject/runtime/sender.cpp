@@ -358,6 +358,7 @@ class Sender {
 Sender* g_sender = nullptr;
 std::atomic<bool> g_signal_stop{false};  // set from a signal handler: no lock may be taken there
 std::atomic<bool> g_finished{false};
+std::atomic<pid_t> g_sender_pid{0};  // the process the sender thread runs in
 
 void* SenderMain(void*) {
   g_sender->Run();
@@ -373,6 +374,7 @@ bool StartSender() {
     return g_state.load(std::memory_order_acquire) == static_cast<int>(State::kRunning);
   }
   if (GetConfig().disabled) return false;
+  g_sender_pid.store(getpid(), std::memory_order_relaxed);
   g_sender = new Sender;
   // The sender starts with every signal blocked, so a signal meant for the application is
   // never delivered to it.
@@ -411,6 +413,9 @@ void OnFirstRecord() {
 
 bool FlushFromSignal(int timeout_ms) {
   if (!g_sender || g_state.load(std::memory_order_acquire) != static_cast<int>(State::kRunning)) return false;
+  // A vfork()ed child shares the parent's memory until it execs or _exits: what it sees is the
+  // parent's sender, which it must not stop.
+  if (getpid() != g_sender_pid.load(std::memory_order_relaxed)) return false;
   g_signal_stop.store(true, std::memory_order_release);
   // Only async-signal-safe calls from here: poll the sender's progress with nanosleep.
   for (int waited = 0; waited < timeout_ms && !g_finished.load(std::memory_order_acquire); ++waited) {

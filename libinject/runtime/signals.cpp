@@ -20,7 +20,7 @@ void OnFatalSignal(int sig) {
   }
   signal(sig, SIG_DFL);
   // Pending until this handler returns, then the default action runs. pthread_kill, which
-  // raise() is, rather than raise(): the library wraps raise (self_signal.cpp) to flush, done.
+  // raise() is, rather than raise(): the library wraps raise (self_end.cpp) to flush, done.
   pthread_kill(pthread_self(), sig);
 }
 

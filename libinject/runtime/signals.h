@@ -11,7 +11,7 @@ namespace gpuwatch::inject {
 // decides, and a normal exit() runs gpuwatch's atexit flush.
 void InstallExitSignalHandlers();
 
-// One of those signals (async-signal-safe). runtime/self_signal.cpp flushes for them too
+// One of those signals (async-signal-safe). runtime/self_end.cpp flushes for them too
 // when the process sends one to itself at its default action.
 bool IsExitSignal(int sig);
 
