@@ -14,7 +14,8 @@ cmake --build build -j"$(nproc)"
 # Timing tests compare two stopwatches on a 2-core machine; one that a burst of load made
 # fail gets one more run (both results are in the log).
 (cd build && ctest --output-on-failure -j2 --repeat until-pass:2 "$@")
-# CI: the unit suites under ASan + UBSan, then a bounded fuzzing run of the collector's
-# stream decoder, in one clang tree (docs/RELIABILITY.md).
-if [ "${GPUWATCH_SANITIZE_UNIT:-0}" = 1 ]; then bash scripts/sanitize_unit.sh; fi
+# CI: the unit suites under ASan + UBSan in one clang tree, the library under ASan + UBSan
+# preloaded into the isolation and fault tests' programs, then a bounded fuzzing run of the
+# collector's stream decoder (docs/RELIABILITY.md).
+if [ "${GPUWATCH_SANITIZE_UNIT:-0}" = 1 ]; then bash scripts/sanitize_unit.sh; bash scripts/sanitize_preload.sh asan; fi
 if [ "${GPUWATCH_FUZZ_SECONDS:-0}" -gt 0 ]; then bash scripts/fuzz.sh "$GPUWATCH_FUZZ_SECONDS"; fi

@@ -58,7 +58,12 @@ extern "C" {
 // 2.34), found on the first call.
 __attribute__((visibility("hidden"))) DlsymFn gw_real_dlsym = nullptr;
 
-__attribute__((visibility("hidden"), used)) DlsymFn gw_resolve_dlsym() {
+// Not instrumented when the library is built with a sanitizer: its's runtime looks up the
+// functions it intercepts with dlsym(RTLD_NEXT) while it starts, before instrumented code
+// may run, and that reaches here first.
+#define GW_UNINSTRUMENTED __attribute__((no_sanitize("address", "undefined", "thread")))
+
+__attribute__((visibility("hidden"), used)) GW_UNINSTRUMENTED DlsymFn gw_resolve_dlsym() {
   void* p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
   if (!p) p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
   const DlsymFn real = p ? reinterpret_cast<DlsymFn>(p) : NoDlsym;
@@ -82,7 +87,7 @@ __attribute__((visibility("hidden"), used, noinline)) void* gw_dlsym_wrapped(voi
 // being loaded; the entry below then answers null. Looked up from here, RTLD_DEFAULT searches
 // the global scope, where the preloaded library comes first: the job's own lookup finds the
 // same wrapper. Other names are left to the real dlsym, called with the job's return address.
-__attribute__((visibility("hidden"), used)) int gw_dlsym_default_hides(const char* name) {
+__attribute__((visibility("hidden"), used)) GW_UNINSTRUMENTED int gw_dlsym_default_hides(const char* name) {
   if (!gpuwatch::inject::hooks::IsCudaStackName(name)) return 0;
   gpuwatch::inject::hooks::ClearWeakRefsIfLoaded();
   DlsymFn real = __atomic_load_n(&gw_real_dlsym, __ATOMIC_ACQUIRE);

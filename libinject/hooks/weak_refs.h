@@ -17,7 +17,8 @@ void ClearWeakRefsIfLoaded();
 
 // A name of the CUDA stack's libraries (runtime, driver, CUPTI, NCCL): the exports a
 // program may probe for. Our other exports (dlsym, NVTX's injection entry) are always there.
-inline bool IsCudaStackName(const char* name) {
+// Never instrumented: dlsym asks it while a sanitizer's runtime starts (hooks_dlsym.cpp).
+__attribute__((no_sanitize("address", "undefined", "thread"))) inline bool IsCudaStackName(const char* name) {
   return name && ((name[0] == 'c' && name[1] == 'u') || (name[0] == 'n' && name[1] == 'c' && name[2] == 'c') ||
                   (name[0] == '_' && name[1] == '_' && name[2] == 'c' && name[3] == 'u'));
 }

@@ -33,7 +33,7 @@ JobRun InFreshDir(const std::string& work_name) {
 
 std::map<std::string, std::string> JobEnv(const std::string& work,
                                           const std::map<std::string, std::string>& extra) {
-  std::map<std::string, std::string> env = {{"LD_PRELOAD", GPUWATCH_LIB},
+  std::map<std::string, std::string> env = {{"LD_PRELOAD", TestPreload()},
                                             {"GPUWATCH_SOCKET_DIR", work + "/sock"},
                                             {"GPUWATCH_OUT", work + "/out"}};
   for (const auto& [k, v] : extra) env[k] = v;

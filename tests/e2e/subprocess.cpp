@@ -25,6 +25,11 @@ std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
+std::string TestPreload() {
+  const char* p = std::getenv("GPUWATCH_TEST_PRELOAD");
+  return p && *p ? p : GPUWATCH_LIB;
+}
+
 std::string FreshDir(const std::string& name) {
   const fs::path d = fs::path(GPUWATCH_E2E_WORK) / name;
   fs::remove_all(d);

@@ -26,6 +26,11 @@ int Spawn(const std::vector<std::string>& argv, const std::map<std::string, std:
 // Waits for a Spawn()ed process; its exit code, or -1 if it was killed (by `timeout_s` too).
 int Wait(int pid, double timeout_s);
 
+// What the tests preload into the programs they run: the library they were built with
+// (GPUWATCH_LIB), or $GPUWATCH_TEST_PRELOAD when set (scripts/sanitize_preload.sh: the ASan
+// runtime, then the library built with ASan + UBSan).
+std::string TestPreload();
+
 // A fresh empty directory under the build tree's e2e work area.
 std::string FreshDir(const std::string& name);
 

@@ -40,7 +40,7 @@ TEST_CASE("binding: a library of the job's own keeps its functions (gpuwatch exp
 }
 
 TEST_CASE("binding: every exported wrapper, called with no CUDA library loaded, returns instead of jumping to 0") {
-  const BothRuns r = RunBoth("call_every_export", {Program("call_every_export"), GPUWATCH_LIB, GPUWATCH_EXPORTS_MAP});
+  const BothRuns r = RunBoth("call_every_export", {Program("call_every_export"), PreloadedLibrary(), GPUWATCH_EXPORTS_MAP});
   INFO(r.watched.out << r.watched.err);
   CHECK(r.watched.exit_code == 0);
   CHECK(r.watched.signal == 0);

@@ -50,7 +50,7 @@ std::string WaitForSocket(const std::string& dir, double timeout_s) {
 // its first flush (an unnamed one waits up to 2 s for NCCL to name it).
 std::map<std::string, std::string> WatchedEnv(const std::string& sock, const std::string& out,
                                               const std::string& job_id) {
-  return {{"LD_PRELOAD", GPUWATCH_LIB},
+  return {{"LD_PRELOAD", gpuwatch::e2e::TestPreload()},
           {"LD_LIBRARY_PATH", kSimLibs},
           {"GPUWATCH_SOCKET_DIR", sock},
           {"GPUWATCH_OUT", out},

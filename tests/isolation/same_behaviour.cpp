@@ -10,6 +10,11 @@ namespace fs = std::filesystem;
 
 std::string Program(const std::string& name) { return std::string(GPUWATCH_BIN_DIR) + "/iso_" + name; }
 
+std::string PreloadedLibrary() {
+  const std::string p = e2e::TestPreload();
+  return p.substr(p.rfind(':') + 1);  // after the ASan runtime, when one comes first
+}
+
 namespace {
 
 Observed RunIn(const std::string& dir, const std::vector<std::string>& argv,
@@ -45,7 +50,7 @@ BothRuns RunBoth(const std::string& name, const std::vector<std::string>& argv,
   fs::create_directories(root + "/watched");
   r.plain = RunIn(root + "/plain", argv, env, timeout_s);
   std::map<std::string, std::string> w = env;
-  w["LD_PRELOAD"] = GPUWATCH_LIB;
+  w["LD_PRELOAD"] = e2e::TestPreload();
   w["GPUWATCH_SOCKET_DIR"] = r.sock_dir;
   w["GPUWATCH_OUT"] = r.out_dir;
   w["GPUWATCH_COLLECTOR_BIN"] = std::string(GPUWATCH_BIN_DIR) + "/gpuwatch-collector";

@@ -26,6 +26,8 @@ struct BothRuns {
 
 // The suite's programs (build/bin/iso_NAME), the simulator's and the toolkit's libraries.
 std::string Program(const std::string& name);
+// The library the watched runs preload (its path, without a sanitizer runtime before it).
+std::string PreloadedLibrary();
 inline constexpr const char* kSimLibs = GPUWATCH_SIM_DIR;
 inline constexpr const char* kCudaLibs = GPUWATCH_CUDA_LIB_DIR;
 
