@@ -87,7 +87,7 @@ __attribute__((visibility("hidden"), used, noinline)) void* gw_dlsym_wrapped(voi
 // being loaded; the entry below then answers null. Looked up from here, RTLD_DEFAULT searches
 // the global scope, where the preloaded library comes first: the job's own lookup finds the
 // same wrapper. Other names are left to the real dlsym, called with the job's return address.
-__attribute__((visibility("hidden"), used)) GW_UNINSTRUMENTED int gw_dlsym_default_hides(const char* name) {
+__attribute__((visibility("hidden"), used)) GW_UNINSTRUMENTED int gw_dlsym_default_hides(void*, const char* name) {
   if (!gpuwatch::inject::hooks::IsCudaStackName(name)) return 0;
   gpuwatch::inject::hooks::ClearWeakRefsIfLoaded();
   DlsymFn real = __atomic_load_n(&gw_real_dlsym, __ATOMIC_ACQUIRE);
@@ -105,6 +105,23 @@ __attribute__((visibility("hidden"), used)) GW_UNINSTRUMENTED int gw_dlsym_defau
 // void* dlsym(void* handle, const char* name): rdi = handle, rsi = name.
 asm(R"(
   .text
+  # Calls \fn(rdi, rsi) and keeps both for the jump that follows (the stack stays 16-byte aligned).
+  .macro GW_CALL_KEEPING_ARGS fn
+  pushq %rdi
+  .cfi_adjust_cfa_offset 8
+  pushq %rsi
+  .cfi_adjust_cfa_offset 8
+  subq $8, %rsp
+  .cfi_adjust_cfa_offset 8
+  call \fn
+  addq $8, %rsp
+  .cfi_adjust_cfa_offset -8
+  popq %rsi
+  .cfi_adjust_cfa_offset -8
+  popq %rdi
+  .cfi_adjust_cfa_offset -8
+  .endm
+
   .globl dlsym
   .type dlsym, @function
   .p2align 4
@@ -112,20 +129,7 @@ dlsym:
   .cfi_startproc
   testq %rdi, %rdi              # RTLD_DEFAULT
   jne 3f
-  pushq %rdi                    # a probe for an absent CUDA function finds nothing
-  .cfi_adjust_cfa_offset 8
-  pushq %rsi
-  .cfi_adjust_cfa_offset 8
-  subq $8, %rsp
-  .cfi_adjust_cfa_offset 8
-  movq %rsi, %rdi
-  call gw_dlsym_default_hides
-  addq $8, %rsp
-  .cfi_adjust_cfa_offset -8
-  popq %rsi
-  .cfi_adjust_cfa_offset -8
-  popq %rdi
-  .cfi_adjust_cfa_offset -8
+  GW_CALL_KEEPING_ARGS gw_dlsym_default_hides  # a probe for an absent CUDA function finds nothing
   testl %eax, %eax
   jz 1f
   xorl %eax, %eax
@@ -140,19 +144,7 @@ dlsym:
   jz 2f
   jmp *%rax                     # the real dlsym sees the job's return address
 2:
-  pushq %rdi                    # first call: find it (the stack stays 16-byte aligned)
-  .cfi_adjust_cfa_offset 8
-  pushq %rsi
-  .cfi_adjust_cfa_offset 8
-  subq $8, %rsp
-  .cfi_adjust_cfa_offset 8
-  call gw_resolve_dlsym
-  addq $8, %rsp
-  .cfi_adjust_cfa_offset -8
-  popq %rsi
-  .cfi_adjust_cfa_offset -8
-  popq %rdi
-  .cfi_adjust_cfa_offset -8
+  GW_CALL_KEEPING_ARGS gw_resolve_dlsym  # first call: find it
   jmp *%rax
   .cfi_endproc
   .size dlsym, .-dlsym
