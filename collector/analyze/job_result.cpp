@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "common/format.h"
+#include "common/median.h"
 
 namespace gpuwatch::collector {
 
@@ -37,7 +38,8 @@ JobResult MergeRanks(const RankList& ranks) {
   JobResult j;
   j.ranks = ranks;
   std::vector<uint64_t> counts;
-  std::vector<double> medians;
+  std::vector<double> medians, host_periods, device_periods;
+  size_t device_paced = 0;
   j.steps_source = ranks.empty() ? "none" : ranks[0].found.source;
   for (const RankResult& r : ranks) {
     j.sync.Merge(r.sync);
@@ -55,6 +57,11 @@ JobResult MergeRanks(const RankList& ranks) {
     j.dropped_total += r.dropped_total;
     counts.push_back(r.steps_total());
     medians.push_back(r.StepMedianS());
+    if (r.steps_total()) {
+      host_periods.push_back(Seconds(r.HostPeriodMedianNs()));
+      if (r.DevicePeriodMedianNs()) device_periods.push_back(Seconds(r.DevicePeriodMedianNs()));
+      device_paced += std::string(r.PacedBy()) == "device";
+    }
     if (r.found.source != j.steps_source) j.steps_source = "mixed";
   }
   j.gpu.source_detail = Printf("%llu rank(s) cupti, %llu rank(s) events",
@@ -63,6 +70,9 @@ JobResult MergeRanks(const RankList& ranks) {
   j.steps_count = Percentile(counts, 0.5);
   std::sort(medians.begin(), medians.end());
   j.steps_median_s = medians.empty() ? 0.0 : medians[medians.size() / 2];
+  j.steps_host_period_s = Median(host_periods);
+  j.steps_device_period_s = Median(device_periods);
+  if (!host_periods.empty()) j.steps_paced_by = 2 * device_paced > host_periods.size() ? "device" : "host";
   j.pipeline_links = MatchPipeline(ranks);
   j.by_comm = JoinCommunicators(ranks);
   j.findings = JobFindings(ranks);

@@ -36,6 +36,10 @@ struct JobResult {
   uint64_t steps_count = 0;
   std::string steps_source = "none";
   double steps_median_s = 0;
+  // The medians over ranks of the host's and device's periods (0: not measured), and the side
+  // that paces most ranks ("host" on a tie).
+  double steps_host_period_s = 0, steps_device_period_s = 0;
+  std::string steps_paced_by;
 };
 
 JobResult MergeRanks(const RankList& ranks);

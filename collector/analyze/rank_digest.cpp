@@ -130,8 +130,9 @@ GW_DIGEST(GpuFigures, cupti_ranks, events_ranks, source_detail, work, first_ns, 
 GW_DIGEST(StepMark, start_ns, end_ns, device_covered)
 GW_DIGEST(StepsFound, source, total, stats, nvtx, inferred)
 GW_DIGEST(CallsTime, calls, timed, ns)
-GW_DIGEST(StepRec, start, end, sync_mid, sync_mid_count, graph_launches, covered, dev, colls, coll_known)
-GW_DIGEST(StepFigures, steps, charged_until, sync_mid_ns, sync_mid_count)
+GW_DIGEST(StepRec, start, end, done, sync_mid, sync_mid_count, graph_launches, covered, dev, colls, coll_known)
+GW_DIGEST(PaceStats, step, host_period, device_period)
+GW_DIGEST(StepFigures, steps, charged_until, sync_mid_ns, sync_mid_count, pace)
 GW_DIGEST(InputIoFigures, intervals, max_processes, host_wait_s, gap_s, cpu_s, run_wait_s, read_chars,
           read_bytes, periods, throttled_periods, throttled_s, throttled_gap_s, all_s, all_cpu_s, all_read_chars,
           all_periods, all_throttled_periods, all_throttled_s, cgroup)
@@ -164,7 +165,7 @@ GW_DIGEST(OverheadFacts, known, cupti_mode, budget, hook_ns, cupti_ns, cupti_ns_
           sampler_signals_ns)
 GW_DIGEST(Finding, id, title, severity, ranks, time_lost_s, share, evidence, summary, fix)
 GW_DIGEST(PerStepMean, known, per_step, steps, compute_ms, comm_not_overlapped_ms, idle_ms,
-          host_blocked_in_syncs_ms, copies_ms, graph_launches, graph_kernels)
+          host_blocked_in_syncs_ms, copies_ms, graph_launches, graph_kernels, step_ms)
 GW_DIGEST(RankResult, rank, host, host_calls, host_first_ns, host_last_ns, sync, copies, collectives,
           coll_sizes, pipeline, comms, overlap, sm_fill, launches, graphs, api_calls, gpu, streams, found, steps, per_step_device, io, memory, device,
           device_sampler_detail, gpu_shape, sites, host_frames, sampling, env, dropped, dropped_total,
@@ -175,8 +176,8 @@ GW_DIGEST(RankResult, rank, host, host_calls, host_first_ns, host_last_ns, sync,
 // platform the project builds on.
 #if defined(__x86_64__) && defined(__GLIBCXX__)
 // RankResult holds the others by value: its size covers them; these sit in containers.
-static_assert(sizeof(RankResult) == 46936, "RankResult changed: carry the new field in the digest");
-static_assert(sizeof(StepRec) == 160 && sizeof(CollCall) == 40 && sizeof(StepMark) == 24,
+static_assert(sizeof(RankResult) == 47088, "RankResult changed: carry the new field in the digest");
+static_assert(sizeof(StepRec) == 168 && sizeof(CollCall) == 40 && sizeof(StepMark) == 24,
               "a step or collective record changed: carry the new field in the digest");
 static_assert(sizeof(SiteStat) == 96 && sizeof(HostFrame) == 80 && sizeof(Finding) == 216,
               "a call site, host frame or finding changed: carry the new field in the digest");
@@ -218,7 +219,7 @@ void ShiftRankResult(RankResult& r, int64_t d) {
   DigestAccess::Shift(r.gpu.series, d, shift);
   for (CollCall& c : r.collectives.sample) c.t_ns = shift(c.t_ns, d);
   for (StepMark& m : r.found.inferred) m.start_ns = shift(m.start_ns, d), m.end_ns = shift(m.end_ns, d);
-  for (StepRec& s : r.steps.steps) s.start = shift(s.start, d), s.end = shift(s.end, d);
+  for (StepRec& s : r.steps.steps) s.start = shift(s.start, d), s.end = shift(s.end, d), s.done = shift(s.done, d);
   r.steps.charged_until = shift(r.steps.charged_until, d);
   r.memory.peak_t_ns = shift(r.memory.peak_t_ns, d);
   DigestAccess::Shift(r.memory.series, d, shift);

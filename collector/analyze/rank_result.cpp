@@ -5,10 +5,26 @@
 #include <cmath>
 
 #include "analyze/sampled_estimate.h"
+#include "common/format.h"
+#include "common/thresholds.h"
 
 namespace gpuwatch::collector {
 
 std::vector<uint64_t> StepDurations(const RankResult& r) {
+  const auto& st = r.steps.steps;
+  std::vector<uint64_t> v;
+  v.reserve(st.size());
+  for (size_t k = 0; k < st.size(); ++k) {
+    const StepRec& s = st[k];
+    if (s.done && (k == 0 || st[k - 1].done))
+      v.push_back(s.done - (k ? st[k - 1].done : s.start));
+    else  // no pace known (inferred steps rebuilt without a timeline): the host range
+      v.push_back(s.end > s.start ? s.end - s.start : 0);
+  }
+  return v;
+}
+
+std::vector<uint64_t> HostRanges(const RankResult& r) {
   std::vector<uint64_t> v;
   v.reserve(r.steps.steps.size());
   for (const auto& s : r.steps.steps) v.push_back(s.end > s.start ? s.end - s.start : 0);
@@ -27,6 +43,11 @@ namespace {
 
 bool StepsAllKept(const RankResult& r) { return r.found.total <= r.steps.steps.size() || r.found.stats.count() == 0; }
 
+// Every step's time, past the kept records: the pace where it was measured.
+const StepStats& AllSteps(const RankResult& r) {
+  return r.steps.pace.step.count() ? r.steps.pace.step : r.found.stats;
+}
+
 }  // namespace
 
 double RankResult::WallS() const { return host_last_ns > host_first_ns ? (host_last_ns - host_first_ns) * 1e-9 : 0.0; }
@@ -37,20 +58,45 @@ double RankResult::ActiveS() const {
 }
 
 uint64_t RankResult::StepPercentileNs(double p) const {
-  return StepsAllKept(*this) ? Percentile(StepDurations(*this), p) : found.stats.Percentile(p);
+  return StepsAllKept(*this) ? Percentile(StepDurations(*this), p) : AllSteps(*this).Percentile(p);
 }
 
 uint64_t RankResult::StepMaxNs() const {
-  if (!StepsAllKept(*this)) return found.stats.max_ns();
+  if (!StepsAllKept(*this)) return AllSteps(*this).max_ns();
   const auto dur = StepDurations(*this);
   return dur.empty() ? 0 : *std::max_element(dur.begin(), dur.end());
 }
 
 double RankResult::StepsTotalS() const {
-  if (!StepsAllKept(*this)) return found.stats.sum_ns() * 1e-9;
+  if (!StepsAllKept(*this)) return AllSteps(*this).sum_ns() * 1e-9;
   double t = 0;
-  for (const auto& s : steps.steps) t += (s.end > s.start ? s.end - s.start : 0) * 1e-9;
+  for (uint64_t d : StepDurations(*this)) t += d * 1e-9;
   return t;
+}
+
+uint64_t RankResult::HostRangeMedianNs() const {
+  return StepsAllKept(*this) ? Percentile(HostRanges(*this), 0.5) : found.stats.Percentile(0.5);
+}
+
+uint64_t RankResult::HostPeriodMedianNs() const { return steps.pace.host_period.Percentile(0.5); }
+uint64_t RankResult::DevicePeriodMedianNs() const { return steps.pace.device_period.Percentile(0.5); }
+
+// The slower side sets the pace. Where both periods agree (a loop that syncs every step: each
+// side waits for the other), the side that waits less does: the device when it was idle for
+// a smaller share of the step than the host was blocked in syncs.
+const char* RankResult::PacedBy() const {
+  const double host = static_cast<double>(HostPeriodMedianNs()), dev = static_cast<double>(DevicePeriodMedianNs());
+  if (dev <= 0) return "host";
+  if (dev > kPaceTolerance * host) return "device";
+  if (host > kPaceTolerance * dev) return "host";
+  const double span = StepsTotalS();
+  if (span <= 0) return "host";
+  const PerStepMean m = MeanPerStep(*this);
+  double idle_ms = 0;
+  for (double i : m.idle_ms) idle_ms += i;
+  const double idle_share = m.known ? idle_ms * 1e-3 * static_cast<double>(steps_total()) / span : 0.0;
+  const double blocked_share = Seconds(sync.KindNs()) / span;
+  return idle_share < blocked_share ? "device" : "host";
 }
 
 PerStepMean MeanPerStep(const RankResult& r) {
@@ -65,10 +111,12 @@ PerStepMean MeanPerStep(const RankResult& r) {
   size_t covered = 0;
   uint64_t covered_ns = 0;
   if (r.per_step_device) {
-    for (const auto& s : r.steps.steps) {
+    const std::vector<uint64_t> dur = StepDurations(r);
+    for (size_t k = 0; k < r.steps.steps.size(); ++k) {
+      const StepRec& s = r.steps.steps[k];
       if (!s.covered) continue;  // outside the overhead budget's windows: no whole device figures
       ++covered;
-      covered_ns += s.end > s.start ? s.end - s.start : 0;
+      covered_ns += dur[k];
       t.Add(s.dev);
       sync += s.sync_mid;
       graph_launches += s.graph_launches;
@@ -84,6 +132,9 @@ PerStepMean MeanPerStep(const RankResult& r) {
   m.copies_ms = t.copy / k;
   m.graph_launches = static_cast<double>(graph_launches) * 1e6 / k;
   m.graph_kernels = static_cast<double>(t.graph_kernels) * 1e6 / k;
+  // A sampled timeline's covered steps were cut to the mean step (TypicalCoveredSteps).
+  m.step_ms = r.per_step_device && !r.gpu.coverage.sampled && covered ? static_cast<double>(covered_ns) / k
+                                                                       : r.StepsTotalS() * 1e3 / n;
   return m;
 }
 

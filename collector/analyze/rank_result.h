@@ -44,6 +44,14 @@ struct PerStepMean {
   double compute_ms = 0, comm_not_overlapped_ms = 0, idle_ms[kIdleKinds] = {};
   double host_blocked_in_syncs_ms = 0, copies_ms = 0;
   double graph_launches = 0, graph_kernels = 0;  // CUDA graph launches and the kernels they ran, per step
+  double step_ms = 0;  // the mean step (as the job paced it) over the same steps: what the parts divide
+  // The step less its device parts (compute, exposed communication, copies, idle): negative
+  // when work ran side by side (a copy beside a kernel counts in both).
+  double UnattributedMs() const {
+    double parts = compute_ms + comm_not_overlapped_ms + copies_ms;
+    for (double i : idle_ms) parts += i;
+    return step_ms - parts;
+  }
   // Each part with its name in summary.json's steps.per_step_ms.
   std::array<std::pair<const char*, double>, 4 + kIdleKinds> Parts() const {
     return {{{"gpu_compute", compute_ms},
@@ -99,17 +107,26 @@ struct RankResult {
   double WallS() const;         // host span: first call to last call end
   double ActiveS() const;       // device active span, else the host span
   uint64_t steps_total() const { return found.total; }
-  double StepMedianS() const;   // 0 without steps
+  double StepMedianS() const;   // 0 without steps (a step's time as the job paced it: step_pace.h)
   // Over every step: exact while `steps` holds them all, else from found.stats.
   uint64_t StepPercentileNs(double p) const;
   uint64_t StepMaxNs() const;
-  double StepsTotalS() const;
+  double StepsTotalS() const;   // the steps' span
+  // The median host range of a step (NVTX push to pop, or the inferred period), and the
+  // medians of the host's and device's periods (0: not measured); which of the two sets
+  // the pace: "host" or "device".
+  uint64_t HostRangeMedianNs() const;
+  uint64_t HostPeriodMedianNs() const;
+  uint64_t DevicePeriodMedianNs() const;
+  const char* PacedBy() const;
 };
 
 PerStepMean MeanPerStep(const RankResult& r);
 
-// Step durations (ns) of the kept records, and nearest-rank percentiles of values.
+// Step times (ns) of the kept records, as the job paced them (step_pace.h), their host
+// ranges, and nearest-rank percentiles of values.
 std::vector<uint64_t> StepDurations(const RankResult& r);
+std::vector<uint64_t> HostRanges(const RankResult& r);
 uint64_t Percentile(std::vector<uint64_t> v, double p);
 
 // The ranks of a job, by reference: the job's results point at each rank's own result

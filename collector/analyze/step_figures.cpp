@@ -51,7 +51,16 @@ void StepCharger::OnHostCall(const HostCall& c) {
   }
 }
 
+StepFigures StepCharger::figures() const {
+  StepFigures f = f_;
+  std::vector<uint64_t> done;
+  f.pace = pace_.Finish(done);
+  for (size_t k = 0; k < f.steps.size() && k < done.size(); ++k) f.steps[k].done = done[k];
+  return f;
+}
+
 void StepCharger::OnStep(const StepMark& m) {
+  pace_.OnStep(m);
   // Syncs still pending when the step closes were its trailing syncs (not a stall).
   pending_.fill(0);
   pending_n_.fill(0);
@@ -95,6 +104,7 @@ void StepCharger::TakeCollectives(const StepMark& m) {
 }
 
 void StepCharger::OnStepsReset() {
+  pace_.Reset();
   f_.steps.clear();
   f_.charged_until = 0;
   seen_ = 0;
@@ -133,6 +143,7 @@ void StepCharger::Split(uint64_t a, uint64_t b, Add add) {
 }
 
 void StepCharger::OnDeviceWork(const DeviceWork& w) {
+  pace_.OnDeviceWork(w.api ? w.api->start_ns : w.start_ns, w.end_ns);
   if (DeviceSlice* s = At(w.start_ns)) {
     s->AddWork(w, w.dur_ns());
     f_.charged_until = std::max(f_.charged_until, w.end_ns);

@@ -10,12 +10,14 @@
 
 #include "analyze/collectives.h"
 #include "analyze/device_slice.h"
+#include "analyze/step_pace.h"
 #include "interpret/event_sink.h"
 
 namespace gpuwatch::collector {
 
 struct StepRec {
   uint64_t start = 0, end = 0;  // host CLOCK_MONOTONIC
+  uint64_t done = 0;            // its range closed and its device work ended (step_pace.h); 0: not known
   uint64_t sync_mid = 0;        // host blocked in syncs followed by more work in the step
   uint64_t sync_mid_count = 0;
   uint64_t graph_launches = 0;  // hooked graph launch calls made inside [start, end] (not captured)
@@ -36,6 +38,8 @@ struct StepFigures {
   uint64_t charged_until = 0;
   // Syncs followed by more work in their step, over the run, by SyncKind.
   std::array<uint64_t, kSyncKinds> sync_mid_ns{}, sync_mid_count{};
+  // Every step's time as the job paced it, and the host's and device's periods (step_pace.h).
+  PaceStats pace;
   uint64_t SyncMidNs() const;
   uint64_t SyncMidCount() const;
 };
@@ -48,7 +52,8 @@ class StepCharger final : public EventSink {
   void OnDeviceWork(const DeviceWork& w) override;
   void OnBusy(const BusySpan& b) override;
   void OnIdle(const IdleGap& g) override;
-  const StepFigures& figures() const { return f_; }
+  // The figures so far, each kept step's `done` and the pace filled in.
+  StepFigures figures() const;
 
  private:
   DeviceSlice* At(uint64_t t);
@@ -56,6 +61,7 @@ class StepCharger final : public EventSink {
   void Split(uint64_t a, uint64_t b, Add add);
 
   StepFigures f_;
+  StepPace pace_;
   uint64_t seen_ = 0;           // steps since the last reset, kept or not
   size_t cursor_ = 0;           // steps before it end before the device stream
   uint64_t stop_ = UINT64_MAX;  // no more steps are kept: device time after this is no step's

@@ -74,6 +74,13 @@ inline constexpr uint64_t kSmallCopyBytes = 64 * 1024;
 // thread that looks once a second.
 inline constexpr uint64_t kPollGapNs = 10'000'000;
 
+// --- Step time ---------------------------------------------------------------------------
+// summary.txt names the part of a step its parts leave out beyond this share of the step.
+inline constexpr double kUnattributedShare = 0.02;
+// A step's host and device periods differ when one is this many times the other
+// (analyze/rank_result.cpp, PacedBy): the longer one then sets the pace.
+inline constexpr double kPaceTolerance = 1.05;
+
 // --- Periodic stalls ---------------------------------------------------------------------
 // A step is a stall when it lasts more than this times the median step and most of its
 // excess is GPU idle time. Practitioners' "periodic drops in utilization" (issue 6);

@@ -180,18 +180,28 @@ nlohmann::json PerStepMsJson(const PerStepMean& m) {
   return j;
 }
 
+// A median period in ms, null when not measured.
+nlohmann::json OrNull(uint64_t ns) { return ns ? nlohmann::json(Millis(Seconds(ns))) : nlohmann::json(nullptr); }
+
 nlohmann::json StepsJson(const RankResult& r) {
   nlohmann::json j = {{"count", r.steps_total()},
                       {"source", r.found.source},
                       {"median_ms", Millis(Seconds(r.StepPercentileNs(0.5)))},
                       {"p90_ms", Millis(Seconds(r.StepPercentileNs(0.9)))},
-                      {"max_ms", Millis(Seconds(r.StepMaxNs()))}};
+                      {"max_ms", Millis(Seconds(r.StepMaxNs()))},
+                      {"total_s", r.StepsTotalS()},
+                      {"host_range_ms", Millis(Seconds(r.HostRangeMedianNs()))},
+                      {"host_period_ms", OrNull(r.HostPeriodMedianNs())},
+                      {"device_period_ms", OrNull(r.DevicePeriodMedianNs())},
+                      {"paced_by", r.steps_total() ? nlohmann::json(r.PacedBy()) : nlohmann::json(nullptr)}};
   if (r.steps_total() > r.steps.steps.size()) j["per_step_records"] = r.steps.steps.size();  // the first ones
   // Steps whose device figures are whole: in a window of a sampled timeline, or inferred
   // after the pattern was found.
   if (r.per_step.per_step && (r.gpu.coverage.sampled || r.per_step.steps < r.steps.steps.size()))
     j["per_step_recorded"] = r.per_step.steps;
   j["per_step_ms"] = PerStepMsJson(r.per_step);
+  j["mean_ms"] = r.per_step.known ? nlohmann::json(r.per_step.step_ms) : nlohmann::json(nullptr);
+  j["unattributed_ms"] = r.per_step.known ? nlohmann::json(r.per_step.UnattributedMs()) : nlohmann::json(nullptr);
   if (r.per_step.known) j["per_step_source"] = r.per_step.per_step ? "per step" : "run average";
   j["per_step_graphs"] = r.per_step.known ? nlohmann::json{{"launches", r.per_step.graph_launches},
                                                            {"kernels", r.per_step.graph_kernels}}
@@ -498,7 +508,13 @@ void AddJobFigures(const JobResult& j, nlohmann::json& obj) {
   obj["collectives"]["by_comm"] = JobCommsJson(j);
   obj["comm_overlap"] = JobOverlapJson(j);
   obj["overhead"] = JobOverheadJson(j.ranks);
-  obj["steps"] = {{"count", j.steps_count}, {"source", j.steps_source}, {"median_ms", Millis(j.steps_median_s)}};
+  auto ms_or_null = [](double s) { return s > 0 ? nlohmann::json(Millis(s)) : nlohmann::json(nullptr); };
+  obj["steps"] = {{"count", j.steps_count},
+                  {"source", j.steps_source},
+                  {"median_ms", Millis(j.steps_median_s)},
+                  {"host_period_ms", ms_or_null(j.steps_host_period_s)},
+                  {"device_period_ms", ms_or_null(j.steps_device_period_s)},
+                  {"paced_by", j.steps_paced_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(j.steps_paced_by)}};
   obj["findings"] = FindingsJson(j.findings);
   obj["verdict"] = j.verdict;
 }

@@ -1,11 +1,14 @@
 // See figures_text.h.
 #include "report/figures_text.h"
 
+#include <cmath>
+
 #include "report/comms_text.h"
 
 #include "common/api_names.h"
 #include "common/format.h"
 #include "common/kernel_names.h"
+#include "common/thresholds.h"
 #include "overhead_settings.h"
 #include "report/device_text.h"
 
@@ -226,11 +229,15 @@ void DroppedText(const std::map<std::string, uint64_t>& d, std::string& out) {
 }
 
 void StepsText(const RankResult& r, std::string& out) {
-  if (r.steps_total())
-    out += Printf("  steps %llu (%s): median %s, p90 %s\n", static_cast<unsigned long long>(r.steps_total()),
-                  Clip(r.found.source, 30).c_str(), FmtDuration(r.StepPercentileNs(0.5) * 1e-9).c_str(),
-                  FmtDuration(r.StepPercentileNs(0.9) * 1e-9).c_str());
-  else
+  if (r.steps_total()) {
+    out += Printf("  steps %llu (%s): median %s, p90 %s, paced by the %s\n",
+                  static_cast<unsigned long long>(r.steps_total()), Clip(r.found.source, 30).c_str(),
+                  FmtDuration(r.StepPercentileNs(0.5) * 1e-9).c_str(), FmtDuration(r.StepPercentileNs(0.9) * 1e-9).c_str(),
+                  r.PacedBy());
+    const uint64_t dev = r.DevicePeriodMedianNs();
+    out += Printf("    periods: host %s, device %s; host range %s\n", FmtDuration(r.HostPeriodMedianNs() * 1e-9).c_str(),
+                  dev ? FmtDuration(dev * 1e-9).c_str() : "-", FmtDuration(r.HostRangeMedianNs() * 1e-9).c_str());
+  } else
     out += "  steps: none found (no NVTX step range, no repeating pattern)\n";
   const PerStepMean& m = r.per_step;
   if (m.known) {
@@ -241,6 +248,11 @@ void StepsText(const RankResult& r, std::string& out) {
     out += Printf("      GPU idle: %s %s, %s %s, %s %s, %s %s\n", IdleKindKey(kIdleHost), ms(m.idle_ms[kIdleHost]).c_str(),
                   IdleKindKey(kIdleLaunch), ms(m.idle_ms[kIdleLaunch]).c_str(), IdleKindKey(kIdleSync),
                   ms(m.idle_ms[kIdleSync]).c_str(), IdleKindKey(kIdleOther), ms(m.idle_ms[kIdleOther]).c_str());
+    // The parts divide the step; say what they leave out (or count twice) when it shows.
+    const double left = m.UnattributedMs();
+    if (m.step_ms > 0 && std::abs(left) > kUnattributedShare * m.step_ms)
+      out += Printf("      %s %s of the %s step\n", left > 0 ? "unattributed" : "parts ran side by side:",
+                    ms(std::abs(left)).c_str(), ms(m.step_ms).c_str());
     out += Printf("      host blocked in syncs followed by more work: %s\n", ms(m.host_blocked_in_syncs_ms).c_str());
     if (m.graph_launches > 0 || m.graph_kernels > 0)
       out += Printf("      CUDA graphs: %.1f launches, %.1f graph kernels\n", m.graph_launches, m.graph_kernels);

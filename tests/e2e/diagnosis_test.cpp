@@ -59,6 +59,16 @@ void CommonChecks(const JobRun& r, const std::string& nccl = "2.28.0") {
     CHECK(st["source"] == "nvtx:train_step");
     CHECK(st["count"] == r.scenario["steps"]);
     CHECK(st["median_ms"].get<double>() > 0);
+    // The steps' times add up to the span of the driver's loop, to the end of its last work
+    // (the final sync waits for it): the time they take the job, whatever their host ranges.
+    if (!r.truth_dir.empty()) {
+      const json t = r.Truth(rank["rank"]);
+      const double loop = t["wall_s"].get<double>() + t["final_sync_s"].get<double>();
+      INFO("rank " << rank["rank"] << ": steps' total " << st["total_s"] << " s, driver's loop " << loop << " s");
+      CHECK(std::abs(st["total_s"].get<double>() - loop) <= 0.03 * loop);
+      CHECK(st["host_period_ms"].get<double>() > 0);
+      CHECK((st["paced_by"] == "host" || st["paced_by"] == "device"));
+    }
   }
 }
 
@@ -301,6 +311,21 @@ TEST_CASE("diagnosis: checkpoint_stall -> periodic_stall") {
 TEST_CASE("diagnosis: healthy has no high-severity finding") {
   const JobRun r = Diagnose("healthy");
   CommonChecks(r);
+  // The host enqueues each step and runs ahead (no per-step sync): its ranges last ~4 ms,
+  // the GPU needs 26 ms a step, and the step time is the GPU's, within 3% of the loop's
+  // wall time per step.
+  for (const json& rank : r.summary["ranks"]) {
+    const json& st = rank["steps"];
+    const json t = r.Truth(rank["rank"]);
+    const double per_step = (t["wall_s"].get<double>() + t["final_sync_s"].get<double>()) / t["steps"].get<double>();
+    Near("step time, s", st["median_ms"].get<double>() * 1e-3, per_step, 0.03);
+    CHECK(st["paced_by"] == "device");
+    Near("device period, s", st["device_period_ms"].get<double>() * 1e-3, per_step, 0.03);
+    CHECK(st["host_period_ms"].get<double>() < 0.5 * st["device_period_ms"].get<double>());
+    CHECK(st["host_range_ms"].get<double>() < 0.5 * st["median_ms"].get<double>());
+    // Its parts add up to the step they divide.
+    CHECK(std::abs(st["unattributed_ms"].get<double>()) <= 0.03 * st["mean_ms"].get<double>());
+  }
   for (const auto& f : r.summary["job"]["findings"]) {
     INFO(f.dump());
     CHECK(f["severity"] != "high");

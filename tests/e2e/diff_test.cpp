@@ -207,6 +207,42 @@ TEST_CASE("diff: a rank slowed with rank_scale is named first with its time per 
   CHECK((*straggler)["ranks"] == json::array({1}));
 }
 
+// The bundled healthy scenario enqueues each step without waiting for it: its host ranges
+// last ~4 ms while the GPU needs 26 ms. A copy made worse (more host work, a pageable input
+// copy, an exposed all-reduce, a sync every step) must diff by the change of the loop's
+// wall time per step (the drivers' stopwatches), not by the change of its host ranges.
+TEST_CASE("diff: a worsened copy of a host-ahead loop diffs by the change of its wall time per step") {
+  const std::string work = FreshDir("diff-host-ahead");
+  const std::string base = GPUWATCH_SCENARIOS_DIR "/healthy.json";
+  json s = json::parse(ReadFile(base));
+  s["name"] = "healthy_worse";
+  s["step"][0]["ms"] = 8;
+  s["step"][1]["pinned"] = false;
+  s["step"][4]["overlap"] = false;
+  s["step"].push_back({{"op", "sync"}});
+  const std::string worse = work + "/healthy_worse.json";
+  std::ofstream(worse) << s.dump(1);
+  // Each run with the driver's truth files: the loop's wall time per step, rank 0.
+  auto run = [&](const std::string& scenario, const std::string& out) {
+    const RunResult r = Run({kGpuwatch, "run", "-q", "-o", out, "--", kScenario, "--sim", "--truth", out + "/truth",
+                             scenario},
+                            {}, 120);
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    const json t = json::parse(ReadFile(out + "/truth/truth-rank-0.json"));
+    return (t["wall_s"].get<double>() + t["final_sync_s"].get<double>()) / t["steps"].get<double>();
+  };
+  const double before = run(base, work + "/base"), after = run(worse, work + "/new");
+  const double want_pct = 100 * (after / before - 1);
+  INFO("wall per step " << before << " s -> " << after << " s (" << want_pct << "%)");
+  REQUIRE(want_pct > 10);  // the copy is worse by more than the noise
+  const RunResult r = Diff({work + "/base", work + "/new", "--json", "--fail-if", "step_time>+5%"});
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 3);
+  const json d = json::parse(r.out);
+  CHECK(std::abs(d["step_time"]["median_ms"]["delta_pct"].get<double>() - want_pct) <= 5);
+}
+
 TEST_CASE("diff: bad input is one line on stderr and exit 2") {
   const std::string work = FreshDir("diff-bad");
   fs::create_directories(work + "/empty");
