@@ -149,6 +149,11 @@ std::string FormatPrometheus(const LiveSnapshot& snap) {
         snap, labels, per_op([](const OpSample& o) { return o.busbw_bps; }));
   Write(out, {"gpuwatch_steps_total", "counter", "Training steps recognized so far"}, snap,
         labels, one([](const RankSample& r) { return double(r.steps); }));
+  Write(out, {"gpuwatch_step_seconds", "gauge",
+              "Mean step time so far, as the job paced it (summary.json steps.mean_ms, in seconds)"},
+        snap, labels, [](const RankSample& r, const Emit& emit) {
+          if (r.per_step.known && r.per_step.step_ms > 0) emit("", r.per_step.step_ms * 1e-3);
+        });
   Write(out, {"gpuwatch_step_part_seconds", "gauge",
               "Mean per step so far, by part (as summary.json steps.per_step_ms, in seconds)"},
         snap, labels, [](const RankSample& r, const Emit& emit) {

@@ -146,6 +146,7 @@ TEST_CASE("collector: every view shows the same idle, busy and per-step figures"
     INFO(part);
     CHECK(Metric(metrics, "gpuwatch_step_part_seconds", "part=\"" + part + "\"") == Approx(v.get<double>() * 1e-3));
   }
+  CHECK(Metric(metrics, "gpuwatch_step_seconds", "rank=\"0\"") == Approx(rank["steps"]["mean_ms"].get<double>() * 1e-3));
 
   // The trace: idle slices by kind, the busy counter, the steps' figures.
   std::ifstream in(trace_path, std::ios::binary);
