@@ -98,11 +98,15 @@ RankResult RankModel::Compute() const {
   r.per_step_device = std::any_of(r.steps.steps.begin(), r.steps.steps.end(),
                                                   [](const StepRec& s) { return s.covered; });
   if (!r.per_step_device) {  // inferred steps: boundaries only, figures are run averages
+    const std::deque<StepRec> charged = std::move(r.steps.steps);
     r.steps.steps.clear();
     for (const StepMark& m : r.found.inferred) {
       StepRec s;
       s.start = m.start_ns;
       s.end = m.end_ns;
+      // Its pace, where the charger saw the same step.
+      const size_t k = r.steps.steps.size();
+      if (k < charged.size() && charged[k].start == m.start_ns) s.done = charged[k].done;
       r.steps.steps.push_back(s);
     }
   }
