@@ -91,7 +91,7 @@ const char* RankResult::PacedBy() const {
   if (host > kPaceTolerance * dev) return "host";
   const double span = StepsTotalS();
   if (span <= 0) return "host";
-  const PerStepMean m = MeanPerStep(*this);
+  const PerStepMean& m = per_step;
   double idle_ms = 0;
   for (double i : m.idle_ms) idle_ms += i;
   const double idle_share = m.known ? idle_ms * 1e-3 * static_cast<double>(steps_total()) / span : 0.0;

@@ -118,7 +118,7 @@ struct RankResult {
   uint64_t HostRangeMedianNs() const;
   uint64_t HostPeriodMedianNs() const;
   uint64_t DevicePeriodMedianNs() const;
-  const char* PacedBy() const;
+  const char* PacedBy() const;  // reads per_step: call once it is set
 };
 
 PerStepMean MeanPerStep(const RankResult& r);
