@@ -1,7 +1,8 @@
 // collectives: NCCL operations per op, with bandwidths as nccl-tests define them
 // (field-facts.md, "Collectives"): S = bytes for AllReduce/Broadcast/Reduce/Send/Recv,
 // S = nranks x bytes for AllGather/ReduceScatter (HostCall::coll_bytes); algbw = S / t;
-// busbw = algbw x factor (common/bus_factor.h). t is the GPU time the library measured.
+// busbw = algbw x factor (common/bus_factor.h). t is the GPU time the library measured, less
+// the wait for the last member when the job's analysis gives it (the transfer).
 //
 // One rank may use communicators of different sizes (tensor- and data-parallel groups), so
 // the factor is applied per call: we sum S x factor ("bus bytes") and divide by the summed
