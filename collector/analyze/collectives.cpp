@@ -9,14 +9,38 @@
 
 namespace gpuwatch::collector {
 
-double CollectiveFigures::Op::algbw() const { return Gbps(static_cast<double>(timed.bytes), Seconds(timed.ns)); }
-double CollectiveFigures::Op::busbw() const { return Gbps(bus_bytes, Seconds(timed.ns)); }
+uint64_t CollectiveFigures::Op::TransferNs(uint64_t wait_ns) const {
+  const uint64_t link_ns = timed.ns - local.ns;
+  return link_ns > wait_ns ? link_ns - wait_ns : 0;
+}
+
+double CollectiveFigures::Op::algbw(uint64_t wait_ns) const {
+  const uint64_t t = TransferNs(wait_ns);
+  return t ? Gbps(static_cast<double>(link_bytes()), Seconds(t)) : 0.0;
+}
+
+double CollectiveFigures::Op::busbw(uint64_t wait_ns) const {
+  const uint64_t t = TransferNs(wait_ns);
+  return t ? Gbps(bus_bytes, Seconds(t)) : 0.0;
+}
+
+void CollectiveFigures::Op::Count(const HostCall& c) {
+  ++count;
+  bytes += c.coll_bytes;
+  if (!c.timed) return;
+  timed.Note(c.coll_bytes, c.gpu_ns);
+  if (c.comm_nranks == 1)
+    local.Note(c.coll_bytes, c.gpu_ns);
+  else
+    bus_bytes += static_cast<double>(c.coll_bytes) * BusFactor(c.api, c.comm_nranks);
+}
 
 void CollectiveFigures::Op::Add(const Op& o) {
   count += o.count;
   bytes += o.bytes;
   timed.Add(o.timed);
   bus_bytes += o.bus_bytes;
+  local.Add(o.local);
 }
 
 CollectiveFigures::Op CollectiveFigures::Total() const {
@@ -33,17 +57,12 @@ void CollectiveCounter::OnHostCall(const HostCall& c) {
   // Recorded into a CUDA graph: ran nothing now (graphs.captured_calls counts it).
   if (!IsCollective(c.api) || c.captured) return;
   const auto it = std::find_if(kCollOps.begin(), kCollOps.end(), [&](const CollOp& op) { return op.api == c.api; });
-  CollectiveFigures::Op& o = f_.ops[it - kCollOps.begin()];
-  ++o.count;
-  o.bytes += c.coll_bytes;
-  if (c.timed) {
-    o.timed.Note(c.coll_bytes, c.gpu_ns);
-    o.bus_bytes += static_cast<double>(c.coll_bytes) * BusFactor(c.api, c.comm_nranks);
-  }
+  const auto op = static_cast<uint8_t>(it - kCollOps.begin());
+  f_.ops[op].Count(c);
   if (c.seq % f_.stride == 0 && f_.sample.size() >= kMaxCollCalls) ThinSample();
   if (c.seq % f_.stride == 0 && f_.sample.size() < kMaxCollCalls)
     f_.sample.push_back({c.comm_hash, c.seq, c.t_ns, c.timed ? c.gpu_ns : 0, !c.comm_identified,
-                         HasFlag(c.flags, wire::FLAG_KERNEL_TIMED)});
+                         HasFlag(c.flags, wire::FLAG_KERNEL_TIMED), op});
 }
 
 // Every other call of the sample goes: the stride doubles. Not when that would free

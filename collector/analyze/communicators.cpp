@@ -40,13 +40,7 @@ void CommCounter::OnHostCall(const HostCall& c) {
     t_.comms.push_back(f);
   }
   const auto op = std::find_if(kCollOps.begin(), kCollOps.end(), [&](const CollOp& o) { return o.api == c.api; });
-  CollectiveFigures::Op& o = t_.comms[it->second].ops[op - kCollOps.begin()];
-  ++o.count;
-  o.bytes += c.coll_bytes;
-  if (c.timed) {
-    o.timed.Note(c.coll_bytes, c.gpu_ns);
-    o.bus_bytes += static_cast<double>(c.coll_bytes) * BusFactor(c.api, c.comm_nranks);
-  }
+  t_.comms[it->second].ops[op - kCollOps.begin()].Count(c);
 }
 
 CommTable CommCounter::Result(const RankFacts& facts) const {

@@ -61,6 +61,9 @@ struct JobComm {
   std::string kind;          // "world", "tp", "dp", "pp", "other", or "unknown" (not identified)
   CommFigures figures;       // sums over the ranks that reported it
   size_t ranks_reporting = 0;
+  // Per op, the members' waits for the last one to arrive, summed (MergeRanks fills it:
+  // collective_waits.h).
+  std::array<uint64_t, kCollOps.size()> wait_ns{};
 };
 
 // A communicator's member list is as long as its size, which is the stream's word: one

@@ -438,7 +438,8 @@ std::vector<Finding> RankFindings(const RankResult& r, bool across_hosts) {
   return out;
 }
 
-std::vector<Finding> JobFindings(const RankList& ranks) {
+std::vector<Finding> JobFindings(const RankList& ranks, std::vector<std::vector<Finding>>* rank_findings,
+                                 const CollectiveWaits* waits) {
   const size_t R = ranks.size();
   std::vector<Finding> out;
   if (!R) return out;
@@ -456,8 +457,11 @@ std::vector<Finding> JobFindings(const RankList& ranks) {
     const bool link = std::any_of(per[i].begin(), per[i].end(), [](const Finding& g) { return g.id == "link_bandwidth"; });
     if (!one_host && link) per[i] = RankFindings(ranks[i], true);
   }
-  if (auto s = StragglerFinding(ranks, base, per)) out.push_back(std::move(*s));
-  if (auto p = PipelineBubbleFinding(ranks, base)) out.push_back(std::move(*p));
+  // The causes the job's view finds (waits) are added to the ranks' after the merge below.
+  std::vector<std::vector<Finding>> cause(R);
+  const CollectiveWaits measured = waits ? CollectiveWaits{} : MeasureCollectiveWaits(ranks);
+  if (auto s = StragglerFinding(ranks, waits ? *waits : measured, base, per, cause)) out.push_back(std::move(*s));
+  if (auto p = PipelineBubbleFinding(ranks, MatchPipeline(ranks), base, per, cause)) out.push_back(std::move(*p));
 
   std::map<std::string, std::vector<double>> lost;
   std::map<std::string, Finding> best;
@@ -505,6 +509,13 @@ std::vector<Finding> JobFindings(const RankList& ranks) {
     out.push_back(f);
   }
   RankOrder(out);
+  if (rank_findings) {
+    for (size_t i = 0; i < R; ++i) {
+      for (Finding& g : cause[i]) per[i].push_back(std::move(g));
+      RankOrder(per[i]);
+    }
+    *rank_findings = std::move(per);
+  }
   return out;
 }
 

@@ -6,8 +6,9 @@
 // over the steps that are not periodic stalls, scaled to all steps (a stall's excess goes
 // to periodic_stall alone). Job level: a finding's time lost is the median over all ranks
 // of each rank's (0 where it did not fire) -- ranks wait for each other in collectives, so
-// the typical rank is what the job loses -- and the straggler's is the median wait of the
-// ranks for the slowest one, which is then taken out of their communication time.
+// the typical rank is what the job loses. A wait is charged to what it waits for: the
+// straggler's and the pipeline bubble's are the ranks' mean wait for the slow rank or stage,
+// taken out of each rank's communication, which the rank's own view shows too.
 #pragma once
 #include <optional>
 #include <string>
@@ -15,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analyze/collective_waits.h"
 #include "analyze/finding.h"
 #include "analyze/rank_result.h"
 
@@ -61,8 +63,13 @@ Finding MakeFinding(const std::string& id, double lost, double base);
 // `across_hosts`: the job's ranks run on more than one host, so its collectives may cross
 // the network (JobFindings measures link_bandwidth again with it).
 std::vector<Finding> RankFindings(const RankResult& r, bool across_hosts = false);
-// Findings of the job (every rank's findings merged, plus straggler), ranked.
-std::vector<Finding> JobFindings(const RankList& ranks);
+// Findings of the job (every rank's findings merged, plus straggler and pipeline_bubble),
+// ranked. `rank_findings` (per rank index), when given, receives each rank's findings as the
+// job's analysis corrected them: waits for a straggler or a slow pipeline stage taken out of
+// its communication and given to that cause, as the job's findings do. `waits`: the job's
+// collective waits when already measured (MeasureCollectiveWaits).
+std::vector<Finding> JobFindings(const RankList& ranks, std::vector<std::vector<Finding>>* rank_findings = nullptr,
+                                 const CollectiveWaits* waits = nullptr);
 
 // findings_host.cpp. input_io: whether the host side of `data_loading` was CPU-bound or
 // waiting on reads (same time lost: it explains that loss); none without enough process
@@ -95,7 +102,11 @@ std::string HostOverheadFix(const HostFramesFigures& hf);
 // in `ranks`, time lost the ranks' mean bubble; the exposed communication those two explain
 // (taken out of `communication`).
 std::optional<Finding> SmallCollectives(const RankContext& c, const std::vector<Finding>& found);
-std::optional<Finding> PipelineBubbleFinding(const RankList& ranks, double base);
+// Its waits are taken out of each rank's `communication` in `per`; each rank that waited gets
+// its own pipeline_bubble finding in `cause`.
+std::optional<Finding> PipelineBubbleFinding(const RankList& ranks, const JobPipeline& jp, double base,
+                                             std::vector<std::vector<Finding>>& per,
+                                             std::vector<std::vector<Finding>>& cause);
 double ExplainedCommS(const RankContext& c, const std::vector<Finding>& found);
 // The share of the rank's NCCL kernel time not overlapped with compute (1 without CUPTI).
 double ExposedCommShare(const RankContext& c);

@@ -4,12 +4,11 @@
 #include <cmath>
 
 #include "analyze/findings.h"
+#include "analyze/stragglers.h"
 #include "common/format.h"
 #include "common/thresholds.h"
 
 namespace gpuwatch::collector {
-namespace {
-}  // namespace
 
 // Each small call past the ones the same bytes need at kSmallCollectiveBytes pays the
 // latency (the shortest collective measured) again; only the exposed share of it is lost.
@@ -63,45 +62,99 @@ double ExplainedCommS(const RankContext& c, const std::vector<Finding>& found) {
   return s;
 }
 
-// The slow stage: the one after which the wait on recvs grows most (the next stage waits for
-// its sends; stages after that wait as long, paced by it). Time lost: the ranks' mean bubble.
-std::optional<Finding> PipelineBubbleFinding(const RankList& ranks, double base) {
-  const JobPipeline jp = MatchPipeline(ranks);
+namespace {
+
+// The share of the rank's send/recv kernel time not overlapped with compute (its pipeline
+// communicator's, comm_overlap.h); 1 without a device timeline.
+double ExposedP2pShare(const RankResult& r) {
+  if (!r.pipeline.any()) return 1.0;
+  const uint64_t hash = r.pipeline.links.front().comm_hash;
+  for (const CommFigures& c : r.comms.comms)
+    if (c.hash == hash && c.kernel_ns) return static_cast<double>(c.ExposedNs()) / static_cast<double>(c.kernel_ns);
+  return 1.0;
+}
+
+std::string RanksText(const std::vector<int>& ranks) {
+  std::string who;
+  for (int r : ranks) who += (who.empty() ? "" : ",") + std::to_string(r);
+  return Printf("rank%s %s", ranks.size() == 1 ? "" : "s", who.c_str());
+}
+
+}  // namespace
+
+// The slow stage: the one whose neighbours wait for it most (their recvs from it, their sends
+// to it) beyond what it waits itself. Every rank's exposed send and recv waits are that
+// stage's bubble; time lost is their mean over the job's ranks.
+std::optional<Finding> PipelineBubbleFinding(const RankList& ranks, const JobPipeline& jp, double base,
+                                             std::vector<std::vector<Finding>>& per,
+                                             std::vector<std::vector<Finding>>& cause) {
   const auto& st = jp.stages;
   if (st.size() < 2 || ranks.empty()) return std::nullopt;
   size_t slow = 0;
-  double jump = 0;
-  for (size_t i = 0; i + 1 < st.size(); ++i) {
-    if (st[i + 1].stage != st[i].stage + 1) continue;
-    const double d = st[i + 1].bubble_s - st[i].bubble_s;
-    if (d > jump) jump = d, slow = i;
+  for (size_t i = 1; i < st.size(); ++i)
+    if (st[i].caused_s - st[i].wait_s > st[slow].caused_s - st[slow].wait_s) slow = i;
+  const double score = st[slow].caused_s - st[slow].wait_s;
+  if (score <= 0 || score < kPipelineBubbleMinShare * base) return std::nullopt;
+  const size_t R = ranks.size();
+  std::vector<double> exposed(R, 0.0);
+  double lost = 0, upstream = 0, downstream = 0;
+  nlohmann::json by_rank = nlohmann::json::object(), sends = nlohmann::json::object(), recvs = nlohmann::json::object();
+  for (size_t i = 0; i < R; ++i) {
+    const RankResult& r = ranks[i];
+    const PipelineRankWait* w = jp.WaitOf(r.rank);
+    if (!w) continue;
+    exposed[i] = w->wait_s() * ExposedP2pShare(r);
+    lost += exposed[i];
+    const std::string k = std::to_string(r.rank);
+    by_rank[k] = exposed[i];
+    sends[k] = w->send_wait_s;
+    recvs[k] = w->recv_wait_s;
+    if (w->stage != st[slow].stage) {
+      upstream += w->send_wait_s;
+      downstream += w->recv_wait_s;
+    }
   }
-  if (jump <= 0 || jump < kPipelineBubbleMinShare * base) return std::nullopt;
-  double lost = 0;
-  nlohmann::json by_rank = nlohmann::json::object();
-  for (const RankResult& r : ranks) {
-    lost += Seconds(r.pipeline.bubble_ns);
-    by_rank[std::to_string(r.rank)] = Seconds(r.pipeline.bubble_ns);
-  }
-  lost /= static_cast<double>(ranks.size());
+  lost /= static_cast<double>(R);
   Finding f = MakeFinding("pipeline_bubble", lost, base);
   f.ranks = st[slow].ranks;
   nlohmann::json stages = nlohmann::json::array(), links = nlohmann::json::array();
-  for (const PipelineStage& s : st) stages.push_back({{"stage", s.stage}, {"ranks", s.ranks}, {"bubble_s", s.bubble_s}});
+  for (const PipelineStage& s : st)
+    stages.push_back({{"stage", s.stage}, {"ranks", s.ranks}, {"bubble_s", s.bubble_s}, {"wait_s", s.wait_s},
+                      {"caused_s", s.caused_s}});
   for (const PipelineLink& l : jp.links)
     links.push_back({{"from", l.from}, {"to", l.to}, {"sends", l.sends}, {"recvs", l.recvs},
-                     {"matched", l.matched}, {"recv_wait_s", l.recv_wait_s}});
+                     {"matched", l.matched}, {"recv_wait_s", l.recv_wait_s}, {"send_wait_s", l.send_wait_s}});
   f.evidence = {{"slow_stage", st[slow].stage},
-                {"next_stage_extra_wait_s", jump},
+                {"caused_beyond_own_wait_s", score},
                 {"stages", stages},
                 {"bubble_s_by_rank", by_rank},
+                {"send_wait_s_by_rank", sends},
+                {"recv_wait_s_by_rank", recvs},
+                {"time_lost", "bubble_s_by_rank over the job's ranks (mean per rank)"},
                 {"links", links}};
-  std::string who;
-  for (int r : st[slow].ranks) who += (who.empty() ? "" : ",") + std::to_string(r);
-  f.summary = Printf("pipeline stage %d (rank%s %s) is the slow stage: stage %d waits %s longer on its recvs; "
-                     "GPUs idle in pipeline bubbles %s per rank on average",
-                     st[slow].stage, st[slow].ranks.size() == 1 ? "" : "s", who.c_str(), st[slow + 1].stage,
-                     FmtDuration(jump).c_str(), FmtDuration(lost).c_str());
+  const std::string who = RanksText(st[slow].ranks);
+  f.summary = Printf("pipeline stage %d (%s) is the slow stage: the other stages wait for it %s in their sends and "
+                     "%s in their recvs (all ranks); GPUs idle in pipeline bubbles %s per rank on average",
+                     st[slow].stage, who.c_str(), FmtDuration(upstream).c_str(), FmtDuration(downstream).c_str(),
+                     FmtDuration(lost).c_str());
+  // A rank's waits are the slow stage's bubble, not communication (the rank's own rule took
+  // out the compute idle beside its recvs already); its own finding names the stage. The slow
+  // stage's own short waits stay its communication: it waits for nobody in particular.
+  for (size_t i = 0; i < R; ++i) {
+    const PipelineRankWait* w = jp.WaitOf(ranks[i].rank);
+    if (exposed[i] <= 0 || !w || w->stage == st[slow].stage) continue;
+    const double more = std::max(0.0, exposed[i] - Seconds(ranks[i].pipeline.bubble_ns));
+    TakeWaitOut(per[i], more, {"communication"}, "pipeline_wait_s");
+    Finding g = MakeFinding("pipeline_bubble", exposed[i], BaseS(ranks[i]));
+    g.ranks = st[slow].ranks;
+    g.evidence = {{"slow_stage", st[slow].stage},
+                  {"send_wait_s", sends[std::to_string(ranks[i].rank)]},
+                  {"recv_wait_s", recvs[std::to_string(ranks[i].rank)]},
+                  {"exposed_wait_s", exposed[i]}};
+    g.summary = Printf("this rank's sends and recvs waited %s for pipeline stage %d (%s), the slow stage",
+                       FmtDuration(exposed[i]).c_str(), st[slow].stage, who.c_str());
+    cause[i].push_back(std::move(g));
+  }
   return f;
 }
 

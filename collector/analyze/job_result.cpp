@@ -27,16 +27,60 @@ void SplitCommunicationByComm(const std::vector<JobComm>& comms, std::vector<Fin
                     {"identified", c->identified},
                     {"calls", c->figures.Total().count},
                     {"gpu_s", Seconds(c->figures.Total().timed.ns)},
-                    {"exposed_s", Seconds(c->figures.ExposedNs())}});
+                    {"exposed_s", Seconds(c->figures.ExposedNs())},
+                    {"ranks_reporting", c->ranks_reporting},
+                    {"exposed_s_per_rank", Seconds(c->figures.ExposedNs()) / std::max<double>(c->ranks_reporting, 1)}});
     f.evidence["by_comm"] = std::move(by);
+    f.evidence["by_comm_figures"] = "calls, gpu_s, exposed_s: sums over the ranks reporting; exposed_s_per_rank: their mean";
   }
+}
+
+// Sends and recvs wait for their peer (pipeline.h): their waits join the collectives'.
+void AddPointToPointWaits(const RankList& ranks, const JobPipeline& jp, CollectiveWaits& cw) {
+  for (size_t i = 0; i < ranks.size() && i < cw.ranks.size(); ++i) {
+    const RankResult& r = ranks[i];
+    const PipelineRankWait* w = jp.WaitOf(r.rank);
+    if (!w || !r.pipeline.any()) continue;
+    const uint64_t hash = r.pipeline.links.front().comm_hash;
+    for (size_t k = 0; k < kCollOps.size(); ++k) {
+      const bool send = kCollOps[k].api == wire::NCCL_SEND;
+      if (!send && kCollOps[k].api != wire::NCCL_RECV) continue;
+      const auto& op = r.collectives.ops[k];
+      const uint64_t ns = std::min(static_cast<uint64_t>((send ? w->send_wait_s : w->recv_wait_s) * 1e9),
+                                   op.timed.ns - op.local.ns);
+      cw.ranks[i].op_ns[k] += ns;
+      cw.ranks[i].comm_ns[hash][k] += ns;
+      cw.job.op_ns[k] += ns;
+      cw.job.comm_ns[hash][k] += ns;
+    }
+  }
+}
+
+void AddTo(RankWaits::PerOp& to, const RankWaits::PerOp& w) {
+  for (size_t i = 0; i < to.size(); ++i) to[i] += w[i];
 }
 
 }  // namespace
 
+int JobResult::IndexOf(const RankResult& r) const {
+  const auto it = index.find(&r);
+  return it == index.end() ? -1 : static_cast<int>(it->second);
+}
+
+const std::vector<Finding>& JobResult::FindingsOf(const RankResult& r) const {
+  const int i = IndexOf(r);
+  return i >= 0 && static_cast<size_t>(i) < rank_findings.size() ? rank_findings[i] : r.findings;
+}
+
+const RankWaits* JobResult::WaitsOf(const RankResult& r) const {
+  const int i = IndexOf(r);
+  return i >= 0 ? waits.Of(static_cast<size_t>(i)) : nullptr;
+}
+
 JobResult MergeRanks(const RankList& ranks) {
   JobResult j;
   j.ranks = ranks;
+  for (size_t i = 0; i < ranks.size(); ++i) j.index.emplace(&ranks[i], i);
   std::vector<uint64_t> counts;
   std::vector<double> medians, host_periods, device_periods;
   size_t device_paced = 0;
@@ -75,7 +119,12 @@ JobResult MergeRanks(const RankList& ranks) {
   if (!host_periods.empty()) j.steps_paced_by = 2 * device_paced > host_periods.size() ? "device" : "host";
   j.pipeline_links = MatchPipeline(ranks);
   j.by_comm = JoinCommunicators(ranks);
-  j.findings = JobFindings(ranks);
+  j.waits = MeasureCollectiveWaits(ranks);
+  AddPointToPointWaits(ranks, j.pipeline_links, j.waits);
+  for (JobComm& c : j.by_comm)
+    if (c.identified)
+      for (const RankWaits& w : j.waits.ranks) AddTo(c.wait_ns, w.Comm(c.hash));
+  j.findings = JobFindings(ranks, &j.rank_findings, &j.waits);
   SplitCommunicationByComm(j.by_comm, j.findings);
   j.verdict = Verdict(ranks, j.findings);
   return j;

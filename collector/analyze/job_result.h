@@ -1,12 +1,15 @@
 // The job's figures: every rank's RankResult merged (sums over ranks), the job's findings
-// (the straggler among them) and its verdict. Computed once when a summary is made; every
-// view of the job reads it.
+// (the straggler among them) and its verdict, and what only the job sees of each rank: its
+// collectives' waits for their last member and its findings as the job's analysis corrected
+// them. Computed once when a summary is made; every view of the job and of its ranks reads it.
 #pragma once
 #include <cstdint>
 #include <map>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
+#include "analyze/collective_waits.h"
 #include "analyze/communicators.h"
 #include "analyze/findings.h"
 #include "analyze/rank_result.h"
@@ -29,7 +32,11 @@ struct JobResult {
   GpuFigures gpu;  // sums; no utilization series (ranks' clocks differ)
   std::map<std::string, uint64_t> dropped;
   uint64_t dropped_total = 0;
+  CollectiveWaits waits;  // per rank index and summed
   std::vector<Finding> findings;
+  // Per rank index: the rank's findings with the waits the job found moved to their cause
+  // (JobFindings): what every view of a rank shows.
+  std::vector<std::vector<Finding>> rank_findings;
   std::string verdict;
   // Steps: the median count over ranks, where they came from ("mixed" when ranks differ),
   // and the median over ranks of each rank's median step.
@@ -40,6 +47,14 @@ struct JobResult {
   // that paces most ranks ("host" on a tie).
   double steps_host_period_s = 0, steps_device_period_s = 0;
   std::string steps_paced_by;
+
+  // The rank's index in `ranks` (its result is the one `ranks` points at), or -1.
+  int IndexOf(const RankResult& r) const;
+  std::unordered_map<const RankResult*, size_t> index;  // IndexOf's
+  // The rank's findings as the job corrected them, else its own.
+  const std::vector<Finding>& FindingsOf(const RankResult& r) const;
+  // The rank's collective waits, or null.
+  const RankWaits* WaitsOf(const RankResult& r) const;
 };
 
 JobResult MergeRanks(const RankList& ranks);

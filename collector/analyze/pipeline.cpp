@@ -108,21 +108,33 @@ PipelineFigures PipelineCounter::Result(const RankFacts& facts) const {
   return r;
 }
 
+const PipelineRankWait* JobPipeline::WaitOf(int rank) const {
+  for (const PipelineRankWait& w : waits)
+    if (w.rank == rank) return &w;
+  return nullptr;
+}
+
 namespace {
 
 using CommSlot = std::pair<uint64_t, int32_t>;  // (communicator, index in it)
 
-// The receiver's GPU time beyond the pair's transfer: whichever side arrived first waited
-// for the other inside its kernel, so the shorter of the two is the transfer itself.
-double RecvWaitS(const std::vector<uint64_t>& sends, const std::vector<uint64_t>& recvs, uint64_t* matched) {
+// The matched pairs' waits (seconds), each side's GPU time beyond the shorter of the two, the
+// transfer: whichever side arrived first waited for the other. Scaled from the pairs kept to
+// `pairs` (the calls beyond kMaxP2pCallsKept); a pair with an untimed side has no wait in GPU time.
+void MatchWaits(const std::vector<uint64_t>& sends, const std::vector<uint64_t>& recvs, uint64_t pairs,
+                PipelineLink& pl) {
   const size_t n = std::min(sends.size(), recvs.size());
-  double wait = 0;
+  uint64_t send_ns = 0, recv_ns = 0;
   for (size_t i = 0; i < n; ++i) {
     if (!sends[i] || !recvs[i]) continue;
-    ++*matched;
-    wait += (recvs[i] - std::min(sends[i], recvs[i])) * 1e-9;
+    ++pl.matched;
+    const uint64_t transfer = std::min(sends[i], recvs[i]);
+    send_ns += sends[i] - transfer;
+    recv_ns += recvs[i] - transfer;
   }
-  return wait;
+  const double scale = n && pairs > n ? static_cast<double>(pairs) / static_cast<double>(n) : 1.0;
+  pl.send_wait_s = send_ns * 1e-9 * scale;
+  pl.recv_wait_s = recv_ns * 1e-9 * scale;
 }
 
 }  // namespace
@@ -154,7 +166,7 @@ JobPipeline MatchPipeline(const RankList& ranks) {
         paired[it->first] = true;
         pl.recvs = it->second->count;
         pl.bytes_received = it->second->bytes;
-        pl.recv_wait_s = RecvWaitS(l.call_gpu_ns, it->second->call_gpu_ns, &pl.matched);
+        MatchWaits(l.call_gpu_ns, it->second->call_gpu_ns, std::min(pl.sends, pl.recvs), pl);
       }
       jp.links.push_back(pl);
     }
@@ -167,6 +179,18 @@ JobPipeline MatchPipeline(const RankList& ranks) {
     pl.bytes_received = l->bytes;
     jp.links.push_back(pl);
   }
+  // Each rank's waits, and the waits it caused its neighbours.
+  std::map<int, PipelineRankWait> waits;
+  std::map<int, double> caused;
+  for (const RankResult& r : ranks)
+    if (r.pipeline.stage() >= 0) waits[r.rank] = {r.rank, r.pipeline.stage(), 0, 0};
+  for (const PipelineLink& l : jp.links) {
+    if (waits.count(l.from)) waits[l.from].send_wait_s += l.send_wait_s;
+    if (waits.count(l.to)) waits[l.to].recv_wait_s += l.recv_wait_s;
+    caused[l.from] += l.recv_wait_s;  // its receiver waited for its send
+    caused[l.to] += l.send_wait_s;    // its sender waited for its recv
+  }
+  for (const auto& [rank, w] : waits) jp.waits.push_back(w);
   std::map<int, PipelineStage> stages;
   for (const RankResult& r : ranks) {
     const int s = r.pipeline.stage();
@@ -175,9 +199,14 @@ JobPipeline MatchPipeline(const RankList& ranks) {
     st.stage = s;
     st.ranks.push_back(r.rank);
     st.bubble_s += r.pipeline.bubble_ns * 1e-9;
+    st.wait_s += waits[r.rank].wait_s();
+    st.caused_s += caused[r.rank];
   }
   for (auto& [s, st] : stages) {
-    st.bubble_s /= static_cast<double>(st.ranks.size());
+    const double n = static_cast<double>(st.ranks.size());
+    st.bubble_s /= n;
+    st.wait_s /= n;
+    st.caused_s /= n;
     std::sort(st.ranks.begin(), st.ranks.end());
     jp.stages.push_back(st);
   }

@@ -69,26 +69,45 @@ class PipelineCounter final : public EventSink {
 // The job's pipeline: every send matched with its recv across ranks. Communicator members
 // come from each rank's own index in the communicator (RankFacts), so a peer's index is a
 // world rank wherever the rank at that index reported.
+//
+// A send and its recv end together (a rendezvous): the side that arrived first waited for the
+// other inside its kernel, so the shorter of the two GPU times is the transfer and the other's
+// time beyond it is its wait. A receiver's wait is its sender's stage's doing (downstream), a
+// sender's wait its receiver's (upstream: a slow stage posts its recv late).
 struct PipelineLink {
   int from = -1, to = -1;  // world ranks
   uint64_t sends = 0, recvs = 0, bytes_sent = 0, bytes_received = 0;
   uint64_t matched = 0;  // calls compared (the first kMaxP2pCallsKept of each side)
-  // Σ over matched pairs of the recv's GPU time beyond the pair's transfer (the shorter of
-  // the two: whichever side arrived first waited for the other): the receiver waiting on
-  // the sender.
+  // Over the matched pairs, scaled to every pair (the fewer of sends and recvs): the receiver
+  // waiting on the sender, and the sender waiting on the receiver.
   double recv_wait_s = 0;
+  double send_wait_s = 0;
+};
+
+// One rank's waits in its sends and recvs (PipelineLink's, its side of them).
+struct PipelineRankWait {
+  int rank = -1;  // world rank
+  int stage = -1;
+  double send_wait_s = 0, recv_wait_s = 0;
+  double wait_s() const { return send_wait_s + recv_wait_s; }
 };
 
 struct PipelineStage {
   int stage = 0;
   std::vector<int> ranks;
-  double bubble_s = 0;  // mean over its ranks
+  double bubble_s = 0;  // mean over its ranks: compute idle while only a recv ran (the rank's own)
+  double wait_s = 0;    // mean over its ranks: their sends' and recvs' waits
+  // Mean over its ranks: the waits it caused its neighbours (their recvs from it, their sends
+  // to it). The slow stage causes waits and has none of its own.
+  double caused_s = 0;
 };
 
 struct JobPipeline {
   std::vector<PipelineLink> links;
   std::vector<PipelineStage> stages;
+  std::vector<PipelineRankWait> waits;  // ranks with a send or recv, in world rank order
   bool any() const { return !links.empty(); }
+  const PipelineRankWait* WaitOf(int rank) const;
 };
 
 class RankList;

@@ -98,8 +98,8 @@ GW_DIGEST(DeviceSlice, busy, noncomm_busy, compute, comm, copy, idle, graph_kern
 GW_DIGEST(SyncFigures, count, ns, kind_count, kind_ns)
 GW_DIGEST(CopyFigures::Direction, calls, pageable, blocking_count)
 GW_DIGEST(CopyFigures, dir, pageable, blocking, d2d, memset)
-GW_DIGEST(CollCall, hash, seq, t_ns, gpu_ns, pointer_keyed, kernel_timed)
-GW_DIGEST(CollectiveFigures::Op, count, bytes, timed, bus_bytes)
+GW_DIGEST(CollCall, hash, seq, t_ns, gpu_ns, pointer_keyed, kernel_timed, op)
+GW_DIGEST(CollectiveFigures::Op, count, bytes, timed, bus_bytes, local)
 GW_DIGEST(CollectiveFigures, ops, sample, stride)
 GW_DIGEST(CollectiveSizeFigures, threshold_bytes, small_calls, small_bytes, small_timed, small_timed_bytes, small_ns,
           large_calls, large_timed, large_ns, large_bus_bytes, min_call_ns)
@@ -176,7 +176,7 @@ GW_DIGEST(RankResult, rank, host, host_calls, host_first_ns, host_last_ns, sync,
 // platform the project builds on.
 #if defined(__x86_64__) && defined(__GLIBCXX__)
 // RankResult holds the others by value: its size covers them; these sit in containers.
-static_assert(sizeof(RankResult) == 47088, "RankResult changed: carry the new field in the digest");
+static_assert(sizeof(RankResult) == 47256, "RankResult changed: carry the new field in the digest");
 static_assert(sizeof(StepRec) == 168 && sizeof(CollCall) == 40 && sizeof(StepMark) == 24,
               "a step or collective record changed: carry the new field in the digest");
 static_assert(sizeof(SiteStat) == 96 && sizeof(HostFrame) == 80 && sizeof(Finding) == 216,
@@ -185,7 +185,7 @@ static_assert(sizeof(GraphFigures::Graph) == 32 && sizeof(GpuFigures::KernelStat
                   sizeof(ApiCallFigures::Api) == 40 && sizeof(DeviceStateFigures::Other) == 32 &&
                   sizeof(StreamFigures::Stream) == 48,
               "a per-graph, per-kernel, per-API or per-process figure changed: carry it in the digest");
-static_assert(sizeof(P2pLink) == 88 && sizeof(CommFigures) == 440 && sizeof(SmFillFigures::Shape) == 88 &&
+static_assert(sizeof(P2pLink) == 88 && sizeof(CommFigures) == 608 && sizeof(SmFillFigures::Shape) == 88 &&
                   sizeof(OverlapTally) == 24,
               "a send/recv link, communicator, kernel shape or overlap tally changed: carry it in the digest");
 #endif

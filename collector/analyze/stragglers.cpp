@@ -4,8 +4,6 @@
 #include "analyze/stragglers.h"
 
 #include <algorithm>
-#include <map>
-#include <set>
 
 #include "analyze/communicators.h"
 #include "analyze/findings.h"
@@ -16,84 +14,27 @@
 namespace gpuwatch::collector {
 namespace {
 
-
 // One communicator's straggler: the rank index that reached its calls last most often.
 struct Straggle {
-  uint64_t hash = 0;
-  std::vector<size_t> members;  // rank indices that use it, in rank order
-  int rank = -1;                // rank index
+  const CommLineUp* lu = nullptr;
+  int rank = -1;  // rank index
   double last_share = 0;
-  uint64_t compared = 0;
-  std::vector<double> wait_s;   // per rank index (0 for non-members), over the compared calls
-  double peers_wait_s = 0;      // the other members' median wait, over all calls (x stride)
-  double mean_wait_s = 0;       // ... per compared call
+  double peers_wait_s = 0;  // the other members' median wait, over all calls
+  double mean_wait_s = 0;   // ... per call
 };
 
-std::vector<Straggle> FindStragglers(const RankList& ranks, bool one_host, uint64_t stride) {
-  const size_t R = ranks.size();
-  using Group = std::vector<std::pair<size_t, const CollCall*>>;
-  std::map<uint64_t, std::map<uint64_t, Group>> by_comm;  // hash -> seq -> calls
-  std::map<uint64_t, std::set<size_t>> users;
-  for (size_t i = 0; i < R; ++i)
-    for (const auto& c : ranks[i].collectives.sample) {
-      if (c.pointer_keyed) continue;  // means nothing on another rank
-      by_comm[c.hash][c.seq].emplace_back(i, &c);
-      users[c.hash].insert(i);
-    }
-  std::vector<Straggle> out;
-  for (const auto& [hash, calls] : by_comm) {
-    Straggle st;
-    st.hash = hash;
-    st.members.assign(users[hash].begin(), users[hash].end());
-    if (st.members.size() < 2) continue;
-    st.wait_s.assign(R, 0.0);
-    std::vector<uint64_t> last(R, 0);
-    for (const auto& [seq, g] : calls) {
-      if (g.size() != st.members.size()) continue;  // not every member's call was kept
-      // Across hosts only the GPU times compare, and only when every member's is measured
-      // the same way (a call timed from its kernels, in a window, reads a few us shorter than
-      // one timed by its event pair, and an untimed one is 0: either would look "last").
-      bool alike = true;
-      for (const auto& member : g) {
-        const CollCall& m = *member.second;
-        alike = alike && m.gpu_ns && m.kernel_timed == g[0].second->kernel_timed;
-      }
-      if (!one_host && !alike) continue;
-      size_t li = 0;
-      for (size_t j = 1; j < g.size(); ++j) {
-        const bool later = one_host ? g[j].second->t_ns > g[li].second->t_ns
-                                    : g[j].second->gpu_ns < g[li].second->gpu_ns;
-        if (later) li = j;
-      }
-      const CollCall& lc = *g[li].second;
-      // How long each rank waited: inside the collective on the GPU (its GPU time beyond the
-      // last arriver's) when both are timed the same way, else the difference of the host
-      // call times.
-      for (const auto& [idx, c] : g) {
-        uint64_t w;
-        if (c->gpu_ns && lc.gpu_ns && c->kernel_timed == lc.kernel_timed)
-          w = c->gpu_ns > lc.gpu_ns ? c->gpu_ns - lc.gpu_ns : 0;
-        else
-          w = lc.t_ns > c->t_ns ? lc.t_ns - c->t_ns : 0;
-        st.wait_s[idx] += Seconds(w);
-      }
-      ++last[g[li].first];
-      ++st.compared;
-    }
-    if (!st.compared) continue;
-    const size_t top = std::max_element(last.begin(), last.end()) - last.begin();
-    st.rank = static_cast<int>(top);
-    st.last_share = static_cast<double>(last[top]) / st.compared;
-    std::vector<double> others;
-    for (size_t i : st.members)
-      if (i != top) others.push_back(st.wait_s[i]);
-    st.mean_wait_s = Median(others) / st.compared;
-    // The compared calls are every stride-th: the waits over all of them.
-    for (double& w : st.wait_s) w *= static_cast<double>(stride);
-    st.peers_wait_s = Median(others) * static_cast<double>(stride);
-    out.push_back(std::move(st));
-  }
-  return out;
+Straggle Judge(const CommLineUp& lu, uint64_t stride) {
+  Straggle st;
+  st.lu = &lu;
+  const size_t top = std::max_element(lu.last.begin(), lu.last.end()) - lu.last.begin();
+  st.rank = static_cast<int>(top);
+  st.last_share = static_cast<double>(lu.last[top]) / lu.compared;
+  std::vector<double> others;
+  for (size_t i : lu.members)
+    if (i != top) others.push_back(lu.wait_s[i]);
+  st.peers_wait_s = Median(others);
+  st.mean_wait_s = st.peers_wait_s / static_cast<double>(lu.compared * stride);
+  return st;
 }
 
 // The communicator as summary.json's collectives.by_comm names it.
@@ -103,86 +44,120 @@ nlohmann::json CommJson(const std::vector<JobComm>& comms, uint64_t hash) {
   return {{"members", nlohmann::json::array()}, {"kind", "unknown"}};
 }
 
+// A waiting rank's own straggler finding: its wait, the straggler it waited for most.
+Finding RankStraggler(const RankList& ranks, size_t i, double wait_s, const std::vector<Straggle>& found,
+                      const RankResult& r) {
+  Finding f = MakeFinding("straggler", wait_s, BaseS(r));
+  const Straggle* most = nullptr;
+  nlohmann::json by = nlohmann::json::object();
+  for (const Straggle& st : found) {
+    const double w = st.lu->wait_s[i];
+    if (w <= 0) continue;
+    by[std::to_string(ranks[st.rank].rank)] = by.value(std::to_string(ranks[st.rank].rank), 0.0) + w;
+    if (!most || w > most->lu->wait_s[i]) most = &st;
+  }
+  const int srank = ranks[most->rank].rank;
+  f.ranks = {srank};
+  f.evidence = {{"rank", srank}, {"waiting_rank", r.rank}, {"wait_s", wait_s}, {"wait_s_by_straggler", by}};
+  f.summary = Printf("this rank's collectives waited %s for rank %d, which reaches %.0f%% of them last", FmtDuration(wait_s).c_str(),
+                     srank, 100 * most->last_share);
+  return f;
+}
+
 }  // namespace
 
-std::optional<Finding> StragglerFinding(const RankList& ranks, double base, std::vector<std::vector<Finding>>& per) {
+double TakeWaitOut(std::vector<Finding>& findings, double wait_s, std::initializer_list<const char*> ids,
+                   const char* key) {
+  double left = wait_s;
+  for (const char* id : ids)
+    for (auto& g : findings)
+      if (g.id == id) {
+        const double taken = std::min(left, g.time_lost_s);
+        g.time_lost_s -= taken;
+        g.share = g.time_lost_s > 0 && g.share > 0 ? g.share * g.time_lost_s / (g.time_lost_s + taken) : 0.0;
+        g.severity = g.share >= kHighShare ? "high" : g.share >= kMediumShare ? "medium" : "low";
+        left -= taken;
+        g.evidence[key] = wait_s;
+      }
+  return wait_s - left;
+}
+
+std::optional<Finding> StragglerFinding(const RankList& ranks, const CollectiveWaits& waits, double base,
+                                        std::vector<std::vector<Finding>>& per,
+                                        std::vector<std::vector<Finding>>& cause) {
   const size_t R = ranks.size();
-  bool one_host = true;
-  uint64_t stride = 1;
   size_t with = 0;
-  for (const auto& r : ranks) {
-    with += !r.collectives.sample.empty();
-    one_host = one_host && r.host == ranks[0].host;
-    stride = std::max(stride, r.collectives.stride);  // the calls every rank kept
-  }
+  for (const auto& r : ranks) with += !r.collectives.sample.empty();
   if (with < 2) return std::nullopt;
   std::vector<double> meds;
   for (const auto& r : ranks) meds.push_back(r.StepMedianS());
   const double step = Median(meds);
 
   std::vector<Straggle> found;
-  for (Straggle& st : FindStragglers(ranks, one_host, stride)) {
+  for (const CommLineUp& lu : waits.comms) {
+    Straggle st = Judge(lu, waits.stride);
     if (st.last_share < kStragglerLastShare) continue;
-    const double ref = step > 0 ? step : base / static_cast<double>(st.compared * stride);
+    const double ref = step > 0 ? step : base / static_cast<double>(lu.compared * waits.stride);
     if (st.mean_wait_s < kStragglerMinWaitShare * ref) continue;
-    found.push_back(std::move(st));
+    found.push_back(st);
   }
   if (found.empty()) return std::nullopt;
   // The one that cost its peers most leads; every one is listed.
   std::sort(found.begin(), found.end(), [](const Straggle& a, const Straggle& b) { return a.peers_wait_s > b.peers_wait_s; });
+  std::vector<double> wait(R, 0.0);
+  for (const Straggle& st : found)
+    for (size_t i = 0; i < R; ++i) wait[i] += st.lu->wait_s[i];
+  double sum = 0;
+  for (double w : wait) sum += w;
   const std::vector<JobComm> comms = JoinCommunicators(ranks);
   const Straggle& top = found[0];
-  std::vector<double> member_waits;
-  for (size_t i : top.members) member_waits.push_back(top.wait_s[i]);
-  Finding f = MakeFinding("straggler", Median(member_waits), base);
+  Finding f = MakeFinding("straggler", sum / static_cast<double>(R), base);
   const int srank = ranks[top.rank].rank;
   f.ranks = {srank};
   nlohmann::json by_comm = nlohmann::json::array();
   for (const Straggle& st : found) {
-    nlohmann::json waits = nlohmann::json::object();
-    for (size_t i : st.members) waits[std::to_string(ranks[i].rank)] = st.wait_s[i];
-    nlohmann::json c = CommJson(comms, st.hash);
+    nlohmann::json w = nlohmann::json::object();
+    for (size_t i : st.lu->members) w[std::to_string(ranks[i].rank)] = st.lu->wait_s[i];
+    nlohmann::json c = CommJson(comms, st.lu->hash);
     c["straggler"] = ranks[st.rank].rank;
     c["last_share"] = st.last_share;
-    c["collectives_compared"] = st.compared;
+    c["collectives_compared"] = st.lu->compared;
     c["peers_wait_s"] = st.peers_wait_s;
     c["mean_wait_per_collective_ms"] = Millis(st.mean_wait_s);
-    c["wait_s_by_rank"] = waits;
+    c["wait_s_by_rank"] = w;
     by_comm.push_back(std::move(c));
   }
+  nlohmann::json all = nlohmann::json::object();
+  for (size_t i = 0; i < R; ++i)
+    if (wait[i] > 0) all[std::to_string(ranks[i].rank)] = wait[i];
   const nlohmann::json& lead = by_comm[0];
   const std::string kind = lead["kind"].get<std::string>();
   const std::string group = kind == "world" || kind == "unknown" ? std::string("the collectives")
                                                                    : "the " + kind + " group " + lead["members"].dump() + "'s collectives";
   f.evidence = {{"rank", srank},
                 {"last_share", top.last_share},
-                {"collectives_compared", top.compared},
-                {"compared_every", stride},
-                {"method", one_host ? "last to call (host clock), wait from collective GPU time"
-                                    : "shortest collective GPU time"},
-                {"comm", CommJson(comms, top.hash)},
+                {"collectives_compared", top.lu->compared},
+                {"compared_every", waits.stride},
+                {"method", waits.one_host ? "last to call (host clock), wait from collective GPU time"
+                                          : "shortest collective GPU time"},
+                {"comm", CommJson(comms, top.lu->hash)},
                 {"peers_wait_s", top.peers_wait_s},
                 {"wait_s_by_rank", lead["wait_s_by_rank"]},
                 {"mean_wait_per_collective_ms", Millis(top.mean_wait_s)},
+                {"waits_sum_s", sum},
+                {"all_waits_s_by_rank", all},
+                {"time_lost", "waits_sum_s over the job's ranks (mean per rank)"},
                 {"by_comm", by_comm}};
   f.summary = Printf("rank %d reaches %.0f%% of %s last; its peers wait %s for it each time (%s in all)", srank,
                      100 * top.last_share, group.c_str(), FmtDuration(top.mean_wait_s).c_str(),
                      FmtDuration(top.peers_wait_s).c_str());
   // Their waiting is not a communication cost, nor a slow link's (the collectives' time holds
-  // it): it comes out of link_bandwidth first, what that did not hold out of communication.
-  std::vector<double> wait(R, 0.0);
-  for (const Straggle& st : found)
-    for (size_t i = 0; i < R; ++i) wait[i] += st.wait_s[i];
+  // it): it comes out of link_bandwidth first, what that did not hold out of communication;
+  // the rank's own finding names the straggler instead.
   for (size_t i = 0; i < R; ++i) {
-    double left = wait[i];
-    for (const char* id : {"link_bandwidth", "communication"})
-      for (auto& g : per[i])
-        if (g.id == id) {
-          const double taken = std::min(left, g.time_lost_s);
-          g.time_lost_s -= taken;
-          left -= taken;
-          g.evidence["straggler_wait_s"] = wait[i];
-        }
+    if (wait[i] <= 0) continue;
+    TakeWaitOut(per[i], wait[i], {"link_bandwidth", "communication"}, "straggler_wait_s");
+    cause[i].push_back(RankStraggler(ranks, i, wait[i], found, ranks[i]));
   }
   return f;
 }

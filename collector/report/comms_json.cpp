@@ -21,14 +21,15 @@ const char* OriginName(int origin) {
 
 const char* EndedName(uint32_t ended) { return ended == 1 ? "destroyed" : ended == 2 ? "aborted" : nullptr; }
 
-// The keys a rank's entry and the job's share.
-nlohmann::json CommFiguresJson(const CommFigures& c) {
+// The keys a rank's entry and the job's share; `wait` per op.
+nlohmann::json CommFiguresJson(const CommFigures& c, const RankWaits::PerOp& wait) {
   nlohmann::json ops = nlohmann::json::object();
   for (size_t i = 0; i < c.ops.size(); ++i) {
     const CollectiveFigures::Op& o = c.ops[i];
     if (!o.count) continue;
-    ops[kCollOps[i].name] = {{"count", o.count},         {"bytes", o.bytes},          {"gpu_s", Seconds(o.timed.ns)},
-                             {"algbw_gbps", o.algbw()}, {"busbw_gbps", o.busbw()}};
+    nlohmann::json e = {{"count", o.count}, {"bytes", o.bytes}, {"gpu_s", Seconds(o.timed.ns)}};
+    AddOpBandwidthJson(o, wait[i], e);
+    ops[kCollOps[i].name] = std::move(e);
   }
   const CollectiveFigures::Op t = c.Total();
   const CommFacts& f = c.facts;
@@ -36,20 +37,21 @@ nlohmann::json CommFiguresJson(const CommFigures& c) {
   if (f.origin == wire::Communicator::ORIGIN_SPLIT)
     made.update({{"parent", CommIdText(f.parent_hash)}, {"split_index", f.split_index}, {"color", f.color}, {"key", f.key}});
   const char* ended = EndedName(f.ended);
-  return {{"id", CommIdText(c.hash)},
-          {"identified", c.identified},
-          {"nranks", c.nranks},
-          {"calls", t.count},
-          {"bytes", t.bytes},
-          {"gpu_s", Seconds(t.timed.ns)},
-          {"busbw_gbps", t.busbw()},
-          {"kernels", c.kernels},
-          {"kernel_s", Seconds(c.kernel_ns)},
-          {"overlapped_s", Seconds(c.overlapped_ns)},
-          {"exposed_s", Seconds(c.ExposedNs())},
-          {"ops", ops},
-          {"made", made},
-          {"ended", ended ? nlohmann::json(ended) : nlohmann::json(nullptr)}};
+  nlohmann::json e = {{"id", CommIdText(c.hash)},
+                      {"identified", c.identified},
+                      {"nranks", c.nranks},
+                      {"calls", t.count},
+                      {"bytes", t.bytes},
+                      {"gpu_s", Seconds(t.timed.ns)}};
+  AddOpBandwidthJson(t, Sum(wait), e);
+  e.update({{"kernels", c.kernels},
+            {"kernel_s", Seconds(c.kernel_ns)},
+            {"overlapped_s", Seconds(c.overlapped_ns)},
+            {"exposed_s", Seconds(c.ExposedNs())},
+            {"ops", ops},
+            {"made", made},
+            {"ended", ended ? nlohmann::json(ended) : nlohmann::json(nullptr)}});
+  return e;
 }
 
 nlohmann::json TallyJson(const OverlapTally& t) {
@@ -70,10 +72,25 @@ double Pct(std::vector<double> v, double p) {
 
 std::string CommIdText(uint64_t hash) { return Printf("%016llx", static_cast<unsigned long long>(hash)); }
 
-nlohmann::json RankCommsJson(const RankResult& r) {
+void AddOpBandwidthJson(const CollectiveFigures::Op& o, uint64_t wait_ns, nlohmann::json& e) {
+  e["wait_s"] = Seconds(wait_ns);
+  e["transfer_s"] = Seconds(o.TransferNs(wait_ns));
+  const bool crossed = o.timed.count > o.local.count && o.TransferNs(wait_ns);
+  e["algbw_gbps"] = crossed ? nlohmann::json(o.algbw(wait_ns)) : nlohmann::json(nullptr);
+  e["busbw_gbps"] = crossed ? nlohmann::json(o.busbw(wait_ns)) : nlohmann::json(nullptr);
+  e["one_member_calls"] = o.local.count;
+  if (o.only_local())
+    e["bandwidth_note"] = "one-member communicator: nothing crosses a link (NCCL copies within the device), so no "
+                          "algbw or busbw";
+  else if (o.local.count)
+    e["bandwidth_note"] = "calls on one-member communicators (a copy within the device) are left out of algbw and busbw";
+}
+
+nlohmann::json RankCommsJson(const RankResult& r, const RankWaits* waits) {
+  static const RankWaits kNone;
   nlohmann::json a = nlohmann::json::array();
   for (const CommFigures& c : r.comms.comms) {
-    nlohmann::json e = CommFiguresJson(c);
+    nlohmann::json e = CommFiguresJson(c, (waits ? *waits : kNone).Comm(c.hash));
     e["rank_in_comm"] = c.rank;
     a.push_back(std::move(e));
   }
@@ -83,7 +100,15 @@ nlohmann::json RankCommsJson(const RankResult& r) {
 nlohmann::json JobCommsJson(const JobResult& j) {
   nlohmann::json a = nlohmann::json::array();
   for (const JobComm& c : j.by_comm) {
-    nlohmann::json e = CommFiguresJson(c.figures);
+    nlohmann::json e = CommFiguresJson(c.figures, c.wait_ns);
+    // Times and counts are the ranks' sums; the mean per rank is what one member spent.
+    const double n = static_cast<double>(std::max<size_t>(c.ranks_reporting, 1));
+    e["figures"] = "sums over the ranks reporting; per_rank: their mean";
+    e["per_rank"] = {{"gpu_s", Seconds(c.figures.Total().timed.ns) / n},
+                     {"kernel_s", Seconds(c.figures.kernel_ns) / n},
+                     {"exposed_s", Seconds(c.figures.ExposedNs()) / n},
+                     {"overlapped_s", Seconds(c.figures.overlapped_ns) / n},
+                     {"wait_s", Seconds(Sum(c.wait_ns)) / n}};
     e["id"] = CommIdText(c.hash);
     e["identified"] = c.identified;
     e["nranks"] = c.nranks;

@@ -10,7 +10,12 @@ namespace gpuwatch::collector {
 
 // A communicator's id in summary.json: its hash in hex (a rank's entry and the job's agree).
 std::string CommIdText(uint64_t hash);
-nlohmann::json RankCommsJson(const RankResult& r);
+// An op's bandwidth keys: its wait for the last member (`wait_ns`, 0 when not known) and the
+// bandwidths of the transfer after it; null bandwidths, with the reason, where no call crossed
+// a link (a one-member communicator).
+void AddOpBandwidthJson(const CollectiveFigures::Op& o, uint64_t wait_ns, nlohmann::json& e);
+// `waits`: the rank's, as the job measured them (null: none known).
+nlohmann::json RankCommsJson(const RankResult& r, const RankWaits* waits = nullptr);
 nlohmann::json JobCommsJson(const JobResult& j);
 nlohmann::json RankOverlapJson(const RankResult& r);
 nlohmann::json JobOverlapJson(const JobResult& j);

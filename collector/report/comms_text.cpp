@@ -1,6 +1,8 @@
 // See comms_text.h.
 #include "report/comms_text.h"
 
+#include <algorithm>
+
 #include "common/format.h"
 
 namespace gpuwatch::collector {
@@ -21,9 +23,12 @@ std::string MembersText(const std::vector<int>& m) {
 
 }  // namespace
 
+// Per rank: the members' mean (the sums over ranks outgrow the job's wall time).
 void AppendCommsText(const JobResult& j, std::string& out) {
   if (j.by_comm.empty()) return;
-  out += Printf("%-22s %-7s %6s %9s %9s %10s\n", "communicators", "kind", "calls", "GPU time", "exposed", "overlapped");
+  out += Printf("%-22s %-7s %6s %9s %9s %9s %10s\n", "communicators", "kind", "calls", "GPU time", "waiting", "exposed",
+                "overlapped");
+  out += "  (per rank: the mean over its members; waiting: for the last member to arrive)\n";
   size_t shown = 0;
   for (const JobComm& c : j.by_comm) {
     if (++shown > kRowsShown) {
@@ -32,10 +37,13 @@ void AppendCommsText(const JobResult& j, std::string& out) {
     }
     const CollectiveFigures::Op t = c.figures.Total();
     const bool timeline = c.figures.kernels > 0;
-    out += Printf("  %-20s %-7s %6llu %9s %9s %10s\n", MembersText(c.members).c_str(), c.kind.c_str(),
-                  static_cast<unsigned long long>(t.count), FmtDurationNs(t.timed.ns).c_str(),
-                  timeline ? FmtDurationNs(c.figures.ExposedNs()).c_str() : "-",
-                  timeline ? FmtDurationNs(c.figures.overlapped_ns).c_str() : "-");
+    const uint64_t n = std::max<uint64_t>(c.ranks_reporting, 1);
+    uint64_t wait = 0;
+    for (uint64_t w : c.wait_ns) wait += w;
+    out += Printf("  %-20s %-7s %6llu %9s %9s %9s %10s\n", MembersText(c.members).c_str(), c.kind.c_str(),
+                  static_cast<unsigned long long>(t.count / n), FmtDurationNs(t.timed.ns / n).c_str(),
+                  FmtDurationNs(wait / n).c_str(), timeline ? FmtDurationNs(c.figures.ExposedNs() / n).c_str() : "-",
+                  timeline ? FmtDurationNs(c.figures.overlapped_ns / n).c_str() : "-");
   }
 }
 

@@ -56,14 +56,15 @@ nlohmann::json CopiesJson(const CopyFigures& c, const GpuFigures& gpu) {
   return out;
 }
 
-nlohmann::json CollectivesJson(const CollectiveFigures& c) {
+nlohmann::json CollectivesJson(const CollectiveFigures& c, const RankWaits* waits) {
   nlohmann::json out = nlohmann::json::object();
   for (size_t i = 0; i < c.ops.size(); ++i) {
     const CollectiveFigures::Op& o = c.ops[i];
     if (o.count == 0) continue;
-    out[kCollOps[i].name] = {{"count", o.count},          {"bytes", o.bytes},
-                             {"total_s", Seconds(o.timed.ns)}, {"algbw_gbps", o.algbw()},
-                             {"busbw_gbps", o.busbw()},   {"no_gpu_time_count", o.no_gpu_time()}};
+    nlohmann::json e = {{"count", o.count}, {"bytes", o.bytes}, {"total_s", Seconds(o.timed.ns)},
+                        {"no_gpu_time_count", o.no_gpu_time()}};
+    AddOpBandwidthJson(o, waits ? waits->op_ns[i] : 0, e);
+    out[kCollOps[i].name] = std::move(e);
   }
   return out;
 }
@@ -252,10 +253,10 @@ namespace {
 
 // The sections a rank and the job both have (RankResult and JobResult name them alike).
 template <class Figures>
-void AddMeasured(const Figures& f, nlohmann::json& obj) {
+void AddMeasured(const Figures& f, const RankWaits* waits, nlohmann::json& obj) {
   obj["sync"] = SyncJson(f.sync);
   obj["memcpy"] = CopiesJson(f.copies, f.gpu);
-  obj["collectives"] = CollectivesJson(f.collectives);
+  obj["collectives"] = CollectivesJson(f.collectives, waits);
   obj["small_collectives"] = SmallCollectivesJson(f.coll_sizes);
   obj["pipeline"] = PipelineJson(f.pipeline);
   obj["kernels"] = LaunchesJson(f.launches);
@@ -472,9 +473,10 @@ nlohmann::json ShapeEvidenceJson(const UtilizationShape& s) {
 
 }  // namespace
 
-void AddRankFigures(const RankResult& r, nlohmann::json& obj) {
-  AddMeasured(r, obj);
-  obj["collectives"]["by_comm"] = RankCommsJson(r);
+void AddRankFigures(const RankResult& r, nlohmann::json& obj, const JobResult* job) {
+  const RankWaits* waits = job ? job->WaitsOf(r) : nullptr;
+  AddMeasured(r, waits, obj);
+  obj["collectives"]["by_comm"] = RankCommsJson(r, waits);
   obj["comm_overlap"] = RankOverlapJson(r);
   const char* shape = r.gpu_shape.key();
   obj["gpu"]["utilization_shape"] = shape ? nlohmann::json(shape) : nlohmann::json(nullptr);
@@ -498,12 +500,12 @@ void AddRankFigures(const RankResult& r, nlohmann::json& obj) {
                                        {"native_signal", r.sampling.native_signal},
                                        {"held_samples", r.sampling.held_samples}};
   obj["steps"] = StepsJson(r);
-  obj["findings"] = FindingsJson(r.findings);
+  obj["findings"] = FindingsJson(job ? job->FindingsOf(r) : r.findings);
   obj["environment"] = EnvJson(r.env);
 }
 
 void AddJobFigures(const JobResult& j, nlohmann::json& obj) {
-  AddMeasured(j, obj);
+  AddMeasured(j, &j.waits.job, obj);
   obj["pipeline"] = JobPipelineJson(j.pipeline, j.pipeline_links);
   obj["collectives"]["by_comm"] = JobCommsJson(j);
   obj["comm_overlap"] = JobOverlapJson(j);

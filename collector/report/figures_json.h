@@ -15,7 +15,8 @@ namespace gpuwatch::collector {
 
 nlohmann::json SyncJson(const SyncFigures& s);
 nlohmann::json CopiesJson(const CopyFigures& c, const GpuFigures& gpu);
-nlohmann::json CollectivesJson(const CollectiveFigures& c);
+// `waits`: the ranks' waits for the last member, per op (null: not known).
+nlohmann::json CollectivesJson(const CollectiveFigures& c, const RankWaits* waits = nullptr);
 nlohmann::json LaunchesJson(const LaunchFigures& l);
 nlohmann::json GraphsJson(const GraphFigures& g);
 nlohmann::json ApiCallsJson(const ApiCallFigures& a);
@@ -37,7 +38,8 @@ nlohmann::json JobPipelineJson(const PipelineFigures& sums, const JobPipeline& j
 nlohmann::json SmallCollectivesJson(const CollectiveSizeFigures& c);
 
 // Every figure section of a rank's object / of the job object.
-void AddRankFigures(const RankResult& r, nlohmann::json& obj);
+// `job`: the rank's job, whose analysis gives the rank's waits and corrected findings.
+void AddRankFigures(const RankResult& r, nlohmann::json& obj, const JobResult* job = nullptr);
 void AddJobFigures(const JobResult& j, nlohmann::json& obj);
 
 }  // namespace gpuwatch::collector

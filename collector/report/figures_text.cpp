@@ -57,21 +57,27 @@ void CopiesText(const CopyFigures& c, const GpuFigures& gpu, std::string& out) {
   }
 }
 
-void CollectivesText(const CollectiveFigures& c, std::string& out) {
+// Bandwidths are the transfer's: after the last member arrived (`waits`, when known).
+void CollectivesText(const CollectiveFigures& c, const RankWaits* waits, std::string& out) {
   const CollectiveFigures::Op t = c.Total();
   if (t.count == 0) {
     out += "  collectives: none\n";
     return;
   }
-  out += Printf("  %-15s %7s %11s %12s %11s %11s\n", "collectives", "calls", "bytes", "GPU time", "algbw GB/s",
-                "busbw GB/s");
+  out += Printf("  %-15s %7s %11s %10s %9s %10s %10s\n", "collectives", "calls", "bytes", "GPU time", "waiting",
+                "algbw GB/s", "busbw GB/s");
+  bool any_local = false;
   for (size_t i = 0; i < c.ops.size(); ++i) {
     const CollectiveFigures::Op& o = c.ops[i];
     if (o.count == 0) continue;
-    out += Printf("    %-13s %7llu %11s %12s %11s %11s\n", kCollOps[i].name, static_cast<unsigned long long>(o.count),
-                  FmtBytes(o.bytes).c_str(), FmtDurationNs(o.timed.ns).c_str(), FmtRate(o.algbw()).c_str(),
-                  FmtRate(o.busbw()).c_str());
+    const uint64_t w = waits ? waits->op_ns[i] : 0;
+    const bool local = o.only_local();  // one-member communicator: no link crossed
+    any_local = any_local || o.local.count;
+    out += Printf("    %-13s %7llu %11s %10s %9s %10s %10s\n", kCollOps[i].name, static_cast<unsigned long long>(o.count),
+                  FmtBytes(o.bytes).c_str(), FmtDurationNs(o.timed.ns).c_str(), FmtDurationNs(w).c_str(),
+                  local ? "-" : FmtRate(o.algbw(w)).c_str(), local ? "-" : FmtRate(o.busbw(w)).c_str());
   }
+  if (any_local) out += "    (calls on one-member communicators copy within the device: no bandwidth)\n";
   if (t.no_gpu_time())
     out += Printf("    (%llu call%s without GPU time left out of the bandwidths)\n",
                   static_cast<unsigned long long>(t.no_gpu_time()), t.no_gpu_time() == 1 ? "" : "s");
@@ -228,7 +234,7 @@ void DroppedText(const std::map<std::string, uint64_t>& d, std::string& out) {
   out += line + ")\n";
 }
 
-void StepsText(const RankResult& r, std::string& out) {
+void StepsText(const RankResult& r, const std::vector<Finding>& findings, std::string& out) {
   if (r.steps_total()) {
     out += Printf("  steps %llu (%s): median %s, p90 %s, paced by the %s\n",
                   static_cast<unsigned long long>(r.steps_total()), Clip(r.found.source, 30).c_str(),
@@ -257,8 +263,8 @@ void StepsText(const RankResult& r, std::string& out) {
     if (m.graph_launches > 0 || m.graph_kernels > 0)
       out += Printf("      CUDA graphs: %.1f launches, %.1f graph kernels\n", m.graph_launches, m.graph_kernels);
   }
-  for (size_t i = 0; i < r.findings.size() && i < 3; ++i) {
-    const Finding& f = r.findings[i];
+  for (size_t i = 0; i < findings.size() && i < 3; ++i) {
+    const Finding& f = findings[i];
     out += Clip(Printf("    %s %s: %s (%.0f%%)", f.severity.c_str(), f.id.c_str(), FmtDuration(f.time_lost_s).c_str(),
                        100 * f.share),
                 kTextWidth) +
@@ -305,10 +311,10 @@ void FailedCallsText(const ApiCallFigures& a, std::string& out) {
 
 }  // namespace
 
-void AppendRankText(const RankResult& r, std::string& out) {
+void AppendRankText(const RankResult& r, std::string& out, const JobResult* job) {
   SyncText(r.sync, out);
   CopiesText(r.copies, r.gpu, out);
-  CollectivesText(r.collectives, out);
+  CollectivesText(r.collectives, job ? job->WaitsOf(r) : nullptr, out);
   PipelineText(r.pipeline, out);
   AppendOverlapText(r, out);
   LaunchesText(r.launches, out);
@@ -317,7 +323,7 @@ void AppendRankText(const RankResult& r, std::string& out) {
   DeviceStateText(r, out);
   DroppedText(r.dropped, out);
   FailedCallsText(r.api_calls, out);
-  StepsText(r, out);
+  StepsText(r, job ? job->FindingsOf(r) : r.findings, out);
   OverheadText(r.overhead, out);
 }
 

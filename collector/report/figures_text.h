@@ -10,7 +10,8 @@
 namespace gpuwatch::collector {
 
 // A rank's tables, in the order they are printed.
-void AppendRankText(const RankResult& r, std::string& out);
+// `job`: the rank's job, whose analysis gives the rank's waits and corrected findings.
+void AppendRankText(const RankResult& r, std::string& out, const JobResult* job = nullptr);
 // "GPU timeline sampled over 4.1% of the run (23 windows)"; empty when recorded whole.
 std::string SampledNote(const GpuFigures& g);
 // "sync 1.234 s", "H2D 1.0 GB, D2H 8 B", ... for the job line.

@@ -253,6 +253,11 @@ void Steps(const json& s, std::string& out) {
          MoreRanks(rows.size(), with_steps) + "</section>\n";
 }
 
+// A bandwidth, or "-" where there is none (a one-member communicator: bandwidth_note).
+std::string RateOrDash(const json& o, const char* key) {
+  return Get(o, key).is_number() ? FmtRate(Num(o, key)) : std::string("-");
+}
+
 void Collectives(const json& s, std::string& out) {
   out += "<section id=\"collectives\"><h2>Collectives: bus bandwidth per operation and "
          "rank</h2>\n";
@@ -262,7 +267,8 @@ void Collectives(const json& s, std::string& out) {
     const json& c = Get(r, "collectives");
     if (!c.is_object()) continue;
     for (auto it = c.begin(); it != c.end(); ++it) {
-      if (it.key() == "by_comm" || Num(it.value(), "total_s") <= 0) continue;  // never timed: no bandwidth
+      // Never timed, or only on a one-member communicator: no bandwidth.
+      if (it.key() == "by_comm" || Num(it.value(), "total_s") <= 0 || !Get(it.value(), "busbw_gbps").is_number()) continue;
       auto [pos, fresh] = index.emplace(it.key(), groups.size());
       if (fresh) groups.push_back({it.key(), {}});
       auto& bars = groups[pos->second].bars;
@@ -274,11 +280,14 @@ void Collectives(const json& s, std::string& out) {
     out += "<p class=\"note\">No timed collectives.</p></section>\n";
     return;
   }
-  out += "<p class=\"note\">busbw = bytes \xc3\x97 the operation's bus factor / GPU time, "
-         "comparable with nccl-tests; one bar per rank.</p>\n";
+  out += "<p class=\"note\">busbw = bytes \xc3\x97 the operation's bus factor / transfer time (the GPU "
+         "time after the last member arrived, as nccl-tests times it; waiting is the late member's "
+         "doing), comparable with nccl-tests; one bar per rank; none for a one-member communicator "
+         "(nothing crosses a link).</p>\n";
   out += html::GroupedBarsSvg(groups, "busbw", "GB/s") + "\n";
   out += "<table><tr><th>operation (job)</th><th class=\"n\">calls</th>"
-         "<th class=\"n\">bytes</th><th class=\"n\">GPU time</th><th class=\"n\">algbw GB/s</th>"
+         "<th class=\"n\">bytes</th><th class=\"n\">GPU time (all ranks)</th><th class=\"n\">waiting (all ranks)</th>"
+         "<th class=\"n\">algbw GB/s</th>"
          "<th class=\"n\">busbw GB/s</th></tr>\n";
   const json& jc = Get(Get(s, "job"), "collectives");
   if (jc.is_object())
@@ -288,9 +297,9 @@ void Collectives(const json& s, std::string& out) {
       out += "<tr><td>" + Esc(it.key()) + "</td><td class=\"n\">" +
              Printf("%.0f", Num(o, "count")) + "</td><td class=\"n\">" +
              FmtBytes(Whole<uint64_t>(o, "bytes")) + "</td><td class=\"n\">" +
-             FmtDuration(Num(o, "total_s")) + "</td><td class=\"n\">" +
-             FmtRate(Num(o, "algbw_gbps")) + "</td><td class=\"n\">" +
-             FmtRate(Num(o, "busbw_gbps")) + "</td></tr>\n";
+             FmtDuration(Num(o, "total_s")) + "</td><td class=\"n\">" + FmtDuration(Num(o, "wait_s")) +
+             "</td><td class=\"n\">" + RateOrDash(o, "algbw_gbps") + "</td><td class=\"n\">" +
+             RateOrDash(o, "busbw_gbps") + "</td></tr>\n";
     }
   out += "</table></section>\n";
 }

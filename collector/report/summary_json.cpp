@@ -96,7 +96,7 @@ nlohmann::json BuildSummaryJson(const JobView& job, const std::string& generated
                         {"wall_s", rank.result->WallS()},
                         {"events", rank.result->host_calls},
                         {"storage", StorageJson(*rank.storage)}};
-    AddRankFigures(*rank.result, r);
+    AddRankFigures(*rank.result, r, job.result);
     if (!rank.ended_normally) abnormal.push_back(h.rank());
     ranks.push_back(std::move(r));
   }

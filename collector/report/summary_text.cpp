@@ -77,7 +77,7 @@ std::string BuildSummaryText(const JobView& job) {
     if (st.truncated_tail_bytes > 0)
       out += Printf("  rebuilt: an incomplete last frame (%llu bytes) was ignored\n",
                     static_cast<unsigned long long>(st.truncated_tail_bytes));
-    AppendRankText(*rank.result, out);
+    AppendRankText(*rank.result, out, job.result);
     abnormal += !rank.ended_normally;
   }
   out += rule_heavy + "\n";

@@ -241,11 +241,17 @@ TEST_CASE("budget: a sampled multi-rank run's communication is its collectives' 
     // One stream: all of it exposed, in the steps table and in the finding.
     const double per_step = Num(rs["steps"]["per_step_ms"]["comm_not_overlapped"]) * 1e-3 * Num(rs["steps"]["count"]);
     CHECK(per_step == Approx(comm).epsilon(0.1));
-    const json* found = nullptr;
-    for (const json& f : rs["findings"])
+    // The finding measures the same; on a loaded machine one rank can fall behind, and the
+    // other's wait for it is then the straggler's (its communication keeps the transfer,
+    // which can fall under the 1% a finding needs).
+    const json *found = nullptr, *waited = nullptr;
+    for (const json& f : rs["findings"]) {
       if (f["id"] == "communication") found = &f;
-    REQUIRE(found != nullptr);
-    CHECK(Num((*found)["evidence"]["exposed_comm_s"]) == Approx(comm).epsilon(0.1));
+      if (f["id"] == "straggler") waited = &f;
+    }
+    REQUIRE((found != nullptr || waited != nullptr));
+    if (found) CHECK(Num((*found)["evidence"]["exposed_comm_s"]) == Approx(comm).epsilon(0.1));
+    else CHECK((*waited)["ranks"] == json::array({1 - rs["rank"].get<int>()}));
     // The per-step overlap spread: over the steps a window held whole, not the zeros of the
     // others (its median read 0).
     const json& per_step_overlap = rs["comm_overlap"]["per_step"];

@@ -303,12 +303,15 @@ TEST_CASE("nvml: collectives near a healthy NVLink, or waiting for a straggler, 
   }
   CHECK_FALSE(HasFinding(healthy.summary["job"]["findings"], "link_bandwidth"));
   // Ranks 0 and 1 wait for rank 2 inside every all-reduce: their collectives look slow, but
-  // the job's straggler takes their wait out of link_bandwidth (and communication).
+  // the job's straggler takes their wait out of link_bandwidth (and communication), in each
+  // rank's findings too.
   JobRun straggler = RunScenario("nvml-link-straggler", WithNvLink("straggler", 4), {.env = {{"GPUWATCH_NVML_MS", "100"}}});
   INFO("verdict: " << straggler.summary["job"]["verdict"]);
   CHECK(TopFinding(straggler)["id"] == "straggler");
-  for (const json& rank : straggler.summary["ranks"])  // each waiting rank alone blames its link
-    if (rank["rank"] != 2) CHECK(HasFinding(rank["findings"], "link_bandwidth"));
+  for (const json& rank : straggler.summary["ranks"]) {
+    CHECK_FALSE(HasFinding(rank["findings"], "link_bandwidth"));
+    if (rank["rank"] != 2) CHECK(HasFinding(rank["findings"], "straggler"));
+  }
   CHECK_FALSE(HasFinding(straggler.summary["job"]["findings"], "link_bandwidth"));
 }
 

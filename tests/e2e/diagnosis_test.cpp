@@ -277,12 +277,34 @@ TEST_CASE("diagnosis: straggler -> straggler, naming the slowed rank") {
   CHECK(t["evidence"]["rank"] == slow);
   CHECK(t["evidence"]["last_share"].get<double>() >= 0.9);
   // The others' wait matches the simulator's collective wait.
+  double waits = 0, truth_waits = 0;
   for (const json& rank : r.summary["ranks"]) {
     const int k = rank["rank"];
+    truth_waits += r.Device(k)["collective_wait_s"].get<double>();
+    INFO("rank " << k << " findings " << rank["findings"].dump(1));
+    // A wait is charged to what it waits for, in the rank's own findings too: no rank's
+    // communication is above low, and a rank that waited names the straggler.
+    const json comm = RankFinding(rank, "communication");
+    if (comm.is_object()) CHECK(comm["severity"] == "low");
     if (k == slow) continue;
     Near("wait for the straggler", t["evidence"]["wait_s_by_rank"][std::to_string(k)],
          r.Device(k)["collective_wait_s"], 0.05);
+    const json mine = RankFinding(rank, "straggler");
+    REQUIRE(mine.is_object());
+    CHECK(mine["ranks"] == json::array({slow}));
+    CHECK(rank["findings"][0]["id"] == "straggler");
+    // busbw from the transfer after the last arrival: the simulated link's.
+    const json& ar = rank["collectives"]["allreduce"];
+    Near("busbw after the last arrival", ar["busbw_gbps"], r.scenario["gpu"]["busbw_gbps"], 0.10);
+    Near("allreduce wait", ar["wait_s"], r.Device(k)["collective_wait_s"], 0.05);
   }
+  // The waits sum to the straggler's time lost (its mean per rank), as the simulator's do.
+  for (const auto& w : t["evidence"]["all_waits_s_by_rank"]) waits += w.get<double>();
+  const double n = r.summary["ranks"].size();
+  Near("waits / ranks vs time lost", waits / n, t["time_lost_s"], 1e-6);
+  Near("time lost vs the simulator's waits", t["time_lost_s"], truth_waits / n, 0.05);
+  for (const json& f : r.summary["job"]["findings"])
+    if (f["id"] == "communication") CHECK(f["severity"] == "low");
   CHECK(r.summary["job"]["verdict"].get<std::string>().find("rank " + std::to_string(slow)) != std::string::npos);
 }
 

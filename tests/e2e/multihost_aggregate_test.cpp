@@ -115,8 +115,16 @@ TEST_CASE("multihost aggregate: the root merges the hosts' figures into the summ
     CHECK(std::llabs(h["clock_offset_ns"].get<int64_t>() + skew) <= h["clock_uncertainty_ns"].get<int64_t>() + 1000);
   }
   CheckRanksAsOnHosts(sa, sb, top, clocks);
-  // Job-wide: the straggler needs every rank's collectives, compared at the root.
+  // Job-wide: the straggler needs every rank's collectives, compared at the root, and so
+  // does each rank's own view of its wait: at the root, every rank that waited names it.
   CHECK(StragglerRank(top) == 3);
+  for (const json& r : top["ranks"]) {
+    if (r["rank"] == 3) continue;
+    INFO("rank " << r["rank"] << " findings " << r["findings"].dump());
+    bool names = false;
+    for (const json& f : r["findings"]) names = names || (f["id"] == "straggler" && f["ranks"] == json::array({3}));
+    CHECK(names);
+  }
   CHECK(top["job"]["collectives"]["allreduce"]["count"] == 4 * scenario.steps);
 
   // The events stayed on the hosts: their traces have their ranks, the root has none.

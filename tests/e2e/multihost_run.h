@@ -136,9 +136,27 @@ inline std::map<std::string, json> Clocks(const json& top) {
   return clocks;
 }
 
+// What the job's analysis adds to a rank's view: its collectives' waits for the last member
+// (and the bandwidths after them) and its findings with those waits moved to their cause.
+// They depend on the ranks a collector sees: a host's sees only its own.
+inline void EraseJobDerived(json& rank) {
+  auto erase_bandwidth = [](json& op) {
+    for (const char* k : {"wait_s", "transfer_s", "algbw_gbps", "busbw_gbps"}) op.erase(k);
+  };
+  for (auto& [op, v] : rank["collectives"].items()) {
+    if (op != "by_comm") erase_bandwidth(v);
+  }
+  for (json& c : rank["collectives"]["by_comm"]) {
+    erase_bandwidth(c);
+    for (auto& [op, v] : c["ops"].items()) erase_bandwidth(v);
+  }
+  rank.erase("findings");
+}
+
 // Rank by rank (ranks 0-1 on host a, 2-3 on b), the root's figures are the host
 // collector's: equal, but for the absolute times in them (the series' starts, NVML
-// samples' times), which moved by the clock estimate's error (at most its uncertainty).
+// samples' times), which moved by the clock estimate's error (at most its uncertainty), and
+// what the job's analysis adds (EraseJobDerived), which on a host saw only its ranks.
 inline void CheckRanksAsOnHosts(const json& sa, const json& sb, const json& top,
                                 std::map<std::string, json> clocks) {
   for (int r = 0; r < 4; ++r) {
@@ -149,6 +167,8 @@ inline void CheckRanksAsOnHosts(const json& sa, const json& sb, const json& top,
     json x = *here, y = *there;
     x.erase("storage");
     y.erase("storage");
+    EraseJobDerived(x);
+    EraseJobDerived(y);
     std::vector<json::json_pointer> times = {json::json_pointer("/gpu/utilization_series/start_ns"),
                                              json::json_pointer("/memory/reserved_series/start_ns")};
     for (size_t i = 0; i < x["device"]["series"]["rows"].size(); ++i)

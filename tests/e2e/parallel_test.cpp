@@ -128,6 +128,40 @@ TEST_CASE("parallel: pipeline_bubble names the slow stage's ranks, send/recv mat
   CHECK(job["pipeline"]["by_stage"].size() == 2);
 }
 
+TEST_CASE("parallel: a slow middle stage is the bubble of the sends before it and the recvs after it") {
+  const JobRun r = Play("pipeline_slow_stage");
+  const json& job = r.summary["job"];
+  INFO(job["findings"].dump(1));
+  REQUIRE(!job["findings"].empty());
+  const json& f = job["findings"][0];
+  CHECK(f["id"] == "pipeline_bubble");
+  CHECK(f["ranks"] == json::array({2}));  // rank_scale triples stage 2's kernels
+  CHECK(f["evidence"]["slow_stage"] == 2);
+  // Time lost: the ranks' mean wait in their sends and recvs, as the simulator measured it.
+  double truth = 0;
+  const double n = r.summary["ranks"].size();
+  for (const json& rank : r.summary["ranks"]) truth += r.Device(rank["rank"])["collective_wait_s"].get<double>() / n;
+  Near("pipeline_bubble time lost vs the simulator's send + recv waits", f["time_lost_s"], truth, 0.10);
+  const json& sends = f["evidence"]["send_wait_s_by_rank"];
+  const json& recvs = f["evidence"]["recv_wait_s_by_rank"];
+  // Upstream stages wait in their sends, the downstream one in its recvs.
+  CHECK(sends["0"].get<double>() > 0.5 * r.Device(0)["collective_wait_s"].get<double>());
+  CHECK(sends["1"].get<double>() > 0.5 * r.Device(1)["collective_wait_s"].get<double>());
+  CHECK(recvs["3"].get<double>() > 0.5 * r.Device(3)["collective_wait_s"].get<double>());
+  for (const json& c : job["findings"])
+    if (c["id"] == "communication") CHECK(c["severity"] == "low");
+  for (const json& rank : r.summary["ranks"]) {
+    const int k = rank["rank"];
+    INFO("rank " << k << " findings " << rank["findings"].dump(1));
+    const json comm = Find(rank["findings"], "communication");
+    if (comm.is_object()) CHECK(comm["severity"] == "low");
+    if (k == 2) continue;
+    REQUIRE(!rank["findings"].empty());
+    CHECK(rank["findings"][0]["id"] == "pipeline_bubble");
+    CHECK(rank["findings"][0]["ranks"] == json::array({2}));
+  }
+}
+
 // A pipeline whose stages do the same work is not tested here: with 4 ranks on a loaded
 // 2-core machine one stage's host falls behind and the other really does wait for it.
 TEST_CASE("parallel: healthy raises neither small_collectives nor pipeline_bubble") {

@@ -141,7 +141,11 @@ TEST_CASE("collector: collective bytes and bandwidths for n=2 and n=4") {
 
   CHECK(c["broadcast"]["algbw_gbps"].get<double>() == Approx(3.0));
   CHECK(c["broadcast"]["busbw_gbps"].get<double>() == Approx(3.0));
-  CHECK(c["send"]["busbw_gbps"].get<double>() == Approx(0.5));
+  // The rank's send to itself meets its recv: the send's 0.5 ms beyond the recv's is its
+  // wait for the recv, not transfer.
+  CHECK(c["send"]["wait_s"].get<double>() == Approx(0.0005));
+  CHECK(c["send"]["busbw_gbps"].get<double>() == Approx(1.0));
+  CHECK(c["recv"]["wait_s"].get<double>() == 0.0);
   CHECK(c["recv"]["busbw_gbps"].get<double>() == Approx(1.0));
   CHECK(c["recv"]["no_gpu_time_count"] == 0);
 }
