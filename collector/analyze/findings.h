@@ -1,6 +1,7 @@
 // Findings: what cost a rank (and the job) its GPU time, ranked by the time lost, each with
-// its evidence and its fix; and a one-line verdict. Each finding id has one rule (the
-// tables in findings.cpp and findings_host.cpp); a rule reads the rank's RankResult only.
+// its evidence and its fix (the verdict that opens the summary reads them: verdict.h). Each
+// finding id has one rule (the tables in findings.cpp and findings_host.cpp); a rule reads
+// the rank's RankResult only.
 //
 // Time lost is estimated per rank in seconds over the run. Per-step categories are summed
 // over the steps that are not periodic stalls, scaled to all steps (a stall's excess goes
@@ -105,8 +106,6 @@ double ExposedCommShare(const RankContext& c);
 // out of `communication`.
 std::optional<Finding> LinkBandwidth(const RankContext& c, const std::vector<Finding>& found);
 
-// "GPU busy 41% of the time. Biggest loss: data loading, 6.1 ms per step (47%) ..."
-std::string Verdict(const RankList& ranks, const std::vector<Finding>& f);
 // Median over ranks of their step counts (the job's steps).
 double JobSteps(const RankList& ranks);
 

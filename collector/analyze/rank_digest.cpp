@@ -46,13 +46,16 @@ struct DigestAccess {
     j.at(2).get_to(h.min_);
     j.at(3).get_to(h.max_);
   }
-  static json Busy(const BusySeries& s) { return json::array({s.busy_, s.origin_, s.end_, s.width_, s.started_}); }
+  static json Busy(const BusySeries& s) {
+    return json::array({s.busy_, s.compute_, s.origin_, s.end_, s.width_, s.started_});
+  }
   static void Busy(const json& j, BusySeries& s) {
     j.at(0).get_to(s.busy_);
-    j.at(1).get_to(s.origin_);
-    j.at(2).get_to(s.end_);
-    j.at(3).get_to(s.width_);
-    j.at(4).get_to(s.started_);
+    j.at(1).get_to(s.compute_);
+    j.at(2).get_to(s.origin_);
+    j.at(3).get_to(s.end_);
+    j.at(4).get_to(s.width_);
+    j.at(5).get_to(s.started_);
   }
   static json Peaks(const PeakSeries& s) {
     return json::array({s.peak_, s.origin_, s.last_, s.width_, s.level_, s.started_});
@@ -175,7 +178,7 @@ GW_DIGEST(RankResult, rank, host, host_calls, host_first_ns, host_last_ns, sync,
 // platform the project builds on.
 #if defined(__x86_64__) && defined(__GLIBCXX__)
 // RankResult holds the others by value: its size covers them; these sit in containers.
-static_assert(sizeof(RankResult) == 46936, "RankResult changed: carry the new field in the digest");
+static_assert(sizeof(RankResult) == 51032, "RankResult changed: carry the new field in the digest");
 static_assert(sizeof(StepRec) == 160 && sizeof(CollCall) == 40 && sizeof(StepMark) == 24,
               "a step or collective record changed: carry the new field in the digest");
 static_assert(sizeof(SiteStat) == 96 && sizeof(HostFrame) == 80 && sizeof(Finding) == 216,
