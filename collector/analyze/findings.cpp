@@ -116,6 +116,12 @@ const Rule kRules[] = {
      "DataLoader workers and threads (OMP_NUM_THREADS) than the quota's cores",
      CpuThrottled},
     {"environment", "", "", EnvironmentFinding},
+    {"cpu_oversubscribed", "ranks waiting for a CPU (host oversubscribed)",
+     "fewer ranks or DataLoader workers (num_workers) per host, up to its cores; OMP_NUM_THREADS "
+     "(and MKL_NUM_THREADS) at the cores per rank; bind each rank and its workers to cores of "
+     "their own (CPU affinity: torchrun --numa-binding, srun --cpu-bind, taskset); keep other "
+     "CPU-heavy processes off the host",
+     nullptr},
     {"straggler", "a straggler rank",
      "find what makes that rank slower: its host work (data loading), its GPU (clocks, "
      "thermal), or uneven work per rank",
@@ -456,7 +462,11 @@ std::vector<Finding> JobFindings(const RankList& ranks) {
     const bool link = std::any_of(per[i].begin(), per[i].end(), [](const Finding& g) { return g.id == "link_bandwidth"; });
     if (!one_host && link) per[i] = RankFindings(ranks[i], true);
   }
-  if (auto s = StragglerFinding(ranks, base, per)) out.push_back(std::move(*s));
+  // A host whose CPUs were oversubscribed explains a straggler among symmetric ranks.
+  std::optional<Finding> straggler = StragglerFinding(ranks, base, per);
+  bool host_explains = false;
+  if (auto o = CpuOversubscribed(ranks, base, straggler, &host_explains)) out.push_back(std::move(*o));
+  if (straggler && !host_explains) out.push_back(std::move(*straggler));
   if (auto p = PipelineBubbleFinding(ranks, base)) out.push_back(std::move(*p));
 
   std::map<std::string, std::vector<double>> lost;

@@ -86,6 +86,11 @@ std::optional<Finding> SmallBatch(const RankContext& c, const std::vector<Findin
 // cpu_throttled (its cgroup's CPU quota throttled it while the GPU waited on the host).
 std::optional<Finding> CpuAffinity(const RankContext& c, const std::vector<Finding>& found);
 std::optional<Finding> CpuThrottled(const RankContext& c, const std::vector<Finding>& found);
+// findings_oversubscribed.cpp (job level): cpu_oversubscribed, a host whose ranks' threads
+// waited for a CPU (cpu_contention.h). `explains_straggler` is set when those waits explain
+// `straggler`'s spread: the finding then replaces it (same time lost, its evidence inside).
+std::optional<Finding> CpuOversubscribed(const RankList& ranks, double base, const std::optional<Finding>& straggler,
+                                         bool* explains_straggler);
 // host_frames (issue 16): `evidence.host_frames` [{where, share}] of a finding about GPU
 // time lost waiting for the host, and the fix of `host_overhead`, which names the frames.
 void AddHostFrames(const HostFramesFigures& hf, Finding& f);

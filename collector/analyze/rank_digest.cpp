@@ -137,7 +137,7 @@ GW_DIGEST(StepRec, start, end, sync_mid, sync_mid_count, graph_launches, covered
 GW_DIGEST(StepFigures, steps, charged_until, sync_mid_ns, sync_mid_count)
 GW_DIGEST(InputIoFigures, intervals, max_processes, host_wait_s, gap_s, cpu_s, run_wait_s, read_chars,
           read_bytes, periods, throttled_periods, throttled_s, throttled_gap_s, all_s, all_cpu_s, all_read_chars,
-          all_periods, all_throttled_periods, all_throttled_s, cgroup)
+          all_run_wait_s, all_periods, all_throttled_periods, all_throttled_s, cgroup)
 GW_DIGEST(MemoryFigures, allocations, frees, allocated_bytes, reserved_bytes, peak_bytes, peak_t_ns,
           untracked, total_bytes, min_free_bytes, mem_get_info_calls, series)
 GW_DIGEST(DeviceStateFigures::Other, memory_bytes_max, busy_s, samples, sm_util_max_pct)
@@ -178,7 +178,7 @@ GW_DIGEST(RankResult, rank, host, host_calls, host_first_ns, host_last_ns, sync,
 // platform the project builds on.
 #if defined(__x86_64__) && defined(__GLIBCXX__)
 // RankResult holds the others by value: its size covers them; these sit in containers.
-static_assert(sizeof(RankResult) == 51032, "RankResult changed: carry the new field in the digest");
+static_assert(sizeof(RankResult) == 51040, "RankResult changed: carry the new field in the digest");
 static_assert(sizeof(StepRec) == 160 && sizeof(CollCall) == 40 && sizeof(StepMark) == 24,
               "a step or collective record changed: carry the new field in the digest");
 static_assert(sizeof(SiteStat) == 96 && sizeof(HostFrame) == 80 && sizeof(Finding) == 216,

@@ -68,7 +68,7 @@ std::string ShapeSentence(const UtilizationShape& s, const Finding* top) {
 std::string Verdict(const RankList& ranks, const std::vector<Finding>& f) {
   // The biggest measured loss; `environment` (no measured time) is added after it, and
   // `input_io` says which kind of data loading it was.
-  const Finding *top = nullptr, *env = nullptr, *io = nullptr;
+  const Finding *top = nullptr, *env = nullptr, *io = nullptr, *host = nullptr;
   for (const auto& x : f) {
     if (x.id == "environment")
       env = &x;
@@ -76,6 +76,7 @@ std::string Verdict(const RankList& ranks, const std::vector<Finding>& f) {
       io = &x;
     else if (!top)
       top = &x;
+    if (x.id == "cpu_oversubscribed") host = &x;
   }
   std::string v;
   const bool significant = top && top->severity != "low";
@@ -95,6 +96,9 @@ std::string Verdict(const RankList& ranks, const std::vector<Finding>& f) {
     else
       v += Printf(", %s (%.0f%%).", FmtDuration(t.time_lost_s).c_str(), 100 * t.share);
     v += " Fix: " + (explained ? io->fix : t.fix) + ".";
+    // Threads waiting for a core slow every host-side loss: named beside the top one.
+    if (host && host != top && host->severity != "low")
+      v += Printf(" Behind it: %s (%.0f%%).", host->title.c_str(), 100 * host->share);
   }
   v += " " + BusySentence(ranks);
   v += ShapeSentence(CommonShape(ranks), significant ? top : nullptr);

@@ -455,7 +455,9 @@ nlohmann::json PlacementJson(const EnvFacts& env, const InputIoFigures& io) {
           {"cgroup_periods", io.all_periods},
           {"cgroup_throttled_periods", io.all_throttled_periods},
           {"cgroup_throttled_s", io.all_throttled_s},
-          {"throttled_share_in_host_wait", or_null(io.periods > 0, io.ThrottledShareInGaps())}};
+          {"throttled_share_in_host_wait", or_null(io.periods > 0, io.ThrottledShareInGaps())},
+          {"cpu_cores_busy", or_null(io.all_s > 0, io.all_s > 0 ? io.all_cpu_s / io.all_s : 0.0)},
+          {"run_queue_wait_share", or_null(io.all_s > 0, io.all_s > 0 ? io.all_run_wait_s / io.all_s : 0.0)}};
 }
 
 nlohmann::json ShapeEvidenceJson(const UtilizationShape& s) {

@@ -116,3 +116,15 @@ TEST_CASE("collector: each utilization shape agrees with the findings whose caus
   CHECK(std::string(S{S::kSteadyHigh}.cause()).empty());
 }
 
+TEST_CASE("collector: an oversubscribed host behind the top loss is named after it") {
+  const std::vector<col::RankResult> ranks{Rank(600, 500, col::UtilizationShape::kSteadyLow)};
+  col::Finding host = col::MakeFinding("cpu_oversubscribed", 0.17, 1.0);
+  const std::string v = col::Verdict(ranks, {col::MakeFinding("data_loading", 0.4, 1.0), host});
+  INFO(v);
+  CHECK(StartsWith(v, "Biggest loss: data loading, 400.000 ms (40%)."));
+  CHECK(Has(v, " Behind it: ranks waiting for a CPU (host oversubscribed) (17%). GPU busy"));
+  // Low: not named.
+  const std::string low = col::Verdict(ranks, {col::MakeFinding("data_loading", 0.4, 1.0),
+                                               col::MakeFinding("cpu_oversubscribed", 0.02, 1.0)});
+  CHECK_FALSE(Has(low, "Behind it"));
+}
