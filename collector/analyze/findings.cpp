@@ -116,6 +116,12 @@ const Rule kRules[] = {
      "DataLoader workers and threads (OMP_NUM_THREADS) than the quota's cores",
      CpuThrottled},
     {"environment", "", "", EnvironmentFinding},
+    {"cpu_oversubscribed", "ranks waiting for a CPU (host oversubscribed)",
+     "fewer ranks or DataLoader workers (num_workers) per host, up to its cores; OMP_NUM_THREADS "
+     "(and MKL_NUM_THREADS) at the cores per rank; bind each rank and its workers to cores of "
+     "their own (CPU affinity: torchrun --numa-binding, srun --cpu-bind, taskset); keep other "
+     "CPU-heavy processes off the host",
+     nullptr},
     {"straggler", "a straggler rank",
      "find what makes that rank slower: its host work (data loading), its GPU (clocks, "
      "thermal), or uneven work per rank",
@@ -460,7 +466,15 @@ std::vector<Finding> JobFindings(const RankList& ranks, std::vector<std::vector<
   // The causes the job's view finds (waits) are added to the ranks' after the merge below.
   std::vector<std::vector<Finding>> cause(R);
   const CollectiveWaits measured = waits ? CollectiveWaits{} : MeasureCollectiveWaits(ranks);
-  if (auto s = StragglerFinding(ranks, waits ? *waits : measured, base, per, cause)) out.push_back(std::move(*s));
+  // A host whose CPUs were oversubscribed explains a straggler among symmetric ranks: the
+  // finding is the host's, at job and rank level alike.
+  std::optional<Finding> straggler = StragglerFinding(ranks, waits ? *waits : measured, base, per, cause);
+  bool host_explains = false;
+  if (auto o = CpuOversubscribed(ranks, base, straggler, &host_explains)) {
+    if (host_explains) HostExplainsWaits(ranks, *o, cause);
+    out.push_back(std::move(*o));
+  }
+  if (straggler && !host_explains) out.push_back(std::move(*straggler));
   if (auto p = PipelineBubbleFinding(ranks, MatchPipeline(ranks), base, per, cause)) out.push_back(std::move(*p));
 
   std::map<std::string, std::vector<double>> lost;
@@ -523,64 +537,6 @@ double JobSteps(const RankList& ranks) {
   std::vector<double> s;
   for (const auto& r : ranks) s.push_back(static_cast<double>(r.steps_total()));
   return Median(s);
-}
-
-std::string Verdict(const RankList& ranks, const std::vector<Finding>& f) {
-  uint64_t busy = 0, covered = 0, active_ns = 0, windows = 0;
-  double active = 0;
-  bool cupti = false, sampled = false;
-  for (const auto& r : ranks)
-    if (r.cupti()) {
-      cupti = true;
-      busy += r.gpu.run.busy;
-      active += r.ActiveS();
-      sampled = sampled || r.gpu.coverage.sampled;
-      covered += r.gpu.coverage.sampled ? r.gpu.coverage.covered_ns : r.gpu.active_ns;
-      active_ns += r.gpu.active_ns;
-      windows += r.gpu.coverage.windows;
-    }
-  std::string v = cupti ? Printf("GPU busy %.0f%% of the time", active > 0 ? 100 * Seconds(busy) / active : 0.0)
-                        : std::string("No GPU timeline (CUPTI unavailable)");
-  if (sampled && active_ns && covered < active_ns)  // the overhead budget recorded windows of it
-    v += Printf(" (GPU timeline sampled over %.1f%% of the run, %llu window%s)", 100.0 * covered / active_ns,
-                static_cast<unsigned long long>(windows), windows == 1 ? "" : "s");
-  v += ".";
-  // The utilization curve's shape, as most ranks have it (the first rank's on a tie).
-  int shapes[UtilizationShape::kSteadyHigh + 1] = {}, shape = UtilizationShape::kUnknown;
-  for (const auto& r : ranks)
-    if (r.gpu_shape.kind != UtilizationShape::kUnknown && ++shapes[r.gpu_shape.kind] > shapes[shape]) shape = r.gpu_shape.kind;
-  if (shape != UtilizationShape::kUnknown)
-    v += Printf(" Utilization curve: %s.", UtilizationShape{static_cast<UtilizationShape::Kind>(shape)}.reading());
-  const double steps = JobSteps(ranks);
-  // The biggest measured loss; `environment` (no measured time) is added after it, and
-  // `input_io` says which kind of data loading it was.
-  const Finding *top = nullptr, *env = nullptr, *io = nullptr;
-  for (const auto& x : f) {
-    if (x.id == "environment")
-      env = &x;
-    else if (x.id == "input_io")
-      io = &x;
-    else if (!top)
-      top = &x;
-  }
-  std::string tail;
-  if (env && env->severity != "low") tail = " Also: " + env->summary + ".";
-  if (!top || top->severity == "low") {
-    v += " No significant loss found";
-    if (top) v += Printf(" (largest: %s, %.0f%%)", top->title.c_str(), 100 * top->share);
-    return v + "." + tail;
-  }
-  const Finding& t = *top;
-  const bool explained = t.id == "data_loading" && io;
-  v += " Biggest loss: " + t.title;
-  if (explained) v += " (" + io->title + ")";
-  if (t.id == "straggler" && !t.ranks.empty()) v += Printf(" (rank %d)", t.ranks[0]);
-  if (steps > 0)
-    v += Printf(", %s per step (%.0f%%).", FmtDuration(t.time_lost_s / steps).c_str(), 100 * t.share);
-  else
-    v += Printf(", %s (%.0f%%).", FmtDuration(t.time_lost_s).c_str(), 100 * t.share);
-  v += " Fix: " + (explained ? io->fix : t.fix) + ".";
-  return v + tail;
 }
 
 }  // namespace gpuwatch::collector

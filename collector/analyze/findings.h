@@ -1,6 +1,7 @@
 // Findings: what cost a rank (and the job) its GPU time, ranked by the time lost, each with
-// its evidence and its fix; and a one-line verdict. Each finding id has one rule (the
-// tables in findings.cpp and findings_host.cpp); a rule reads the rank's RankResult only.
+// its evidence and its fix (the verdict that opens the summary reads them: verdict.h). Each
+// finding id has one rule (the tables in findings.cpp and findings_host.cpp); a rule reads
+// the rank's RankResult only.
 //
 // Time lost is estimated per rank in seconds over the run. Per-step categories are summed
 // over the steps that are not periodic stalls, scaled to all steps (a stall's excess goes
@@ -92,6 +93,14 @@ std::optional<Finding> SmallBatch(const RankContext& c, const std::vector<Findin
 // cpu_throttled (its cgroup's CPU quota throttled it while the GPU waited on the host).
 std::optional<Finding> CpuAffinity(const RankContext& c, const std::vector<Finding>& found);
 std::optional<Finding> CpuThrottled(const RankContext& c, const std::vector<Finding>& found);
+// findings_oversubscribed.cpp (job level): cpu_oversubscribed, a host whose ranks' threads
+// waited for a CPU (cpu_contention.h). `explains_straggler` is set when those waits explain
+// `straggler`'s spread: the finding then replaces it (same time lost, its evidence inside).
+std::optional<Finding> CpuOversubscribed(const RankList& ranks, double base, const std::optional<Finding>& straggler,
+                                         bool* explains_straggler);
+// The waiting ranks' own `straggler` findings in `cause` (per rank index) become the host's
+// `host` finding, each with its own wait as time lost: rank and job agree on the cause.
+void HostExplainsWaits(const RankList& ranks, const Finding& host, std::vector<std::vector<Finding>>& cause);
 // host_frames (issue 16): `evidence.host_frames` [{where, share}] of a finding about GPU
 // time lost waiting for the host, and the fix of `host_overhead`, which names the frames.
 void AddHostFrames(const HostFramesFigures& hf, Finding& f);
@@ -116,8 +125,6 @@ double ExposedCommShare(const RankContext& c);
 // out of `communication`.
 std::optional<Finding> LinkBandwidth(const RankContext& c, const std::vector<Finding>& found);
 
-// "GPU busy 41% of the time. Biggest loss: data loading, 6.1 ms per step (47%) ..."
-std::string Verdict(const RankList& ranks, const std::vector<Finding>& f);
 // Median over ranks of their step counts (the job's steps).
 double JobSteps(const RankList& ranks);
 

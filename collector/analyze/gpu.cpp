@@ -174,6 +174,7 @@ void GpuCounter::OnHostCall(const HostCall& c) {
 
 void GpuCounter::OnDeviceWork(const DeviceWork& w) {
   first_ = std::min(first_, w.start_ns);
+  f_.series.Start(w.start_ns);  // work comes before the busy spans it makes
   f_.last_ns = std::max(f_.last_ns, w.end_ns);
   f_.late += w.late;
   if (w.correlation_id && !w.api) ++f_.unmatched;
@@ -199,7 +200,7 @@ void GpuCounter::OnBusy(const BusySpan& b) {
   // kernels, the later windows' 31% for all of it exposed (2-rank e2e run, 1 in 3).
   if (b.start_ns < start_.device_end)
     start_.f.run.AddBusy(b.noncomm, std::min(b.end_ns, start_.device_end) - b.start_ns);
-  if (!b.noncomm) f_.series.Add(b.start_ns, b.end_ns);
+  f_.series.Add(b.start_ns, b.end_ns, b.noncomm);
 }
 
 void GpuCounter::OnIdle(const IdleGap& g) {

@@ -76,7 +76,8 @@ struct GpuFigures {
       return enqueues ? std::min(1.0, static_cast<double>(enqueues_in_windows) / static_cast<double>(enqueues)) : 0;
     }
   } coverage;
-  // Busy share over time, for report.html. A rank's own clock: Merge leaves it out (ranks'
+  // Busy share over time, of all work and of useful work, for report.html and the utilization
+  // shape. A rank's own clock: Merge leaves it out (ranks'
   // clocks and spans differ), so job totals have none.
   BusySeries series;
 
@@ -91,6 +92,12 @@ struct GpuFigures {
   // The `n` kernels with the most GPU time, most first, ties by name; names mangled.
   std::vector<std::pair<std::string, KernelStat>> TopByTime(size_t n) const;
   double utilization() const { return active_ns ? static_cast<double>(run.busy) / active_ns : 0.0; }
+  // Useful busy (summary.json's gpu.compute_busy): the share of the active span in which work
+  // other than NCCL kernels ran (kernels, copies, memsets). An NCCL kernel keeps the GPU
+  // "busy" while it waits for its peers, so `utilization` reads high on a job that mostly waits.
+  double compute_utilization() const {
+    return active_ns ? static_cast<double>(std::min(run.noncomm_busy, active_ns)) / active_ns : 0.0;
+  }
   double short_fraction() const {
     return kernel_with_api ? static_cast<double>(kernel_short) / kernel_with_api : 0.0;
   }

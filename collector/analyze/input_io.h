@@ -1,6 +1,6 @@
 // The `input_io` evidence (issue 6): what the rank's process tree (the process and its
 // descendants, e.g. DataLoader workers) did while the GPU sat idle waiting for the host.
-// The library samples the tree's cumulative CPU time, run-queue wait and read counters
+// The library samples the tree's cumulative CPU time, run-queue wait (every thread's) and read counters
 // about every 100 ms (wire ProcSample); the device sweep reports each host-wait gap
 // (interpret/device_sweep.h). Each sample interval's increase is shared among the gaps it overlaps
 // in proportion to the overlap, i.e. the rate is taken as even within an interval.
@@ -35,6 +35,7 @@ struct InputIoFigures {
   double throttled_gap_s = 0;  // gap time x the share of its interval's periods that were throttled
   // Over all sampled time, for comparison:
   double all_s = 0, all_cpu_s = 0, all_read_chars = 0;
+  double all_run_wait_s = 0;  // the tree's threads runnable, waiting for a CPU (cpu_oversubscribed)
   double all_periods = 0, all_throttled_periods = 0, all_throttled_s = 0;
   bool cgroup = false;  // samples carried the cgroup's counters
 

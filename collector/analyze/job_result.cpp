@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "analyze/verdict.h"
 #include "common/format.h"
 #include "common/median.h"
 

@@ -46,13 +46,16 @@ struct DigestAccess {
     j.at(2).get_to(h.min_);
     j.at(3).get_to(h.max_);
   }
-  static json Busy(const BusySeries& s) { return json::array({s.busy_, s.origin_, s.end_, s.width_, s.started_}); }
+  static json Busy(const BusySeries& s) {
+    return json::array({s.busy_, s.compute_, s.origin_, s.end_, s.width_, s.started_});
+  }
   static void Busy(const json& j, BusySeries& s) {
     j.at(0).get_to(s.busy_);
-    j.at(1).get_to(s.origin_);
-    j.at(2).get_to(s.end_);
-    j.at(3).get_to(s.width_);
-    j.at(4).get_to(s.started_);
+    j.at(1).get_to(s.compute_);
+    j.at(2).get_to(s.origin_);
+    j.at(3).get_to(s.end_);
+    j.at(4).get_to(s.width_);
+    j.at(5).get_to(s.started_);
   }
   static json Peaks(const PeakSeries& s) {
     return json::array({s.peak_, s.origin_, s.last_, s.width_, s.level_, s.started_});
@@ -135,7 +138,7 @@ GW_DIGEST(PaceStats, step, host_period, device_period)
 GW_DIGEST(StepFigures, steps, charged_until, sync_mid_ns, sync_mid_count, pace)
 GW_DIGEST(InputIoFigures, intervals, max_processes, host_wait_s, gap_s, cpu_s, run_wait_s, read_chars,
           read_bytes, periods, throttled_periods, throttled_s, throttled_gap_s, all_s, all_cpu_s, all_read_chars,
-          all_periods, all_throttled_periods, all_throttled_s, cgroup)
+          all_run_wait_s, all_periods, all_throttled_periods, all_throttled_s, cgroup)
 GW_DIGEST(MemoryFigures, allocations, frees, allocated_bytes, reserved_bytes, peak_bytes, peak_t_ns,
           untracked, total_bytes, min_free_bytes, mem_get_info_calls, series)
 GW_DIGEST(DeviceStateFigures::Other, memory_bytes_max, busy_s, samples, sm_util_max_pct)
@@ -176,7 +179,7 @@ GW_DIGEST(RankResult, rank, host, host_calls, host_first_ns, host_last_ns, sync,
 // platform the project builds on.
 #if defined(__x86_64__) && defined(__GLIBCXX__)
 // RankResult holds the others by value: its size covers them; these sit in containers.
-static_assert(sizeof(RankResult) == 47256, "RankResult changed: carry the new field in the digest");
+static_assert(sizeof(RankResult) == 51360, "RankResult changed: carry the new field in the digest");
 static_assert(sizeof(StepRec) == 168 && sizeof(CollCall) == 40 && sizeof(StepMark) == 24,
               "a step or collective record changed: carry the new field in the digest");
 static_assert(sizeof(SiteStat) == 96 && sizeof(HostFrame) == 80 && sizeof(Finding) == 216,

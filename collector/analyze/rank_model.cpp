@@ -119,11 +119,12 @@ RankResult RankModel::Compute() const {
   r.device = device_.figures();
   r.sm_fill = sm_fill_.Result(facts);
   r.device_sampler_detail = facts.device_sampler_detail();
-  // A sampled timeline's series is empty outside CUPTI's windows: no shape to read.
+  // A sampled timeline's series is empty outside CUPTI's windows: no shape to read. The
+  // useful curve: NCCL kernels waiting for peers would read as a busy GPU.
   if (!r.gpu.coverage.sampled) {
     const auto& st = r.steps.steps;
-    r.gpu_shape = st.empty() ? ClassifyUtilization(SeriesWindows(r.gpu.series, 0, 0), 0)
-                             : ClassifyUtilization(SeriesWindows(r.gpu.series, st.front().start, st.back().end),
+    r.gpu_shape = st.empty() ? ClassifyUtilization(SeriesWindows(r.gpu.series, 0, 0, true), 0)
+                             : ClassifyUtilization(SeriesWindows(r.gpu.series, st.front().start, st.back().end, true),
                                                    st.size());
   }
   r.dropped = facts.dropped();

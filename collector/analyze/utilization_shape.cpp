@@ -14,6 +14,7 @@
 #include "analyze/utilization_shape.h"
 
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 
 namespace gpuwatch::collector {
@@ -59,6 +60,38 @@ const char* UtilizationShape::reading() const {
     case kDegrading: return "degrading: utilization falls as the run goes on (a leak, fragmentation, throttling)";
     case kSteadyHigh: return "steady and high";
     default: return "";
+  }
+}
+
+const char* UtilizationShape::form() const {
+  switch (kind) {
+    case kSawtooth: return "a sawtooth";
+    case kSteadyLow: return "steady and low";
+    case kPeriodicDrops: return "periodic drops";
+    case kDegrading: return "degrading";
+    case kSteadyHigh: return "steady and high";
+    default: return "";
+  }
+}
+
+const char* UtilizationShape::cause() const {
+  const char* r = reading();
+  const char* colon = std::strchr(r, ':');
+  return colon ? colon + 2 : "";
+}
+
+bool UtilizationShape::Agrees(const std::string& id) const {
+  switch (kind) {
+    case kSawtooth:
+      return id == "data_loading" || id == "host_overhead" || id == "sync_stall" || id == "cpu_throttled" ||
+             id == "cpu_affinity" || id == "cpu_oversubscribed" || id == "pageable_copy" || id == "blocking_copy";
+    case kSteadyLow: return id == "launch_bound" || id == "small_batch";
+    case kPeriodicDrops: return id == "periodic_stall";
+    case kDegrading: return id == "clocks_throttled";
+    case kSteadyHigh:
+      return id == "mixed_precision" || id == "small_batch" || id == "gpu_shared" || id == "clocks_throttled" ||
+             id == "pcie_link";
+    default: return false;
   }
 }
 
@@ -116,12 +149,12 @@ UtilizationShape ClassifyUtilization(const std::vector<double>& v, size_t steps)
   return s;
 }
 
-std::vector<double> SeriesWindows(const BusySeries& series, uint64_t from_ns, uint64_t to_ns) {
+std::vector<double> SeriesWindows(const BusySeries& series, uint64_t from_ns, uint64_t to_ns, bool compute) {
   std::vector<double> out;
   for (size_t i = 0; i < series.size(); ++i) {
     const uint64_t a = series.origin_ns() + i * series.window_ns(), b = a + series.window_ns();
     if (to_ns != 0 && (b <= from_ns || a >= to_ns)) continue;
-    out.push_back(series.Fraction(i));
+    out.push_back(series.Fraction(i, compute));
   }
   return out;
 }

@@ -1,4 +1,5 @@
-// The shape of a rank's utilization curve (gpu.utilization_series), read as the usual
+// The shape of a rank's useful utilization curve (gpu.utilization_series.compute_busy: all work
+// but NCCL kernels, which keep a GPU "busy" while they wait for peers), read as the usual
 // triage guide reads nvidia-smi's: a sawtooth is the GPU waiting for input every step, a
 // steady low line is work too small for the device (batch, launches), periodic drops are
 // checkpoints or evaluation every N steps, a falling line is something degrading (memory
@@ -6,6 +7,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "analyze/busy_series.h"
@@ -25,8 +27,18 @@ struct UtilizationShape {
 
   // summary.json's `utilization_shape`; null (nullptr here) when unknown.
   const char* key() const;
-  // How the guide reads it, one clause for the verdict ("sawtooth: the GPU waits for input every step").
+  // How the guide reads it, one clause for the verdict ("a sawtooth: the GPU waits for input
+  // every step (data loading)"): the curve's form ("a sawtooth") and the cause the guide
+  // reads in it ("the GPU waits for input every step (data loading)"; empty for steady_high).
   const char* reading() const;
+  const char* form() const;
+  const char* cause() const;
+  // Whether the reading names the cause a finding measured (`id`: a finding id): a sawtooth
+  // and host-side waits (data loading, host work, syncs, the CPU), a steady low line and work
+  // too small for the GPU (launches, batch), drops and periodic stalls, a falling line and
+  // throttled clocks, a steady high line and losses inside busy kernels (precision, a shared
+  // or throttled GPU). The verdict gives the reading only where it agrees.
+  bool Agrees(const std::string& id) const;
 };
 
 inline constexpr double kIdleBusy = 0.10;        // a window under 10% busy is idle (or under high / 4)
@@ -39,7 +51,8 @@ inline constexpr double kDegradingFall = 0.25;   // first third minus last third
 // `busy`: the windows' busy shares in time order; `steps`: steps in them (0: unknown).
 UtilizationShape ClassifyUtilization(const std::vector<double>& busy, size_t steps);
 
-// The windows of `series` that overlap [from_ns, to_ns) (all of them when to_ns is 0).
-std::vector<double> SeriesWindows(const BusySeries& series, uint64_t from_ns, uint64_t to_ns);
+// The windows of `series` that overlap [from_ns, to_ns) (all of them when to_ns is 0): busy
+// shares of all work, or of useful work (`compute`).
+std::vector<double> SeriesWindows(const BusySeries& series, uint64_t from_ns, uint64_t to_ns, bool compute = false);
 
 }  // namespace gpuwatch::collector

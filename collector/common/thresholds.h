@@ -205,4 +205,15 @@ inline constexpr double kOffNodeShare = 0.5;
 // of the rank's CPUs off the node. An estimate to rank the finding, not a measurement.
 inline constexpr double kCrossNumaSlowdown = 0.25;
 
+// --- cpu_oversubscribed ---------------------------------------------------------------------
+// A host's CPUs explain the spread between its ranks (the straggler's peers' wait) when the
+// ranks' threads waited for a CPU (run queue, cgroup throttling) at least this share of that
+// wait per step (median rank of the host): a rank delayed by the scheduler reaches the
+// collective late by about its own wait, and which rank waits longest changes from step to
+// step. Half: inferred, the waits are summed over a rank's threads and not all of them gate a step.
+inline constexpr double kOversubscribedExplains = 0.5;
+// ... and at least this share of the wall time (median rank), so that a host with cores to
+// spare, whose threads wait a scheduler tick now and then, is never named. Inferred.
+inline constexpr double kOversubscribedMinWaitShare = 0.02;
+
 }  // namespace gpuwatch::collector

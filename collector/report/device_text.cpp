@@ -29,7 +29,7 @@ void PlacementText(const RankResult& r, std::string& out) {
 
 void DeviceStateText(const RankResult& r, std::string& out) {
   if (const char* shape = r.gpu_shape.key())
-    out += Printf("  utilization curve: %s (mean %.0f%%, %zu windows)\n", shape, 100 * r.gpu_shape.mean,
+    out += Printf("  utilization curve (compute): %s (mean %.0f%%, %zu windows)\n", shape, 100 * r.gpu_shape.mean,
                   r.gpu_shape.windows);
   const MemoryFigures& m = r.memory;
   if (m.known()) {

@@ -19,11 +19,15 @@ double Us(double ns) { return ns * 1e-3; }
 // Busy share per window, rounded to 0.1% to keep summary.json small (512 windows at most).
 nlohmann::json SeriesJson(const BusySeries& b) {
   if (b.empty()) return nullptr;
-  nlohmann::json busy = nlohmann::json::array();
-  for (size_t i = 0; i < b.size(); ++i) busy.push_back(std::round(b.Fraction(i) * 1000) / 1000);
+  nlohmann::json busy = nlohmann::json::array(), compute = nlohmann::json::array();
+  for (size_t i = 0; i < b.size(); ++i) {
+    busy.push_back(std::round(b.Fraction(i) * 1000) / 1000);
+    compute.push_back(std::round(b.Fraction(i, true) * 1000) / 1000);
+  }
   return {{"start_ns", b.origin_ns()},
           {"window_s", static_cast<double>(b.window_ns()) / 1e9},  // 0.01 exactly, not 1e7 * 1e-9
-          {"busy", busy}};
+          {"busy", busy},
+          {"compute_busy", compute}};
 }
 
 }  // namespace
@@ -119,12 +123,14 @@ nlohmann::json GpuJson(const GpuFigures& s) {
   g["comm_kernels"] = {{"count", s.comm_kernels + s.coll_events.count},
                        {"total_s", Seconds(s.run.comm + s.coll_events.ns)}};
   if (!s.cupti()) {
-    for (const char* k : {"busy_s", "active_s", "utilization", "gaps", "idle_breakdown_s", "launch_delay", "kernels",
+    for (const char* k : {"busy_s", "compute_busy_s", "compute_busy", "active_s", "utilization", "gaps", "idle_breakdown_s", "launch_delay", "kernels",
                           "memcpy", "utilization_series"})
       g[k] = nullptr;
     return g;
   }
   g["busy_s"] = Seconds(s.run.busy);
+  g["compute_busy_s"] = Seconds(std::min(s.run.noncomm_busy, s.active_ns));
+  g["compute_busy"] = s.compute_utilization();
   g["active_s"] = Seconds(s.active_ns);
   g["utilization"] = s.utilization();
   g["gaps"] = {{"count", s.gap_count},
@@ -460,7 +466,9 @@ nlohmann::json PlacementJson(const EnvFacts& env, const InputIoFigures& io) {
           {"cgroup_periods", io.all_periods},
           {"cgroup_throttled_periods", io.all_throttled_periods},
           {"cgroup_throttled_s", io.all_throttled_s},
-          {"throttled_share_in_host_wait", or_null(io.periods > 0, io.ThrottledShareInGaps())}};
+          {"throttled_share_in_host_wait", or_null(io.periods > 0, io.ThrottledShareInGaps())},
+          {"cpu_cores_busy", or_null(io.all_s > 0, io.all_s > 0 ? io.all_cpu_s / io.all_s : 0.0)},
+          {"run_queue_wait_share", or_null(io.all_s > 0, io.all_s > 0 ? io.all_run_wait_s / io.all_s : 0.0)}};
 }
 
 nlohmann::json ShapeEvidenceJson(const UtilizationShape& s) {

@@ -120,8 +120,10 @@ void GpuText(const GpuFigures& s, std::string& out) {
                     FmtDurationNs(comm_ns).c_str());
     return;
   }
-  out += Printf("  gpu (%s): busy %s of %s active, utilization %.1f%%\n", s.source_name(), FmtDurationNs(s.run.busy).c_str(), FmtDurationNs(s.active_ns).c_str(),
-                100.0 * s.utilization());
+  // Useful busy beside busy: NCCL kernels waiting for peers count in the second only.
+  out += Printf("  gpu (%s): busy %s of %s active (%.1f%%), compute %.1f%%\n", s.source_name(),
+                FmtDurationNs(s.run.busy).c_str(), FmtDurationNs(s.active_ns).c_str(), 100.0 * s.utilization(),
+                100.0 * s.compute_utilization());
   if (const std::string note = SampledNote(s); !note.empty())
     out += "    " + note + ":\n      figures scaled to the run, communication from every collective's GPU time\n";
   out += Printf("    %-4s %9s %11s %11s %11s %11s %11s\n", "gaps", "count", "total", "p50", "p90", "p99", "max");

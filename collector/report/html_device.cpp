@@ -50,7 +50,7 @@ void MemoryChart(const json& s, std::string& out) {
 
 void DeviceTable(const json& s, std::string& out) {
   out += "<section id=\"device\"><h2>Devices (NVML)</h2>\n<table><tr><th>rank</th><th>device</th>"
-         "<th>utilization curve</th><th class=\"n\">NVML util</th><th class=\"n\">SM clock busy / max</th>"
+         "<th>utilization curve (compute)</th><th class=\"n\">NVML util</th><th class=\"n\">SM clock busy / max</th>"
          "<th class=\"n\">held back</th><th class=\"n\">power / limit</th><th class=\"n\">max temp</th>"
          "<th class=\"n\">PCIe</th><th class=\"n\">NVLink</th><th class=\"n\">memory used / total</th><th>other processes</th></tr>\n";
   for (const json& r : Arr(s, "ranks")) {

@@ -174,7 +174,9 @@ void Utilization(const json& s, std::string& out) {
       row.busy.push_back(v.is_number() ? v.get<double>() : 0);
     const json& util = Get(Get(r, "gpu"), "utilization");
     row.label = RankLabel(r);
+    const json& compute = Get(Get(r, "gpu"), "compute_busy");
     if (util.is_number()) row.label += Printf("  %.0f%%", 100 * util.get<double>());
+    if (compute.is_number()) row.label += Printf(" (compute %.0f%%)", 100 * compute.get<double>());
     window = std::max(window, row.window_s);
     rows.push_back(std::move(row));
   }

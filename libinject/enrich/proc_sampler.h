@@ -18,7 +18,7 @@ struct ProcTotals {
   uint64_t read_chars = 0;  // rchar over the tree
   uint64_t read_bytes = 0;  // read_bytes over the tree
   uint32_t processes = 0;
-  uint64_t run_wait_ns = 0;  // runnable, waiting for a CPU (main threads, /proc/PID/schedstat)
+  uint64_t run_wait_ns = 0;  // runnable, waiting for a CPU (every thread, /proc/PID/task/TID/schedstat)
   // The cgroup's cpu.stat (filled by the sender from EnvironmentProbe::CgroupStat).
   uint64_t cgroup_periods = 0, cgroup_throttled_periods = 0, cgroup_throttled_ns = 0;
 };

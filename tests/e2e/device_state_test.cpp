@@ -107,9 +107,9 @@ TEST_CASE("utilization shape: sawtooth, steady low and periodic drops on the sce
     const char* shape;
     const char* reading;
   } kCases[] = {
-      {"dataloader_bound", "sawtooth", "Utilization curve: a sawtooth"},
-      {"launch_bound", "steady_low", "Utilization curve: steady and low"},
-      {"checkpoint_stall", "periodic_drops", "Utilization curve: periodic drops"},
+      {"dataloader_bound", "sawtooth", "Compute curve: a sawtooth: the GPU waits for input"},
+      {"launch_bound", "steady_low", "Compute curve: steady and low"},
+      {"checkpoint_stall", "periodic_drops", "Compute curve: periodic drops: the GPU idles"},
   };
   for (const auto& c : kCases) {
     JobRun r = RunScenario(std::string("shape-") + c.scenario, c.scenario);

@@ -43,11 +43,17 @@ json RankFinding(const json& rank, const std::string& id) {
 void CommonChecks(const JobRun& r, const std::string& nccl = "2.28.0") {
   const json& job = r.summary["job"];
   INFO("verdict: " << job.value("verdict", ""));
-  // The text opens with the verdict, right after the title line.
+  // The text opens with the verdict, right after the title line, and the verdict with the top
+  // finding (or that none is significant): the busy figures and the curve follow it.
   const std::string text = r.SummaryText();
   const auto nl = text.find('\n');
   REQUIRE(nl != std::string::npos);
-  CHECK(text.compare(nl + 1, 8, "GPU busy") == 0);
+  const bool loss_first = text.compare(nl + 1, 14, "Biggest loss: ") == 0 ||
+                          text.compare(nl + 1, 25, "No significant loss found") == 0;
+  CHECK(loss_first);
+  const std::string verdict = job.value("verdict", "");
+  CHECK(verdict.find("GPU busy") != std::string::npos);
+  CHECK(verdict.find("on compute and copies") != std::string::npos);
   for (const json& rank : r.summary["ranks"]) {
     // The simulator's versions unless a test configures others (docs/simulator.md).
     const json& env = rank["environment"];
@@ -262,7 +268,21 @@ TEST_CASE("diagnosis: comm_bound -> communication") {
     REQUIRE(f.is_object());
     Near("exposed comm", f["evidence"]["exposed_comm_s"], r.Device(k)["kinds"]["allreduce"]["device_s"], 0.05);
     Near("busbw", f["evidence"]["busbw_gbps"], r.scenario["gpu"]["busbw_gbps"], 0.10);
+    // The NCCL kernels keep the GPU busy, not usefully: the useful share is the kernels' and
+    // copies' (the device model's account), and the curve read is that one, not steady_high.
+    const json& g = rank["gpu"];
+    INFO("gpu " << g.dump().substr(0, 600));
+    CHECK(g["utilization"].get<double>() >= 0.9);
+    const json dev = r.Device(k)["kinds"];
+    const double useful = dev["kernel"]["device_s"].get<double>() + dev["h2d"]["device_s"].get<double>();
+    Near("compute busy", g["compute_busy_s"], useful, 0.05);
+    CHECK(g["compute_busy"].get<double>() < 0.5);
+    CHECK(g["utilization_shape"] != "steady_high");
   }
+  // The verdict's curve does not contradict the top finding without saying so.
+  const std::string v = r.summary["job"]["verdict"];
+  CHECK(v.rfind("Biggest loss: communication not hidden by compute", 0) == 0);
+  CHECK(v.find("Compute curve: steady and high.") == std::string::npos);
 }
 
 TEST_CASE("diagnosis: straggler -> straggler, naming the slowed rank") {

@@ -185,3 +185,60 @@ TEST_CASE("placement: a CPU quota that throttles the input pipeline is cpu_throt
   CHECK((*f)["time_lost_s"].get<double>() > 0);
   CHECK((*f)["time_lost_s"].get<double>() <= (*f)["evidence"]["gpu_idle_waiting_for_host_s"].get<double>() + 1e-9);
 }
+
+namespace {
+
+// The bundled cpu_oversubscribed scenario (symmetric ranks, CPU-bound input work each step)
+// at `ranks` ranks, the job pinned to two of the machine's CPUs (what taskset does), so that
+// its threads outnumber the cores on any machine.
+JobRun RunOnTwoCpus(const std::string& work, int ranks) {
+  cpu_set_t old_set;
+  REQUIRE(sched_getaffinity(0, sizeof old_set, &old_set) == 0);
+  REQUIRE(CPU_COUNT(&old_set) >= 2);
+  cpu_set_t pinned;
+  CPU_ZERO(&pinned);
+  for (int c = 0, n = 0; c < CPU_SETSIZE && n < 2; ++c)
+    if (CPU_ISSET(c, &old_set)) CPU_SET(c, &pinned), ++n;
+  std::ifstream in(std::string(GPUWATCH_SCENARIOS_DIR) + "/cpu_oversubscribed.json");
+  json scenario = json::parse(in);
+  scenario["ranks"] = ranks;
+  REQUIRE(sched_setaffinity(0, sizeof pinned, &pinned) == 0);  // inherited by the job
+  JobRun r = RunScenario(work, scenario.dump());
+  sched_setaffinity(0, sizeof old_set, &old_set);
+  return r;
+}
+
+// Symmetric ranks on too few CPUs: no straggler, the host named with its ranks and CPUs.
+void CheckOversubscribed(const JobRun& r, int ranks) {
+  INFO("driver stderr:\n" << r.job.err);
+  const json& job = r.summary["job"];
+  INFO("findings " << job["findings"].dump().substr(0, 4000));
+  CHECK(Finding(job["findings"], "straggler") == nullptr);
+  const json* f = Finding(job["findings"], "cpu_oversubscribed");
+  REQUIRE(f);
+  CHECK((*f)["ranks"].size() == static_cast<size_t>(ranks));
+  CHECK((*f)["evidence"]["cpus"] == 2);
+  CHECK((*f)["evidence"]["ranks"].size() == static_cast<size_t>(ranks));
+  CHECK((*f)["evidence"]["run_wait_share"].get<double>() >= 0.02);
+  CHECK((*f)["time_lost_s"].get<double>() > 0);
+  for (const json& rank : r.summary["ranks"]) CHECK(rank["placement"]["run_queue_wait_share"].get<double>() > 0);
+}
+
+}  // namespace
+
+TEST_CASE("placement: 8 symmetric ranks on 2 CPUs are cpu_oversubscribed, not a straggler") {
+  CheckOversubscribed(RunOnTwoCpus("placement-oversubscribed-8", 8), 8);
+}
+
+TEST_CASE("placement: 4 symmetric ranks on 2 CPUs are cpu_oversubscribed, not a straggler") {
+  CheckOversubscribed(RunOnTwoCpus("placement-oversubscribed-4", 4), 4);
+}
+
+TEST_CASE("placement: 2 ranks that mostly sleep, cores to spare: neither cpu_oversubscribed nor a straggler") {
+  JobRun r = RunScenario("placement-spare-cores", "healthy");
+  INFO("driver stderr:\n" << r.job.err);
+  const json& job = r.summary["job"];
+  INFO("findings " << job["findings"].dump().substr(0, 4000));
+  CHECK(Finding(job["findings"], "cpu_oversubscribed") == nullptr);
+  CHECK(Finding(job["findings"], "straggler") == nullptr);
+}

@@ -4,6 +4,7 @@
 
 #include "analyze/environment.h"
 #include "analyze/findings.h"
+#include "analyze/verdict.h"
 #include "analyze/job_result.h"
 #include "analyze/input_io.h"
 #include "analyze/rank_model.h"

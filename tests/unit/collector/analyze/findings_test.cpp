@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "analyze/findings.h"
+#include "analyze/verdict.h"
 #include "analyze/job_result.h"
 #include "analyze/rank_model.h"
 #include "report/figures_json.h"
