@@ -33,7 +33,7 @@ def union_ns(spans):
 
 
 def direction(name):
-    return "h2d" if "HtoD" in name else "d2h" if "DtoH" in name else "other"
+    return "h2d" if "HtoD" in name else "d2h" if "DtoH" in name else "d2d" if "DtoD" in name else "other"
 
 
 def count(path):
@@ -51,7 +51,7 @@ def count(path):
     launch_names = {"cudaLaunchKernel", "cudaLaunchKernelExC", "cudaLaunchCooperativeKernel"}
     launches = [e for e in runtime if e["name"] in launch_names
                 and dev_by_corr.get(e["args"].get("correlation"), {}).get("cat") in ("kernel", "Kernel")]
-    copies = {"h2d": [0, 0, 0], "d2h": [0, 0, 0]}  # count, bytes, pageable count
+    copies = {"h2d": [0, 0, 0], "d2h": [0, 0, 0], "d2d": [0, 0, 0]}  # calls, bytes, pageable calls
     for e in runtime:
         if not e["name"].startswith("cudaMemcpy"):
             continue
@@ -84,6 +84,8 @@ def count(path):
         "memset_calls": len(memset_calls),
         "h2d_calls": copies["h2d"][0], "h2d_bytes": copies["h2d"][1], "h2d_pageable": copies["h2d"][2],
         "d2h_calls": copies["d2h"][0], "d2h_bytes": copies["d2h"][1], "d2h_pageable": copies["d2h"][2],
+        "d2d_calls": copies["d2d"][0], "d2d_bytes": copies["d2d"][1],
+        "memset_api_calls": sum(1 for e in runtime if e["name"].startswith("cudaMemset")),
         "syncs": syncs,
         "steps": len(steps),
         "busy_ns": union_ns(spans),
