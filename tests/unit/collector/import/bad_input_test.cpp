@@ -90,7 +90,7 @@ TEST_CASE("collector: import keeps what it can of odd input: unknown categories,
   CHECK(said);
 }
 
-TEST_CASE("gpuwatch: import of a bad trace exits 2 with one line; a good one writes a run's files") {
+TEST_CASE("gpuwatch: import of a bad trace exits 2 with one line, a good one writes the files of a run") {
   TempDir tmp;
   const std::string bad = WriteFile(tmp, "other.json", R"({"metrics": 1})");
   CmdResult r = RunCmd({GW_GPUWATCH_BIN, "import", bad, "-o", tmp.path + "/out"}, tmp.path);
