@@ -12,8 +12,8 @@ enum class RecordKind : uint8_t {
   kMemcpy,
   kMemset,
   kSync,        // GPU-side synchronization record
-  kRange,       // a user annotation or ProfilerStep: an NVTX range
-  kCollective,  // record_param_comms without an NCCL kernel that carries its arguments
+  kRange,       // a user annotation or ProfilerStep: an NVTX range, and a host frame
+  kFrame,       // a python_function frame or DataLoader iteration: a host frame only
 };
 
 struct ImportRecord {

@@ -39,8 +39,8 @@ bool KinetoMapper::Map(const TraceEvent& e, std::string* error) {
     ++stats_.ignored;
     return true;
   }
-  const bool range_op = kind == KinetoKind::kCpuOp && IsProfilerStep(e.name);
-  if (kind == KinetoKind::kIgnored || (kind == KinetoKind::kCpuOp && !range_op)) {
+  const bool read_op = kind == KinetoKind::kCpuOp && (IsProfilerStep(e.name) || IsDataLoaderIteration(e.name));
+  if (kind == KinetoKind::kIgnored || (kind == KinetoKind::kCpuOp && !read_op)) {
     ++stats_.ignored;
     return true;
   }
@@ -120,8 +120,18 @@ bool KinetoMapper::Map(const TraceEvent& e, std::string* error) {
       ++stats_.syncs;
       break;
     }
-    case KinetoKind::kAnnotation:
+    case KinetoKind::kPython:
+      r.kind = RecordKind::kFrame;
+      r.name_id = tables_.Name(HostFrameOf(kind, e.name));
+      break;
     case KinetoKind::kCpuOp:
+      if (IsDataLoaderIteration(e.name)) {
+        r.kind = RecordKind::kFrame;
+        r.name_id = tables_.Name(HostFrameOf(kind, e.name));
+        break;
+      }
+      [[fallthrough]];
+    case KinetoKind::kAnnotation:
       r.kind = RecordKind::kRange;
       // Every ProfilerStep#N is one range name, so the step finder takes them as one series.
       if (IsProfilerStep(e.name)) {

@@ -30,7 +30,7 @@ KinetoKind KindOf(std::string_view ph, std::string_view cat) {
       {"Memset", KinetoKind::kMemset},        {"cuda_sync", KinetoKind::kSync},
       {"user_annotation", KinetoKind::kAnnotation}, {"cpu_op", KinetoKind::kCpuOp},
       {"Operator", KinetoKind::kCpuOp},       {"gpu_user_annotation", KinetoKind::kIgnored},
-      {"python_function", KinetoKind::kIgnored}, {"Trace", KinetoKind::kIgnored},
+      {"python_function", KinetoKind::kPython}, {"Trace", KinetoKind::kIgnored},
       {"async", KinetoKind::kIgnored},        {"cpu_instant_event", KinetoKind::kIgnored},
       {"Python", KinetoKind::kIgnored},       {"overhead", KinetoKind::kIgnored},
       {"Overhead", KinetoKind::kIgnored},     {"ac2g", KinetoKind::kIgnored},
@@ -78,6 +78,23 @@ wire::CopyKind CopyKindOfName(std::string_view n, bool* pageable) {
 }
 
 bool IsProfilerStep(std::string_view n) { return StartsWith(n, "ProfilerStep#"); }
+
+bool IsDataLoaderIteration(std::string_view n) { return StartsWith(n, "enumerate(DataLoader)"); }
+
+std::string HostFrameOf(KinetoKind kind, std::string_view n) {
+  if (kind == KinetoKind::kPython) {
+    // "file(line): function"
+    const size_t open = n.find('(');
+    const size_t close = open == std::string_view::npos ? open : n.find("): ", open);
+    if (close != std::string_view::npos && close > open + 1 &&
+        n.substr(open + 1, close - open - 1).find_first_not_of("0123456789") == std::string_view::npos)
+      return std::string(n.substr(0, open)) + ":" + std::string(n.substr(open + 1, close - open - 1)) + " in " +
+             std::string(n.substr(close + 3));
+    return std::string(n);
+  }
+  if (IsDataLoaderIteration(n)) return "torch/utils/data/dataloader.py in " + std::string(n);
+  return std::string(n);
+}
 
 bool IsNcclKernel(std::string_view n) {
   // The name may start with "void " (demangled) in older traces.

@@ -20,7 +20,8 @@ enum class KinetoKind : uint8_t {
   kMemset,
   kSync,        // a GPU-side synchronization record (cuda_sync)
   kAnnotation,  // a user annotation (record_function): a range
-  kCpuOp,       // an operator: only ProfilerStep#N, record_param_comms and the DataLoader matter
+  kCpuOp,       // an operator: only ProfilerStep#N and the DataLoader's iteration are read
+  kPython,      // a python_function frame (with_stack)
   kUnknown,     // a category neither dialect has
 };
 
@@ -37,6 +38,14 @@ wire::CopyKind CopyKindOfName(std::string_view name, bool* pageable);
 // ProfilerStep#N: the step ranges torch.profiler's schedule marks.
 bool IsProfilerStep(std::string_view name);
 inline constexpr const char* kProfilerStepRange = "ProfilerStep";
+
+// enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__: the loop fetching a batch.
+bool IsDataLoaderIteration(std::string_view name);
+// A host frame as the host sampler writes one ("file:line in function"): python_function's
+// "torch/nn/modules/module.py(1501): _call_impl" becomes "torch/nn/modules/module.py:1501 in
+// _call_impl"; DataLoader iteration is placed in torch/utils/data/dataloader.py (where
+// torch.profiler records it) so that it reads as data loading; other names stay as they are.
+std::string HostFrameOf(KinetoKind kind, std::string_view name);
 
 // An NCCL kernel ("ncclKernel_AllReduce_RING_LL_Sum_float", "ncclDevKernel_AllGather_RING_LL").
 bool IsNcclKernel(std::string_view name);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <istream>
+#include <map>
 #include <unordered_map>
 
 #include "common/wire_vocab.h"
@@ -13,6 +14,7 @@
 #include "import/kineto_vocab.h"
 #include "import/rank_tables.h"
 #include "import/record_sorter.h"
+#include "import/span_sampler.h"
 #include "import/trace_source.h"
 
 namespace gpuwatch::collector {
@@ -283,6 +285,23 @@ bool ImportRankTrace(const std::string& path, const RankImportOptions& options, 
   std::vector<uint64_t> comm_seq(tables.comms().size(), 0);
   // Open ranges per thread (ends), for each range's nesting depth.
   std::unordered_map<uint32_t, std::vector<uint64_t>> open_ranges;
+  // Host samples of the spans open on each thread, their stacks interned as a rank's are.
+  SpanSampler sampler;
+  std::map<std::vector<uint32_t>, uint32_t> stack_ids;
+  auto sample = [&](uint64_t t_ns, uint32_t tid, const std::vector<uint32_t>& frames) {
+    auto [it, added] = stack_ids.emplace(frames, static_cast<uint32_t>(stack_ids.size() + 1));
+    if (added) {
+      wire::PythonStack* st = out->batch().add_python_stacks();
+      st->set_id(it->second);
+      for (uint32_t f : frames)
+        if (f > 0 && f <= tables.names().size()) st->add_frames(tables.names()[f - 1]);
+    }
+    wire::HostSample* h = out->batch().add_host_samples();
+    h->set_t_ns(t_ns);
+    h->set_tid(tid);
+    h->set_stack_id(it->second);
+    out->Count();
+  };
   auto take = [&](const ImportRecord& r) {
     if (!sink) {
       first_ns = r.t_ns;
@@ -293,6 +312,7 @@ bool ImportRankTrace(const std::string& path, const RankImportOptions& options, 
       FillFirstBatch(header, tables, stats->rank, world, out->batch());
     }
     last_ns = std::max(last_ns, r.t_ns + r.dur_ns);
+    sampler.Advance(r.t_ns, sample);
     switch (r.kind) {
       case RecordKind::kCall: AddHostCall(r, tables, *out, stats, comm_seq); break;
       case RecordKind::kRange: {
@@ -307,8 +327,10 @@ bool ImportRankTrace(const std::string& path, const RankImportOptions& options, 
         e->set_seq(stack.size());
         stack.push_back(r.t_ns + r.dur_ns);
         out->Count();
+        sampler.Open(r.tid, r.t_ns, r.t_ns + r.dur_ns, r.name_id);
         break;
       }
+      case RecordKind::kFrame: sampler.Open(r.tid, r.t_ns, r.t_ns + r.dur_ns, r.name_id); break;
       default: AddWork(r, *out); break;
     }
     // Records come by start: every call whose order key (start, or end) is before this
@@ -327,6 +349,12 @@ bool ImportRankTrace(const std::string& path, const RankImportOptions& options, 
     return false;
   }
   stats->sorted_runs = std::max<uint64_t>(stats->sorted_runs, sorter.runs());
+  sampler.Advance(last_ns + 1, sample);
+  if (sampler.samples() > 0) {
+    wire::HostSampling* hs = out->batch().mutable_host_sampling();
+    hs->set_hz(1e9 / SpanSampler::kPeriodNs);
+    hs->set_samples(sampler.samples());
+  }
   out->Send(last_ns);
   wire::Goodbye bye;
   bye.set_end_ns(last_ns);
