@@ -8,8 +8,8 @@
 namespace gpuwatch::collector {
 namespace {
 
-bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-bool EndsWith(std::string_view s, std::string_view p) {
+bool HasPrefix(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+bool HasSuffix(std::string_view s, std::string_view p) {
   return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
 }
 bool ContainsNoCase(std::string_view s, std::string_view p) {
@@ -44,17 +44,17 @@ KinetoKind KindOf(std::string_view ph, std::string_view cat) {
 wire::Api ApiOfCall(std::string_view n) {
   // The per-thread-default-stream forms (_ptsz, _ptds) are the same calls.
   for (std::string_view suffix : {"_ptsz", "_ptds"})
-    if (EndsWith(n, suffix)) n.remove_suffix(suffix.size());
+    if (HasSuffix(n, suffix)) n.remove_suffix(suffix.size());
   if (n == "cudaLaunchKernel" || n == "cudaLaunchKernelExC" || n == "cudaLaunchCooperativeKernel" ||
       n == "__cudaLaunchKernel")
     return wire::CUDA_LAUNCH_KERNEL;
   if (n == "cuLaunchKernel" || n == "cuLaunchKernelEx" || n == "cuLaunchCooperativeKernel")
     return wire::CUDA_DRIVER_LAUNCH_KERNEL;
   if (n == "cudaGraphLaunch" || n == "cuGraphLaunch") return wire::CUDA_GRAPH_LAUNCH;
-  if (StartsWith(n, "cudaMemcpy") || StartsWith(n, "cuMemcpy"))
-    return EndsWith(n, "Async") ? wire::CUDA_MEMCPY_ASYNC : wire::CUDA_MEMCPY;
-  if (StartsWith(n, "cudaMemset") || StartsWith(n, "cuMemset"))
-    return EndsWith(n, "Async") ? wire::CUDA_MEMSET_ASYNC : wire::CUDA_MEMSET;
+  if (HasPrefix(n, "cudaMemcpy") || HasPrefix(n, "cuMemcpy"))
+    return HasSuffix(n, "Async") ? wire::CUDA_MEMCPY_ASYNC : wire::CUDA_MEMCPY;
+  if (HasPrefix(n, "cudaMemset") || HasPrefix(n, "cuMemset"))
+    return HasSuffix(n, "Async") ? wire::CUDA_MEMSET_ASYNC : wire::CUDA_MEMSET;
   if (n == "cudaStreamSynchronize" || n == "cuStreamSynchronize") return wire::CUDA_STREAM_SYNCHRONIZE;
   if (n == "cudaDeviceSynchronize" || n == "cuCtxSynchronize") return wire::CUDA_DEVICE_SYNCHRONIZE;
   if (n == "cudaEventSynchronize" || n == "cuEventSynchronize") return wire::CUDA_EVENT_SYNCHRONIZE;
@@ -63,7 +63,7 @@ wire::Api ApiOfCall(std::string_view n) {
   if (n == "cudaLaunchHostFunc" || n == "cuLaunchHostFunc") return wire::CUDA_LAUNCH_HOST_FUNC;
   if (n == "cudaStreamBeginCapture" || n == "cuStreamBeginCapture") return wire::CUDA_STREAM_BEGIN_CAPTURE;
   if (n == "cudaStreamEndCapture" || n == "cuStreamEndCapture") return wire::CUDA_STREAM_END_CAPTURE;
-  if (StartsWith(n, "cudaGraphInstantiate") || StartsWith(n, "cuGraphInstantiate"))
+  if (HasPrefix(n, "cudaGraphInstantiate") || HasPrefix(n, "cuGraphInstantiate"))
     return wire::CUDA_GRAPH_INSTANTIATE;
   return wire::API_UNSPECIFIED;
 }
@@ -77,9 +77,9 @@ wire::CopyKind CopyKindOfName(std::string_view n, bool* pageable) {
   return wire::COPY_UNSPECIFIED;
 }
 
-bool IsProfilerStep(std::string_view n) { return StartsWith(n, "ProfilerStep#"); }
+bool IsProfilerStep(std::string_view n) { return HasPrefix(n, "ProfilerStep#"); }
 
-bool IsDataLoaderIteration(std::string_view n) { return StartsWith(n, "enumerate(DataLoader)"); }
+bool IsDataLoaderIteration(std::string_view n) { return HasPrefix(n, "enumerate(DataLoader)"); }
 
 std::string HostFrameOf(KinetoKind kind, std::string_view n) {
   if (kind == KinetoKind::kPython) {
@@ -98,8 +98,8 @@ std::string HostFrameOf(KinetoKind kind, std::string_view n) {
 
 bool IsNcclKernel(std::string_view n) {
   // The name may start with "void " (demangled) in older traces.
-  if (StartsWith(n, "void ")) n.remove_prefix(5);
-  return StartsWith(n, "ncclKernel_") || StartsWith(n, "ncclDevKernel_");
+  if (HasPrefix(n, "void ")) n.remove_prefix(5);
+  return HasPrefix(n, "ncclKernel_") || HasPrefix(n, "ncclDevKernel_");
 }
 
 wire::Api CollectiveOfKernel(std::string_view n) {
@@ -113,7 +113,7 @@ wire::Api CollectiveOfKernel(std::string_view n) {
   const size_t us = n.find('_');
   const std::string_view rest = n.substr(us + 1);
   for (const auto& [op, api] : kOps)
-    if (StartsWith(rest, op)) return api;
+    if (HasPrefix(rest, op)) return api;
   return wire::API_UNSPECIFIED;
 }
 

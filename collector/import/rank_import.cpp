@@ -154,7 +154,7 @@ void AddHostCall(const ImportRecord& r, const RankTables& tables, RankStream& ou
   }
 }
 
-void AddWork(const ImportRecord& r, RankStream& out) {
+void AddDeviceWork(const ImportRecord& r, RankStream& out) {
   wire::Activity* a = out.batch().add_activities();
   a->set_start_ns(r.t_ns);
   a->set_end_ns(r.t_ns + r.dur_ns);
@@ -331,7 +331,7 @@ bool ImportRankTrace(const std::string& path, const RankImportOptions& options, 
         break;
       }
       case RecordKind::kFrame: sampler.Open(r.tid, r.t_ns, r.t_ns + r.dur_ns, r.name_id); break;
-      default: AddWork(r, *out); break;
+      default: AddDeviceWork(r, *out); break;
     }
     // Records come by start: every call whose order key (start, or end) is before this
     // start has been added.
