@@ -363,7 +363,7 @@ bool ImportRankTrace(const std::string& path, const RankImportOptions& options, 
   jobs.Detach(hello.job_id(), sink, /*said_goodbye=*/true, Clock::now());
   // What a trace cannot say, said once per rank.
   stats->notes.push_back("not in a torch.profiler trace: NVML device samples, /proc samples of the process tree, "
-                         "host stack samples; allocation sizes; which event a stream waited on");
+                         "stacks outside recorded spans; allocation sizes; which event a stream waited on");
   if (stats->untimed) stats->notes.push_back(std::to_string(stats->untimed) + " complete event(s) without ts or dur dropped");
   for (const auto& [cat, n] : stats->unknown_categories)
     stats->notes.push_back(std::to_string(n) + " event(s) of unknown category \"" + cat.substr(0, 64) + "\" ignored");
