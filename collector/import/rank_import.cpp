@@ -364,6 +364,9 @@ bool ImportRankTrace(const std::string& path, const RankImportOptions& options, 
   // What a trace cannot say, said once per rank.
   stats->notes.push_back("not in a torch.profiler trace: NVML device samples, /proc samples of the process tree, "
                          "stacks outside recorded spans; allocation sizes; which event a stream waited on");
+  if (sampler.capped())
+    stats->notes.push_back("host samples stopped at " + std::to_string(SpanSampler::kMaxSamples) +
+                           ": later host-wait gaps have no host-frame evidence");
   if (stats->untimed) stats->notes.push_back(std::to_string(stats->untimed) + " complete event(s) without ts or dur dropped");
   for (const auto& [cat, n] : stats->unknown_categories)
     stats->notes.push_back(std::to_string(n) + " event(s) of unknown category \"" + cat.substr(0, 64) + "\" ignored");

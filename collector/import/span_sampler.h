@@ -14,9 +14,13 @@ class SpanSampler {
  public:
   static constexpr uint64_t kPeriodNs = 1'000'000;  // 1 kHz
   static constexpr size_t kMaxFrames = 16;          // as a PythonStack holds
+  // Samples of one file at most (about 17 min of one thread): a span left open for hours
+  // would otherwise be read a million times an hour. Past it, sampling stops (capped()).
+  static constexpr uint64_t kMaxSamples = 1 << 20;
 
   // A span of `tid` begins; every span starting earlier has been opened.
   void Open(uint32_t tid, uint64_t start_ns, uint64_t end_ns, uint32_t name_id) {
+    if (capped()) return;
     if (next_tick_ == 0) next_tick_ = (start_ns / kPeriodNs + 1) * kPeriodNs;
     threads_[tid].push_back({end_ns, name_id});
   }
@@ -24,7 +28,7 @@ class SpanSampler {
   // take(t_ns, tid, frames) with the spans' name ids, innermost first.
   template <class Take>
   void Advance(uint64_t now_ns, Take&& take) {
-    for (; next_tick_ != 0 && next_tick_ < now_ns; next_tick_ += kPeriodNs) {
+    for (; next_tick_ != 0 && next_tick_ < now_ns && samples_ < kMaxSamples; next_tick_ += kPeriodNs) {
       for (auto it = threads_.begin(); it != threads_.end();) {
         auto& open = it->second;
         const uint64_t t = next_tick_;
@@ -46,6 +50,7 @@ class SpanSampler {
     }
   }
   uint64_t samples() const { return samples_; }
+  bool capped() const { return samples_ >= kMaxSamples; }
 
  private:
   struct Span {
