@@ -15,9 +15,12 @@ mkdir -p "$corpus" "$findings"
 ASAN_OPTIONS=detect_leaks=0 "$build/bin/fuzz_make_seeds" "$corpus" >/dev/null
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-# Inputs that once crashed it (tests/fuzz/regressions/), each run once before the search.
+# Inputs that once crashed them (tests/fuzz/regressions/, kineto_regressions/), each run once
+# before the search.
 "$build/bin/fuzz_stream" tests/fuzz/regressions/* >/dev/null 2>"$findings/regressions.log" ||
   { tail -40 "$findings/regressions.log"; echo "fuzz: an input in tests/fuzz/regressions/ fails again" >&2; exit 1; }
+"$build/bin/fuzz_kineto" tests/fuzz/kineto_regressions/* >/dev/null 2>"$findings/kineto-regressions.log" ||
+  { tail -40 "$findings/kineto-regressions.log"; echo "fuzz: an input in tests/fuzz/kineto_regressions/ fails again" >&2; exit 1; }
 # The trace reader: small hand-written traces of both dialects and a real one (gzip).
 kcorpus="$build/corpus-kineto"
 mkdir -p "$kcorpus"

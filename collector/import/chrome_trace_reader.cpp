@@ -39,7 +39,10 @@ bool ToInt(const Scalar& s, int64_t* out) {
   switch (s.kind) {
     case Scalar::kInt: *out = s.i; return true;
     case Scalar::kUint: *out = s.u > INT64_MAX ? INT64_MAX : static_cast<int64_t>(s.u); return true;
-    case Scalar::kFloat: *out = static_cast<int64_t>(s.d); return s.d > -9e18 && s.d < 9e18;
+    case Scalar::kFloat:
+      if (!(s.d > -9e18 && s.d < 9e18)) return false;  // before the cast: out of range is UB
+      *out = static_cast<int64_t>(s.d);
+      return true;
     default: return false;
   }
 }

@@ -71,6 +71,18 @@ TEST_CASE("collector: import reader takes events, args and the header, skipping 
   CHECK(r.header.host == "node1");
 }
 
+TEST_CASE("collector: import reader leaves out-of-range numbers unread") {
+  const Read r = ReadText(R"([{"ph": "X", "cat": "kernel", "ts": 1e300, "dur": -3,
+                               "args": {"correlation": 2.2e79, "stream": -1e30, "bytes": 1.5e300}}])");
+  REQUIRE(r.ok);
+  REQUIRE(r.events.size() == 1);
+  CHECK_FALSE(r.events[0].has_ts);
+  CHECK_FALSE(r.events[0].has_dur);
+  CHECK(r.events[0].correlation == -1);
+  CHECK(r.events[0].stream == -1);
+  CHECK_FALSE(r.events[0].has_bytes);
+}
+
 TEST_CASE("collector: import reader takes the JSON Array Format too") {
   const Read r = ReadText(R"([{"ph": "X", "cat": "cpu_op", "name": "a", "ts": 1, "dur": 1}])");
   REQUIRE(r.ok);
