@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 
 #include "import_fixture.h"
+#include "procs.h"
+#include "test_trace_validator.h"
 
 using namespace gwtest;
 using nlohmann::json;
@@ -82,4 +84,24 @@ TEST_CASE("collector: import sorts in runs on disk and gets the same summary") {
   CHECK(runs["ranks"][0]["gpu"] == whole.summary["ranks"][0]["gpu"]);
   CHECK(runs["ranks"][0]["steps"] == whole.summary["ranks"][0]["steps"]);
   CHECK(runs["ranks"][0]["collectives"] == whole.summary["ranks"][0]["collectives"]);
+}
+
+TEST_CASE("gpuwatch: import writes a valid Perfetto trace of each real trace") {
+  for (const char* name : kTraces) {
+    SECTION(name) {
+      TempDir tmp;
+      const CmdResult r = RunCmd({GW_GPUWATCH_BIN, "import", KinetoTrace(name), "-o", tmp.path, "-q"}, tmp.path);
+      INFO(r.err);
+      REQUIRE(r.code == 0);
+      const gwtrace::TraceReport rep = gwtrace::ValidateTrace(Slurp(tmp.path + "/trace.perfetto-trace"), false);
+      INFO(rep.First());
+      CHECK(rep.errors.empty());
+      REQUIRE(rep.processes.size() == 1);
+      const gwtrace::RankCounts& c = rep.processes.begin()->second;
+      const json want = ExpectedCounts(name);
+      CHECK(c.kernels == want["kernels"].get<uint64_t>());
+      CHECK(c.memsets == want["memsets"].get<uint64_t>());
+      if (want["steps"].get<int>() > 0) CHECK(c.steps == want["steps"].get<uint64_t>());  // else inferred
+    }
+  }
 }
