@@ -240,6 +240,10 @@ class Handler final : public nlohmann::json_sax<json> {
       event_.registers = ToU32(s);
     } else if (key_ == "shared memory") {
       event_.shared_bytes = ToU32(s);
+    } else if (key_ == "wait_on_stream") {
+      ToInt(s, &event_.wait_on_stream);
+    } else if (key_ == "wait_on_cuda_event_record_corr_id") {
+      ToInt(s, &event_.wait_record_correlation);
     } else if (key_ == "cuda_sync_kind" && str) {
       event_.sync_kind = *s.text;
     } else if (key_ == "Collective name" && str) {

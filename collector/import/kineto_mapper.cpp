@@ -116,6 +116,10 @@ bool KinetoMapper::Map(const TraceEvent& e, std::string* error) {
       r.blocks_host = what != "Stream Wait Event";
       DeviceSide d;
       d.stream = r.stream;
+      if (!r.blocks_host && e.wait_record_correlation > 0 && e.wait_on_stream >= 0) {
+        d.waits_for = U32(e.wait_record_correlation);
+        tables_.recorded_on[d.waits_for] = U32(e.wait_on_stream);
+      }
       NoteDevice(e, d);
       ++stats_.syncs;
       break;

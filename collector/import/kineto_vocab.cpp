@@ -60,6 +60,9 @@ wire::Api ApiOfCall(std::string_view n) {
   if (n == "cudaEventSynchronize" || n == "cuEventSynchronize") return wire::CUDA_EVENT_SYNCHRONIZE;
   if (n == "cudaStreamQuery" || n == "cuStreamQuery") return wire::CUDA_STREAM_QUERY;
   if (n == "cudaEventQuery" || n == "cuEventQuery") return wire::CUDA_EVENT_QUERY;
+  if (n == "cudaEventRecord" || n == "cudaEventRecordWithFlags" || n == "cuEventRecord" || n == "cuEventRecordWithFlags")
+    return wire::CUDA_EVENT_RECORD;
+  if (n == "cudaStreamWaitEvent" || n == "cuStreamWaitEvent") return wire::CUDA_STREAM_WAIT_EVENT;
   if (n == "cudaLaunchHostFunc" || n == "cuLaunchHostFunc") return wire::CUDA_LAUNCH_HOST_FUNC;
   if (n == "cudaStreamBeginCapture" || n == "cuStreamBeginCapture") return wire::CUDA_STREAM_BEGIN_CAPTURE;
   if (n == "cudaStreamEndCapture" || n == "cuStreamEndCapture") return wire::CUDA_STREAM_END_CAPTURE;

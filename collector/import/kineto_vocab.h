@@ -29,7 +29,8 @@ KinetoKind KindOf(std::string_view ph, std::string_view cat);
 
 // The wire API a runtime or driver call is, API_UNSPECIFIED for calls gpuwatch does not
 // model (attribute queries, stream creation, ...). Memory calls are left out: the trace
-// has no sizes or addresses for them.
+// has no sizes or addresses for them. Event records and stream waits are mapped; which
+// of them can be sent depends on the wait's sync record (rank_import.cpp).
 wire::Api ApiOfCall(std::string_view name);
 
 // "Memcpy HtoD (Pageable -> Device)": the direction, and whether the host side is pageable.

@@ -100,14 +100,29 @@ void AddHostCall(const ImportRecord& r, const RankTables& tables, RankStream& ou
                  std::vector<uint64_t>& comm_seq) {
   const auto dev_it = tables.device.find(r.correlation);
   const DeviceSide* dev = dev_it == tables.device.end() ? nullptr : &dev_it->second;
-  const auto api = static_cast<wire::Api>(r.api);
+  auto api = static_cast<wire::Api>(r.api);
+  // A record or a wait goes out only when the trace pairs them (the wait's sync record names
+  // the record and both streams): the event's handle is then the record's correlation id.
+  uint64_t event_key = 0;
+  uint32_t event_stream = 0;
+  if (api == wire::CUDA_EVENT_RECORD) {
+    const auto on = tables.recorded_on.find(r.correlation);
+    if (on == tables.recorded_on.end()) api = wire::API_UNSPECIFIED;
+    else event_key = r.correlation, event_stream = on->second;
+  } else if (api == wire::CUDA_STREAM_WAIT_EVENT) {
+    if (!dev || dev->waits_for == 0) api = wire::API_UNSPECIFIED;
+    else event_key = dev->waits_for, event_stream = dev->stream;
+  }
   if (api != wire::API_UNSPECIFIED) {
     wire::Event* e = out.batch().add_events();
     e->set_api(api);
     e->set_t_ns(r.t_ns);
     e->set_dur_ns(r.dur_ns);
     e->set_tid(r.tid);
-    if (dev) {
+    if (event_key) {
+      e->set_stream(event_stream);
+      e->set_seq(event_key);
+    } else if (dev) {
       e->set_stream(dev->stream);
       if (EnqueuesWork(api) && !IsCopy(api) && !IsMemset(api)) e->set_name_id(out.UseName(dev->name_id));
       if (IsCopy(api) || IsMemset(api)) e->set_bytes(dev->bytes);
@@ -363,7 +378,7 @@ bool ImportRankTrace(const std::string& path, const RankImportOptions& options, 
   jobs.Detach(hello.job_id(), sink, /*said_goodbye=*/true, Clock::now());
   // What a trace cannot say, said once per rank.
   stats->notes.push_back("not in a torch.profiler trace: NVML device samples, /proc samples of the process tree, "
-                         "stacks outside recorded spans; allocation sizes; which event a stream waited on");
+                         "stacks outside recorded spans; allocation sizes");
   if (sampler.capped())
     stats->notes.push_back("host samples stopped at " + std::to_string(SpanSampler::kMaxSamples) +
                            ": later host-wait gaps have no host-frame evidence");

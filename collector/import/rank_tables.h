@@ -18,6 +18,7 @@ struct DeviceSide {
   uint64_t bytes = 0;       // copies, memsets
   uint32_t stream = 0;
   uint32_t name_id = 0;     // kernels
+  uint32_t waits_for = 0;   // a stream-wait-event: the correlation id of the awaited cudaEventRecord
   uint8_t copy_kind = 0;    // wire::CopyKind
   bool pageable = false;
   bool work = false;        // a kernel, copy or memset (not only a sync record)
@@ -47,6 +48,9 @@ class RankTables {
 
   std::unordered_map<uint32_t, DeviceSide> device;         // by correlation id
   std::unordered_map<uint32_t, CollectiveSide> collective; // by correlation id (NCCL kernels)
+  // cudaEventRecord calls a stream waited on: correlation id -> the stream it recorded on
+  // (the trace names it only at the wait).
+  std::unordered_map<uint32_t, uint32_t> recorded_on;
 
  private:
   std::vector<std::string> names_;

@@ -25,6 +25,9 @@ struct TraceEvent {
   uint64_t in_nelems = 0, out_nelems = 0;
   int64_t group_size = 0;
   std::string sync_kind;  // cuda_sync: "Stream Sync", "Context Sync", "Event Sync", "Stream Wait Event"
+  // cuda_sync "Stream Wait Event" (recent Kineto): the stream the awaited event was recorded
+  // on, and the correlation id of that cudaEventRecord.
+  int64_t wait_on_stream = -1, wait_record_correlation = -1;
 
   void Clear() { *this = TraceEvent{}; }
 };

@@ -69,6 +69,17 @@ def count(path):
     for e in runtime:
         if e["name"] in ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize"):
             syncs[e["name"]] = syncs.get(e["name"], 0) + 1
+    # Waits the trace pairs with their record (recent Kineto's cuda_sync "Stream Wait Event"
+    # names the record's correlation id and stream), on an event recorded on another stream.
+    records = {e["args"].get("correlation") for e in runtime if e["name"] == "cudaEventRecord"}
+    wait_syncs = {e["args"].get("correlation"): e for e in ev if e.get("cat") == "cuda_sync"
+                  and e["name"] == "Stream Wait Event" and "wait_on_cuda_event_record_corr_id" in e["args"]}
+    cross_waits = 0
+    for e in runtime:
+        y = wait_syncs.get(e["args"].get("correlation")) if e["name"] == "cudaStreamWaitEvent" else None
+        if y and y["args"]["wait_on_cuda_event_record_corr_id"] in records and \
+                y["args"]["wait_on_stream"] != y["args"]["stream"]:
+            cross_waits += 1
     steps = [e for e in ev if re.match(r"ProfilerStep#\d+$", e.get("name", ""))]
     spans = [(ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])) for e in work]
     return {
@@ -88,6 +99,7 @@ def count(path):
         "memset_api_calls": sum(1 for e in runtime if e["name"].startswith("cudaMemset")),
         "syncs": syncs,
         "steps": len(steps),
+        "cross_stream_waits": cross_waits,
         "busy_ns": union_ns(spans),
         "active_ns": max(b for _, b in spans) - min(a for a, _ in spans),
     }

@@ -53,6 +53,7 @@ TEST_CASE("collector: import of real traces counts exactly what each trace holds
       CheckWithin(r["gpu"]["comm_kernels"]["total_s"].get<double>(), want["nccl_kernel_ns"].get<double>() / 1e9, 1e-3);
       CheckWithin(r["gpu"]["busy_s"].get<double>(), want["busy_ns"].get<double>() / 1e9, 1e-3);
       CheckWithin(r["gpu"]["active_s"].get<double>(), want["active_ns"].get<double>() / 1e9, 1e-3);
+      CHECK(r["gpu"]["stream_waits"]["count"] == want["cross_stream_waits"]);
       CHECK(r["gpu"]["source"] == "cupti");
       CHECK(r["gpu"]["late_records"] == 0);
       CHECK(r["gpu"]["unmatched_correlations"] == 0);
