@@ -354,13 +354,14 @@ bool ImportRankTrace(const std::string& path, const RankImportOptions& options, 
   };
   stats->sorted_runs = sorter.runs();
   std::string sort_error;
-  if (!sorter.Drain([&](const ImportRecord& r) { if (sink || error->empty()) take(r); }, &sort_error)) {
-    *error = path + ": " + sort_error;
-    if (!sink) return false;
-  }
+  const bool drained = sorter.Drain([&](const ImportRecord& r) { if (sink || error->empty()) take(r); }, &sort_error);
   if (!sink) {
-    if (error->empty()) *error = path + ": nothing to import";
-    else *error = path + ": " + *error;
+    *error = path + ": " + (!drained ? sort_error : error->empty() ? "nothing to import" : *error);
+    return false;
+  }
+  if (!drained) {  // the disk failed while the runs were read back: the rank ends unfinished
+    jobs.Detach(hello.job_id(), sink, /*said_goodbye=*/false, Clock::now());
+    *error = path + ": " + sort_error;
     return false;
   }
   stats->sorted_runs = std::max<uint64_t>(stats->sorted_runs, sorter.runs());

@@ -39,7 +39,8 @@ struct RankImportStats {
 };
 
 // False with `error` (one line, naming the file) when the file cannot be read, is not a
-// trace, or has no GPU events; nothing has then been sent to `jobs`.
+// trace, or has no GPU events; nothing has then been sent to `jobs` (but where the disk
+// fails while the sorted runs are read back: the rank is then closed without its Goodbye).
 bool ImportRankTrace(const std::string& path, const RankImportOptions& options, RankDirectory& jobs,
                      RankImportStats* stats, std::string* error);
 
