@@ -10,6 +10,7 @@
 
 #include "collector_main.h"
 #include "diff.h"
+#include "import.h"
 #include "report.h"
 #include "run.h"
 
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
       "  gpuwatch run -- python train.py\n"
       "  gpuwatch run -o out -- torchrun --nproc_per_node=8 train.py\n"
       "  gpuwatch report out\n"
+      "  gpuwatch import trace.json.gz -o out   (a torch.profiler trace)\n"
       "  gpuwatch diff runs/monday runs/today --fail-if 'step_time>+5%'");
   gpuwatch::cli::RunArgs run;
   CLI::App* run_cmd = gpuwatch::cli::AddRunCommand(app, run);
@@ -42,6 +44,8 @@ int main(int argc, char** argv) {
   CLI::App* report_cmd = gpuwatch::cli::AddReportCommand(app, report);
   gpuwatch::cli::DiffArgs diff;
   CLI::App* diff_cmd = gpuwatch::cli::AddDiffCommand(app, diff);
+  gpuwatch::cli::ImportArgs import;
+  CLI::App* import_cmd = gpuwatch::cli::AddImportCommand(app, import);
   // Listed for --help only: handled above, before parsing.
   app.add_subcommand("collector",
                      "A long-lived collector (gpuwatch-collector; 'gpuwatch collector --help')")
@@ -58,5 +62,6 @@ int main(int argc, char** argv) {
   if (run_cmd->parsed()) return gpuwatch::cli::RunCommand(run, *run_cmd);
   if (report_cmd->parsed()) return gpuwatch::cli::RunReport(report);
   if (diff_cmd->parsed()) return gpuwatch::cli::RunDiff(diff);
+  if (import_cmd->parsed()) return gpuwatch::cli::RunImport(import);
   return 1;
 }

@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${GPUWATCH_BUILD:-$PWD/build}
-cmake --build "$B" -j"$(nproc)" --target hook_bench ingest_bench scale_bench maxrss gpuwatch gpuwatch-collector gpuwatch-scenario e2e_tests >/dev/null
+cmake --build "$B" -j"$(nproc)" --target hook_bench ingest_bench scale_bench maxrss gpuwatch gpuwatch_cli gpuwatch-collector gpuwatch-scenario e2e_tests >/dev/null
 LIB=$B/lib/libgpuwatch.so
 W=$(mktemp -d /tmp/gpuwatch-bench.XXXXXX)
 trap 'rm -rf "$W"' EXIT
@@ -140,3 +140,16 @@ for i in 1 2 3 4 5; do starts "" >>"$W/starts-plain.txt"; starts "$LIB" >>"$W/st
 sp=$(median <"$W/starts-plain.txt"); sl=$(median <"$W/starts-lib.txt")
 row "start-up added, no CUDA (sh -c true, 2 processes)" "$(awk -v p="$sp" -v l="$sl" 'BEGIN{printf "%.2f ms", (l-p)/200*1000}')" \
   "close to nothing (plain $(awk -v p="$sp" 'BEGIN{printf "%.2f", p/200*1000}') ms a start)"
+
+# 10. `gpuwatch import` of a 1 GB torch.profiler trace (tests/bench/make_kineto_trace.py: a
+# real V100 trace repeated to 1 GB), plain and gzip'd: wall time and peak RSS.
+python3 tests/bench/make_kineto_trace.py "$W/big.json" 1000 2>/dev/null
+gzip -1 -c "$W/big.json" >"$W/big.json.gz"
+for f in big.json big.json.gz; do
+  t0=$(date +%s%N)
+  kib=$(rss "$B/bin/maxrss" "$B/bin/gpuwatch" import "$W/$f" -o "$W/import" -q)
+  t1=$(date +%s%N)
+  row "import of a 1 GB trace ($f)" "$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f s", (b-a)/1e9}')" \
+    "< 60 s; peak RSS $((kib / 1024)) MiB (< 1 GiB)"
+done
+rm -f "$W/big.json" "$W/big.json.gz"

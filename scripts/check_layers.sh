@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The collector's stages include only downwards (docs/ARCHITECTURE.md):
-#   common < ingest < interpret < analyze < report, trace, live < jobs < service < main
+#   common < ingest, import < interpret < analyze < report, trace, live < jobs < service < main
 # (report, trace and live are views of the same level and include none of each other's
 # headers but trace -> nothing of report). compare/ (`gpuwatch diff`) reads summary.json
 # documents, not the collector's structs: it includes common/ and report/ (the page's
@@ -9,12 +9,12 @@ set -euo pipefail
 cd "$(dirname "$0")/../collector"
 rank() {
   case "$1" in
-    common) echo 0 ;; ingest) echo 1 ;; interpret) echo 2 ;; analyze) echo 3 ;;
+    common) echo 0 ;; ingest|import) echo 1 ;; interpret) echo 2 ;; analyze) echo 3 ;;
     report|trace|live) echo 4 ;; jobs|compare) echo 5 ;; service) echo 6 ;; *) echo 9 ;;
   esac
 }
 bad=0
-for f in $(find common ingest interpret analyze report trace live jobs compare service -name '*.h' -o -name '*.cpp' | sort); do
+for f in $(find common ingest import interpret analyze report trace live jobs compare service -name '*.h' -o -name '*.cpp' | sort); do
   from=${f%%/*}
   while read -r inc; do
     to=${inc%%/*}

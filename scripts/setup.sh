@@ -3,7 +3,7 @@
 # The CUDA toolkit (headers, CUPTI, NVTX, NCCL headers, nvcc) is expected under /usr/local/cuda.
 set -euo pipefail
 pkgs=(cmake g++ make protobuf-compiler libprotobuf-dev libspdlog-dev nlohmann-json3-dev
-      libcli11-dev catch2 libbenchmark-dev
+      libcli11-dev catch2 libbenchmark-dev zlib1g-dev
       chromium   # headless, for the report.html test (tests/e2e/report_html_test.cpp)
       prometheus curl   # the Prometheus tests: promtool, a real server, a client
       python3)          # a CPython job in the call-site test (tests/e2e/python_item.py)
