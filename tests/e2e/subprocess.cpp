@@ -32,7 +32,15 @@ std::string TestPreload() {
 
 std::string FreshDir(const std::string& name) {
   const fs::path d = fs::path(GPUWATCH_E2E_WORK) / name;
-  fs::remove_all(d);
+  // The collector of the previous run in this folder may still be writing its summary (it
+  // finishes after the job): a file that vanishes under remove_all fails it, so try again.
+  for (int attempt = 0;; ++attempt) {
+    std::error_code ec;
+    fs::remove_all(d, ec);
+    if (!ec) break;
+    if (attempt == 100) throw fs::filesystem_error("cannot empty the work folder", d, ec);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
   fs::create_directories(d);
   return d.string();
 }
