@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "findings_lookup.h"
 #include "analyze/cpu_contention.h"
 #include "analyze/findings.h"
 #include "common/thresholds.h"
@@ -15,30 +16,15 @@ namespace {
 
 constexpr uint64_t kMs = 1'000'000;
 
-const col::Finding* Find(const std::vector<col::Finding>& v, const std::string& id) {
-  for (const auto& f : v)
-    if (f.id == id) return &f;
-  return nullptr;
-}
+using gpuwatch::collector::test::Find;
 
 // Three ranks on one host, 20 steps of 30 ms; rank 2 reaches every all-reduce 10 ms late, so
 // ranks 0 and 1 wait 0.2 s for it in all. Each rank's threads waited `run_wait_s` for a CPU
 // over the 0.6 s sampled.
 std::vector<col::RankResult> LateRank2(double run_wait_s) {
-  std::vector<col::RankResult> ranks(3);
+  std::vector<col::RankResult> ranks = col::test::LateRank2Job();
   for (int r = 0; r < 3; ++r) {
-    ranks[r].rank = r;
-    ranks[r].host = "node1";
     ranks[r].env.cpu_affinity = "0-1";
-    for (uint64_t s = 0; s < 20; ++s) {
-      col::StepRec st;
-      st.start = s * 30 * kMs;
-      st.end = st.start + 30 * kMs;
-      ranks[r].steps.steps.push_back(st);
-      const uint64_t late = r == 2 ? 10 * kMs : 0;
-      ranks[r].collectives.sample.push_back({42, s, st.start + 5 * kMs + late, (r == 2 ? 1 : 11) * kMs});
-    }
-    ranks[r].found.total = 20;
     ranks[r].io.all_s = 0.6;
     ranks[r].io.all_cpu_s = 0.3;
     ranks[r].io.all_run_wait_s = run_wait_s;

@@ -2,6 +2,7 @@
 // during the GPU's host-wait gaps, and `environment` from the library's Environment message.
 #include <catch2/catch.hpp>
 
+#include "findings_lookup.h"
 #include "analyze/environment.h"
 #include "analyze/findings.h"
 #include "analyze/verdict.h"
@@ -46,11 +47,7 @@ dg::RankResult Run(double cores, double mbps, bool samples_first) {
   return c.Result();
 }
 
-const dg::Finding* Find(const std::vector<dg::Finding>& f, const std::string& id) {
-  for (const auto& x : f)
-    if (x.id == id) return &x;
-  return nullptr;
-}
+using gpuwatch::collector::test::Find;
 
 }  // namespace
 

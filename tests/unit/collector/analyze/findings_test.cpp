@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "findings_lookup.h"
 #include "analyze/findings.h"
 #include "analyze/verdict.h"
 #include "analyze/job_result.h"
@@ -132,20 +133,7 @@ TEST_CASE("collector: the overhead budget's windows are not periodic stalls") {
 }
 
 TEST_CASE("collector: the straggler is the rank that reaches collectives last") {
-  std::vector<dg::RankResult> ranks(3);
-  for (int r = 0; r < 3; ++r) {
-    ranks[r].rank = r;
-    ranks[r].host = "node1";
-    for (uint64_t s = 0; s < 20; ++s) {
-      dg::StepRec st;
-      st.start = s * 30 * kMs;
-      st.end = st.start + 30 * kMs;
-      ranks[r].steps.steps.push_back(st);
-      const uint64_t late = r == 2 ? 10 * kMs : 0;
-      ranks[r].collectives.sample.push_back({42, s, st.start + 5 * kMs + late, (r == 2 ? 1 : 11) * kMs});
-    }
-    ranks[r].found.total = 20;
-  }
+  std::vector<dg::RankResult> ranks = gpuwatch::collector::test::LateRank2Job();
   for (auto& r : ranks) r.findings = dg::RankFindings(r);
   const auto f = dg::JobFindings(ranks);
   REQUIRE(!f.empty());

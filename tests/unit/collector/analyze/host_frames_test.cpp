@@ -3,6 +3,7 @@
 // what the GPU's wait is then called: data_loading or host_overhead.
 #include <catch2/catch.hpp>
 
+#include "findings_lookup.h"
 #include "analyze/findings.h"
 #include "analyze/rank_model.h"
 #include "interpret/native_frames.h"
@@ -79,11 +80,7 @@ dg::RankResult Run(uint64_t loader_ms, bool samples_first, bool native = false) 
   return c.Result();
 }
 
-const dg::Finding* Find(const std::vector<dg::Finding>& f, const std::string& id) {
-  for (const auto& x : f)
-    if (x.id == id) return &x;
-  return nullptr;
-}
+using gpuwatch::collector::test::Find;
 
 }  // namespace
 

@@ -5,6 +5,7 @@
 // waits, as a rank's own rule (which sees only its own calls) measures them.
 #include <catch2/catch.hpp>
 
+#include "findings_lookup.h"
 #include "analyze/findings.h"
 #include "analyze/job_result.h"
 #include "analyze/rank_result.h"
@@ -32,11 +33,7 @@ col::Finding Communication(double lost_s, double base_s) {
   return f;
 }
 
-const col::Finding* Find(const std::vector<col::Finding>& v, const std::string& id) {
-  for (const auto& f : v)
-    if (f.id == id) return &f;
-  return nullptr;
-}
+using gpuwatch::collector::test::Find;
 
 }  // namespace
 

@@ -3,6 +3,7 @@
 // cpu_affinity and cpu_throttled findings that read them.
 #include <catch2/catch.hpp>
 
+#include "findings_lookup.h"
 #include "analyze/findings.h"
 #include "analyze/host_placement.h"
 #include "analyze/input_io.h"
@@ -14,11 +15,7 @@ namespace {
 
 constexpr uint64_t kMs = 1'000'000;
 
-const col::Finding* Find(const std::vector<col::Finding>& v, const std::string& id) {
-  for (const auto& f : v)
-    if (f.id == id) return &f;
-  return nullptr;
-}
+using gpuwatch::collector::test::Find;
 
 // A rank whose GPU waited 400 ms of its 1 s for the host.
 col::RankResult WaitingRank() {
