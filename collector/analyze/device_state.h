@@ -76,6 +76,9 @@ struct DeviceStateFigures {
   // The PCIe link as trained, each way (GB/s); NVLink's links up together (0: none up).
   double PcieGbps() const { return PcieLaneGbps(pcie_gen) * pcie_width; }
   double NvLinkGbps() const { return NvLinkLinkGbps(nvlink_version) * nvlink_links_up; }
+  // What a collective on this device can move each way: its NVLink links up, else its PCIe
+  // link (GB/s; 0 when NVML said neither).
+  double LinkPeakGbps() const { return !known() ? 0.0 : nvlink_links_up ? NvLinkGbps() : PcieGbps(); }
   // The mean NVLink throughput over the samples with a rate, GB/s each way (0 without any).
   bool HasNvLinkRate() const { return nvlink_rate_samples > 0 && nvlink_rate_s > 0; }
   double NvLinkTxGbps() const { return HasNvLinkRate() ? nvlink_tx_bytes / nvlink_rate_s * 1e-9 : 0; }

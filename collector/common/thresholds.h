@@ -92,6 +92,11 @@ inline constexpr double kStallIdleShare = 0.5;
 inline constexpr uint64_t kMinStalls = 2;
 inline constexpr double kPeriodShare = 0.5;
 
+// --- Bandwidth -----------------------------------------------------------------------------
+// An algbw above this times the device's link peak is said to be impossible as measured
+// (report/comms_json.cpp): NVML's link rates are exact, so a little margin for rounding.
+inline constexpr double kAboveLinkPeak = 1.05;
+
 // --- Straggler ---------------------------------------------------------------------------
 // A rank is the straggler when it reaches a collective last in at least this share of the
 // collectives all ranks made (HTA's straggler analysis looks at which ranks start the

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "common/format.h"
+#include "common/thresholds.h"
 
 namespace gpuwatch::collector {
 namespace {
@@ -84,6 +85,18 @@ void AddOpBandwidthJson(const CollectiveFigures::Op& o, uint64_t wait_ns, nlohma
                           "algbw or busbw";
   else if (o.local.count)
     e["bandwidth_note"] = "calls on one-member communicators (a copy within the device) are left out of algbw and busbw";
+}
+
+void NoteAboveLinkPeak(double peak_gbps, nlohmann::json& collectives) {
+  if (peak_gbps <= 0) return;
+  for (auto& [op, e] : collectives.items()) {
+    const nlohmann::json& algbw = e["algbw_gbps"];
+    if (!algbw.is_number() || algbw.get<double>() <= kAboveLinkPeak * peak_gbps) continue;
+    e["bandwidth_note"] = Printf("algbw above the %.1f GB/s each way of the device's links as NVML reports them: the "
+                                 "calls' GPU time reads shorter than their transfer (NCCL's kernels ended before the "
+                                 "copy did, or the timeline missed part of them)",
+                                 peak_gbps);
+  }
 }
 
 nlohmann::json RankCommsJson(const RankResult& r, const RankWaits* waits) {

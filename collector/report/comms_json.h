@@ -14,6 +14,9 @@ std::string CommIdText(uint64_t hash);
 // bandwidths of the transfer after it; null bandwidths, with the reason, where no call crossed
 // a link (a one-member communicator).
 void AddOpBandwidthJson(const CollectiveFigures::Op& o, uint64_t wait_ns, nlohmann::json& e);
+// A rank's `collectives` ops whose algbw is above what its device's links carry (`peak_gbps`
+// each way; 0: not known) say so, and why that can be.
+void NoteAboveLinkPeak(double peak_gbps, nlohmann::json& collectives);
 // `waits`: the rank's, as the job measured them (null: none known).
 nlohmann::json RankCommsJson(const RankResult& r, const RankWaits* waits = nullptr);
 nlohmann::json JobCommsJson(const JobResult& j);

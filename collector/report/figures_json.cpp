@@ -484,6 +484,7 @@ nlohmann::json ShapeEvidenceJson(const UtilizationShape& s) {
 void AddRankFigures(const RankResult& r, nlohmann::json& obj, const JobResult* job) {
   const RankWaits* waits = job ? job->WaitsOf(r) : nullptr;
   AddMeasured(r, waits, obj);
+  NoteAboveLinkPeak(r.device.LinkPeakGbps(), obj["collectives"]);
   obj["collectives"]["by_comm"] = RankCommsJson(r, waits);
   obj["comm_overlap"] = RankOverlapJson(r);
   const char* shape = r.gpu_shape.key();

@@ -108,3 +108,24 @@ TEST_CASE("collective waits: a one-member communicator has no busbw, and says wh
   CHECK(m["one_member_calls"] == 4);
   CHECK(m["bandwidth_note"].is_string());
 }
+
+TEST_CASE("collective waits: an algbw above what the device's links carry says so") {
+  // 16 MiB in 0.1 ms: 168 GB/s, on a device whose PCIe gen 5 x16 carries 63 GB/s each way.
+  col::CollectiveFigures::Op fast;
+  fast.Count(AllReduce(2, 100 * kUs));
+  nlohmann::json collectives;
+  col::AddOpBandwidthJson(fast, 0, collectives["allreduce"]);
+  col::DeviceStateFigures d;
+  d.samples = 1, d.pcie_gen = 5, d.pcie_width = 16;
+  CHECK(d.LinkPeakGbps() == Approx(63.0).epsilon(0.01));
+  col::NoteAboveLinkPeak(d.LinkPeakGbps(), collectives);
+  CHECK(collectives["allreduce"]["bandwidth_note"].get<std::string>().find("above the 63.0 GB/s") != std::string::npos);
+  // 18 NVLink 4 links up carry 450 GB/s: nothing to say; no NVML samples: nothing known.
+  d.nvlink_links = d.nvlink_links_up = 18, d.nvlink_version = 6;
+  nlohmann::json quiet;
+  col::AddOpBandwidthJson(fast, 0, quiet["allreduce"]);
+  col::NoteAboveLinkPeak(d.LinkPeakGbps(), quiet);
+  CHECK_FALSE(quiet["allreduce"].contains("bandwidth_note"));
+  col::NoteAboveLinkPeak(col::DeviceStateFigures{}.LinkPeakGbps(), quiet);
+  CHECK_FALSE(quiet["allreduce"].contains("bandwidth_note"));
+}
