@@ -44,11 +44,7 @@ bool LineUpCall(const Group& g, bool one_host, CommLineUp& lu, std::vector<RankW
     else
       w = lc.t_ns > c->t_ns ? lc.t_ns - c->t_ns : 0;
     lu.wait_s[idx] += Seconds(w);
-    if (c->gpu_ns) {
-      const uint64_t in_gpu = std::min(w, c->gpu_ns);
-      waits[idx].op_ns[c->op] += in_gpu;
-      waits[idx].comm_ns[c->hash][c->op] += in_gpu;
-    }
+    if (c->gpu_ns) waits[idx].AddOp(c->hash, c->op, std::min(w, c->gpu_ns));
   }
   ++lu.last[g[li].first];
   ++lu.compared;
@@ -71,10 +67,18 @@ const RankWaits::PerOp& RankWaits::Comm(uint64_t hash) const {
   return it == comm_ns.end() ? kNone : it->second;
 }
 
+void AddTo(RankWaits::PerOp& to, const RankWaits::PerOp& w) {
+  for (size_t i = 0; i < to.size(); ++i) to[i] += w[i];
+}
+
 void RankWaits::Add(const RankWaits& o) {
-  for (size_t i = 0; i < op_ns.size(); ++i) op_ns[i] += o.op_ns[i];
-  for (const auto& [h, w] : o.comm_ns)
-    for (size_t i = 0; i < w.size(); ++i) comm_ns[h][i] += w[i];
+  AddTo(op_ns, o.op_ns);
+  for (const auto& [h, w] : o.comm_ns) AddTo(comm_ns[h], w);
+}
+
+void RankWaits::AddOp(uint64_t hash, size_t op, uint64_t ns) {
+  op_ns[op] += ns;
+  comm_ns[hash][op] += ns;
 }
 
 CollectiveWaits MeasureCollectiveWaits(const RankList& ranks) {

@@ -35,8 +35,11 @@ struct RankWaits {
   // A communicator's (zeros for one without waits).
   const PerOp& Comm(uint64_t hash) const;
   void Add(const RankWaits& o);
+  // `ns` more of op `op` (index in kCollOps) on the communicator `hash`.
+  void AddOp(uint64_t hash, size_t op, uint64_t ns);
 };
 uint64_t Sum(const RankWaits::PerOp& v);
+void AddTo(RankWaits::PerOp& to, const RankWaits::PerOp& w);
 
 struct CollectiveWaits {
   bool one_host = true;  // every rank on one host: the host clock says who called last

@@ -152,6 +152,8 @@ void RankOrder(std::vector<Finding>& v) {
 
 }  // namespace
 
+const char* SeverityOf(double share) { return share >= kHighShare ? "high" : share >= kMediumShare ? "medium" : "low"; }
+
 Finding MakeFinding(const std::string& id, double lost, double base) {
   Finding f;
   f.id = id;
@@ -161,7 +163,7 @@ Finding MakeFinding(const std::string& id, double lost, double base) {
   }
   f.time_lost_s = lost;
   f.share = base > 0 ? lost / base : 0;
-  f.severity = f.share >= kHighShare ? "high" : f.share >= kMediumShare ? "medium" : "low";
+  f.severity = SeverityOf(f.share);
   return f;
 }
 
@@ -445,7 +447,7 @@ std::vector<Finding> RankFindings(const RankResult& r, bool across_hosts) {
 }
 
 std::vector<Finding> JobFindings(const RankList& ranks, std::vector<std::vector<Finding>>* rank_findings,
-                                 const CollectiveWaits* waits) {
+                                 const CollectiveWaits* waits, const JobPipeline* pipeline) {
   const size_t R = ranks.size();
   std::vector<Finding> out;
   if (!R) return out;
@@ -475,7 +477,8 @@ std::vector<Finding> JobFindings(const RankList& ranks, std::vector<std::vector<
     out.push_back(std::move(*o));
   }
   if (straggler && !host_explains) out.push_back(std::move(*straggler));
-  if (auto p = PipelineBubbleFinding(ranks, MatchPipeline(ranks), base, per, cause)) out.push_back(std::move(*p));
+  const JobPipeline matched = pipeline ? JobPipeline{} : MatchPipeline(ranks);
+  if (auto p = PipelineBubbleFinding(ranks, pipeline ? *pipeline : matched, base, per, cause)) out.push_back(std::move(*p));
 
   std::map<std::string, std::vector<double>> lost;
   std::map<std::string, Finding> best;

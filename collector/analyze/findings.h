@@ -55,6 +55,8 @@ struct RankContext {
 // A rank's base time: the sum of its steps, else its active span.
 double BaseS(const RankResult& r);
 
+// The severity a share of the base time gives (thresholds.h).
+const char* SeverityOf(double share);
 // A finding with its catalog title and fix, its share of `base` and the severity that
 // share gives.
 Finding MakeFinding(const std::string& id, double lost, double base);
@@ -67,10 +69,11 @@ std::vector<Finding> RankFindings(const RankResult& r, bool across_hosts = false
 // Findings of the job (every rank's findings merged, plus straggler and pipeline_bubble),
 // ranked. `rank_findings` (per rank index), when given, receives each rank's findings as the
 // job's analysis corrected them: waits for a straggler or a slow pipeline stage taken out of
-// its communication and given to that cause, as the job's findings do. `waits`: the job's
-// collective waits when already measured (MeasureCollectiveWaits).
+// its communication and given to that cause, as the job's findings do. `waits` and
+// `pipeline`: the job's collective waits and matched sends/recvs when already measured
+// (MeasureCollectiveWaits, MatchPipeline).
 std::vector<Finding> JobFindings(const RankList& ranks, std::vector<std::vector<Finding>>* rank_findings = nullptr,
-                                 const CollectiveWaits* waits = nullptr);
+                                 const CollectiveWaits* waits = nullptr, const JobPipeline* pipeline = nullptr);
 
 // findings_host.cpp. input_io: whether the host side of `data_loading` was CPU-bound or
 // waiting on reads (same time lost: it explains that loss); none without enough process

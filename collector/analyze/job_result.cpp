@@ -49,16 +49,10 @@ void AddPointToPointWaits(const RankList& ranks, const JobPipeline& jp, Collecti
       const auto& op = r.collectives.ops[k];
       const uint64_t ns = std::min(static_cast<uint64_t>((send ? w->send_wait_s : w->recv_wait_s) * 1e9),
                                    op.timed.ns - op.local.ns);
-      cw.ranks[i].op_ns[k] += ns;
-      cw.ranks[i].comm_ns[hash][k] += ns;
-      cw.job.op_ns[k] += ns;
-      cw.job.comm_ns[hash][k] += ns;
+      cw.ranks[i].AddOp(hash, k, ns);
+      cw.job.AddOp(hash, k, ns);
     }
   }
-}
-
-void AddTo(RankWaits::PerOp& to, const RankWaits::PerOp& w) {
-  for (size_t i = 0; i < to.size(); ++i) to[i] += w[i];
 }
 
 }  // namespace
@@ -125,7 +119,7 @@ JobResult MergeRanks(const RankList& ranks) {
   for (JobComm& c : j.by_comm)
     if (c.identified)
       for (const RankWaits& w : j.waits.ranks) AddTo(c.wait_ns, w.Comm(c.hash));
-  j.findings = JobFindings(ranks, &j.rank_findings, &j.waits);
+  j.findings = JobFindings(ranks, &j.rank_findings, &j.waits, &j.pipeline_links);
   SplitCommunicationByComm(j.by_comm, j.findings);
   j.verdict = Verdict(ranks, j.findings);
   return j;

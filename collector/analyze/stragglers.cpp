@@ -75,7 +75,7 @@ double TakeWaitOut(std::vector<Finding>& findings, double wait_s, std::initializ
         const double taken = std::min(left, g.time_lost_s);
         g.time_lost_s -= taken;
         g.share = g.time_lost_s > 0 && g.share > 0 ? g.share * g.time_lost_s / (g.time_lost_s + taken) : 0.0;
-        g.severity = g.share >= kHighShare ? "high" : g.share >= kMediumShare ? "medium" : "low";
+        g.severity = SeverityOf(g.share);
         left -= taken;
         g.evidence[key] = wait_s;
       }
