@@ -1,5 +1,7 @@
 #include "endpoint.h"
 
+#include "fnv1a.h"
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -49,8 +51,7 @@ std::string JobFileStem(std::string_view job_id) {
                       c == '.' || c == '_' || c == '-';
     stem += safe ? c : '_';
   }
-  uint64_t h = 1469598103934665603ull;  // FNV-1a
-  for (char c : job_id) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  const uint64_t h = Fnv1a(job_id);
   static constexpr char kHex[] = "0123456789abcdef";
   stem += '-';
   for (int shift = 44; shift >= 0; shift -= 4) stem += kHex[(h >> shift) & 0xf];  // 48 bits

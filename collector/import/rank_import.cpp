@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "common/wire_vocab.h"
+#include "fnv1a.h"
 #include "import/chrome_trace_reader.h"
 #include "import/kineto_mapper.h"
 #include "import/kineto_vocab.h"
@@ -21,12 +22,6 @@ namespace gpuwatch::collector {
 namespace {
 
 constexpr int kBatchItems = 4096;  // events + activities per Batch, as a live rank sends
-
-uint64_t Fnv1a(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
 
 // "[0, 1, 5]" -> the position of `rank` in it (-1: not in it or not a list).
 int PositionIn(const std::string& ranks, int rank) {

@@ -1,6 +1,8 @@
 // The kernel-name and communicator tables, and the hash both use.
 #include "record/registry.h"
 
+#include "fnv1a.h"
+
 namespace gpuwatch::inject {
 
 KernelNames& Kernels() {
@@ -13,14 +15,7 @@ Comms& Communicators() {
   return *c;
 }
 
-uint64_t HashBytes(const void* p, size_t n) {
-  uint64_t h = 1469598103934665603ull;  // FNV-1a
-  for (size_t i = 0; i < n; ++i) {
-    h ^= static_cast<const unsigned char*>(p)[i];
-    h *= 1099511628211ull;
-  }
-  return h;
-}
+uint64_t HashBytes(const void* p, size_t n) { return Fnv1a(p, n); }
 
 uint32_t KernelNames::Register(const void* host_fun, const char* device_name) {
   uint32_t id;
