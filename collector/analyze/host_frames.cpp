@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 
+#include "common/wire_vocab.h"
 #include "interpret/native_frames.h"
 #include "interpret/python_frames.h"
 
@@ -11,6 +12,24 @@ namespace gpuwatch::collector {
 
 void HostFrames::OnHostCall(const HostCall& c) {
   if (calls_by_tid_.size() < 4096 || calls_by_tid_.count(c.tid)) ++calls_by_tid_[c.tid];
+  if (!EnqueuesWork(c.api) || c.captured) return;
+  if (launches_.size() >= kMaxLaunches) launches_.pop_front();
+  launches_.push_back({c.t_ns, c.t_ns + c.dur_ns, c.tid});
+}
+
+// The thread of the call whose span holds the CUPTI API record's start: the hook's span
+// encloses the runtime's record (the import's are the same record). Calls of other threads
+// may overlap it, so a few before it are looked at.
+uint32_t HostFrames::LaunchingThread(uint64_t launch_ns) const {
+  if (launch_ns == 0) return 0;
+  constexpr uint64_t kSlackNs = 2000;  // the CUPTI-to-host clock mapping's error
+  auto it = std::upper_bound(launches_.begin(), launches_.end(), launch_ns + kSlackNs,
+                             [](uint64_t t, const Launch& l) { return t < l.start_ns; });
+  for (int looked = 0; it != launches_.begin() && looked < 64; ++looked) {
+    --it;
+    if (it->end_ns + kSlackNs >= launch_ns) return it->tid;
+  }
+  return 0;
 }
 
 void HostFrames::OnThreadSample(const ThreadSample& s) {
@@ -26,7 +45,7 @@ void HostFrames::OnIdle(const IdleGap& g) {
     Count(gaps_.front(), tally_);
     gaps_.pop_front();
   }
-  gaps_.push_back({g.start_ns, g.end_ns});
+  gaps_.push_back({g.start_ns, g.end_ns, LaunchingThread(g.launch_ns)});
   Match();
 }
 
@@ -34,6 +53,8 @@ void HostFrames::OnDeviceSettled(uint64_t mark) {
   // No gap from now on starts before `mark`, and the waiting ones start where they start.
   const uint64_t keep_from = gaps_.empty() ? mark : std::min(mark, gaps_.front().a);
   while (!samples_.empty() && samples_.front().t_ns < keep_from) samples_.pop_front();
+  // A later gap's launching call starts after the gap does.
+  while (!launches_.empty() && launches_.front().end_ns + 2000 < keep_from) launches_.pop_front();
 }
 
 // Gaps whose end a sample has passed have all their samples (each batch's are in order).
@@ -44,29 +65,33 @@ void HostFrames::Match() {
   }
 }
 
-void HostFrames::Count(const Gap& g, Tally& into) const {
+void HostFrames::Count(const Gap& g, Tallies& into) const {
   auto it = std::lower_bound(samples_.begin(), samples_.end(), g.a,
                              [](const ThreadSample& s, uint64_t t) { return s.t_ns < t; });
-  for (; it != samples_.end() && it->t_ns < g.b; ++it)
-    ++into[(uint64_t{it->tid} << 32) | it->stack_id];
+  for (; it != samples_.end() && it->t_ns < g.b; ++it) {
+    if (g.tid && it->tid != g.tid) continue;
+    ++(g.tid ? into.known : into.unknown)[(uint64_t{it->tid} << 32) | it->stack_id];
+  }
 }
 
 HostFramesFigures HostFrames::Result(const RankFacts& facts) const {
   HostFramesFigures f;
-  Tally all = tally_;
-  for (const Gap& g : gaps_) Count(g, all);
+  Tallies tallies = tally_;
+  for (const Gap& g : gaps_) Count(g, tallies);
   // The training thread: the one that made the most CUDA calls.
   uint32_t tid = 0;
   uint64_t most = 0;
   for (const auto& [t, n] : calls_by_tid_)
     if (n > most || (n == most && t < tid)) tid = t, most = n;
   f.tid = tid;
+  Tally all = std::move(tallies.known);
+  for (const auto& [key, n] : tallies.unknown)
+    if (static_cast<uint32_t>(key >> 32) == tid) all[key] += n;
   // By (where, blocked_in); ordered: ties come out the same every time.
   std::map<std::pair<std::string, std::string>, uint64_t> by_where;
   const char* none = facts.sampling().native_samples > 0 ? "(no frame)" : "(no Python frame)";
   uint64_t loading = 0, unnamed = 0;
   for (const auto& [key, n] : all) {
-    if (static_cast<uint32_t>(key >> 32) != tid) continue;
     f.samples += n;
     const auto id = static_cast<uint32_t>(key);
     const std::vector<std::string>* stack = facts.Stack(id);

@@ -2,8 +2,10 @@
 // the CUDA-calling threads' Python stacks (interpret/events.h ThreadSample) joined with the
 // GPU's host-wait gaps (interpret/device_sweep.h). A sample in a gap counts for its user
 // frame (interpret/python_frames.h; for a thread without Python, its native frames and the
-// syscall it was blocked in, interpret/native_frames.h); the thread that made the most CUDA
-// calls is the training thread, the one the figures are about.
+// syscall it was blocked in, interpret/native_frames.h). A gap's samples are the thread's
+// whose call launched the work that ended the gap: the thread the GPU waited for (in a DDP
+// job, the main thread in the forward pass, while autograd's thread makes most of the CUDA
+// calls). Where that call is not known, the thread that made the most CUDA calls.
 //
 // Streaming, bounded, as input_io.h: samples arrive within a flush, gaps ~2 s behind the
 // newest CUPTI record. Gaps wait until a sample has passed their end; samples are kept until
@@ -31,8 +33,8 @@ struct HostFrame {
 };
 
 struct HostFramesFigures {
-  uint64_t samples = 0;          // the training thread's samples in host-wait gaps
-  uint32_t tid = 0;              // the training thread
+  uint64_t samples = 0;          // samples in host-wait gaps of the threads the GPU waited for
+  uint32_t tid = 0;              // the training thread (most CUDA calls)
   double data_loading_share = 0;  // of those samples: iterating a DataLoader (python_frames.h),
                                   // or blocked on input or a producer (native_frames.h)
   double unnamed_share = 0;      // of those samples: no frame of the user's code (no stack, or
@@ -44,6 +46,9 @@ struct HostFramesFigures {
 class HostFrames final : public EventSink {
  public:
   static constexpr size_t kMaxKept = 65536;
+  // Launching calls kept to name a gap's thread: about 2 s of a launch-heavy loop (the
+  // sweep's reorder horizon); older gaps fall back to the training thread.
+  static constexpr size_t kMaxLaunches = 262144;
 
   void OnHostCall(const HostCall& c) override;
   void OnThreadSample(const ThreadSample& s) override;
@@ -55,16 +60,28 @@ class HostFrames final : public EventSink {
  private:
   struct Gap {
     uint64_t a, b;
+    uint32_t tid;  // the launching thread; 0: not known
+  };
+  struct Launch {
+    uint64_t start_ns, end_ns;
+    uint32_t tid;
   };
   using Tally = std::unordered_map<uint64_t, uint64_t>;  // (tid << 32 | stack id) -> samples
+  // Samples of gaps whose thread is known (only that thread's), and of the others (every
+  // thread's; the training thread's are read at the end, when it is known).
+  struct Tallies {
+    Tally known, unknown;
+  };
   void Match();
-  void Count(const Gap& g, Tally& into) const;
+  void Count(const Gap& g, Tallies& into) const;
+  uint32_t LaunchingThread(uint64_t launch_ns) const;
 
   std::unordered_map<uint32_t, uint64_t> calls_by_tid_;
   std::deque<ThreadSample> samples_;
   std::deque<Gap> gaps_;
+  std::deque<Launch> launches_;  // calls that enqueue device work, by start
   uint64_t newest_sample_ns_ = 0;
-  Tally tally_;
+  Tallies tally_;
 };
 
 }  // namespace gpuwatch::collector

@@ -95,6 +95,10 @@ bool UtilizationShape::Agrees(const std::string& id) const {
   }
 }
 
+bool UtilizationShape::Names(const std::string& id) const {
+  return kind == kSawtooth ? id == "data_loading" : Agrees(id);
+}
+
 UtilizationShape ClassifyUtilization(const std::vector<double>& v, size_t steps) {
   UtilizationShape s;
   const size_t n = v.size();

@@ -39,6 +39,9 @@ struct UtilizationShape {
   // throttled clocks, a steady high line and losses inside busy kernels (precision, a shared
   // or throttled GPU). The verdict gives the reading only where it agrees.
   bool Agrees(const std::string& id) const;
+  // Whether the reading's own words name that finding's cause (a sawtooth reads as data
+  // loading; host overhead or a sync makes the same shape under another name).
+  bool Names(const std::string& id) const;
 };
 
 inline constexpr double kIdleBusy = 0.10;        // a window under 10% busy is idle (or under high / 4)

@@ -57,7 +57,8 @@ std::string ShapeSentence(const UtilizationShape& s, const Finding* top) {
     return Printf(" Compute curve: %s, which the guide reads as %s; no measured loss confirms it.", s.form(),
                   cause.c_str());
   }
-  if (s.Agrees(top->id)) return Printf(" Compute curve: %s.", s.reading());
+  if (s.Names(top->id)) return Printf(" Compute curve: %s.", s.reading());
+  if (s.Agrees(top->id)) return Printf(" Compute curve: %s, the shape %s makes.", s.form(), top->title.c_str());
   if (cause.empty()) return Printf(" Compute curve: %s; the loss is inside that busy time.", s.form());
   return Printf(" Compute curve: %s, which the guide reads as %s; here the measured cause is %s.", s.form(),
                 cause.c_str(), top->title.c_str());

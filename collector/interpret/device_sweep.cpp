@@ -158,7 +158,7 @@ void DeviceSweep::Gap(uint64_t a, uint64_t b, const ApiSpan* next_api, bool trai
   if (!coverage.Covers(a, b)) return;  // CUPTI did not record in between: not a gap it saw
   // The gap after the last work has no next work: the host's syncs, else host work.
   const IdleKind kind = trailing ? (2 * BlockedNs(a, b) > b - a ? kIdleSync : kIdleHost) : Classify(a, b, next_api);
-  out.OnIdle(IdleGap{a, b, kind, trailing});
+  out.OnIdle(IdleGap{a, b, kind, trailing, next_api ? next_api->start_ns : 0});
 }
 
 IdleKind DeviceSweep::Classify(uint64_t a, uint64_t b, const ApiSpan* api) {

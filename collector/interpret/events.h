@@ -113,6 +113,9 @@ struct IdleGap {
   // After the device's last work, until the last step ended: inside the steps, outside the
   // device's active span (emitted once, when the rank is flushed).
   bool trailing;
+  // When the call that launched the work ending the gap started (its CUPTI API record);
+  // 0: not known (no record, or a trailing gap). Names the thread the GPU waited for.
+  uint64_t launch_ns;
 };
 
 // Where a thread that called CUDA was at one instant (the library's host sampler, issue

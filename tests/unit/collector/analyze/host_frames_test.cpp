@@ -188,3 +188,40 @@ TEST_CASE("collector: which native frames are the system's, and what a blocked s
   CHECK(dg::BlockedCause("write").empty());
   CHECK(dg::BlockedCause("").empty());
 }
+
+TEST_CASE("collector: host frames are the samples of the thread whose launch ended the gap") {
+  // A DDP-like job: thread 5 launches the step's work (the forward), while thread 0 makes the
+  // most CUDA calls (the syncs and step ranges: autograd's thread in a real job) and sits in
+  // a DataLoader frame all along. The GPU waited for thread 5's host work, not for data.
+  dg::RankModel c;
+  wire::Hello h;
+  h.set_rank(0);
+  c.OnHello(h);
+  uint64_t end = 0;
+  wire::Batch loop = Loop(20, 40, 10, kT0, &end);
+  for (auto& e : *loop.mutable_events())
+    if (e.api() == wire::CUDA_LAUNCH_KERNEL) e.set_tid(5);
+  wire::Batch b;
+  Stack(b, kLog, {"/home/u/train.py:10 in log_metrics", "/home/u/train.py:50 in main"});
+  Stack(b, kLoader, {"/venv/lib/python3.11/site-packages/torch/utils/data/dataloader.py:5 in __next__",
+                     "/home/u/train.py:40 in main"});
+  for (uint64_t t = kT0 + 5 * kMs; t < end; t += 10 * kMs)
+    for (const auto& [tid, stack] : {std::pair{0u, kLoader}, std::pair{5u, kLog}}) {
+      auto* s = b.add_host_samples();
+      s->set_t_ns(t);
+      s->set_tid(tid);
+      s->set_stack_id(stack);
+    }
+  b.mutable_host_sampling()->set_hz(100);
+  c.OnBatch(loop);
+  c.OnBatch(b);
+  c.Flush();
+  const dg::RankResult& r = c.Result();
+  CHECK(r.host_frames.tid == 0);  // the training thread by calls
+  CHECK(r.host_frames.samples >= 70);
+  CHECK(r.host_frames.data_loading_share == 0);
+  REQUIRE_FALSE(r.host_frames.frames.empty());
+  CHECK(r.host_frames.frames[0].where == "/home/u/train.py:10 in log_metrics");
+  CHECK(Find(r.findings, "data_loading") == nullptr);
+  CHECK(Find(r.findings, "host_overhead") != nullptr);
+}

@@ -40,6 +40,12 @@ TEST_CASE("collector: the verdict opens with the top finding, then busy beside u
   CHECK(Has(v, " Compute curve: a sawtooth: the GPU waits for input every step (data loading)."));
   CHECK(v.find("Biggest loss") < v.find("GPU busy"));
   CHECK(v.find("GPU busy") < v.find("Compute curve"));
+  // Host work makes the same sawtooth: the curve agrees, but its reading (data loading)
+  // would name another cause.
+  const std::string host = col::Verdict(ranks, {col::MakeFinding("host_overhead", 0.5, 1.0)});
+  INFO(host);
+  CHECK(Has(host, " Compute curve: a sawtooth, the shape host work while the GPU waited makes."));
+  CHECK_FALSE(Has(host, "(data loading)"));
 }
 
 TEST_CASE("collector: a shape that contradicts the top finding is given with the measured cause") {

@@ -82,11 +82,14 @@ TEST_CASE("collector: import's findings on the real traces") {
     // Right that the GPU waits for the host: in the largest gaps (15.7 ms) the main thread is
     // inside DistributedDataParallel.forward's host work and nothing is queued; HTA's idle
     // breakdown (hta_check_test.cpp) puts 99% of stream 7's idle time in host_wait too.
-    // Not yet right in its cause: the trace has no DataLoader span; the host frames show DDP's
-    // forward, but on the main thread, while the analysis reads the thread that made the most
-    // CUDA calls (the autograd thread, idle in the forward), so it finds no evidence and keeps
-    // data_loading. host_overhead naming DistributedDataParallel.forward would be right.
-    CHECK((f[0]["id"] == "data_loading" || f[0]["id"] == "host_overhead"));
+    // Right in its cause: the trace has no DataLoader span, and the gaps' samples are the
+    // main thread's, whose launches end them (the autograd thread makes the most CUDA calls
+    // but idles in the forward): host work, DDP's forward first, then the optimizer's step.
+    CHECK(f[0]["id"] == "host_overhead");
+    CHECK(f[0]["evidence"]["host_frames"][0]["where"] == "DistributedDataParallel.forward");
+    CHECK(f[0]["evidence"]["host_frames"][0]["share"].get<double>() > 0.7);
+    CHECK(f[0]["evidence"]["host_frames"][1]["where"] == "Optimizer.step#SGD.step");
+    CHECK(f[0]["evidence"]["data_loading_share"].get<double>() == 0);
     CHECK(f[0]["evidence"]["per_step_ms"].get<double>() == Approx(147.6).epsilon(0.01));
     // Right: 39.6 of the 46.9 ms of NCCL kernels ran with no compute beside them (HTA's
     // comm/comp overlap: 14.3%), 13 ms a step of communication not hidden.
