@@ -358,7 +358,10 @@ std::optional<Finding> Communication(const RankContext& c, const std::vector<Fin
   const double explained = std::min(exposed, ExplainedCommS(c, found));
   const double comm = exposed - explained;
   const CollectiveFigures::Op t = c.r.collectives.Total();
-  const double busbw = t.timed.ns ? t.bus_bytes / t.timed.ns : 0.0;
+  // Unknown, not zero, when no timed collective has a size (NCCL kernels whose call the
+  // trace does not name: an imported all-to-all).
+  const bool sized = t.timed.ns > 0 && t.bus_bytes > 0;
+  const double busbw = sized ? t.bus_bytes / t.timed.ns : 0.0;
   Finding f = MakeFinding("communication", comm, c.fig_base);
   f.evidence = {{"exposed_comm_s", exposed},
                 {"explained_by_other_findings_s", explained},
@@ -366,9 +369,11 @@ std::optional<Finding> Communication(const RankContext& c, const std::vector<Fin
                 {"comm_kernels_s", Seconds(c.r.gpu.run.comm)},
                 {"collectives", t.count},
                 {"bytes", t.bytes},
-                {"busbw_gbps", busbw}};
+                {"busbw_gbps", sized ? nlohmann::json(busbw) : nlohmann::json(nullptr)}};
   AddCoverage(c, f);
-  f.summary = Printf("collectives run %s with no compute alongside (busbw %.1f GB/s)", c.Per(exposed).c_str(), busbw);
+  f.summary = sized ? Printf("collectives run %s with no compute alongside (busbw %.1f GB/s)", c.Per(exposed).c_str(), busbw)
+                    : Printf("NCCL kernels run %s with no compute alongside (their collectives' sizes not known)",
+                             c.Per(exposed).c_str());
   return f;
 }
 

@@ -103,7 +103,10 @@ std::optional<Finding> PcieLink(const RankContext& c, const std::vector<Finding>
 
 std::optional<Finding> MixedPrecision(const RankContext& c, const std::vector<Finding>&) {
   const GpuFigures& g = c.r.gpu;
-  if (!c.r.cupti()) return std::nullopt;
+  // BF16 and TF32 need compute capability 8.0 (A100 on); a V100's (7.x) tensor cores run
+  // FP16 only, which needs a loss scaler; before 7.0 there are no tensor cores to move to.
+  const int cc = c.r.env.device_compute_capability;
+  if (!c.r.cupti() || (cc > 0 && cc < 70)) return std::nullopt;
   uint64_t fp32_ns = 0, matmul_ns = 0, fp32_count = 0;
   std::vector<std::pair<uint64_t, std::string>> top;
   for (const auto& [name, k] : g.by_name) {
@@ -131,6 +134,12 @@ std::optional<Finding> MixedPrecision(const RankContext& c, const std::vector<Fi
                 {"top_fp32_kernels", names}};
   f.summary = Printf("%.0f%% of the GEMM/convolution time (%.2f s) ran in FP32 on the CUDA cores",
                      matmul_ns ? 100.0 * fp32_ns / matmul_ns : 0.0, fp32_s);
+  // Unknown capability: the table's fix, which names both.
+  f.evidence["compute_capability"] = cc ? nlohmann::json(Printf("%d.%d", cc / 10, cc % 10)) : nlohmann::json(nullptr);
+  if (cc >= 70 && cc < 80)
+    f.fix = Printf("torch.autocast(\"cuda\", dtype=torch.float16) with torch.cuda.amp.GradScaler (AMP): this GPU "
+                   "(compute capability %d.%d) runs FP16 on its tensor cores, but not BF16 or TF32",
+                   cc / 10, cc % 10);
   return f;
 }
 

@@ -159,6 +159,7 @@ GW_DIGEST(HostFramesFigures, samples, tid, data_loading_share, unnamed_share, fr
 GW_DIGEST(SamplingFacts, known, hz, samples, cpu_ns, dropped, native_samples, timer_captures, native_signal,
           handler_ns, held_samples)
 GW_DIGEST(EnvFacts, known, cuda_runtime, cuda_driver, nccl, settings, device_memory_bytes, device_sm_count,
+          device_compute_capability,
           device_name, cpu_affinity, device_numa_cpus, device_numa_node, cgroup_version, cpu_quota_us, cpu_period_us,
           nic_max_mbps, nic_total_mbps, nic_ports, nic_source, host_gpus)
 GW_DIGEST(OverheadFacts, known, cupti_mode, budget, hook_ns, cupti_ns, cupti_ns_measured, hw_trace,

@@ -196,6 +196,8 @@ class Handler final : public nlohmann::json_sax<json> {
         if (key_ == "name" && s.kind == Scalar::kString) d.name = *s.text;
         if (key_ == "totalGlobalMem") ToUint(s, &d.memory_bytes);
         if (key_ == "numSms" && ToInt(s, &v) && v > 0 && v < 100000) d.sms = static_cast<int>(v);
+        if (key_ == "computeMajor" && ToInt(s, &v) && v > 0 && v < 100) d.compute_major = static_cast<int>(v);
+        if (key_ == "computeMinor" && ToInt(s, &v) && v >= 0 && v < 10) d.compute_minor = static_cast<int>(v);
         break;
       }
       default: break;

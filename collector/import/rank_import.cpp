@@ -233,6 +233,7 @@ void FillFirstBatch(const TraceHeader& h, const RankTables& tables, int rank, in
     env->set_device_name(d.name);
     env->set_device_memory_bytes(d.memory_bytes);
     env->set_device_sm_count(d.sms);
+    if (d.compute_major > 0) env->set_device_compute_capability(10 * d.compute_major + d.compute_minor);
   }
   for (size_t i = 0; i < tables.comms().size(); ++i) {
     const TraceComm& c = tables.comms()[i];

@@ -38,6 +38,7 @@ struct TraceDevice {
   std::string name;
   uint64_t memory_bytes = 0;
   int sms = 0;  // 0: not said (older traces have no numSms)
+  int compute_major = 0, compute_minor = 0;  // computeMajor/computeMinor; 0: not said
 };
 
 struct TraceHeader {

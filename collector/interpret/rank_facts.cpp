@@ -20,6 +20,7 @@ void EnvFacts::Merge(const wire::Environment& e) {
   if (e.nccl_version()) nccl = e.nccl_version();
   if (e.device_memory_bytes()) device_memory_bytes = e.device_memory_bytes();
   if (e.device_sm_count()) device_sm_count = e.device_sm_count();
+  if (e.device_compute_capability() > 0) device_compute_capability = e.device_compute_capability();
   if (!e.device_name().empty()) device_name = e.device_name().substr(0, 128);
   if (!e.cpu_affinity().empty()) cpu_affinity = e.cpu_affinity().substr(0, kMaxCpuList);
   if (e.device_numa_node_plus1() > 0) {

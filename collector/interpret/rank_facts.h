@@ -20,6 +20,7 @@ struct EnvFacts {
   std::vector<std::pair<std::string, std::string>> settings;
   uint64_t device_memory_bytes = 0;  // the rank's device: total memory, SMs, name (0/"": unknown)
   int device_sm_count = 0;
+  int device_compute_capability = 0;  // 10 x major + minor (0: unknown)
   std::string device_name;
   // Where the rank runs (issue 17): the CPUs it may run on (a cpulist), its GPU's NUMA node
   // (-1: not known) and that node's CPUs, its cgroup's CPU controller (1, 2; 0: none found)

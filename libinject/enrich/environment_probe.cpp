@@ -62,6 +62,7 @@ bool EnvironmentProbe::Probe(uint64_t now_ns, int device) {
     if (device >= 0 && props && props(&p, device) == cudaSuccess) {
       info_.device_memory_bytes = p.totalGlobalMem;
       info_.device_sm_count = p.multiProcessorCount;
+      info_.device_compute_capability = 10 * p.major + p.minor;
       info_.device_name.assign(p.name, strnlen(p.name, sizeof p.name));
       char bus[32];
       std::snprintf(bus, sizeof bus, "%08x:%02x:%02x.0", static_cast<unsigned>(p.pciDomainID),

@@ -17,6 +17,7 @@ struct EnvironmentInfo {
   int nccl = 0;          // ncclGetVersion, 0 = NCCL not in the process (yet)
   uint64_t device_memory_bytes = 0;  // the rank's device (cudaGetDeviceProperties); 0 = unknown
   int device_sm_count = 0;
+  int device_compute_capability = 0;  // 10 x major + minor; 0 = unknown
   std::string device_name;
   std::string device_pci_bus_id;  // "00000000:BB:DD.0", as NVML names devices
   std::vector<std::pair<std::string, std::string>> settings;  // set variables of kWatchedVariables

@@ -282,6 +282,7 @@ void AppendEnvironment(std::string& batch, const EnvironmentInfo& e) {
   Int(o, m::kNcclVersion, e.nccl);
   UInt(o, m::kDeviceMemoryBytes, e.device_memory_bytes);
   Int(o, m::kDeviceSmCount, e.device_sm_count);
+  Int(o, m::kDeviceComputeCapability, e.device_compute_capability);
   Text(o, m::kDeviceName, e.device_name);
   Text(o, m::kDevicePciBusId, e.device_pci_bus_id);
   const HostPlacement& h = e.placement;

@@ -100,7 +100,7 @@ inline constexpr uint32_t kName = 1, kValue = 2;
 namespace environment {
 inline constexpr uint32_t kCudaRuntimeVersion = 1, kCudaDriverVersion = 2, kNcclVersion = 3, kSettings = 4,
                           kDeviceMemoryBytes = 5, kDeviceSmCount = 6, kDeviceName = 7,
-                          kDevicePciBusId = 8, kCpuAffinity = 20, kDeviceNumaNodePlus1 = 21,
+                          kDevicePciBusId = 8, kDeviceComputeCapability = 9, kCpuAffinity = 20, kDeviceNumaNodePlus1 = 21,
                           kDeviceNumaCpus = 22, kCgroupVersion = 23, kCpuQuotaUs = 24, kCpuPeriodUs = 25,
                           kNicMaxMbps = 26, kNicTotalMbps = 27, kNicPorts = 28, kNicSource = 29, kHostGpus = 30;
 }

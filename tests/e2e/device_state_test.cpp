@@ -55,6 +55,7 @@ TEST_CASE("memory: each rank's peak and its device's total match the simulator's
     CHECK(env["device_memory_bytes"] == 80 * kGiB);
     CHECK(env["device_sm_count"] == 108);
     CHECK(env["device_name"] == "gpuwatch simulated GPU");
+    CHECK(env["device_compute_capability"] == "9.0");  // the simulator says an H100
   }
 }
 

@@ -7,7 +7,8 @@ import gzip, json, os, re, sys
 from decimal import Decimal
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TRACES = ["alexnet_a100.json.gz", "nccl_data_a100_rank0.json.gz", "ns_resolution_v100_rank0.json.gz"]
+TRACES = ["alexnet_a100.json.gz", "nccl_data_a100_rank0.json.gz", "ns_resolution_v100_rank0.json.gz",
+          "sampled_rank0.json.gz", "sampled_rank1.json.gz"]
 WORK = {"kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset"}
 RUNTIME = {"cuda_runtime", "Runtime", "cuda_driver"}
 

@@ -15,14 +15,16 @@ sys.path.insert(0, os.environ["HTA_SRC"])
 from hta.trace_analysis import TraceAnalysis  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TRACES = ["alexnet_a100.json.gz", "nccl_data_a100_rank0.json.gz", "ns_resolution_v100_rank0.json.gz"]
+TRACES = ["alexnet_a100.json.gz", "nccl_data_a100_rank0.json.gz", "ns_resolution_v100_rank0.json.gz",
+          "sampled_rank0.json.gz", "sampled_rank1.json.gz"]
 
 
 def figures(trace):
     with tempfile.TemporaryDirectory() as d:  # HTA reads a folder of rank traces
         shutil.copy(os.path.join(HERE, trace), d)
         ta = TraceAnalysis(trace_dir=d)
-        idle, _ = ta.get_idle_time_breakdown(visualize=False, visualize_pctg=False)
+        rank = next(iter(ta.t.traces))  # the file's rank, from its distributedInfo
+        idle, _ = ta.get_idle_time_breakdown(ranks=[rank], visualize=False, visualize_pctg=False)
         by_stream = {}
         for row in idle.to_dict(orient="records"):
             by_stream.setdefault(str(int(row["stream"])), {})[row["idle_category"]] = float(row["idle_time"])

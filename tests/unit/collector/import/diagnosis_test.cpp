@@ -75,6 +75,13 @@ TEST_CASE("collector: import's findings on the real traces") {
     // cuBLAS's float kernels (dgrad_engine<float>, sgemm): FP32 math, the one large loss.
     CHECK(f[0]["id"] == "mixed_precision");
     CHECK(f[0]["evidence"]["fp32_share_of_matmul"].get<double>() > 0.95);
+    // Right in its fix: a V100 (compute capability 7.0, from deviceProperties) has FP16
+    // tensor cores, no BF16 or TF32: AMP in float16 with a loss scaler.
+    CHECK(f[0]["evidence"]["compute_capability"] == "7.0");
+    const std::string fix = f[0]["fix"];
+    CHECK(fix.find("torch.float16") != std::string::npos);
+    CHECK(fix.find("GradScaler") != std::string::npos);
+    CHECK(fix.find("bfloat16") == std::string::npos);
   }
   SECTION("A100, rank 0 of a 2-rank DDP job") {
     const json f = findings("nccl_data_a100_rank0.json.gz");

@@ -34,7 +34,7 @@ json HtaExpected(const std::string& name) {
 }  // namespace
 
 TEST_CASE("collector: import of real traces agrees with HTA's idle, temporal and overlap figures") {
-  for (const char* name : {"alexnet_a100.json.gz", "nccl_data_a100_rank0.json.gz", "ns_resolution_v100_rank0.json.gz"}) {
+  for (const char* name : kRealTraces) {
     SECTION(name) {
       const json want = HtaExpected(name);
       const InterpretedRank rank = Interpret(name);

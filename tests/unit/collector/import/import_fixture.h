@@ -14,6 +14,11 @@
 
 namespace gwtest {
 
+// The committed real traces (tests/data/kineto/README.md).
+inline const char* const kRealTraces[] = {"alexnet_a100.json.gz", "nccl_data_a100_rank0.json.gz",
+                                          "ns_resolution_v100_rank0.json.gz", "sampled_rank0.json.gz",
+                                          "sampled_rank1.json.gz"};
+
 inline std::string KinetoTrace(const std::string& name) { return std::string(GW_KINETO_DIR) + "/" + name; }
 
 inline nlohmann::json ExpectedCounts(const std::string& name) {

@@ -12,9 +12,6 @@ using nlohmann::json;
 
 namespace {
 
-const char* const kTraces[] = {"alexnet_a100.json.gz", "nccl_data_a100_rank0.json.gz",
-                               "ns_resolution_v100_rank0.json.gz"};
-
 void CheckWithin(double got, double want, double rel) {
   INFO("got " << got << ", want " << want);
   CHECK(std::abs(got - want) <= rel * std::abs(want));
@@ -23,7 +20,7 @@ void CheckWithin(double got, double want, double rel) {
 }  // namespace
 
 TEST_CASE("collector: import of real traces counts exactly what each trace holds") {
-  for (const char* name : kTraces) {
+  for (const char* name : kRealTraces) {
     SECTION(name) {
       const json want = ExpectedCounts(name);
       const Imported got = ImportTraces({KinetoTrace(name)});
@@ -66,6 +63,7 @@ TEST_CASE("collector: import takes the device from deviceProperties and says wha
   const json& r = got.summary.at("ranks").at(0);
   CHECK(r["environment"]["device_name"] == "Tesla V100-SXM2-32GB");
   CHECK(r["environment"]["device_memory_bytes"] == 34079637504ull);
+  CHECK(r["environment"]["device_compute_capability"] == "7.0");
   CHECK(r["device"]["sampler_detail"] == "a torch.profiler trace has no NVML samples");
   CHECK(r["host"] == "twshared39868.02.pnb3.facebook.com");
   CHECK(r["rank_source"] == "trace:distributedInfo");
@@ -88,7 +86,7 @@ TEST_CASE("collector: import sorts in runs on disk and gets the same summary") {
 }
 
 TEST_CASE("gpuwatch: import writes a valid Perfetto trace of each real trace") {
-  for (const char* name : kTraces) {
+  for (const char* name : kRealTraces) {
     SECTION(name) {
       TempDir tmp;
       const CmdResult r = RunCmd({GW_GPUWATCH_BIN, "import", KinetoTrace(name), "-o", tmp.path, "-q"}, tmp.path);

@@ -120,7 +120,7 @@ TEST_CASE("the encoders write every field of the messages the library sends") {
                              .registers_per_thread = 17, .static_shared_bytes = 18, .dynamic_shared_bytes = 19});
   gi::AppendGpuSource(batch, 1, "CUPTI");
   gi::AppendEnvironment(batch, {.cuda_runtime = 13000, .cuda_driver = 13010, .nccl = 22800,
-                                .device_memory_bytes = 1, .device_sm_count = 2, .device_name = "gpu",
+                                .device_memory_bytes = 1, .device_sm_count = 2, .device_compute_capability = 90, .device_name = "gpu",
                                 .device_pci_bus_id = "00000000:01:00.0",
                                 .settings = {{"NCCL_ALGO", "Ring"}},
                                 .placement = {.cpu_affinity = "0-3", .device_numa_node = 1, .device_numa_cpus = "4-7",
