@@ -26,7 +26,8 @@ CLI::App* AddImportCommand(CLI::App& app, ImportArgs& args) {
       "Reads Chrome-trace JSON as torch.profiler writes it (plain or .gz), one file per\n"
       "rank (the rank from the trace's distributedInfo, else the order given), and writes\n"
       "what a run writes: DIR/summary.json, summary.txt, report.html and\n"
-      "trace.perfetto-trace. docs/import.md says what is read and what a trace cannot say.\n\n"
+      "trace.perfetto-trace, and prints what a run prints (-v: summary.txt whole; -q: only\n"
+      "where the files are). docs/import.md says what is read and what a trace cannot say.\n\n"
       "Examples:\n"
       "  gpuwatch import trace.json.gz -o out\n"
       "  gpuwatch import rank0.pt.trace.json rank1.pt.trace.json -o out\n\n"
@@ -34,7 +35,7 @@ CLI::App* AddImportCommand(CLI::App& app, ImportArgs& args) {
   cmd->add_option("TRACE", args.traces, "torch.profiler trace files, one per rank")->required();
   cmd->add_option("-o,--out", args.out, "Output directory")->required();
   cmd->add_option("--job", args.job, "Job id to give the imported run (default: import)");
-  cmd->add_flag("-q,--quiet", args.quiet, "Do not print summary.txt to stdout");
+  AddDetailFlags(*cmd, args.print);
   return cmd;
 }
 
@@ -90,14 +91,14 @@ int RunImport(const ImportArgs& args) {
     spdlog::error("summary not saved: {} (printed below)", error);
     code = 1;
   }
+  std::string trace_path;
   if (JobTrace* t = job->trace()) {
     t->Flush();
     spdlog::info("trace {}", t->Describe());
+    trace_path = t->file().path();
   }
-  if (!args.quiet || code != 0) {
-    std::fwrite(rendered.text.data(), 1, rendered.text.size(), stdout);
-    std::fflush(stdout);
-  }
+  PrintSummary(rendered, args.print.detail(), code == 0);
+  PrintFiles(args.out, code == 0, trace_path);
   return code;
 }
 

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "console.h"
+
 namespace CLI {
 class App;
 }
@@ -15,7 +17,7 @@ struct ImportArgs {
   std::vector<std::string> traces;
   std::string out;
   std::string job = "import";
-  bool quiet = false;
+  DetailFlags print;  // -q, -v: what is printed (console.h)
 };
 
 CLI::App* AddImportCommand(CLI::App& app, ImportArgs& args);

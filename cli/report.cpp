@@ -26,8 +26,11 @@ CLI::App* AddReportCommand(CLI::App& app, ReportArgs& args) {
   cmd->footer(
       "Reads DIR/.gpuwatch/rank-R-PID.frames (what the collector received) and\n"
       "DIR/.gpuwatch/spool-rank-R-PID.frames (what ranks could not send), replays them\n"
-      "through the collector's own aggregation, and writes DIR/summary.json and\n"
-      "DIR/summary.txt. Use it after the collector was killed, or to re-render a run.\n\n"
+      "through the collector's own aggregation, writes DIR/summary.json, summary.txt,\n"
+      "report.html and trace.perfetto-trace, and prints what `gpuwatch run` prints: the\n"
+      "verdict, the top findings and the ranks that stand out (-v: summary.txt whole),\n"
+      "then where the files are (-q: only that). Use it after the collector was killed,\n"
+      "or to re-render a run.\n\n"
       "Examples:\n"
       "  gpuwatch report ./gpuwatch-out\n"
       "  gpuwatch report --out /tmp/again --quiet ./gpuwatch-out\n"
@@ -40,7 +43,7 @@ CLI::App* AddReportCommand(CLI::App& app, ReportArgs& args) {
                   "Report ranks inside a collective or sync this long at their last "
                   "heartbeat (default: $GPUWATCH_HANG_S, else 300)")
       ->check(CLI::PositiveNumber);
-  cmd->add_flag("-q,--quiet", args.quiet, "Do not print summary.txt to stdout");
+  AddDetailFlags(*cmd, args.print);
   cmd->add_option("--ranks", args.ranks,
                   "Instead: merge these ranks' traces (e.g. 3,5-7, or all) into one file on one "
                   "timeline, DIR/trace-ranks-LIST.perfetto-trace (with --out: there). DIR is the "
@@ -95,7 +98,6 @@ int RunReport(const ReportArgs& args) {
     job = all.front();
   }
   const RenderedSummary rendered = SummarizeJob(*job);
-  const std::string& text = rendered.text;
   const std::string dir = args.out.empty() ? args.dir : args.out;
   int code = 0;
   if (WriteSummaryFiles(dir, rendered, &error)) {
@@ -105,14 +107,14 @@ int RunReport(const ReportArgs& args) {
     spdlog::error("job {}: summary not saved: {} (printed below)", job->id(), error);
     code = 2;
   }
+  std::string trace_path;
   if (JobTrace* t = job->trace()) {
     t->Flush();
     spdlog::info("job {}: trace {}", job->id(), t->Describe());
+    trace_path = t->file().path();
   }
-  if (!args.quiet || code != 0) {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
-  }
+  PrintSummary(rendered, args.print.detail(), code == 0);
+  PrintFiles(dir, code == 0, trace_path);
   return code;
 }
 

@@ -3,6 +3,8 @@
 #pragma once
 #include <string>
 
+#include "console.h"
+
 namespace CLI {
 class App;
 }
@@ -14,7 +16,7 @@ struct ReportArgs {
   std::string out;        // where to write; default DIR
   std::string job;        // which job, when DIR holds several
   double hang_s = 300;
-  bool quiet = false;     // do not print summary.txt
+  DetailFlags print;      // -q, -v: what is printed (console.h)
   std::string ranks;      // --ranks: merge these ranks' traces instead (report_ranks.h)
 };
 

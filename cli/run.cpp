@@ -69,6 +69,17 @@ std::string PrivateDir(std::string* error) {
   return templ;
 }
 
+// The folders that creating `dir` makes, deepest first (none when it exists).
+std::vector<std::string> MissingDirs(const std::string& dir) {
+  std::vector<std::string> missing;
+  std::error_code ec;
+  for (fs::path p = dir; !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+    missing.push_back(p.string());
+    if (p == p.parent_path()) break;
+  }
+  return missing;
+}
+
 std::string Hostname() {
   char h[HOST_NAME_MAX + 1] = {};
   gethostname(h, sizeof h - 1);
@@ -99,11 +110,14 @@ CLI::App* AddRunCommand(CLI::App& app, RunArgs& args) {
     std::string make_usage(const CLI::App*, std::string) const override {
       return "Usage: gpuwatch run [OPTIONS] [--] COMMAND [ARGS...]\n\n"
              "Runs COMMAND with libgpuwatch.so preloaded into it and every process it starts,\n"
-             "collects what they report in this process, and when COMMAND ends prints the\n"
-             "summary and writes DIR/summary.json, DIR/summary.txt and\n"
-             "DIR/trace.perfetto-trace. While it runs, a status line on stderr (only when\n"
-             "stderr is a terminal) shows ranks connected, events/s, GPU busy and dropped\n"
-             "records.\n";
+             "collects what they report in this process, and when COMMAND ends writes\n"
+             "DIR/summary.json, DIR/summary.txt (every rank's tables), DIR/report.html (the\n"
+             "same as a page, with charts: open it in a browser) and DIR/trace.perfetto-trace\n"
+             "(ui.perfetto.dev), and prints the verdict, the top findings with their fixes and\n"
+             "the ranks that stand out (-v: summary.txt whole), then a last line with where\n"
+             "those files are (-q: only that line). While it runs, a status line on stderr\n"
+             "(only when stderr is a terminal) shows ranks connected, events/s, GPU busy and\n"
+             "dropped records.\n";
     }
     std::string make_description(const CLI::App*) const override { return {}; }
   };
@@ -155,7 +169,7 @@ CLI::App* AddRunCommand(CLI::App& app, RunArgs& args) {
                   "(every kernel, the whole run: ~3 us a launch, for short diagnostic runs) "
                   "or off (default: $GPUWATCH_CUPTI, else budget)")
       ->check(SettingCheck<gpuwatch::wire::CuptiSetting>(gpuwatch::wire::ParseCuptiSetting, "MODE"));
-  cmd->add_flag("-q,--quiet", args.quiet, "Do not print summary.txt to stdout");
+  AddDetailFlags(*cmd, args.print);
   cmd->add_option("--baseline", args.baseline,
                   "When COMMAND ends, compare the run with this one (an output folder or "
                   "summary.json) and print the diff");
@@ -200,6 +214,7 @@ int RunCommand(RunArgs& args, CLI::App& command_app) {
   if (!args.trace.empty()) ParseTraceLevel(args.trace, &trace.level);
 
   const std::string out = fs::absolute(args.out).lexically_normal().string();
+  const std::vector<std::string> new_dirs = MissingDirs(out);
   if (!MakeDirs(out, &error)) {
     spdlog::error("{}", error);
     return kRunFailed;
@@ -237,15 +252,11 @@ int RunCommand(RunArgs& args, CLI::App& command_app) {
   // Two runs given one -o at once: the second writes to a subfolder (jobs/out_claim.h).
   jobs.ClaimOutDirs(out);
   if (trace.level != TraceLevel::kOff) jobs.set_trace_factory(MakeTraceFactory("", trace));
-  std::map<std::string, std::string> texts;  // job id -> its latest summary.txt
+  std::map<std::string, FinishedJob> finished;  // job id -> its latest summary
   std::vector<std::string> order;
-  bool unwritten = false;
   auto on_job_end = [&](Job& job) {  // on the server thread; read after it is joined
-    bool written = false;
-    std::string text = FinishJob(job, out, &written);
-    if (!written) unwritten = true;
-    if (!texts.count(job.id())) order.push_back(job.id());
-    texts[job.id()] = std::move(text);
+    if (!finished.count(job.id())) order.push_back(job.id());
+    finished[job.id()] = FinishJob(job, out);
   };
   LiveFeed feed;
   ServerOptions options;
@@ -293,6 +304,8 @@ int RunCommand(RunArgs& args, CLI::App& command_app) {
       SpawnCommand(args.command, MergeEnvironment(environ, set), old_mask, &error, &code);
   if (pid < 0) {
     spdlog::error("{}", error);
+    // Nothing ran: the folders this run made are taken away again (empty ones only).
+    for (const std::string& d : new_dirs) rmdir(d.c_str());
   } else {
     StatusLine status(feed, STDERR_FILENO);
     if (status.active()) StatusLine::RouteLogs(*spdlog::default_logger(), STDERR_FILENO);
@@ -306,16 +319,16 @@ int RunCommand(RunArgs& args, CLI::App& command_app) {
   stop_server();  // writes every job not yet written (FinishJob), like gpuwatch-collector
   metrics.reset();
 
-  if (texts.empty() && pid >= 0)
+  if (finished.empty() && pid >= 0)
     spdlog::warn("no process of the command reported to gpuwatch: it never used CUDA, or "
                  "LD_PRELOAD/GPUWATCH_* did not reach its ranks (see gpuwatch run --help)");
-  if (!args.quiet || unwritten)
-    for (const std::string& id : order) std::fwrite(texts[id].data(), 1, texts[id].size(), stdout);
-  std::fflush(stdout);
+  for (const std::string& id : order) PrintSummary(finished[id].summary, args.print.detail(), finished[id].written);
   if (!args.baseline.empty() && pid >= 0) {
     const int gate = DiffAfterRun(args.baseline, out, args.fail_if);
     if (code == 0) code = gate;
   }
+  // Last, after the diff too: where the files are.
+  for (const std::string& id : order) PrintFiles(finished[id].dir, finished[id].written, finished[id].trace);
   return code;
 }
 

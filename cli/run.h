@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "console.h"
+
 namespace CLI {
 class App;
 }
@@ -18,7 +20,7 @@ struct RunArgs {
   std::string metrics;  // ADDR:PORT, empty: none
   std::string overhead;  // GPUWATCH_OVERHEAD for COMMAND; empty: as the environment has it
   std::string cupti;     // GPUWATCH_CUPTI for COMMAND (budget, full, off); empty: the same
-  bool quiet = false;   // do not print summary.txt
+  DetailFlags print;    // -q, -v: what is printed when COMMAND ends (console.h)
   std::string baseline;               // diff the run against this one at the end (diff.h)
   std::vector<std::string> fail_if;   // gate rules of that diff
   std::vector<std::string> command;

@@ -243,9 +243,9 @@ int CollectorMain(int argc, char** argv) {
 
   bool any_unwritten = false;
   auto on_job_end = [&](Job& job) {
-    bool written = false;
-    const std::string text = FinishJob(job, out_dir, &written);
-    if (!written) any_unwritten = true;
+    const FinishedJob done = FinishJob(job, out_dir);
+    if (!done.written) any_unwritten = true;
+    const std::string& text = done.summary.text;
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
   };

@@ -4,7 +4,10 @@
 # (report, trace and live are views of the same level and include none of each other's
 # headers but trace -> nothing of report). compare/ (`gpuwatch diff`) reads summary.json
 # documents, not the collector's structs: it includes common/ and report/ (the page's
-# helpers) only, and nothing includes it. Prints each include that breaks this; exit 1 if any.
+# helpers) only, and nothing includes it. interpret/ and analyze/ read decoded frames and
+# events, whichever source sent them: they include nothing of ingest/ or import/ (what both
+# sides need, e.g. moving a time onto another clock, lives in common/). Prints each include
+# that breaks this; exit 1 if any.
 set -euo pipefail
 cd "$(dirname "$0")/../collector"
 rank() {
@@ -23,6 +26,10 @@ for f in $(find common ingest import interpret analyze report trace live jobs co
     if [ "$rt" = 9 ]; then continue; fi
     if [ "$rt" -gt "$rf" ] || { [ "$rt" = 4 ] && [ "$rf" = 4 ] && [ "$to" != "$from" ]; }; then
       echo "$f includes $inc: $from may not include $to"
+      bad=1
+    fi
+    if { [ "$from" = interpret ] || [ "$from" = analyze ]; } && { [ "$to" = ingest ] || [ "$to" = import ]; }; then
+      echo "$f includes $inc: $from reads decoded frames and events, never ingest/ or import/"
       bad=1
     fi
     if { [ "$from" = compare ] && [ "$to" != compare ] && [ "$to" != common ] && [ "$to" != report ]; } ||

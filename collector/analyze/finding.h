@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/explains.h"
+
 namespace gpuwatch::collector {
 
 struct Finding {
@@ -19,5 +21,12 @@ struct Finding {
   std::string summary;   // one line: what was measured
   std::string fix;
 };
+
+// The finding of `found` that explains `f` (common/explains.h: the same time, its cause), or null.
+inline const Finding* ExplanationOf(const std::vector<Finding>& found, const Finding& f) {
+  for (const Finding& x : found)
+    if (ExplainedFinding(x.id) == f.id) return &x;
+  return nullptr;
+}
 
 }  // namespace gpuwatch::collector

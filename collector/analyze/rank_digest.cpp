@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ingest/clock_shift.h"
+#include "common/time_shift.h"
 
 namespace gpuwatch::collector {
 

@@ -67,18 +67,18 @@ std::string ShapeSentence(const UtilizationShape& s, const Finding* top) {
 }  // namespace
 
 std::string Verdict(const RankList& ranks, const std::vector<Finding>& f) {
-  // The biggest measured loss; `environment` (no measured time) is added after it, and
-  // `input_io` says which kind of data loading it was.
-  const Finding *top = nullptr, *env = nullptr, *io = nullptr, *host = nullptr;
+  // The biggest measured loss; `environment` (no measured time) is added after it, and a
+  // finding that explains it (`input_io`: which kind of data loading it was) gives its cause
+  // and fix.
+  const Finding *top = nullptr, *env = nullptr, *host = nullptr;
   for (const auto& x : f) {
     if (x.id == "environment")
       env = &x;
-    else if (x.id == "input_io")
-      io = &x;
-    else if (!top)
+    else if (!top && ExplainedFinding(x.id).empty())
       top = &x;
     if (x.id == "cpu_oversubscribed") host = &x;
   }
+  const Finding* io = top ? ExplanationOf(f, *top) : nullptr;
   std::string v;
   const bool significant = top && top->severity != "low";
   if (!significant) {
@@ -87,7 +87,7 @@ std::string Verdict(const RankList& ranks, const std::vector<Finding>& f) {
     v += ".";
   } else {
     const Finding& t = *top;
-    const bool explained = t.id == "data_loading" && io;
+    const bool explained = io != nullptr;
     v = "Biggest loss: " + t.title;
     if (explained) v += " (" + io->title + ")";
     if (t.id == "straggler" && !t.ranks.empty()) v += Printf(" (rank %d)", t.ranks[0]);

@@ -3,6 +3,7 @@
 // "inferred" means chosen here and not yet checked against real jobs: revisit with data.
 #pragma once
 #include <cstdint>
+#include <cstddef>
 
 namespace gpuwatch::collector {
 
@@ -220,5 +221,22 @@ inline constexpr double kOversubscribedExplains = 0.5;
 // ... and at least this share of the wall time (median rank), so that a host with cores to
 // spare, whose threads wait a scheduler tick now and then, is never named. Inferred.
 inline constexpr double kOversubscribedMinWaitShare = 0.02;
+
+// --- The console's short form (report/standout_ranks.h) -------------------------------------
+// A rank stands out when its median step is this factor slower or faster than the median
+// rank's, or its GPU busy share this many points away from the median rank's. The ranks of
+// a synchronous job share one pace (they wait for each other in collectives), so a step 20%
+// off means the rank runs at a pace of its own; a straggler's busy share differs from its
+// peers' by the waits it causes (theirs busy in NCCL kernels, its own idle for its host).
+// Inferred: well above what host scheduling alone spreads the ranks of a healthy job on a
+// loaded 2-core machine (a few points, a few percent).
+inline constexpr double kStandOutStepRatio = 1.2;
+inline constexpr double kStandOutBusyPoints = 0.15;
+// The short form's length whatever the rank count (the files line included): the ranks that
+// stand out get the lines left after the verdict, the findings and the job line, at least
+// kConsoleMinRanks of them.
+inline constexpr size_t kConsoleLines = 30;
+inline constexpr size_t kConsoleMinRanks = 3;
+inline constexpr size_t kConsoleFindings = 3;
 
 }  // namespace gpuwatch::collector

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <set>
 
+#include "common/explains.h"
 #include "common/format.h"
 
 namespace gpuwatch::collector::compare {
@@ -88,7 +89,7 @@ void ChooseHeadline(SummaryDiff& d) {
   // Findings are the causes: the first one beyond noise, unless it only explains another
   // (input_io is data_loading's time) or has no measured time (environment).
   for (const FindingDelta& f : d.findings) {
-    if (!f.beyond_noise || f.id == "input_io" || f.id == "environment") continue;
+    if (!f.beyond_noise || !ExplainedFinding(f.id).empty() || f.id == "environment") continue;
     h.kind = "finding";
     h.key = f.id;
     h.trend = f.trend;

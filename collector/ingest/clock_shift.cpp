@@ -1,20 +1,6 @@
 #include "ingest/clock_shift.h"
 
-#include <limits>
-
 namespace gpuwatch::collector {
-
-uint64_t ShiftNs(uint64_t t, int64_t delta) {
-  if (t == 0) return 0;
-  if (delta >= 0) {
-    const uint64_t d = static_cast<uint64_t>(delta);
-    return t > std::numeric_limits<uint64_t>::max() - d ? std::numeric_limits<uint64_t>::max()
-                                                        : t + d;
-  }
-  // -(delta + 1) + 1 avoids negating INT64_MIN.
-  const uint64_t d = static_cast<uint64_t>(-(delta + 1)) + 1;
-  return t > d ? t - d : 1;  // 1, not 0: the time was set, it just predates the new epoch
-}
 
 void ShiftHello(wire::Hello& hello, int64_t delta) {
   hello.set_start_ns(ShiftNs(hello.start_ns(), delta));

@@ -7,12 +7,10 @@
 #pragma once
 #include <cstdint>
 
+#include "common/time_shift.h"  // ShiftNs
 #include "gpuwatch.pb.h"
 
 namespace gpuwatch::collector {
-
-// t + delta, clamped to [1, UINT64_MAX]; 0 stays 0 (proto3's "not set").
-uint64_t ShiftNs(uint64_t t, int64_t delta);
 
 // Hello.start_ns.
 void ShiftHello(wire::Hello& hello, int64_t delta);

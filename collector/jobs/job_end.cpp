@@ -8,6 +8,7 @@
 #include "common/format.h"
 #include "common/out_dir.h"
 #include "jobs/trace_index.h"
+#include "report/console_text.h"
 #include "report/writer.h"
 
 namespace gpuwatch::collector {
@@ -58,13 +59,21 @@ RenderedSummary SummarizeJob(const Job& job) {
     MarkTrace(*t, result);
     t->Flush();
   }
-  return RenderSummary(ViewOf(job, result));
+  const JobView view = ViewOf(job, result);
+  RenderedSummary rendered = RenderSummary(view);
+  rendered.console = BuildConsoleText(view);
+  return rendered;
 }
 
-std::string FinishJob(Job& job, const std::string& out_override, bool* written) {
-  const RenderedSummary rendered = SummarizeJob(job);
-  if (JobTrace* t = job.trace()) spdlog::info("job {}: trace {}", job.id(), t->Describe());
-  const std::string dir = job.OutDir(out_override);
+FinishedJob FinishJob(Job& job, const std::string& out_override) {
+  FinishedJob done;
+  done.summary = SummarizeJob(job);
+  const RenderedSummary& rendered = done.summary;
+  if (JobTrace* t = job.trace()) {
+    spdlog::info("job {}: trace {}", job.id(), t->Describe());
+    done.trace = t->file().path();
+  }
+  const std::string dir = done.dir = job.OutDir(out_override);
   std::string error;
   // Ranks traced on their hosts: where each trace is, in place before summary.json (the
   // sign that everything is written).
@@ -72,13 +81,13 @@ std::string FinishJob(Job& job, const std::string& out_override, bool* written) 
     if (!MakeDirs(dir, &error) || !WriteAtomically(dir + "/" + kTraceIndexFileName, index, &error))
       spdlog::warn("job {}: no trace index: {}", job.id(), error);
   }
-  *written = WriteSummaryFiles(dir, rendered, &error);
-  if (*written) {
+  done.written = WriteSummaryFiles(dir, rendered, &error);
+  if (done.written) {
     spdlog::info("job {}: summary of {} rank(s) written to {}", job.id(), job.ranks().size(), dir);
   } else {
     spdlog::error("job {}: summary not saved: {} (printed below)", job.id(), error);
   }
-  return rendered.text;
+  return done;
 }
 
 }  // namespace gpuwatch::collector

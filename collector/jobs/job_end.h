@@ -23,8 +23,15 @@ JobView ViewOf(const Job& job, const JobResult& result);
 // a trace.
 RenderedSummary SummarizeJob(const Job& job);
 
+// What FinishJob did: the summary in every form, the folder it went to, whether it was
+// saved there (false: logged), and the trace's path ("" when the job has none).
+struct FinishedJob {
+  RenderedSummary summary;
+  std::string dir;
+  bool written = false;
+  std::string trace;
+};
 // Writes the summary of `job` (to job.OutDir(out_override)) and flushes its trace.
-// Returns summary.txt's text; `written` false when the files could not be saved (logged).
-std::string FinishJob(Job& job, const std::string& out_override, bool* written);
+FinishedJob FinishJob(Job& job, const std::string& out_override);
 
 }  // namespace gpuwatch::collector

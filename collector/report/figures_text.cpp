@@ -6,6 +6,7 @@
 #include "report/comms_text.h"
 
 #include "common/api_names.h"
+#include "common/explains.h"
 #include "common/format.h"
 #include "common/kernel_names.h"
 #include "common/thresholds.h"
@@ -350,33 +351,44 @@ std::vector<std::string> JobHeadlines(const JobResult& j) {
   return parts;
 }
 
-std::string FindingsText(const JobResult& j) {
+std::string FindingsText(const JobResult& j, size_t shown, bool evidence) {
   std::string out;
   Wrap(out, j.verdict, "  ", "");
-  if (j.findings.empty()) return out;
+  // A finding that explains another is that loss's cause, not a loss of its own: shown inside it.
+  std::vector<const Finding*> losses;
+  for (const Finding& x : j.findings)
+    if (ExplainedFinding(x.id).empty()) losses.push_back(&x);
+  if (losses.empty()) return out;
+  if (shown == 0) return out + Printf("(%zu finding%s in summary.txt)\n", losses.size(), losses.size() == 1 ? "" : "s");
   out += "findings, by time lost:\n";
   const double steps = JobSteps(j.ranks);
-  int i = 0;
-  for (const auto& x : j.findings) {
+  for (size_t i = 0; i < losses.size() && i < shown; ++i) {
+    const Finding& x = *losses[i];
+    const Finding* cause = ExplanationOf(j.findings, x);
     std::string rk;
     for (size_t k = 0; k < x.ranks.size() && k < 8; ++k) {
       if (k) rk += ',';
       rk += std::to_string(x.ranks[k]);
     }
     if (x.ranks.size() > 8) rk += ",...";
-    std::string head = Printf("%d. [%s] %s", ++i, x.severity.c_str(), x.title.c_str());
-    if (x.id == "input_io") {
-      head += " (explains the data loading time)";
-    } else if (x.id != "environment") {  // environment: no measured time
+    std::string head = Printf("%zu. [%s] %s", i + 1, x.severity.c_str(), x.title.c_str());
+    if (cause) head += " (" + cause->title + ")";
+    if (x.id != "environment") {  // environment: no measured time
       head += ": " + FmtDuration(x.time_lost_s);
       if (steps > 0) head += Printf(", %s/step", FmtDuration(x.time_lost_s / steps).c_str());
       head += Printf(", %.0f%%", 100 * x.share);
     }
     head += Printf("; rank%s %s", x.ranks.size() == 1 ? "" : "s", rk.c_str());
     Wrap(out, head, "     ", "  ");
-    Wrap(out, x.summary, "      ", "    ");
-    Wrap(out, "fix: " + x.fix, "      ", "    ");
+    if (evidence) {
+      Wrap(out, x.summary, "      ", "    ");
+      if (cause) Wrap(out, "cause: " + cause->summary, "      ", "    ");
+    }
+    // The cause's fix is the one that applies (input_io's: CPU-bound or waiting on reads).
+    Wrap(out, "fix: " + (cause ? cause->fix : x.fix), "      ", "    ");
   }
+  if (losses.size() > shown)
+    out += Printf("  (%zu more finding%s in summary.txt)\n", losses.size() - shown, losses.size() - shown == 1 ? "" : "s");
   return out;
 }
 

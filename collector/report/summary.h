@@ -17,6 +17,11 @@ inline constexpr const char* kSummarySchema = "gpuwatch.summary.v1";
 nlohmann::json BuildSummaryJson(const JobView& job, const std::string& generated_at);
 // Deterministic: the same job always gives the same text.
 std::string BuildSummaryText(const JobView& job);
+// Lines of summary.txt the console's short form (report/console_text.h) shows too:
+// "8 ranks of 8, 1 host, wall 3.2 s" (no newline), and the closing "job: ..." line of
+// headlines, wrapped at 80 columns.
+std::string RanksLine(const JobView& job);
+std::string JobLine(const JobView& job);
 
 // The documents as they go to disk (JSON generated now): summary.json, summary.txt and
 // report.html (report/html_report.h, drawn from the same JSON document).
@@ -24,6 +29,9 @@ struct RenderedSummary {
   std::string json;
   std::string text;
   std::string html;
+  // Not a file: what `gpuwatch run`, `report` and `import` print by default
+  // (report/console_text.h); filled by SummarizeJob (jobs/job_end.h).
+  std::string console;
 };
 RenderedSummary RenderSummary(const JobView& job);
 

@@ -35,9 +35,7 @@ std::string BuildSummaryText(const JobView& job) {
   out += Clip("gpuwatch summary: job " + job.id, kTextWidth) + "\n";
   // The diagnosis first: the verdict, then the findings ranked by time lost.
   out += FindingsText(*job.result);
-  out += Printf("%zu rank%s of %d, %d host%s, wall %s\n", job.ranks.size(),
-                job.ranks.size() == 1 ? "" : "s", job.world_size, job.distinct_hosts(),
-                job.distinct_hosts() == 1 ? "" : "s", FmtDuration(job.wall_s()).c_str());
+  out += RanksLine(job) + "\n";
   AppendCommsText(*job.result, out);
   // Multi-host through --upstream: how each host's times were put on this clock.
   if (const auto hosts = HostClocks(job); AnyForwarded(hosts)) {
@@ -54,7 +52,6 @@ std::string BuildSummaryText(const JobView& job) {
     }
   }
 
-  int abnormal = 0;
   for (const RankView& rank : job.ranks) {
     const wire::Hello& h = *rank.hello;
     out += rule_heavy + "\n";
@@ -78,7 +75,6 @@ std::string BuildSummaryText(const JobView& job) {
       out += Printf("  rebuilt: an incomplete last frame (%llu bytes) was ignored\n",
                     static_cast<unsigned long long>(st.truncated_tail_bytes));
     AppendRankText(*rank.result, out, job.result);
-    abnormal += !rank.ended_normally;
   }
   out += rule_heavy + "\n";
   if (!job.hangs->empty()) {
@@ -107,9 +103,23 @@ std::string BuildSummaryText(const JobView& job) {
     }
   }
 
+  out += JobLine(job);
+  return out;
+}
+
+std::string RanksLine(const JobView& job) {
+  return Printf("%zu rank%s of %d, %d host%s, wall %s", job.ranks.size(), job.ranks.size() == 1 ? "" : "s",
+                job.world_size, job.distinct_hosts(), job.distinct_hosts() == 1 ? "" : "s",
+                FmtDuration(job.wall_s()).c_str());
+}
+
+std::string JobLine(const JobView& job) {
+  int abnormal = 0;
+  for (const RankView& rank : job.ranks) abnormal += !rank.ended_normally;
   std::vector<std::string> parts;
   parts.push_back(Printf("%zu rank%s (%d abnormal)", job.ranks.size(), job.ranks.size() == 1 ? "" : "s", abnormal));
   for (std::string& p : JobHeadlines(*job.result)) parts.push_back(std::move(p));
+  std::string out;
   AppendWrapped(out, "job: ", parts);
   return out;
 }

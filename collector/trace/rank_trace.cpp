@@ -10,7 +10,7 @@
 #include "common/bus_factor.h"
 #include "common/format.h"
 #include "common/kernel_names.h"
-#include "ingest/clock_shift.h"
+#include "common/time_shift.h"
 
 namespace gpuwatch::collector {
 namespace {

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "ingest/clock_shift.h"
+#include "common/time_shift.h"
 #include "trace/packet_encoder.h"
 #include "trace/trace_file.h"
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "ingest/clock_shift.h"
+#include "common/time_shift.h"
 #include "trace/packet_encoder.h"
 
 namespace gpuwatch::collector {

@@ -206,6 +206,22 @@ TEST_CASE("nvml: clocks held at the power cap are clocks_throttled") {
   }
 }
 
+TEST_CASE("nvml: a scenario whose gpu object holds only throttle runs on a throttled device") {
+  // The driver once passed the gpu object to the simulator only when it held a number: this
+  // one ran at full clocks.
+  json sc = json::parse(ReadFile(GPUWATCH_SCENARIOS_DIR "/clocks_throttled.json"));
+  sc["gpu"] = {{"throttle", "power"}};
+  JobRun r = RunScenario("nvml-throttle-only", sc.dump(),
+                         {.truth = true, .env = {{"GPUWATCH_NVML_MS", "100"}}});
+  INFO("driver stderr:\n" << r.job.err << "\nverdict: " << r.summary["job"]["verdict"]);
+  for (const json& rank : r.summary["ranks"]) {
+    CHECK(r.Device(rank["rank"])["device"]["throttle"] == "power");
+    CHECK(rank["device"]["throttled_samples"]["power"].get<int>() > 0);
+  }
+  CHECK(HasFinding(r.summary["job"]["findings"], "clocks_throttled"));
+  CHECK(r.SummaryText().find("GPU clocks held back") != std::string::npos);
+}
+
 TEST_CASE("nvml: a PCIe link below gen 5 x16 is pcie_link, its time lost the copies' extra time") {
   JobRun r = RunSampled("nvml-pcie", "pcie_link");
   INFO("verdict: " << r.summary["job"]["verdict"]);

@@ -48,13 +48,17 @@ TEST_CASE("run: gpuwatch run -o DIR leaves the summary and trace, prints it, kee
                  {{"GPUWATCH_SOCKET_DIR", work + "/unused-sock"}}, 120);
   INFO(res.err);
   REQUIRE(res.exit_code == 0);
-  for (const char* f : {"summary.json", "summary.txt", "trace.perfetto-trace"})
+  for (const char* f : {"summary.json", "summary.txt", "report.html", "trace.perfetto-trace"})
     CHECK(fs::exists(out + "/" + f));
   const json summary = json::parse(ReadFile(out + "/summary.json"));
   CHECK(summary["ranks"].size() == 2);
   for (const json& r : summary["ranks"]) CHECK(r["ended"] == "normal");
-  // stdout is summary.txt, exactly.
-  CHECK(res.out == ReadFile(out + "/summary.txt"));
+  // stdout is the short form (console_test.cpp), then where the files are.
+  CHECK(res.out.rfind("gpuwatch summary: job " + summary["job_id"].get<std::string>(), 0) == 0);
+  const std::string files =
+      "files: " + out + "/summary.txt (every rank), " + out + "/report.html, " + out + "/trace.perfetto-trace\n";
+  CHECK(res.out.size() > files.size());
+  CHECK(res.out.compare(res.out.size() - files.size(), files.size(), files) == 0);
   // stderr is not a terminal: not one status byte.
   CHECK(res.err.find('\r') == std::string::npos);
   CHECK(res.err.find("\x1b[") == std::string::npos);
@@ -69,7 +73,7 @@ TEST_CASE("run: exit code is the command's, 128+N when killed, 127 when not foun
   CHECK(Run({kGpuwatch, "run", "-o", work, "/bin/sh", "-c", "kill -TERM $$"}, {}, 30).exit_code == 143);
   auto missing = Run({kGpuwatch, "run", "-o", work, "--", "/no/such/program"}, {}, 30);
   CHECK(missing.exit_code == 127);
-  CHECK(missing.err.find("cannot run /no/such/program") != std::string::npos);
+  CHECK(missing.err.find("cannot run /no/such/program") != std::string::npos);  // more: console_test.cpp
   auto none = Run({kGpuwatch, "run", "-o", work}, {}, 30);
   CHECK(none.exit_code == 125);
   CHECK(none.err.find("no command to run") != std::string::npos);
@@ -199,7 +203,8 @@ TEST_CASE("run: on a terminal a status line is redrawn in place and cleared befo
   CHECK(line_end - last_draw - 1 <= 99);
   // The summary went to stdout (a file here), without any status bytes.
   const std::string printed = ReadFile(stdout_path);
-  CHECK(printed == ReadFile(out + "/summary.txt"));
+  CHECK(printed.rfind("gpuwatch summary: job ", 0) == 0);
+  CHECK(printed.find("\nfiles: " + out + "/summary.txt") != std::string::npos);
   CHECK(printed.find('\r') == std::string::npos);
 }
 
@@ -208,7 +213,8 @@ TEST_CASE("run: --help reads like a profiler's, gpuwatch collector is gpuwatch-c
   CHECK(help.exit_code == 0);
   for (const char* s : {"Usage: gpuwatch run [OPTIONS] [--] COMMAND", "Examples:",
                         "torchrun --nproc_per_node", "mpirun", "-x LD_PRELOAD", "srun",
-                        "Exit status:", "--metrics", "--trace", "-o,--out", "--overhead", "--cupti"})
+                        "Exit status:", "--metrics", "--trace", "-o,--out", "--overhead", "--cupti",
+                        "report.html", "-v,--verbose", "-q,--quiet"})
     CHECK(help.out.find(s) != std::string::npos);
   auto col = Run({kGpuwatch, "collector", "--help"}, {}, 10);
   CHECK(col.exit_code == 0);

@@ -4,8 +4,10 @@
 //   scenario-truth-check --driver BIN --sim-dir DIR --work DIR [--timeout S] SCENARIO.json
 //
 // Counts and bytes must match the model (scenario_model.h) exactly; times must be within
-// 10% or 0.5 ms (issue 2's tolerance); the rank's host time also allows each host op the
-// wake-up latency of a loaded machine (kHostOpSlack). Prints every mismatch, exits 1 if there was any.
+// 10% or 0.5 ms (issue 2's tolerance); the rank's host ops, never early, may end late by the
+// machine's wake-up latency, measured beside the run (WakeUpReference). Prints every
+// mismatch, exits 1 if there was any.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -34,12 +36,33 @@ void fail(const std::string& msg) {
 
 bool near(double got, double want, double slack = 0) { return std::fabs(got - want) <= std::max(0.10 * want, 0.0005) + slack; }
 
-// The driver's host ops end at their deadline or later: on CI's two cores, with ctest running
-// two scenarios at once, the yield after the sleep wakes 50-200 us late per op (a 60-op
-// scenario of 0.2 ms ops recorded 16 ms for 12; stream_wait 20.7 ms for 15 beside a build).
-// That is the driver's fidelity, not the tool's accuracy: the tool is checked against the
-// time the truth file recorded, whatever it was. A skipped or doubled op still fails.
+// The driver's host ops end at their deadline or later, by the machine's wake-up latency:
+// 50-200 us per op on CI's two cores with ctest running two scenarios at once, more beside
+// other builds. That is the machine's, not the driver's: the tool is checked against the time
+// the truth file recorded, whatever it was. So the ops' own time (their deadlines) must be the
+// scenario's, never less, within 10% or 0.5 ms; and their time past the deadlines (truth's
+// host_late_s) at most kHostOpSlack per op beyond that tolerance, or, on a loaded machine,
+// kHostOpSlack plus kLateRatio times how late the rank's own process woke meanwhile (truth's
+// wake_late_s, host_work.h: WakeUpProbe) for each wake-up an op ends with (HostWakeUps),
+// whichever is more. A skipped, doubled or overrunning op still fails.
 constexpr double kHostOpSlack = 250e-6;
+// The probe wakes at random moments; the ops wake while the rank's own simulator threads run
+// the step's device work. Measured beside three builds (load 6-10 on 2 cores), sleep ops
+// against the probe, per rank: 0.04 to 3.4 times its mean over 5 runs of pipeline_bubble and
+// 4 of clocks_throttled, and 7 in one more clocks_throttled run (1.6-2.1 ms a 4 ms op, which
+// the bound without the probe failed as well).
+constexpr double kLateRatio = 5.0;
+
+
+// The wake-ups that end the rank's host ops: one for a sleep; two for a `cpu` or `read` wait
+// (the loader or feeder thread sees the deadline, then the waiting thread wakes: host_work.h).
+double HostWakeUps(const Scenario& sc, int rank) {
+  double n = 0;
+  for (int s = 0; s < sc.steps; ++s)
+    for (const Op* op : sc.ops_for_step(s))
+      if (op->kind == OpKind::Host && plays(sc, *op, rank)) n += op->wait == HostWait::Sleep ? 1 : 2;
+  return n;
+}
 
 std::string fmt(double x) {
   char b[64];
@@ -97,9 +120,19 @@ void check_rank_truth(const Scenario& sc, int rank, const json& truth) {
     if (op_keys.count(it.key()) && !want.count(it.key()) && u64(it.value(), "count") > 0)
       fail(who + " ops." + it.key() + " present but the scenario has no such op");
   if (want.count("host")) {
-    double got = num(ops["host"], "total_s"), w = want.at("host").seconds;
-    if (got < w - 1e-6 || !near(got, w, kHostOpSlack * static_cast<double>(want.at("host").count)))
-      fail(who + " ops.host.total_s = " + fmt(got) + ", want " + fmt(w) + " (never less; 10% or 0.5 ms, plus 0.25 ms per op)");
+    const double got = num(ops["host"], "total_s"), w = want.at("host").seconds, late = num(truth, "host_late_s");
+    const auto n = static_cast<double>(want.at("host").count);
+    if (got < w - 1e-6 || late < 0 || !near(got - late, w))
+      fail(who + " ops.host.total_s = " + fmt(got) + " of which " + fmt(late) + " past the deadlines, want " + fmt(w) +
+           " before them (never less; 10% or 0.5 ms)");
+    const double ref = num(truth, "wake_late_s"), wake_ups = HostWakeUps(sc, rank);
+    std::printf("%s: host ops %.1f us late on average, the probe %.1f us\n", who.c_str(), late / n * 1e6, ref * 1e6);
+    const double idle_bound = std::max(0.10 * w, 0.0005) + kHostOpSlack * n;
+    if (late > std::max(idle_bound, wake_ups * (kHostOpSlack + kLateRatio * ref)))
+      fail(who + " host_late_s = " + fmt(late) + " over " + std::to_string(want.at("host").count) + " ops (" +
+           fmt(wake_ups) + " wake-ups): more than " + fmt(idle_bound) + " (10% or 0.5 ms, plus 0.25 ms per op) and than 0.25 ms + " +
+           fmt(kLateRatio) + " x the " + fmt(ref) + " s the rank's probe woke late, each (" + std::to_string(u64(truth, "wakes")) +
+           " wake-ups)");
   }
   std::map<std::uint64_t, std::uint64_t> launched = expected_kernel_blocks(sc);
   const auto sm = static_cast<std::uint64_t>(sc.gpu.count("sm_count") ? sc.gpu.at("sm_count") : 132);

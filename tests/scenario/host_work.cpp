@@ -24,22 +24,35 @@ void sleep_until(Clock::time_point t) {
 
 }  // namespace
 
-// Host work that (almost) does not burn a CPU: the ranks of a scenario share few cores with
-// the simulator's threads, so a busy wait would distort everyone's timing. Yet a plain sleep
-// wakes late by 0.1-0.3 ms on a loaded machine, 10-30% of a 1 ms op. So: an absolute-deadline
-// clock_nanosleep on CLOCK_MONOTONIC (steady_clock's clock, 1 ns timer slack) until
-// kSpinMargin before the deadline, then sched_yield until it. Never early; at most
-// kSpinMargin of CPU per op. Not a plain spin: the tail would be the thread's own code
-// running, which a C++ job's host-frame samples (CPU-time timers) name as host work, not
-// as the wait for data a sleep stands for (a plain spin made dataloader_bound host_overhead).
-// The yield can hand the core away for a slice on a loaded machine: the truth records the
-// time the op took, which is what the tool is checked against.
-constexpr auto kSpinMargin = std::chrono::microseconds(250);
-
+// Host work that does not burn a CPU: the ranks of a scenario share few cores with the
+// simulator's threads, so a busy wait would distort everyone's timing. An absolute-deadline
+// clock_nanosleep on CLOCK_MONOTONIC (steady_clock's clock, 1 ns timer slack): never early,
+// late by a wake-up (60-160 us on average on the 2-core VM beside three builds, truth's
+// wake_late_s). It used to sleep until 250 us before the deadline and sched_yield until it:
+// on an idle machine within microseconds, but on a loaded one each yield handed the core to
+// another runnable thread for its slice, and the ops ended 2-3 ms late on average
+// (pipeline_bubble's 0.5 ms ops, link_bandwidth's 1 ms) against the same process's wake-ups
+// 60-160 us late. Not a spin either: the thread's own code running would be what a C++ job's
+// host-frame samples (CPU-time timers) name as host work, not the wait for data a sleep
+// stands for (a plain spin made dataloader_bound host_overhead).
 void host_sleep(Clock::time_point deadline) {
-  const auto wake = deadline - kSpinMargin;
-  if (Clock::now() < wake) sleep_until(wake);
-  while (Clock::now() < deadline) sched_yield();
+  if (Clock::now() < deadline) sleep_until(deadline);
+}
+
+void WakeUpProbe::start() {
+  thread_ = std::thread([this] {
+    while (!stop_) {
+      const auto deadline = Clock::now() + std::chrono::milliseconds(4);
+      sleep_until(deadline);
+      late_s_ += seconds_between(deadline, Clock::now());
+      ++wakes_;
+    }
+  });
+}
+
+void WakeUpProbe::stop() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
 }
 
 // A CPU-bound pipeline: the loader is runnable the whole time, on a core or waiting for one,

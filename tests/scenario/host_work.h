@@ -8,6 +8,7 @@
 // Each returns at or shortly after the deadline, never before.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -18,6 +19,29 @@
 namespace gpuwatch::scenario {
 
 void host_sleep(Clock::time_point deadline);
+
+// How late this process wakes while the rank plays (with --truth): a thread asleep but for
+// a wake-up every 4 ms, each an absolute-deadline clock_nanosleep as host_sleep's, timed
+// against its deadline. The reference scenario-truth-check holds the host ops' time past
+// their deadlines against (truth's wake_late_s): the same process, the same cores, the same
+// moment, its own simulator threads included. Costs a wake-up every 4 ms.
+class WakeUpProbe {
+ public:
+  WakeUpProbe() = default;
+  WakeUpProbe(const WakeUpProbe&) = delete;
+  WakeUpProbe& operator=(const WakeUpProbe&) = delete;
+  ~WakeUpProbe() { stop(); }
+  void start();
+  void stop();
+  double mean_late_s() const { return wakes_ ? late_s_ / static_cast<double>(wakes_) : 0.0; }  // after stop()
+  std::uint64_t wakes() const { return wakes_; }
+
+ private:
+  std::atomic<bool> stop_{false};
+  double late_s_ = 0;
+  std::uint64_t wakes_ = 0;
+  std::thread thread_;
+};
 
 // One loader thread, started at the first cpu op of the rank.
 class LoaderWorker {

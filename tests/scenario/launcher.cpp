@@ -74,7 +74,8 @@ EnvVars sim_environment(const Scenario& sc, const LaunchOptions& opt) {
   if (!opt.sim) return set;
   const char* old = std::getenv("LD_LIBRARY_PATH");
   set.emplace_back("LD_LIBRARY_PATH", opt.sim_dir + (old && *old ? std::string(":") + old : ""));
-  if (!sc.gpu.empty()) set.emplace_back("SIMGPU_CONFIG", simgpu_config(sc));
+  // Whatever keys the `gpu` object has, numbers or not (a scenario with only `throttle`).
+  if (std::string config = simgpu_config(sc); !config.empty()) set.emplace_back("SIMGPU_CONFIG", std::move(config));
   if (!opt.truth_dir.empty()) set.emplace_back("SIMGPU_TRUTH", opt.truth_dir);
   return set;
 }

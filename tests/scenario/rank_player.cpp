@@ -64,6 +64,7 @@ class Player {
   const PlayerOptions& opt_;
   const RankScale scale_;
   TruthRecorder truth_;
+  double host_late_s_ = 0;  // the host ops' time past their deadlines (truth's host_late_s)
   ReadFeeder feeder_;    // started by the first `"wait": "read"` host op
   LoaderWorker loader_;  // started by the first `"wait": "cpu"` host op
   std::string where_ = "setup";
@@ -262,7 +263,9 @@ void Player::play(const Op& op) {
       if (op.wait == HostWait::Cpu) loader_.load_until(deadline);
       else if (op.wait == HostWait::Read) feeder_.read_until(deadline, op.read_mbps);
       else host_sleep(deadline);
-      truth_.add("host", seconds_between(t0, Clock::now()));
+      const auto end = Clock::now();
+      truth_.add("host", seconds_between(t0, end));
+      host_late_s_ += seconds_between(deadline, end);
       break;
     }
     case OpKind::H2D:
@@ -402,6 +405,8 @@ void Player::play(const Op& op) {
 }
 
 void Player::run() {
+  WakeUpProbe probe;  // the reference for the host ops' lateness (host_work.h)
+  if (!opt_.truth_dir.empty()) probe.start();
   const auto start = Clock::now();
   for (int s = 0; s < sc_.steps; ++s) {
     if (sc_.nvtx) nvtxRangePushA("train_step");
@@ -416,6 +421,12 @@ void Player::run() {
   }
   truth_.set("wall_s", seconds_between(start, Clock::now()));
   truth_.set("steps", sc_.steps);
+  truth_.set("host_late_s", host_late_s_);
+  probe.stop();
+  if (!opt_.truth_dir.empty()) {
+    truth_.set("wake_late_s", probe.mean_late_s());
+    truth_.set("wakes", probe.wakes());
+  }
 }
 
 void Player::teardown() {

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "device_keys.h"
+#include "launcher.h"
 #include "scenario_model.h"
 
 using namespace gpuwatch::scenario;
@@ -39,6 +40,21 @@ TEST_CASE("scenario: device keys go to SIMGPU_CONFIG as the simulator reads them
   // Thermal throttling (clock at 60%) and another process half busy: kernels take 1/(0.6 x 0.5).
   CHECK(kernel_slowdown(sc) == Approx(1 / (0.6 * 0.5)));
   CHECK(kernel_slowdown(parse_scenario(with_gpu(json::object()), "s.json")) == 1.0);
+}
+
+TEST_CASE("scenario: a gpu object with only text keys still configures the simulator") {
+  LaunchOptions opt;
+  opt.sim = true;
+  opt.sim_dir = "/sim";
+  auto config_of = [&](const json& gpu) -> std::string {
+    for (const auto& [k, v] : sim_environment(parse_scenario(with_gpu(gpu), "s.json"), opt))
+      if (k == "SIMGPU_CONFIG") return v;
+    return "(none)";
+  };
+  CHECK(config_of(json::parse(R"({"throttle": "power"})")) == "throttle=power");
+  CHECK(config_of(json::parse(R"({"other_processes": [{"memory_gib": 2, "busy": 0.25}]})")) ==
+        "other_processes=2:0.25");
+  CHECK(config_of(json::object()) == "(none)");
 }
 
 TEST_CASE("scenario: bad device keys are refused, naming the key") {
