@@ -6,6 +6,7 @@
 
 #include "analyze/environment.h"
 #include "analyze/findings.h"
+#include "common/kernel_names.h"
 #include "interpret/python_frames.h"
 #include "common/format.h"
 #include "common/thresholds.h"
@@ -38,7 +39,7 @@ std::string HostOverheadFix(const HostFramesFigures& hf) {
   std::string names;
   for (size_t i = 0, named = 0; i < hf.frames.size() && named < 2; ++i) {
     if (hf.frames[i].where.rfind('(', 0) == 0) continue;
-    names += (named++ ? ", " : "") + Clip(ShortWhere(hf.frames[i].where), 80);
+    names += (named++ ? ", " : "") + ShortName(ShortWhere(hf.frames[i].where));
   }
   if (names.empty()) names = "code no sample could name";
   return "the GPU waited while the training thread ran " + names +

@@ -46,8 +46,14 @@ std::string CollapseTemplates(std::string_view s) {
 }
 
 // A function's trailing parameter list ("(int, float*)", maybe followed by " const")
-// becomes "(…)"; a group after a space ("read_input(int) (app)") is not one.
+// becomes "(…)"; a group after a space is not one: a native frame's module ("read_input(int)
+// (app)") stays, and the function before it is collapsed.
 std::string CollapseParameters(std::string s) {
+  if (s.size() > 2 && s.back() == ')') {
+    const size_t open = s.rfind(" (");
+    if (open != std::string::npos && open > 0 && s.find_first_of("()", open + 2) == s.size() - 1)
+      return CollapseParameters(s.substr(0, open)) + s.substr(open);
+  }
   const size_t close = s.rfind(')');
   if (close == std::string::npos) return s;
   const std::string_view tail = std::string_view(s).substr(close + 1);

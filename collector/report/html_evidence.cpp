@@ -19,8 +19,6 @@ using html::Esc;
 using nlohmann::json;
 
 constexpr size_t kMaxItems = 8;  // of a per-rank map or a list, shown; the rest counted
-constexpr int kMaxDepth = 2;     // nested objects deeper than this read "…"
-constexpr size_t kMaxInline = 4;  // figures of an object shown as one line; more get a table
 
 bool Hidden(const std::string& key) {
   return key == "host_frames" || key == "call_site" || LabelOfEvidence(key).unit == EvidenceUnit::kHidden;
@@ -49,29 +47,19 @@ std::string More(size_t total) {
 
 std::string Value(const json& v, const EvidenceLabel& l, int depth);
 
-// {"0": 1.2, "3": 0.4}: "rank 0 1.2 s · rank 3 400 ms", in rank order.
+// {"0": 1.2, "3": 0.4}: "rank 0 1.2 s, rank 3 400 ms", in rank order.
 std::string RankMap(const json& o, const EvidenceLabel& l) {
   std::vector<std::pair<long, const json*>> items;
   for (auto it = o.begin(); it != o.end(); ++it) items.emplace_back(std::strtol(it.key().c_str(), nullptr, 10), &it.value());
   std::sort(items.begin(), items.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::string out;
   for (size_t i = 0; i < items.size() && i < kMaxItems; ++i)
-    out += (i ? " \xc2\xb7 " : "") + Esc(Printf("rank %ld ", items[i].first)) + Value(*items[i].second, l, kMaxDepth);
+    out += (i ? ", " : "") + Esc(Printf("rank %ld ", items[i].first)) + Value(*items[i].second, l, 1);
   return out + More(items.size());
 }
 
-std::string Rows(const json& o, int depth);
-
-// {"power": 3, "thermal": 0}: "power cap 3 · temperature 0"; an object of more figures, or
-// of objects, as a table of its own.
+// {"power": 3, "thermal": 0}: "power cap 3 · temperature 0".
 std::string Inline(const json& o, int depth) {
-  size_t shown = 0;
-  bool nested = false;
-  for (auto it = o.begin(); it != o.end(); ++it) {
-    shown += !Hidden(it.key());
-    nested |= it.value().is_structured() && !IsRankMap(it.value());
-  }
-  if (nested || shown > kMaxInline) return "<table class=\"ev\">" + Rows(o, depth + 1) + "</table>";
   std::string out;
   for (auto it = o.begin(); it != o.end(); ++it) {
     if (Hidden(it.key())) continue;
@@ -105,7 +93,8 @@ std::string Value(const json& v, const EvidenceLabel& l, int depth) {
   if (!v.is_object() && !v.is_array()) return Esc(EvidenceValueText(v, l.unit));
   if (v.empty()) return "none";
   if (IsRankMap(v)) return RankMap(v, l);
-  if (depth > kMaxDepth && (v.is_object() || v.front().is_structured())) return "\xe2\x80\xa6";
+  // Tables inside tables squeeze each other to a word a line: one level is shown.
+  if (depth > 0 && (v.is_object() || v.front().is_structured())) return "<span class=\"note\">(in summary.json)</span>";
   if (v.is_object()) return Inline(v, depth);
   if (v.size() == 1 && v.front().is_object()) return Inline(v.front(), depth);  // a list of one: as its object
   if (v.front().is_object()) return ObjectList(v, depth);

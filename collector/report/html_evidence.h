@@ -1,6 +1,7 @@
 // A finding's evidence in report.html: a small labelled table (evidence_labels.h gives each
-// key its label and unit), per-rank maps as one line, lists of objects as a table, names
-// shortened (the full name in the tooltip). Never a raw key or a JSON object.
+// key its label and unit), objects and per-rank maps as one line, lists of objects as a
+// table, names shortened (the full name in the tooltip); what nests deeper is left to
+// summary.json. Never a raw key or a JSON object.
 #pragma once
 #include <string>
 

@@ -158,11 +158,11 @@ void Idle(const json& s, std::string& out) {
   }
   if (rows.empty()) return;
   out += "<section id=\"idle\"><h2>Why the GPU was idle</h2>\n<p class=\"note\">Each gap between "
-         "busy spans, counted once: <b>host_wait</b> the launch of the next work began after the "
-         "GPU went idle (host work: data loading, Python); <b>launch_wait</b> the GPU ran dry "
-         "between launches; <b>sync_wait</b> the host sat in a sync; <b>other</b> the rest "
+         "busy spans, counted once: <b>waiting for the host</b> the launch of the next work began after the "
+         "GPU went idle (host work: data loading, Python); <b>waiting for launches</b> the GPU ran dry "
+         "between launches; <b>in syncs</b> the host sat in a sync; <b>other</b> the rest "
          "(dependencies, stream waits).</p>\n<table><tr><th>rank</th><th class=\"n\">busy</th>"
-         "<th class=\"n\">host_wait</th><th class=\"n\">launch_wait</th><th class=\"n\">sync_wait</th>"
+         "<th class=\"n\">waiting for the host</th><th class=\"n\">waiting for launches</th><th class=\"n\">in syncs</th>"
          "<th class=\"n\">other</th></tr>\n" +
          rows + "</table></section>\n";
 }

@@ -48,7 +48,10 @@ TEST_CASE("collector: ShortName keeps operators' brackets and Python frames' ang
   CHECK(col::ShortName("proj/train.py:9 in <module>") == "proj/train.py:9 in <module>");
   CHECK(col::ShortName("torch/utils/data/dataloader.py:631 in __next__") ==
         "torch/utils/data/dataloader.py:631 in __next__");
-  CHECK(col::ShortName("read_input(int) (app)") == "read_input(int) (app)");
+  // A native frame: its function collapsed, its module kept.
+  CHECK(col::ShortName("read_input(int) (app)") == "read_input(" + kEllipsis + ") (app)");
+  CHECK(col::ShortName("ns::host_sleep(std::chrono::time_point<std::chrono::steady_clock>) (gpuwatch-scenario-rank)") ==
+        "ns::host_sleep(" + kEllipsis + ") (gpuwatch-scenario-rank)");
   CHECK(col::ShortName("(no frame)") == "(no frame)");
   CHECK(col::ShortName("") == "");
 }

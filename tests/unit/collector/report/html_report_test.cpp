@@ -163,7 +163,7 @@ TEST_CASE("collector: report.html tells findings in sentences, explained ones in
   CHECK(h.find("Why: input pipeline CPU-bound") != std::string::npos);
   // Evidence in labels and units: a per-rank map on one line, a nested object inline, an
   // unknown key readable, a note about JSON keys left out, the unnamed frame in words.
-  CHECK(h.find("rank 0 1.500 s \xc2\xb7 rank 1 1.250 s") != std::string::npos);
+  CHECK(h.find("rank 0 1.500 s, rank 1 1.250 s") != std::string::npos);
   CHECK(h.find("power cap 3 \xc2\xb7 temperature 0") != std::string::npos);
   CHECK(h.find("<th>brand new key</th><td>250.000 ms</td>") != std::string::npos);
   CHECK(h.find("cpu bound") != std::string::npos);
