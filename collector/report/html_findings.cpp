@@ -133,7 +133,7 @@ void FindingsSection(const json& s, std::string& out) {
     for (const json& why : all)
       if (FindingItExplains(Str(why, "id")) == Str(f, "id"))
         out += "<div class=\"why\" data-explains" + Attr("data-id", Str(why, "id")) + "><p class=\"what\">Why: " +
-               Esc(Title(why)) + " (the same time, not more)</p>\n" + Body(why) + "</div>\n";
+               Esc(Title(why)) + " (it explains the time above; not a loss of its own)</p>\n" + Body(why) + "</div>\n";
     out += "</div>\n";
   }
   out += "</section>\n";
