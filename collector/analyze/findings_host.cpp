@@ -6,6 +6,7 @@
 
 #include "analyze/environment.h"
 #include "analyze/findings.h"
+#include "common/kernel_names.h"
 #include "interpret/python_frames.h"
 #include "common/format.h"
 #include "common/thresholds.h"
@@ -31,11 +32,16 @@ void AddHostFrames(const HostFramesFigures& hf, Finding& f) {
   f.evidence["unnamed_share"] = hf.unnamed_share;
 }
 
-// What fits depends on what the frames are; the frames themselves say where.
+// What fits depends on what the frames are; the frames themselves say where. A frame that
+// names nothing ("(no frame)", "(no Python frame)": samples without a stack of the user's
+// code) is no place to look.
 std::string HostOverheadFix(const HostFramesFigures& hf) {
   std::string names;
-  for (size_t i = 0; i < hf.frames.size() && i < 2; ++i)
-    names += (i ? ", " : "") + Clip(ShortWhere(hf.frames[i].where), 80);
+  for (size_t i = 0, named = 0; i < hf.frames.size() && named < 2; ++i) {
+    if (hf.frames[i].where.rfind('(', 0) == 0) continue;
+    names += (named++ ? ", " : "") + ShortName(ShortWhere(hf.frames[i].where));
+  }
+  if (names.empty()) names = "code no sample could name";
   return "the GPU waited while the training thread ran " + names +
          ": do that work less often (log/metrics every N steps), asynchronously or off the training "
          "thread (evaluation and checkpoint writing in another process or async), keep values on the "
@@ -93,8 +99,8 @@ std::optional<Finding> InputIoFinding(const RankContext& c, const std::vector<Fi
                 {"processes", io.max_processes},
                 {"gaps_sampled_s", io.gap_s},
                 {"samples", io.intervals}};
-  f.summary = Printf("while the GPU waited, the host's %u process%s kept %.2f cores busy (%.2f "
-                     "more runnable) and read %.1f MB/s: %s",
+  f.summary = Printf("while the GPU waited, the host's %u process%s kept %.2f cores busy (on average %.2f "
+                     "more threads waited for a free CPU) and read %.1f MB/s: %s",
                      io.max_processes, io.max_processes == 1 ? "" : "es", cores, waiting, mbps,
                      verdict == "cpu_bound" ? "CPU-bound"
                      : verdict == "io_wait" ? "waiting on reads"

@@ -3,6 +3,7 @@
 
 #include "common/format.h"
 #include "common/json_read.h"
+#include "report/html_findings.h"
 #include "report/html_page.h"
 #include "report/html_report.h"
 
@@ -41,7 +42,7 @@ void CommsSection(const json& s, std::string& out) {
         ops += (ops.empty() ? "" : ", ") + it.key() + " " +
                (Get(it.value(), "busbw_gbps").is_number() ? FmtRate(Num(it.value(), "busbw_gbps"))
                                                           : std::string("- (one member)"));
-    out += "<tr><td>" + Esc(Get(c, "members").dump()) + (Get(c, "identified") == true ? "" : " (not identified)") +
+    out += "<tr><td>" + Esc(RanksText(Get(c, "members"))) + (Get(c, "identified") == true ? "" : " (not identified)") +
            "</td><td>" + Esc(Str(c, "kind", "-")) + "</td>" + html::NumCell(Printf("%.0f", Num(c, "calls"))) +
            html::NumCell(FmtBytes(Whole<uint64_t>(c, "bytes"))) + html::NumCell(FmtDuration(Num(pr, "gpu_s"))) +
            html::NumCell(FmtDuration(Num(pr, "wait_s"))) + html::NumCell(FmtDuration(Num(pr, "exposed_s"))) +

@@ -22,6 +22,13 @@ using json_read::Num;
 using json_read::Whole;
 using json_read::Str;
 
+// NVML's view of the rank's device: `device_state`; documents written before it had that
+// name hold it under `device`.
+const json& DeviceState(const json& r) {
+  const json& state = Get(r, "device_state");
+  return state.is_object() ? state : Get(r, "device");
+}
+
 void MemoryChart(const json& s, std::string& out) {
   out += "<section id=\"memory\"><h2>Device memory over time</h2>\n";
   std::vector<html::UtilRow> rows;
@@ -34,8 +41,8 @@ void MemoryChart(const json& s, std::string& out) {
     row.rank = Int(r, "rank");
     row.window_s = Num(ser, "window_s");
     for (const json& v : Arr(ser, "peak_bytes")) row.busy.push_back(v.is_number() ? v.get<double>() / total : 0);
-    row.label = RankLabel(r) + "  peak " + FmtBytes(Whole<uint64_t>(m, "peak_bytes")) + " of " +
-                FmtBytes(static_cast<uint64_t>(total));
+    row.label = RankLabel(r);
+    row.note = "peak " + FmtBytes(Whole<uint64_t>(m, "peak_bytes")) + " of " + FmtBytes(static_cast<uint64_t>(total));
     rows.push_back(std::move(row));
   }
   if (rows.empty()) {
@@ -44,17 +51,18 @@ void MemoryChart(const json& s, std::string& out) {
   }
   out += "<p class=\"note\">Device memory the rank's allocations held (PyTorch's reserved memory), as a share of the "
          "device's memory: the most in each window, from the rank's first allocation.</p>\n";
-  out += html::UtilizationSvg(rows, "memory", "Device memory held over time, one row per rank") + "\n</section>\n";
+  out += html::LegendHtml({{"memory", "device memory held, share of the device's (0 to 100%)", "#59a14f"}}) +
+         html::UtilizationSvg(rows, "memory", "Device memory held over time, one row per rank") + "\n</section>\n";
 }
 
 
 void DeviceTable(const json& s, std::string& out) {
   out += "<section id=\"device\"><h2>Devices (NVML)</h2>\n<table><tr><th>rank</th><th>device</th>"
-         "<th>utilization curve (compute)</th><th class=\"n\">NVML util</th><th class=\"n\">SM clock busy / max</th>"
+         "<th>utilization curve (compute)</th><th class=\"n\">NVML utilization (sampled)</th><th class=\"n\">SM clock busy / max</th>"
          "<th class=\"n\">held back</th><th class=\"n\">power / limit</th><th class=\"n\">max temp</th>"
          "<th class=\"n\">PCIe</th><th class=\"n\">NVLink</th><th class=\"n\">memory used / total</th><th>other processes</th></tr>\n";
   for (const json& r : Arr(s, "ranks")) {
-    const json& d = Get(r, "device");
+    const json& d = DeviceState(r);
     const json& env = Get(r, "environment");
     const json& shape = Get(Get(r, "gpu"), "utilization_shape");
     out += "<tr><td>" + Esc(RankLabel(r)) + "</td><td>" + Esc(Str(env, "device_name", "-")) + "</td><td>" +
@@ -87,7 +95,10 @@ void DeviceTable(const json& s, std::string& out) {
                 FmtBytes(Whole<uint64_t>(d, "memory_total_bytes"))) +
            "<td>" + Esc(others.empty() ? "none" : others) + "</td></tr>\n";
   }
-  out += "</table></section>\n";
+  out += "</table><p class=\"note\">NVML utilization is the driver's own figure: the share of its last "
+         "sample period (1/6 s to 1 s, by product) during which a kernel ran, read about once a second and "
+         "averaged. It sees kernels only, and only around the moments it was read, so it can differ from GPU "
+         "busy (CUPTI, in the Ranks table), which adds up the time every kernel, copy and memset ran.</p></section>\n";
 }
 
 // How each rank used its GPU's SMs and where it ran on its host (gpu.sm_fill, placement).

@@ -1,9 +1,16 @@
 // See html_page.h.
 #include "report/html_page.h"
 
+#include "common/kernel_names.h"
+
 namespace gpuwatch::collector::html {
 
 std::string NumCell(const std::string& v) { return "<td class=\"n\">" + Esc(v) + "</td>"; }
+
+std::string NameHtml(const std::string& full, const std::string& readable) {
+  return "<code class=\"name\"" + Attr("title", full) + ">" + Esc(ShortName(readable.empty() ? full : readable)) +
+         "</code>";
+}
 
 const char* PageCss() {
   return R"css(
@@ -25,9 +32,15 @@ h2{font-size:16px;margin:28px 0 8px;border-bottom:1px solid #d8dde6;padding-bott
 .sev-low{background:#7f8c8d}
 .fix{margin:4px 0 0}
 .fix b{color:#2e7d32}
-dl.ev{display:grid;grid-template-columns:max-content auto;gap:0 12px;margin:4px 0;font-size:13px}
-dl.ev dt{color:#5a6475}
-dl.ev dd{margin:0;word-break:break-all}
+.what{margin:2px 0 4px;font-weight:600}
+.why{border-left:3px solid #d8dde6;padding:2px 0 2px 10px;margin:6px 0}
+table.ev,table.evl{margin:4px 0}
+table.evl{width:auto}
+table.ev>tbody>tr>td{max-width:0}
+div.evl{overflow-x:auto}
+table.ev>tbody>tr>th{background:none;color:#5a6475;font-weight:normal;width:1%;white-space:nowrap}
+table.evl th{font-weight:normal}
+code.name{display:inline-block;max-width:min(100%,80ch);white-space:nowrap;overflow:hidden;text-overflow:ellipsis;vertical-align:bottom;word-break:normal}
 table{border-collapse:collapse;width:100%;font-size:13px}
 th,td{text-align:left;padding:3px 8px;border-bottom:1px solid #eceff4;vertical-align:top}
 th{background:#f6f8fa}
@@ -41,6 +54,8 @@ svg .axis{stroke:#8a94a6;stroke-width:1}
 svg .grid{stroke:#e3e7ee;stroke-width:1}
 svg .track{fill:#f6f8fa}
 svg .util{fill:#4e79a7;fill-opacity:.75;stroke:#2f5d8a;stroke-width:.8}
+svg .util.memory{fill:#59a14f;stroke:#3b7a34}
+svg .lbl.sub{font-size:11px;fill:#5a6475}
 svg .marker{stroke:#1d2430;stroke-width:2}
 .legend{display:flex;flex-wrap:wrap;gap:4px 14px;font-size:12px;margin:4px 0 8px}
 .legend i{display:inline-block;width:11px;height:11px;margin-right:4px;border-radius:2px}

@@ -14,6 +14,11 @@ const char* PageCss();
 // A table cell holding a number (right-aligned by the style sheet), its text escaped.
 std::string NumCell(const std::string& v);
 
+// A kernel or frame name on one line: shortened (common/kernel_names.h ShortName), the full
+// name in its tooltip. `readable`: a form of the name to shorten instead (a frame's file cut
+// to its last parts), when there is one.
+std::string NameHtml(const std::string& full, const std::string& readable = {});
+
 // The parts of steps.per_step_ms in drawing order: key (the summary.json name), label, colour.
 const std::vector<StackPart>& StepParts();
 

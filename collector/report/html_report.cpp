@@ -9,6 +9,7 @@
 #include "common/json_read.h"
 #include "report/html_comms.h"
 #include "report/html_device.h"
+#include "report/html_findings.h"
 #include "report/html_page.h"
 #include "report/summary.h"
 #include "report/svg_chart.h"
@@ -27,24 +28,6 @@ using json_read::Num;
 using json_read::Whole;
 using json_read::Str;
 
-// A JSON value of a finding's evidence as short text: 4 significant digits, nested
-// objects and arrays written out the same way.
-std::string ValueText(const json& v) {
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_number_float()) return Printf("%.4g", v.get<double>());
-  if (v.is_null()) return "-";
-  if (v.is_array() || v.is_object()) {
-    std::string out = v.is_array() ? "[" : "{";
-    for (auto it = v.begin(); it != v.end(); ++it) {
-      if (it != v.begin()) out += ", ";
-      if (v.is_object()) out += it.key() + ": ";
-      out += ValueText(it.value());
-    }
-    return out + (v.is_array() ? "]" : "}");
-  }
-  return v.dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
 void Header(const json& s, std::string& out) {
   const json& job = Get(s, "job");
   out += "<h1>gpuwatch report: job " + Esc(Str(s, "job_id", "?")) + "</h1>\n";
@@ -58,65 +41,20 @@ void Header(const json& s, std::string& out) {
          " &middot; generated " + Esc(Str(s, "generated_at")) + "</p>\n";
   const json& abnormal = Arr(job, "abnormal_ranks");
   if (!abnormal.empty())
-    out += "<p class=\"meta\">ended abnormally: rank " + Esc(ValueText(abnormal)) + "</p>\n";
+    out += "<p class=\"meta\">ended abnormally: " + Esc(RanksText(abnormal)) + "</p>\n";
 }
 
-// The code a finding is about, named (issue 16): where the host was while the GPU waited
-// (evidence.host_frames, by share), and where a stall was called from (call_site).
-void Frames(const json& ev, std::string& out) {
-  const json& host = Arr(ev, "host_frames");
-  if (!host.empty()) {
-    out += "<div class=\"frames\" data-host-frames>While the GPU waited, the host was in:<ol>";
-    for (const json& h : host)
-      out += "<li><code>" + Esc(Str(h, "where")) + "</code> " + Esc(Printf("%.0f%%", 100 * Num(h, "share"))) + "</li>";
-    out += "</ol></div>\n";
-  }
-  const json& site = Get(ev, "call_site");
-  if (site.is_object() && !Str(site, "python").empty())
-    out += "<div class=\"frames\" data-call-site>Called from <code>" + Esc(Str(site, "python")) + "</code></div>\n";
-}
-
-void Findings(const json& s, std::string& out) {
-  const json& job = Get(s, "job");
-  out += "<section id=\"findings\"><h2>Verdict and findings</h2>\n";
-  out += "<div class=\"verdict\" id=\"verdict\">" +
-         Esc(Str(job, "verdict", "No verdict in this summary.")) + "</div>\n";
-  const json& f = Arr(job, "findings");
-  if (f.empty()) out += "<p class=\"note\">No finding cost a significant share of the time.</p>\n";
-  int n = 0;
-  for (const json& x : f) {
-    const std::string sev = Str(x, "severity", "low");
-    const std::string sev_cls = sev == "high" || sev == "medium" ? sev : "low";
-    out += "<div class=\"finding\" data-finding" + Attr("data-id", Str(x, "id")) + "><h3>" +
-           Printf("%d. ", ++n) + "<span class=\"sev sev-" + sev_cls + "\">" + Esc(sev) +
-           "</span>" + Esc(Str(x, "title", Str(x, "id"))) + " &mdash; " +
-           Esc(Printf("%s lost (%.0f%%)", FmtDuration(Num(x, "time_lost_s")).c_str(),
-                      100 * Num(x, "share"))) +
-           "</h3>\n";
-    const json& ranks = Arr(x, "ranks");
-    if (!ranks.empty())
-      out += "<div class=\"meta\">rank" + std::string(ranks.size() == 1 ? " " : "s ") +
-             Esc(ValueText(ranks)) + "</div>\n";
-    out += "<div>" + Esc(Str(x, "summary")) + "</div>\n";
-    const json& ev = Get(x, "evidence");
-    Frames(ev, out);
-    if (ev.is_object() && !ev.empty()) {
-      out += "<dl class=\"ev\">";
-      for (auto it = ev.begin(); it != ev.end(); ++it)
-        out += "<dt>" + Esc(it.key()) + "</dt><dd>" + Esc(ValueText(it.value())) + "</dd>";
-      out += "</dl>\n";
-    }
-    const std::string fix = Str(x, "fix");
-    if (!fix.empty()) out += "<p class=\"fix\"><b>Fix:</b> " + Esc(fix) + "</p>\n";
-    out += "</div>\n";
-  }
-  out += "</section>\n";
+// The CUDA device ordinal the rank used (`device`); "-" in a document without it (some
+// wrote NVML's figures under that key).
+std::string DeviceOrdinal(const json& r) {
+  const json& d = Get(r, "device");
+  return d.is_number_integer() && d.get<long>() >= 0 ? std::to_string(d.get<long>()) : std::string("-");
 }
 
 void RankTable(const json& s, std::string& out) {
   out += "<section id=\"ranks\"><h2>Ranks</h2>\n<table><tr><th>rank</th><th>host</th>"
          "<th class=\"n\">pid</th><th class=\"n\">device</th><th>ended</th>"
-         "<th class=\"n\">wall</th><th>GPU timeline</th><th class=\"n\">GPU busy</th>"
+         "<th class=\"n\">wall</th><th>GPU timeline</th><th class=\"n\">GPU busy (CUPTI)</th>"
          "<th class=\"n\">steps</th><th class=\"n\">median step</th>"
          "<th class=\"n\">dropped</th><th class=\"n\">gpuwatch's cost</th></tr>\n";
   for (const json& r : Arr(s, "ranks")) {
@@ -124,8 +62,8 @@ void RankTable(const json& s, std::string& out) {
     const json& steps = Get(r, "steps");
     const json& util = Get(gpu, "utilization");
     out += "<tr><td>" + std::to_string(Int(r, "rank")) + "</td><td>" + Esc(Str(r, "host")) +
-           "</td><td class=\"n\">" + std::to_string(Int(r, "pid")) + "</td><td class=\"n\">" +
-           std::to_string(Int(r, "device")) + "</td><td>" + Esc(Str(r, "ended")) +
+           "</td><td class=\"n\">" + std::to_string(Int(r, "pid")) + "</td><td class=\"n\" data-device>" +
+           DeviceOrdinal(r) + "</td><td>" + Esc(Str(r, "ended")) +
            "</td><td class=\"n\">" + FmtDuration(Num(r, "wall_s")) + "</td><td>" +
            Esc(Str(gpu, "source", "-")) + "</td><td class=\"n\">" +
            (util.is_number() ? Printf("%.1f%%", 100 * util.get<double>()) : "-") +
@@ -136,7 +74,9 @@ void RankTable(const json& s, std::string& out) {
            (Get(r, "overhead").is_object() ? Printf("%.2f%%", 100 * Num(Get(r, "overhead"), "share_of_wall")) : "-") +
            "</td></tr>\n";
   }
-  out += "</table></section>\n";
+  out += "</table><p class=\"note\">GPU busy: the share of the rank's active time during which a kernel, copy or "
+         "memset ran, measured from every record CUPTI gave (not NVML's sampled utilization, which the "
+         "Devices table shows).</p></section>\n";
 }
 
 std::string MoreRanks(size_t shown, size_t total) {
@@ -175,8 +115,8 @@ void Utilization(const json& s, std::string& out) {
     const json& util = Get(Get(r, "gpu"), "utilization");
     row.label = RankLabel(r);
     const json& compute = Get(Get(r, "gpu"), "compute_busy");
-    if (util.is_number()) row.label += Printf("  %.0f%%", 100 * util.get<double>());
-    if (compute.is_number()) row.label += Printf(" (compute %.0f%%)", 100 * compute.get<double>());
+    if (util.is_number()) row.note = Printf("busy %.0f%%", 100 * util.get<double>());
+    if (compute.is_number()) row.note += Printf(", compute %.0f%%", 100 * compute.get<double>());
     window = std::max(window, row.window_s);
     rows.push_back(std::move(row));
   }
@@ -185,11 +125,13 @@ void Utilization(const json& s, std::string& out) {
            "(gpu.source \"events\").</p></section>\n";
     return;
   }
-  out += "<p class=\"note\">Share of each window during which any kernel, copy or memset ran "
-         "(windows of " + Esc(FmtDuration(window)) +
+  out += "<p class=\"note\">Share of each window during which any kernel, copy or memset ran, from CUPTI's "
+         "records (windows of " + Esc(FmtDuration(window)) +
          " or less; longer runs get wider windows). Time from the first device work on each "
-         "host; the percentage is the rank's busy / active time.</p>\n";
-  out += html::UtilizationSvg(rows) + "\n" + MoreRanks(rows.size(), with_series) + "</section>\n";
+         "host. Under each rank: its busy time over its active time, and the same without NCCL's kernels "
+         "(compute).</p>\n";
+  out += html::LegendHtml({{"util", "GPU busy share of each window (0 to 100%)", "#4e79a7"}}) +
+         html::UtilizationSvg(rows) + "\n" + MoreRanks(rows.size(), with_series) + "</section>\n";
 }
 
 // Busy and idle time per rank, idle split by why (the classification every view shows).
@@ -216,11 +158,11 @@ void Idle(const json& s, std::string& out) {
   }
   if (rows.empty()) return;
   out += "<section id=\"idle\"><h2>Why the GPU was idle</h2>\n<p class=\"note\">Each gap between "
-         "busy spans, counted once: <b>host_wait</b> the launch of the next work began after the "
-         "GPU went idle (host work: data loading, Python); <b>launch_wait</b> the GPU ran dry "
-         "between launches; <b>sync_wait</b> the host sat in a sync; <b>other</b> the rest "
+         "busy spans, counted once: <b>waiting for the host</b> the launch of the next work began after the "
+         "GPU went idle (host work: data loading, Python); <b>waiting for launches</b> the GPU ran dry "
+         "between launches; <b>in syncs</b> the host sat in a sync; <b>other</b> the rest "
          "(dependencies, stream waits).</p>\n<table><tr><th>rank</th><th class=\"n\">busy</th>"
-         "<th class=\"n\">host_wait</th><th class=\"n\">launch_wait</th><th class=\"n\">sync_wait</th>"
+         "<th class=\"n\">waiting for the host</th><th class=\"n\">waiting for launches</th><th class=\"n\">in syncs</th>"
          "<th class=\"n\">other</th></tr>\n" +
          rows + "</table></section>\n";
 }
@@ -250,7 +192,7 @@ void Steps(const json& s, std::string& out) {
   }
   out += "<p class=\"note\">Mean milliseconds per step. The parts are measured separately: "
          "copies and host syncs can run alongside GPU work, so a bar need not add up to the "
-         "step; the black tick is the median step time.</p>\n";
+         "step; the black tick and the figure at the bar's end are the median step time.</p>\n";
   out += html::LegendHtml(kParts) + html::StackedBarsSvg(kParts, rows, "ms") + "\n" +
          MoreRanks(rows.size(), with_steps) + "</section>\n";
 }
@@ -286,7 +228,8 @@ void Collectives(const json& s, std::string& out) {
          "time after the last member arrived, as nccl-tests times it; waiting is the late member's "
          "doing), comparable with nccl-tests; one bar per rank; none for a one-member communicator "
          "(nothing crosses a link).</p>\n";
-  out += html::GroupedBarsSvg(groups, "busbw", "GB/s") + "\n";
+  out += html::LegendHtml({{"busbw", "bus bandwidth of one rank, GB/s (rank number under its bar)", html::kBarColor}}) +
+         html::GroupedBarsSvg(groups, "busbw", "GB/s") + "\n";
   out += "<table><tr><th>operation (job)</th><th class=\"n\">calls</th>"
          "<th class=\"n\">bytes</th><th class=\"n\">GPU time (all ranks)</th><th class=\"n\">waiting (all ranks)</th>"
          "<th class=\"n\">algbw GB/s</th>"
@@ -322,7 +265,7 @@ void Kernels(const json& s, std::string& out) {
          "<th class=\"n\">share</th><th style=\"width:20%\"></th></tr>\n";
   for (const json& t : top) {
     const double ts = Num(t, "total_s");
-    out += "<tr data-kernel><td><code>" + Esc(Str(t, "name", "?")) + "</code></td>"
+    out += "<tr data-kernel><td>" + html::NameHtml(Str(t, "name", "?")) + "</td>"
            "<td class=\"n\">" + Printf("%.0f", Num(t, "count")) + "</td><td class=\"n\">" +
            FmtDuration(ts) + "</td><td class=\"n\">" +
            (total > 0 ? Printf("%.1f%%", 100 * ts / total) : "-") +
@@ -365,7 +308,7 @@ std::string BuildHtmlReport(const json& s) {
       "style-src 'unsafe-inline'; img-src data:\">\n<title>gpuwatch: " +
       Esc(Str(s, "job_id", "?")) + "</title>\n<style>" + html::PageCss() + "</style></head><body>\n";
   Header(s, out);
-  Findings(s, out);
+  FindingsSection(s, out);
   Utilization(s, out);
   DeviceSections(s, out);
   Idle(s, out);

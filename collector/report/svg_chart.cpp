@@ -12,8 +12,6 @@ namespace gpuwatch::collector::html {
 namespace {
 
 constexpr double kWidth = 960;
-constexpr const char* kRankColors[] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759",
-                                       "#76b7b2", "#edc948", "#b07aa1", "#9c755f"};
 
 std::string N(double v) { return Printf("%.1f", v); }
 
@@ -107,7 +105,13 @@ std::string UtilizationSvg(const std::vector<UtilRow>& rows, const std::string& 
     out += "<rect x=\"" + N(x0) + "\" y=\"" + N(y) + "\" width=\"" + N(x1 - x0) +
            "\" height=\"" + N(kRowH) + "\" class=\"track\"/>";
     out += Line(x0, y + kRowH / 2, x1, y + kRowH / 2, "grid");
-    out += Text(kLeft - 8, y + kRowH / 2 + 4, r.label, "end");
+    // Two short lines beside the track: a long one would run off the chart's left edge.
+    if (r.note.empty()) {
+      out += Text(kLeft - 8, y + kRowH / 2 + 4, r.label, "end");
+    } else {
+      out += Text(kLeft - 8, y + kRowH / 2 - 2, r.label, "end");
+      out += Text(kLeft - 8, y + kRowH / 2 + 11, r.note, "end", "lbl sub");
+    }
     // A step line: each window's share held flat across the window.
     std::string d = "M" + N(X(r.offset_s)) + "," + N(base);
     for (size_t i = 0; i < r.busy.size(); ++i) {
@@ -119,12 +123,12 @@ std::string UtilizationSvg(const std::vector<UtilRow>& rows, const std::string& 
     d += " L" + N(X(r.offset_s + r.window_s * r.busy.size())) + "," + N(base) + " Z";
     double sum = 0;
     for (double v : r.busy) sum += v;
-    out += "<path d=\"" + d + "\" class=\"util\"" + Attr("data-chart", chart) +
+    out += "<path d=\"" + d + "\"" + Attr("class", "util " + chart) + Attr("data-chart", chart) +
            Attr("data-rank", std::to_string(r.rank)) +
            Attr("data-points", std::to_string(r.busy.size())) +
            Attr("data-window-s", Printf("%g", r.window_s)) +
            Attr("data-mean", Printf("%.3f", r.busy.empty() ? 0.0 : sum / r.busy.size())) +
-           "><title>" + Esc(r.label) + Printf(": %zu windows of %s", r.busy.size(),
+           "><title>" + Esc(r.label + " " + r.note) + Printf(": %zu windows of %s", r.busy.size(),
                                              FmtDuration(r.window_s).c_str()) +
            "</title></path>";
     y += kRowH + kGap;
@@ -134,8 +138,8 @@ std::string UtilizationSvg(const std::vector<UtilRow>& rows, const std::string& 
 }
 
 std::string StackedBarsSvg(const std::vector<StackPart>& parts, const std::vector<StackRow>& rows,
-                           const std::string& unit) {
-  constexpr double kLeft = 170, kRight = 80, kRowH = 20, kGap = 8, kTop = 6;
+                           const std::string& unit, const std::string& marker_label) {
+  constexpr double kLeft = 170, kRight = 120, kRowH = 20, kGap = 8, kTop = 6;
   double max = 0;
   for (const auto& r : rows) {
     double sum = 0;
@@ -162,7 +166,9 @@ std::string StackedBarsSvg(const std::vector<StackPart>& parts, const std::vecto
              "</title></rect>";
       x += W(v);
     }
-    out += Text(std::max(x, x0 + W(r.marker)) + 5, y + kRowH / 2 + 4, Tick(sum) + " " + unit);
+    // The label names the tick, not the parts' sum: the parts may overlap or leave time out.
+    out += Text(std::max(x, x0 + W(r.marker)) + 5, y + kRowH / 2 + 4,
+                (r.marker >= 0 ? marker_label + " " + Tick(r.marker) : Tick(sum)) + " " + unit);
     if (r.marker >= 0) {
       const double mx = x0 + W(r.marker);
       out += "<line x1=\"" + N(mx) + "\" y1=\"" + N(y - 3) + "\" x2=\"" + N(mx) + "\" y2=\"" +
@@ -187,7 +193,7 @@ std::string LegendHtml(const std::vector<StackPart>& parts) {
 
 std::string GroupedBarsSvg(const std::vector<BarGroup>& groups, const std::string& chart,
                            const std::string& unit) {
-  constexpr double kLeft = 60, kRight = 10, kTop = 24, kPlotH = 200, kBottom = 30;
+  constexpr double kLeft = 60, kRight = 10, kTop = 24, kPlotH = 200, kBottom = 44;
   double max = 0;
   for (const auto& g : groups)
     for (const auto& [rank, v] : g.bars) max = std::max(max, v);
@@ -210,14 +216,15 @@ std::string GroupedBarsSvg(const std::vector<BarGroup>& groups, const std::strin
       const double h = kPlotH * std::max(0.0, v) / max;
       out += "<rect x=\"" + N(x) + "\" y=\"" + N(base - h) + "\" width=\"" +
              Printf("%.2f", std::max(0.5, bw - 1)) + "\" height=\"" + N(h) + "\"" +
-             Attr("fill", kRankColors[static_cast<unsigned>(rank) % 8]) +
+             Attr("fill", kBarColor) +
              Attr("data-chart", chart) + Attr("data-op", g.key) +
              Attr("data-rank", std::to_string(rank)) + Attr("data-value", Printf("%g", v)) +
              "><title>" + Esc(g.key + Printf(" rank %d: %s ", rank, Tick(v).c_str()) + unit) +
              "</title></rect>";
+      if (bw >= 14) out += Text(x + bw / 2, base + 14, std::to_string(rank), "middle", "lbl sub");
       x += bw;
     }
-    out += Text(gx + gw / 2, base + 18, g.key, "middle");
+    out += Text(gx + gw / 2, base + 34, g.key, "middle");
   }
   return out + "</svg>";
 }

@@ -18,18 +18,20 @@ std::string Attr(std::string_view name, std::string_view value);
 // One filled step-line per rank: the GPU busy share (0..1) of consecutive windows.
 struct UtilRow {
   std::string label;     // "rank 0 · host"
+  std::string note;      // a second, smaller line under the label ("busy 18%"); may be empty
   int rank = 0;
   double offset_s = 0;   // where the first window starts on the shared time axis
   double window_s = 0;   // width of each window
   std::vector<double> busy;
 };
 // Small multiples on one time axis (0 .. the latest row end). `chart`: the paths'
-// data-chart (device memory uses the same drawing), `caption` the chart's label.
+// data-chart and CSS class (device memory uses the same drawing), `caption` the chart's label.
 std::string UtilizationSvg(const std::vector<UtilRow>& rows, const std::string& chart = "util",
                            const std::string& caption = "GPU busy share over time, one row per rank");
 
 // Horizontal stacked bars, one row per rank; `parts` names the segments (with colours),
-// `marker` (if >= 0) draws a tick at that value, e.g. the median step time.
+// `marker` (if >= 0) draws a tick at that value, e.g. the median step time, and the row's
+// label at its end names it (`marker_label` and the value); without one the label is the sum.
 struct StackPart {
   std::string key, label, color;
 };
@@ -40,15 +42,17 @@ struct StackRow {
   double marker = -1;
 };
 std::string StackedBarsSvg(const std::vector<StackPart>& parts, const std::vector<StackRow>& rows,
-                           const std::string& unit);
-// The colour legend of a StackedBarsSvg, as HTML.
+                           const std::string& unit, const std::string& marker_label = "median");
+// A chart's colour legend, as HTML: every chart has one, printed just above it.
 std::string LegendHtml(const std::vector<StackPart>& parts);
 
-// Vertical grouped bars: one group per key (collective op), one bar per rank in it.
+// Vertical grouped bars: one group per key (collective op), one bar per rank in it, in one
+// colour (kBarColor), the rank's number under its bar where it fits.
 struct BarGroup {
   std::string key;
   std::vector<std::pair<int, double>> bars;  // (rank, value)
 };
+inline constexpr const char* kBarColor = "#76b7b2";
 std::string GroupedBarsSvg(const std::vector<BarGroup>& groups, const std::string& chart,
                            const std::string& unit);
 

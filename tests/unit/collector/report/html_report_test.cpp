@@ -94,8 +94,9 @@ TEST_CASE("collector: report.html shows every section of a known summary") {
   REQUIRE(a != std::string::npos);
   REQUIRE(b != std::string::npos);
   CHECK(a < b);
-  CHECK(h.find("gpu_idle_waiting_for_host_s") != std::string::npos);
-  CHECK(h.find("use DataLoader(num_workers=...)") != std::string::npos);
+  CHECK(h.find("GPU idle waiting for the host") != std::string::npos);  // the key's label
+  CHECK(h.find("gpu_idle_waiting_for_host_s") == std::string::npos);
+  CHECK(h.find("Fix:</b> Use DataLoader(num_workers=...).") != std::string::npos);
   // Charts: one utilization line per rank with its three windows; eight step parts per
   // rank and a median tick; busbw for the timed op only (broadcast had no GPU time).
   CHECK(Count(h, "data-chart=\"util\"") == 2);
@@ -107,7 +108,98 @@ TEST_CASE("collector: report.html shows every section of a known summary") {
   CHECK(h.find("data-op=\"all_reduce\" data-rank=\"1\" data-value=\"11\"") != std::string::npos);
   CHECK(h.find("data-op=\"broadcast\"") == std::string::npos);
   CHECK(Count(h, "<tr data-kernel>") == 2);
-  CHECK(h.find("<code>gemm_kernel</code>") != std::string::npos);
+  CHECK(h.find("<code class=\"name\" title=\"gemm_kernel\">gemm_kernel</code>") != std::string::npos);
+  // The step bars' figure is the median the tick marks; the device the ranks' ordinal.
+  CHECK(Count(h, ">median 10.5 ms</text>") == 2);
+  CHECK(h.find("<td class=\"n\" data-device>1</td>") != std::string::npos);
+}
+
+namespace {
+
+// The findings section's text outside tags and outside names (<code>), as a reader sees it.
+std::string FindingsText(const std::string& h) {
+  const size_t a = h.find("<section id=\"findings\">"), b = h.find("</section>", a);
+  std::string text;
+  bool in_tag = false;
+  int in_code = 0;
+  for (size_t i = a; i < b; ++i) {
+    if (h.compare(i, 5, "<code") == 0) ++in_code;
+    if (h.compare(i, 7, "</code>") == 0) --in_code;
+    if (h[i] == '<') in_tag = true;
+    if (!in_tag && !in_code) text += h[i];
+    if (h[i] == '>') in_tag = false;
+  }
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("collector: report.html tells findings in sentences, explained ones inside their loss") {
+  json s = KnownSummary();
+  json& f = s["job"]["findings"];
+  f[0]["evidence"] = {{"gpu_idle_waiting_for_host_s", 1.5},
+                      {"per_step_ms", 150.0},
+                      {"time_lost_s_by_rank", {{"0", 1.5}, {"1", 1.25}}},
+                      {"throttled_samples", {{"power", 3}, {"thermal", 0}}},
+                      {"brand_new_key_s", 0.25},
+                      {"time_lost", "time_lost_s over ranks"},
+                      {"host_frames", {{{"where", "proj/train.py:9 in load_batch"}, {"share", 0.75}},
+                                       {{"where", "(no frame)"}, {"share", 0.25}}}}};
+  f.push_back({{"id", "input_io"}, {"title", "input pipeline CPU-bound"}, {"severity", "high"},
+               {"ranks", {0, 1}}, {"time_lost_s", 1.5}, {"share", 0.4},
+               {"summary", "while the GPU waited, the host kept 1.00 cores busy"},
+               {"evidence", {{"verdict", "cpu_bound"}, {"cpu_cores_busy_in_gaps", 1.0}}},
+               {"fix", "more DataLoader workers"}});
+  const std::string h = col::BuildHtmlReport(s);
+  // One loss, told once: input_io inside data_loading, no second "cost" sentence.
+  CHECK(Count(h, "data-finding") == 2);
+  const size_t dl = h.find("data-id=\"data_loading\""), why = h.find("data-explains data-id=\"input_io\"");
+  REQUIRE(why != std::string::npos);
+  CHECK(dl < why);
+  CHECK(why < h.find("data-id=\"sync_stall\""));
+  CHECK(Count(h, " cost ") == 2);
+  CHECK(h.find("Data loading cost 1.500 s, 40% of the time measured (150.000 ms per step), on ranks 0, 1.") !=
+        std::string::npos);
+  CHECK(h.find("Why: input pipeline CPU-bound") != std::string::npos);
+  // Evidence in labels and units: a per-rank map on one line, a nested object inline, an
+  // unknown key readable, a note about JSON keys left out, the unnamed frame in words.
+  CHECK(h.find("rank 0 1.500 s, rank 1 1.250 s") != std::string::npos);
+  CHECK(h.find("power cap 3 \xc2\xb7 temperature 0") != std::string::npos);
+  CHECK(h.find("<th>brand new key</th><td>250.000 ms</td>") != std::string::npos);
+  CHECK(h.find("cpu bound") != std::string::npos);
+  CHECK(h.find("code gpuwatch could not name") != std::string::npos);
+  const std::string text = FindingsText(h);
+  INFO(text);
+  CHECK(text.find('{') == std::string::npos);
+  for (const json& x : f)
+    for (auto it = x["evidence"].begin(); it != x["evidence"].end(); ++it)
+      if (it.key().find('_') != std::string::npos) {  // "verdict" is a word as well as a key
+        INFO(it.key());
+        CHECK(text.find(it.key()) == std::string::npos);
+      }
+  CHECK(text.find("(no frame)") == std::string::npos);
+}
+
+TEST_CASE("collector: report.html shortens a 4 KiB kernel name, full name on hover") {
+  namespace html = gpuwatch::collector::html;
+  json s = KnownSummary();
+  const std::string name = "void cutlass::Kernel<" + std::string(4096, 'x') + ">(Params)";
+  s["job"]["gpu"]["kernels"]["top"][0]["name"] = name;
+  s["ranks"][0]["device"] = {{"samples", 3}};  // NVML's figures where the ordinal was: no ordinal
+  s["ranks"][1]["device_state"] = {{"samples", 2}, {"utilization", 0.06}};  // NVML's figures by their name
+  const std::string h = col::BuildHtmlReport(s);
+  CHECK(h.find("<td class=\"n\">6%</td>") != std::string::npos);
+  CHECK(h.find("title=\"" + html::Esc(name) + "\">cutlass::Kernel&lt;\xe2\x80\xa6&gt;(\xe2\x80\xa6)</code>") !=
+        std::string::npos);
+  CHECK(h.find("<td class=\"n\" data-device>-</td>") != std::string::npos);
+  // Every chart comes with its legend just before it.
+  size_t charts = 0;
+  for (size_t p = h.find("<svg"); p != std::string::npos; p = h.find("<svg", p + 1), ++charts) {
+    const size_t legend = h.rfind("<div class=\"legend\">", p);
+    REQUIRE(legend != std::string::npos);
+    CHECK(h.find("</div>", legend) + 6 == p);
+  }
+  CHECK(charts >= 3);
 }
 
 TEST_CASE("collector: report.html escapes what ranks send and fetches nothing") {
@@ -242,5 +334,5 @@ TEST_CASE("collector: a job fed through the collector renders report.html") {
   CHECK(doc["job"]["gpu"]["utilization_series"].is_null());
   const col::RenderedSummary rs = col::SummarizeJob(*job);
   CHECK(Count(rs.html, "data-chart=\"util\"") == 2);
-  CHECK(rs.html.find("<code>kernel(float*)</code>") != std::string::npos);
+  CHECK(rs.html.find("title=\"kernel(float*)\">kernel(\xe2\x80\xa6)</code>") != std::string::npos);
 }
