@@ -54,7 +54,7 @@ void DeviceTable(const json& s, std::string& out) {
          "<th class=\"n\">held back</th><th class=\"n\">power / limit</th><th class=\"n\">max temp</th>"
          "<th class=\"n\">PCIe</th><th class=\"n\">NVLink</th><th class=\"n\">memory used / total</th><th>other processes</th></tr>\n";
   for (const json& r : Arr(s, "ranks")) {
-    const json& d = Get(r, "device");
+    const json& d = Get(r, "device_state");
     const json& env = Get(r, "environment");
     const json& shape = Get(Get(r, "gpu"), "utilization_shape");
     out += "<tr><td>" + Esc(RankLabel(r)) + "</td><td>" + Esc(Str(env, "device_name", "-")) + "</td><td>" +

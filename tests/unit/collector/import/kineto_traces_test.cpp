@@ -66,7 +66,7 @@ TEST_CASE("collector: import takes the device from deviceProperties and says wha
   const json& r = got.summary.at("ranks").at(0);
   CHECK(r["environment"]["device_name"] == "Tesla V100-SXM2-32GB");
   CHECK(r["environment"]["device_memory_bytes"] == 34079637504ull);
-  CHECK(r["device"]["sampler_detail"] == "a torch.profiler trace has no NVML samples");
+  CHECK(r["device_state"]["sampler_detail"] == "a torch.profiler trace has no NVML samples");
   CHECK(r["host"] == "twshared39868.02.pnb3.facebook.com");
   CHECK(r["rank_source"] == "trace:distributedInfo");
 }
