@@ -1,8 +1,9 @@
 // Every summary.json and `gpuwatch diff --json` document the end-to-end tests read is also
 // checked against docs/summary.schema.json. Starting a validator per document would cost a
 // Python start each (about 0.2 s, a few hundred times), so the tests only keep a copy under
-// WORK/schema-check/; the ctest fixture "schema: every summary and diff the e2e tests read"
-// validates them all in one process after the tests ran (tests/e2e/CMakeLists.txt).
+// WORK/schema-check/; the ctest fixture cleanup "schema: every summary and diff JSON the e2e
+// tests read validates" checks them all in one process after the tests ran (fixture
+// e2e_schema_check, tests/e2e/CMakeLists.txt; running e2e_tests by hand checks nothing).
 #pragma once
 #include <string>
 
