@@ -6,7 +6,8 @@ pkgs=(cmake g++ make protobuf-compiler libprotobuf-dev libspdlog-dev nlohmann-js
       libcli11-dev catch2 libbenchmark-dev zlib1g-dev
       chromium   # headless, for the report.html test (tests/e2e/report_html_test.cpp)
       prometheus curl   # the Prometheus tests: promtool, a real server, a client
-      python3)          # a CPython job in the call-site test (tests/e2e/python_item.py)
+      python3           # a CPython job in the call-site test (tests/e2e/python_item.py)
+      python3-jsonschema)  # summary.json against docs/summary.schema.json (tests/schema/)
 # scripts/fuzz.sh and scripts/sanitize_unit.sh (run by test.sh when GPUWATCH_FUZZ_SECONDS > 0
 # or GPUWATCH_SANITIZE_UNIT=1) need clang, libFuzzer and the sanitizer runtimes.
 if [ "${GPUWATCH_FUZZ_SECONDS:-0}" -gt 0 ] || [ "${GPUWATCH_SANITIZE_UNIT:-0}" = 1 ]; then

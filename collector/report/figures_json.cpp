@@ -498,7 +498,8 @@ void AddRankFigures(const RankResult& r, nlohmann::json& obj, const JobResult* j
   obj["gpu"]["streams"] = StreamsJson(r.streams);
   obj["gpu"]["stream_waits"] = {{"count", r.streams.waits}, {"unresolved", r.streams.waits_unresolved}};
   obj["memory"] = MemoryJson(r.memory);
-  obj["device"] = DeviceJson(r.device, r.device_sampler_detail);
+  // Beside the rank's `device` (its CUDA ordinal, from the Hello): the device as NVML saw it.
+  obj["device_state"] = DeviceJson(r.device, r.device_sampler_detail);
   obj["placement"] = PlacementJson(r.env, r.io);
   obj["overhead"] = OverheadJson(r.overhead);
   // The host sampler (issue 16): its CPU and its signals' handlers are overhead.sampler_s.

@@ -39,9 +39,11 @@ nlohmann::json JobPipelineJson(const PipelineFigures& sums, const JobPipeline& j
                      {"bytes_sent", l.bytes_sent},
                      {"bytes_received", l.bytes_received},
                      {"matched", l.matched},
-                     {"recv_wait_s", l.recv_wait_s}});
+                     {"recv_wait_s", l.recv_wait_s},
+                     {"send_wait_s", l.send_wait_s}});
   for (const PipelineStage& s : jp.stages)
-    stages.push_back({{"stage", s.stage}, {"ranks", s.ranks}, {"bubble_s", s.bubble_s}});
+    stages.push_back({{"stage", s.stage}, {"ranks", s.ranks}, {"bubble_s", s.bubble_s}, {"wait_s", s.wait_s},
+                      {"caused_s", s.caused_s}});
   out["links"] = links;
   out["by_stage"] = stages;
   return out;

@@ -22,12 +22,8 @@ using json_read::Num;
 using json_read::Whole;
 using json_read::Str;
 
-// NVML's view of the rank's device: `device_state`; documents written before it had that
-// name hold it under `device`.
-const json& DeviceState(const json& r) {
-  const json& state = Get(r, "device_state");
-  return state.is_object() ? state : Get(r, "device");
-}
+// NVML's view of the rank's device.
+const json& DeviceState(const json& r) { return Get(r, "device_state"); }
 
 void MemoryChart(const json& s, std::string& out) {
   out += "<section id=\"memory\"><h2>Device memory over time</h2>\n";

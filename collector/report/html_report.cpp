@@ -44,8 +44,7 @@ void Header(const json& s, std::string& out) {
     out += "<p class=\"meta\">ended abnormally: " + Esc(RanksText(abnormal)) + "</p>\n";
 }
 
-// The CUDA device ordinal the rank used (`device`); "-" in a document without it (some
-// wrote NVML's figures under that key).
+// The CUDA device ordinal the rank used (`device`); "-" when not known (-1).
 std::string DeviceOrdinal(const json& r) {
   const json& d = Get(r, "device");
   return d.is_number_integer() && d.get<long>() >= 0 ? std::to_string(d.get<long>()) : std::string("-");

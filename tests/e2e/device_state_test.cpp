@@ -154,7 +154,7 @@ TEST_CASE("nvml: another process on the GPU is gpu_shared, with its memory and b
   CHECK(TopFinding(r)["id"] == "gpu_shared");
   for (const json& rank : r.summary["ranks"]) {
     const json truth = r.Device(rank["rank"])["device"];
-    const json& d = rank["device"];
+    const json& d = rank["device_state"];
     INFO("device " << d.dump().substr(0, 2000));
     REQUIRE(d.is_object());
     CHECK(d["samples"].get<int>() >= 5);
@@ -185,7 +185,7 @@ TEST_CASE("nvml: clocks held at the power cap are clocks_throttled") {
   CHECK(TopFinding(r)["id"] == "clocks_throttled");
   for (const json& rank : r.summary["ranks"]) {
     CHECK(r.Device(rank["rank"])["device"]["throttle"] == "power");
-    const json& d = rank["device"];
+    const json& d = rank["device_state"];
     INFO("device " << d.dump().substr(0, 2000));
     CHECK(d["throttled_samples"]["power"].get<int>() > 0);
     CHECK(d["throttled_samples"]["thermal"] == 0);
@@ -228,7 +228,7 @@ TEST_CASE("nvml: a PCIe link below gen 5 x16 is pcie_link, its time lost the cop
   CHECK(TopFinding(r)["id"] == "pcie_link");
   const json& rank = r.summary["ranks"][0];
   const json truth = r.Device(0);
-  const json& pcie = rank["device"]["pcie"];
+  const json& pcie = rank["device_state"]["pcie"];
   CHECK(pcie["gen"] == truth["device"]["pcie_gen"]);
   CHECK(pcie["width"] == truth["device"]["pcie_width"]);
   CHECK(pcie["gen_max"] == 5);
@@ -251,7 +251,7 @@ TEST_CASE("nvml: collectives far below the NVLink joining the ranks are link_ban
     const int k = rank["rank"];
     const json truth = r.Device(k);
     CHECK(truth["device"]["nvlink_links"] == 18);
-    const json& nv = rank["device"]["nvlink"];
+    const json& nv = rank["device_state"]["nvlink"];
     INFO("nvlink " << nv.dump());
     REQUIRE(nv.is_object());
     // The simulated driver answers NVLink 5.0 on its Hopper device: the sampler corrects it.
@@ -315,7 +315,7 @@ TEST_CASE("nvml: collectives near a healthy NVLink, or waiting for a straggler, 
   JobRun healthy = RunScenario("nvml-link-healthy", WithNvLink("healthy", 4), {.env = {{"GPUWATCH_NVML_MS", "100"}}});
   INFO("driver stderr:\n" << healthy.job.err);
   for (const json& rank : healthy.summary["ranks"]) {
-    CHECK(rank["device"]["nvlink"]["peak_gbps"].get<double>() == Approx(100));
+    CHECK(rank["device_state"]["nvlink"]["peak_gbps"].get<double>() == Approx(100));
     CHECK_FALSE(HasFinding(rank["findings"], "link_bandwidth"));
   }
   CHECK_FALSE(HasFinding(healthy.summary["job"]["findings"], "link_bandwidth"));
@@ -340,7 +340,7 @@ TEST_CASE("nvml: the healthy scenario raises none of the device findings") {
     for (const json& rank : r.summary["ranks"]) CHECK_FALSE(HasFinding(rank["findings"], id));
   }
   for (const json& rank : r.summary["ranks"]) {
-    const json& d = rank["device"];
+    const json& d = rank["device_state"];
     REQUIRE(d.is_object());
     CHECK(d["samples"].get<int>() >= 5);
     CHECK(d["other_processes"].empty());

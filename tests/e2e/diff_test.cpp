@@ -18,11 +18,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "schema_check.h"
 #include "subprocess.h"
 
 namespace fs = std::filesystem;
 using gpuwatch::e2e::FreshDir;
+using gpuwatch::e2e::ParseKept;
 using gpuwatch::e2e::ReadFile;
+using gpuwatch::e2e::ReadSummary;
 using gpuwatch::e2e::Run;
 using gpuwatch::e2e::RunResult;
 using nlohmann::json;
@@ -69,6 +72,7 @@ void Job(const std::string& scenario, const std::string& out) {
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   REQUIRE(fs::exists(out + "/summary.json"));
+  ReadSummary(out + "/summary.json");  // for the schema check
 }
 
 RunResult Diff(const std::vector<std::string>& args) {
@@ -106,7 +110,7 @@ TEST_CASE("diff: two runs of a bundled scenario differ by no more than noise, th
                             "--fail-if", "step_time>+5%", "--fail-if", "new-finding:high"});
   INFO(r.out << r.err);
   CHECK(r.exit_code == 0);
-  const json d = json::parse(r.out);
+  const json d = ParseKept(r.out, work + "/diff.json");
   CHECK(d["comparable"] == true);
   CHECK(std::abs(d["step_time"]["median_ms"]["delta_pct"].get<double>()) <= kStepNoisePct);
   CHECK(std::abs(d["gpu_busy_pct"]["delta"].get<double>()) <= kBusyNoisePoints);
@@ -146,7 +150,7 @@ TEST_CASE("diff: one more .item() per step is named first with its time per step
   CHECK_THAT(r.err, Catch::Contains("--fail-if finding:sync_stall>1ms/step: tripped: sync_stall 0.00 -> "));
   CHECK_THAT(r.out, Catch::Contains("step_time>+5%: ok: step time median"));
   // Where it was called from, and the blocking copy behind it.
-  const json d = json::parse(Diff({work + "/base", work + "/new", "--json"}).out);
+  const json d = ParseKept(Diff({work + "/base", work + "/new", "--json"}).out, work + "/diff.json");
   REQUIRE(d["call_sites"].size() >= 1);
   CHECK(d["call_sites"][0]["trend"] == "new");
   CHECK_THAT(d["call_sites"][0]["site"].get<std::string>(), Catch::Contains("play_rank"));
@@ -172,7 +176,7 @@ TEST_CASE("diff: an input copy made pageable is named first with its time per st
   const double want = kAllreduceMs - kHostMs + 1048576 / 6e9 * 1e3;  // 9.64
   CHECK(MsPerStepAfter(first, "pageable_copy") == Approx(want).epsilon(0.15));
   CHECK_THAT(r.err, Catch::Contains("--fail-if new-finding:high: tripped: new finding(s) pageable_copy [high]"));
-  const json d = json::parse(Diff({work + "/base", work + "/new", "--json"}).out);
+  const json d = ParseKept(Diff({work + "/base", work + "/new", "--json"}).out, work + "/diff.json");
   bool h2d = false;
   for (const json& c : d["copies"])
     if (c["direction"] == "h2d") {
@@ -199,7 +203,7 @@ TEST_CASE("diff: a rank slowed with rank_scale is named first with its time per 
   CHECK_THAT(first, Catch::Contains("biggest change: straggler new, "));
   CHECK(MsPerStepAfter(first, "straggler") == Approx((5 - 1) * kKernelsMs / 2).epsilon(0.2));
   CHECK_THAT(r.err, Catch::Contains("--fail-if step_time>+5%: tripped: step time median "));
-  const json d = json::parse(Diff({work + "/base", work + "/new", "--json"}).out);
+  const json d = ParseKept(Diff({work + "/base", work + "/new", "--json"}).out, work + "/diff.json");
   CHECK(d["step_time"]["median_ms"]["after"].get<double>() ==
         Approx(5 * kKernelsMs + kAllreduceMs).epsilon(0.1));
   const json* straggler = FindingOf(d, "straggler");
@@ -229,6 +233,7 @@ TEST_CASE("diff: a worsened copy of a host-ahead loop diffs by the change of its
                             {}, 120);
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
+    ReadSummary(out + "/summary.json");  // for the schema check
     const json t = json::parse(ReadFile(out + "/truth/truth-rank-0.json"));
     return (t["wall_s"].get<double>() + t["final_sync_s"].get<double>()) / t["steps"].get<double>();
   };
@@ -239,7 +244,7 @@ TEST_CASE("diff: a worsened copy of a host-ahead loop diffs by the change of its
   const RunResult r = Diff({work + "/base", work + "/new", "--json", "--fail-if", "step_time>+5%"});
   INFO(r.out << r.err);
   CHECK(r.exit_code == 3);
-  const json d = json::parse(r.out);
+  const json d = ParseKept(r.out, work + "/diff.json");
   CHECK(std::abs(d["step_time"]["median_ms"]["delta_pct"].get<double>() - want_pct) <= 5);
 }
 

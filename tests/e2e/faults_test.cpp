@@ -143,6 +143,11 @@ TEST_CASE("faults: a rank stuck in a collective is reported at once, naming wher
   e2e::Wait(job, 30);
   kill(collector, SIGTERM);
   e2e::Wait(collector, 30);
+  // The summary written when it is stopped keeps the hang (and gives the schema check a hangs[]).
+  REQUIRE(e2e::WaitForFile(work + "/out/summary.json", 10));
+  const json hangs = e2e::ReadSummary(work + "/out/summary.json")["hangs"];
+  REQUIRE(hangs.size() >= 1);
+  CHECK(hangs[0]["ranks"].size() == 2);  // where every rank of the job was
 }
 
 // torch.profiler's two orders (profiler_app.cpp): each would fail without the hand-over

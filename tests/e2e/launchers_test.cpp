@@ -109,7 +109,7 @@ void CheckRankTruth(const json& rank, const std::string& truth_dir) {
 
 // Ranks 0..3 each once, of 4, named by `source`, ended normally, and the truth per rank.
 void CheckRanks(const Launch& l, const std::string& source) {
-  const json summary = json::parse(ReadFile(l.out + "/summary.json"));
+  const json summary = ReadSummary(l.out + "/summary.json");
   INFO("summary.json ranks: " << summary["ranks"].dump());
   REQUIRE(summary["ranks"].size() == 4);
   CHECK(summary["job"]["world_size"] == 4);
@@ -154,7 +154,7 @@ TEST_CASE("launchers: LD_PRELOAD=libgpuwatch.so mpirun -np 4: every rank named, 
                                     "gpuwatch-out", {});
   CheckRanks(l, "OMPI");
   // Open MPI's job id groups the ranks (no GPUWATCH_JOB_ID in the bare form).
-  const json summary = json::parse(ReadFile(l.out + "/summary.json"));
+  const json summary = ReadSummary(l.out + "/summary.json");
   CHECK(summary["job_id"].get<std::string>().rfind("ompi-", 0) == 0);
 }
 
@@ -168,6 +168,6 @@ TEST_CASE("launchers: LD_PRELOAD=libgpuwatch.so srun --ntasks=4: every rank name
   const Launch l = RunUnderSlurm("launchers-srun-bare", "LD_PRELOAD=$PWD/build/lib/libgpuwatch.so srun",
                                  "gpuwatch-out");
   CheckRanks(l, "SLURM");
-  const json summary = json::parse(ReadFile(l.out + "/summary.json"));
+  const json summary = ReadSummary(l.out + "/summary.json");
   CHECK(summary["job_id"].get<std::string>().rfind("slurm-", 0) == 0);
 }

@@ -103,7 +103,7 @@ inline json Summary(const std::string& out) {
   INFO(out);
   REQUIRE(e2e::WaitForFile(out + "/summary.json", 60));
   REQUIRE(e2e::WaitForFile(out + "/summary.txt", 5));
-  return json::parse(e2e::ReadFile(out + "/summary.json"));
+  return e2e::ReadSummary(out + "/summary.json");
 }
 
 inline void Stop(int pid) {
@@ -171,8 +171,8 @@ inline void CheckRanksAsOnHosts(const json& sa, const json& sb, const json& top,
     EraseJobDerived(y);
     std::vector<json::json_pointer> times = {json::json_pointer("/gpu/utilization_series/start_ns"),
                                              json::json_pointer("/memory/reserved_series/start_ns")};
-    for (size_t i = 0; i < x["device"]["series"]["rows"].size(); ++i)
-      times.emplace_back("/device/series/rows/" + std::to_string(i) + "/0");
+    for (size_t i = 0; i < x["device_state"]["series"]["rows"].size(); ++i)
+      times.emplace_back("/device_state/series/rows/" + std::to_string(i) + "/0");
     for (const json::json_pointer& t : times) {
       INFO(t.to_string());
       REQUIRE(x.contains(t));

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "schema_check.h"
 #include "subprocess.h"
 
 namespace fs = std::filesystem;
@@ -50,7 +51,7 @@ TEST_CASE("run: gpuwatch run -o DIR leaves the summary and trace, prints it, kee
   REQUIRE(res.exit_code == 0);
   for (const char* f : {"summary.json", "summary.txt", "report.html", "trace.perfetto-trace"})
     CHECK(fs::exists(out + "/" + f));
-  const json summary = json::parse(ReadFile(out + "/summary.json"));
+  const json summary = ReadSummary(out + "/summary.json");
   CHECK(summary["ranks"].size() == 2);
   for (const json& r : summary["ranks"]) CHECK(r["ended"] == "normal");
   // stdout is the short form (console_test.cpp), then where the files are.
@@ -102,7 +103,7 @@ TEST_CASE("run: --overhead and --cupti set the budget for every rank, a bad valu
                  {{"GPUWATCH_OVERHEAD", "5%"}}, 120);  // the option wins over the environment
   INFO(res.err);
   REQUIRE(res.exit_code == 0);
-  const json summary = json::parse(ReadFile(work + "/o/summary.json"));
+  const json summary = ReadSummary(work + "/o/summary.json");
   REQUIRE(summary["ranks"].size() == 2);
   for (const json& r : summary["ranks"]) {
     CHECK(r["overhead"]["budget"].get<double>() == Approx(0.004));
@@ -141,7 +142,7 @@ TEST_CASE("run: SIGTERM to gpuwatch reaches the command, the summary is still wr
   CHECK(code != 0);
   CHECK(took < 20);
   REQUIRE(fs::exists(out + "/summary.json"));
-  CHECK(json::parse(ReadFile(out + "/summary.json"))["ranks"].size() >= 1);
+  CHECK(ReadSummary(out + "/summary.json")["ranks"].size() >= 1);
 }
 
 TEST_CASE("run: on a terminal a status line is redrawn in place and cleared before the summary") {

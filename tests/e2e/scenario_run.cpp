@@ -17,7 +17,7 @@ JobRun Play(JobRun r, const std::vector<std::string>& argv,
   INFO(argv[0] << " stdout:\n" << r.job.out << "\nstderr:\n" << r.job.err);
   REQUIRE(r.job.exit_code == 0);
   REQUIRE(WaitForFile(r.out + "/summary.json", 30));
-  r.summary = json::parse(ReadFile(r.out + "/summary.json"));
+  r.summary = ReadSummary(r.out + "/summary.json");
   return r;
 }
 
@@ -79,7 +79,7 @@ json RebuildSummary(const std::string& out) {
   auto res = Run({GPUWATCH_BIN_DIR "/gpuwatch", "report", out}, {}, 60);
   INFO(res.err);
   REQUIRE(res.exit_code == 0);
-  return json::parse(ReadFile(out + "/summary.json"));
+  return ReadSummary(out + "/summary.json");
 }
 
 uint64_t H2dCount(const json& summary) {

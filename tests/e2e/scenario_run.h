@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "schema_check.h"
 #include "subprocess.h"
 
 namespace gpuwatch::e2e {

@@ -84,7 +84,7 @@ TEST_CASE("tcp: a simulated job's ranks send over tcp:// with the token, the sum
   CHECK(log.find("[gpuwatch] error:") == std::string::npos);
   CHECK_FALSE(AnySpool(work + "/out"));
   CHECK((!fs::exists(work + "/sock") || fs::is_empty(work + "/sock")));  // no collector was started
-  const json summary = json::parse(e2e::ReadFile(work + "/out/summary.json"));
+  const json summary = e2e::ReadSummary(work + "/out/summary.json");
   for (const json& r : summary["ranks"]) CHECK(r["ended"] == "normal");
   e2e::CheckSummaryAgainstTruth(scenario, summary, work + "/truth");
 }

@@ -64,7 +64,7 @@ TEST_CASE("collector: import takes the device from deviceProperties and says wha
   CHECK(r["environment"]["device_name"] == "Tesla V100-SXM2-32GB");
   CHECK(r["environment"]["device_memory_bytes"] == 34079637504ull);
   CHECK(r["environment"]["device_compute_capability"] == "7.0");
-  CHECK(r["device"]["sampler_detail"] == "a torch.profiler trace has no NVML samples");
+  CHECK(r["device_state"]["sampler_detail"] == "a torch.profiler trace has no NVML samples");
   CHECK(r["host"] == "twshared39868.02.pnb3.facebook.com");
   CHECK(r["rank_source"] == "trace:distributedInfo");
 }

@@ -124,7 +124,7 @@ TEST_CASE("collector: memory and device state in every view, and the device find
   CHECK(m["allocations"] == 3);
   CHECK(m["frees"] == 1);
   // summary.json: the device.
-  const json& d = rank["device"];
+  const json& d = rank["device_state"];
   INFO(d.dump().substr(0, 1500));
   CHECK(d["samples"] == 11);
   CHECK(d["sampled_s"].get<double>() == Approx(1.0));

@@ -71,7 +71,7 @@ TEST_CASE("views: SM fill, placement and NVLink agree in summary.json, summary.t
   CHECK(p["cpus_on_gpu_node"] == 2);
   CHECK(p["off_node_share"].get<double>() == Approx(0.75));
   CHECK(p["cpu_quota_cores"].get<double>() == Approx(4.0));
-  const json& nv = rank["device"]["nvlink"];
+  const json& nv = rank["device_state"]["nvlink"];
   REQUIRE(nv.is_object());
   CHECK(nv["version"] == "4.0");
   CHECK(nv["links"] == 18);
