@@ -74,12 +74,6 @@ double ExposedP2pShare(const RankResult& r) {
   return 1.0;
 }
 
-std::string RanksText(const std::vector<int>& ranks) {
-  std::string who;
-  for (int r : ranks) who += (who.empty() ? "" : ",") + std::to_string(r);
-  return Printf("rank%s %s", ranks.size() == 1 ? "" : "s", who.c_str());
-}
-
 }  // namespace
 
 // The slow stage: the one whose neighbours wait for it most (their recvs from it, their sends

@@ -63,4 +63,16 @@ std::string Clip(std::string_view s, size_t width) {
   return out;
 }
 
+std::string RanksText(const std::vector<int>& ranks) {
+  std::string out;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    out += (out.empty() ? "" : ", ") + std::to_string(ranks[i]);
+    if (j > i) out += (j == i + 1 ? ", " : "\xe2\x80\x93") + std::to_string(ranks[j]);
+    i = j + 1;
+  }
+  return ranks.empty() ? out : (ranks.size() == 1 ? "rank " : "ranks ") + out;
+}
+
 }  // namespace gpuwatch::collector

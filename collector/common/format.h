@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 #include <string_view>
 
 namespace gpuwatch::collector {
@@ -24,6 +25,9 @@ std::string Printf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 // Control characters replaced by '?', cut to `width` columns with a trailing "...".
 // Names from ranks go through this before they reach a terminal.
 std::string Clip(std::string_view s, size_t width);
+
+// "rank 3", "ranks 0–3, 5": runs of consecutive ranks as ranges (ranks in ascending order).
+std::string RanksText(const std::vector<int>& ranks);
 // seconds from nanoseconds.
 inline double Seconds(uint64_t ns) { return static_cast<double>(ns) * 1e-9; }
 // milliseconds from seconds.

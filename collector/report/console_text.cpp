@@ -43,7 +43,7 @@ std::string Spread(const JobView& job, const std::vector<bool>& skip) {
   return s;
 }
 
-// The fewest lines RanksText takes: the header, kConsoleMinRanks ranks, the "more" line and
+// The fewest lines StandOutLines takes: the header, kConsoleMinRanks ranks, the "more" line and
 // the others' line (one line when no rank stands out).
 size_t RanksLinesAtLeast(size_t standing, size_t n) {
   if (standing == 0) return 1;
@@ -53,7 +53,7 @@ size_t RanksLinesAtLeast(size_t standing, size_t n) {
 
 // One line per rank that stands out (at most `room` lines in all, kConsoleMinRanks ranks at
 // least), then one for the others.
-void RanksText(const JobView& job, const std::vector<StandOut>& standing, size_t room, std::string& out) {
+void StandOutLines(const JobView& job, const std::vector<StandOut>& standing, size_t room, std::string& out) {
   const size_t n = job.ranks.size();
   std::vector<bool> skip(n, false);
   for (const StandOut& s : standing) skip[s.index] = true;
@@ -108,7 +108,7 @@ std::string BuildConsoleText(const JobView& job) {
   }
   std::string out = head + findings;
   const size_t used = Lines(out) + Lines(job_line) + 1;  // + the files line
-  RanksText(job, standing, kConsoleLines > used ? kConsoleLines - used : 0, out);
+  StandOutLines(job, standing, kConsoleLines > used ? kConsoleLines - used : 0, out);
   return out + job_line;
 }
 

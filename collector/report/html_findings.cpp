@@ -96,19 +96,10 @@ std::string Badge(const json& f) {
 }  // namespace
 
 std::string RanksText(const json& ranks) {
-  std::vector<long> r;
+  std::vector<int> r;
   for (const json& x : ranks)
-    if (x.is_number_integer()) r.push_back(x.get<long>());
-  if (r.empty()) return {};
-  std::string out;
-  for (size_t i = 0; i < r.size();) {
-    size_t j = i;
-    while (j + 1 < r.size() && r[j + 1] == r[j] + 1) ++j;
-    out += (out.empty() ? "" : ", ") + std::to_string(r[i]);
-    if (j > i) out += (j == i + 1 ? ", " : "\xe2\x80\x93") + std::to_string(r[j]);
-    i = j + 1;
-  }
-  return (r.size() == 1 ? "rank " : "ranks ") + out;
+    if (x.is_number_integer()) r.push_back(x.get<int>());
+  return collector::RanksText(r);
 }
 
 void FindingsSection(const json& s, std::string& out) {

@@ -216,7 +216,7 @@ TEST_CASE("nvml: a scenario whose gpu object holds only throttle runs on a throt
   INFO("driver stderr:\n" << r.job.err << "\nverdict: " << r.summary["job"]["verdict"]);
   for (const json& rank : r.summary["ranks"]) {
     CHECK(r.Device(rank["rank"])["device"]["throttle"] == "power");
-    CHECK(rank["device"]["throttled_samples"]["power"].get<int>() > 0);
+    CHECK(rank["device_state"]["throttled_samples"]["power"].get<int>() > 0);
   }
   CHECK(HasFinding(r.summary["job"]["findings"], "clocks_throttled"));
   CHECK(r.SummaryText().find("GPU clocks held back") != std::string::npos);

@@ -1,7 +1,7 @@
 // Real launchers: Open MPI's mpirun and Slurm's srun (a one-node cluster the test starts and
 // stops itself) start the 4 ranks of a scenario on the simulated GPU, through `gpuwatch run`
-// and through the bare LD_PRELOAD form. The commands are read from README.md ("Launchers",
-// "the bare LD_PRELOAD form"), so the README shows what is tested: only the repository's
+// and through the bare LD_PRELOAD form. The commands are read from docs/launchers.md (the
+// launchers and the bare LD_PRELOAD form), so the document shows what is tested: only the repository's
 // paths become this build's. Every rank must be named by its launcher's own variables
 // (gpuwatch-scenario --from-launcher sets no RANK), end normally and match its own truth
 // files (the driver's and the simulator's, which the rank wrote under the launcher's rank).
@@ -26,10 +26,10 @@ void Replace(std::string& s, const std::string& from, const std::string& to) {
     s.replace(at, from.size(), to);
 }
 
-// The README.md line that starts with `start`, its continuation lines joined, with the
-// repository's paths made this build's.
-std::string ReadmeCommand(const std::string& start) {
-  std::istringstream readme(ReadFile(GPUWATCH_SOURCE_DIR "/README.md"));
+// The docs/launchers.md line that starts with `start`, its continuation lines joined, with
+// the repository's paths made this build's: the commands the document shows are run.
+std::string LaunchersDocCommand(const std::string& start) {
+  std::istringstream readme(ReadFile(GPUWATCH_SOURCE_DIR "/docs/launchers.md"));
   std::string line, cmd;
   bool in = false;
   while (std::getline(readme, line)) {
@@ -40,7 +40,7 @@ std::string ReadmeCommand(const std::string& start) {
     if (cmd.empty() || cmd.back() != '\\') break;
     cmd.back() = ' ';
   }
-  INFO("README.md has no command starting with: " << start);
+  INFO("docs/launchers.md has no command starting with: " << start);
   REQUIRE(!cmd.empty());
   Replace(cmd, "$PWD/build/lib/libgpuwatch.so", GPUWATCH_LIB);
   Replace(cmd, "build/bin/", GPUWATCH_BIN_DIR "/");
@@ -54,14 +54,14 @@ struct Launch {
   double seconds = 0;
 };
 
-// Runs the README's command in a fresh directory with `env`, then waits for its summary
+// Runs the document's command in a fresh directory with `env`, then waits for its summary
 // (the bare form's collector writes it once the last rank has gone).
-Launch RunReadmeCommand(const std::string& work_name, const std::string& start, const std::string& out_name,
+Launch RunLaunchersDocCommand(const std::string& work_name, const std::string& start, const std::string& out_name,
                         std::map<std::string, std::string> env, const SlurmCluster* slurm = nullptr) {
   Launch l;
   l.work = FreshDir(work_name);
   l.out = l.work + "/" + out_name;
-  const std::string cmd = ReadmeCommand(start);
+  const std::string cmd = LaunchersDocCommand(start);
   // A private socket folder (no collector of another test is found), no inherited target.
   env["GPUWATCH_SOCKET_DIR"] = l.work + "/sock";
   for (const char* v : {"GPUWATCH_OUT", "GPUWATCH_COLLECTOR", "GPUWATCH_JOB_ID", "LD_PRELOAD"}) env[v] = "";
@@ -130,7 +130,7 @@ void CheckRanks(const Launch& l, const std::string& source) {
   CHECK(l.seconds < 45);
 }
 
-// The README's srun command against a Slurm cluster of the test's own, which is gone
+// The document's srun command against a Slurm cluster of the test's own, which is gone
 // (every process of it) when this returns, whatever happened.
 Launch RunUnderSlurm(const std::string& work_name, const std::string& start, const std::string& out_name) {
   SlurmCluster slurm;
@@ -138,19 +138,19 @@ Launch RunUnderSlurm(const std::string& work_name, const std::string& start, con
   const bool up = slurm.Start(error);
   INFO(error);
   REQUIRE(up);
-  return RunReadmeCommand(work_name, start, out_name, slurm.Env(), &slurm);
+  return RunLaunchersDocCommand(work_name, start, out_name, slurm.Env(), &slurm);
 }
 
 }  // namespace
 
 TEST_CASE("launchers: gpuwatch run -- mpirun -np 4: every rank named from OMPI_COMM_WORLD_RANK") {
-  const Launch l = RunReadmeCommand("launchers-mpirun-run", "build/bin/gpuwatch run -o gpuwatch-mpi -- mpirun",
+  const Launch l = RunLaunchersDocCommand("launchers-mpirun-run", "build/bin/gpuwatch run -o gpuwatch-mpi -- mpirun",
                                     "gpuwatch-mpi", {});
   CheckRanks(l, "OMPI");
 }
 
 TEST_CASE("launchers: LD_PRELOAD=libgpuwatch.so mpirun -np 4: every rank named, one autostarted collector") {
-  const Launch l = RunReadmeCommand("launchers-mpirun-bare", "LD_PRELOAD=$PWD/build/lib/libgpuwatch.so mpirun",
+  const Launch l = RunLaunchersDocCommand("launchers-mpirun-bare", "LD_PRELOAD=$PWD/build/lib/libgpuwatch.so mpirun",
                                     "gpuwatch-out", {});
   CheckRanks(l, "OMPI");
   // Open MPI's job id groups the ranks (no GPUWATCH_JOB_ID in the bare form).
