@@ -38,6 +38,11 @@ std::string NcclVersionText(int v) {
   return b;
 }
 
+std::string ComputeCapabilityText(int cc) {
+  if (cc <= 0) return "";
+  return std::to_string(cc / 10) + "." + std::to_string(cc % 10);
+}
+
 // Sources: NCCL user guide, "Environment Variables" (docs.nvidia.com/deeplearning/nccl),
 // and the CUDA C++ Programming Guide, "Asynchronous Concurrent Execution".
 std::vector<EnvIssue> EnvIssues(const EnvFacts& e) {

@@ -22,4 +22,6 @@ std::vector<EnvIssue> EnvIssues(const EnvFacts& e);
 // "13.0" from 13000; "2.28.0" from 22800 (and 2708 -> "2.7.8", NCCL's pre-2.9 encoding).
 std::string CudaVersionText(int v);
 std::string NcclVersionText(int v);
+// "8.0" from 80 (EnvFacts::device_compute_capability); "" when 0 (unknown).
+std::string ComputeCapabilityText(int cc);
 }  // namespace gpuwatch::collector

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analyze/critical_path.h"
 #include "common/explains.h"
 
 namespace gpuwatch::collector {
@@ -20,6 +21,7 @@ struct Finding {
   nlohmann::json evidence = nlohmann::json::object();
   std::string summary;   // one line: what was measured
   std::string fix;
+  WhatIf what_if;  // the step with this fix applied (analyze/what_if.h)
 };
 
 // The finding of `found` that explains `f` (common/explains.h: the same time, its cause), or null.

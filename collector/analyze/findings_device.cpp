@@ -5,6 +5,7 @@
 // are carried over to the rank's run (the samples span it, at most a second short at each end).
 #include <algorithm>
 
+#include "analyze/environment.h"
 #include "analyze/findings.h"
 #include "analyze/precision.h"
 #include "common/kernel_names.h"
@@ -135,11 +136,11 @@ std::optional<Finding> MixedPrecision(const RankContext& c, const std::vector<Fi
   f.summary = Printf("%.0f%% of the GEMM/convolution time (%.2f s) ran in FP32 on the CUDA cores",
                      matmul_ns ? 100.0 * fp32_ns / matmul_ns : 0.0, fp32_s);
   // Unknown capability: the table's fix, which names both.
-  f.evidence["compute_capability"] = cc ? nlohmann::json(Printf("%d.%d", cc / 10, cc % 10)) : nlohmann::json(nullptr);
+  const std::string cc_text = ComputeCapabilityText(cc);
+  f.evidence["compute_capability"] = cc ? nlohmann::json(cc_text) : nlohmann::json(nullptr);
   if (cc >= 70 && cc < 80)
-    f.fix = Printf("torch.autocast(\"cuda\", dtype=torch.float16) with torch.cuda.amp.GradScaler (AMP): this GPU "
-                   "(compute capability %d.%d) runs FP16 on its tensor cores, but not BF16 or TF32",
-                   cc / 10, cc % 10);
+    f.fix = "torch.autocast(\"cuda\", dtype=torch.float16) with torch.cuda.amp.GradScaler (AMP): this GPU "
+            "(compute capability " + cc_text + ") runs FP16 on its tensor cores, but not BF16 or TF32";
   return f;
 }
 

@@ -33,12 +33,11 @@ void AddHostFrames(const HostFramesFigures& hf, Finding& f) {
 }
 
 // What fits depends on what the frames are; the frames themselves say where. A frame that
-// names nothing ("(no frame)", "(no Python frame)": samples without a stack of the user's
-// code) is no place to look.
+// names nothing (IsNoFrame: samples without a stack of the user's code) is no place to look.
 std::string HostOverheadFix(const HostFramesFigures& hf) {
   std::string names;
   for (size_t i = 0, named = 0; i < hf.frames.size() && named < 2; ++i) {
-    if (hf.frames[i].where.rfind('(', 0) == 0) continue;
+    if (IsNoFrame(hf.frames[i].where)) continue;
     names += (named++ ? ", " : "") + ShortName(ShortWhere(hf.frames[i].where));
   }
   if (names.empty()) names = "code no sample could name";

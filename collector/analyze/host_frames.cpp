@@ -22,12 +22,11 @@ void HostFrames::OnHostCall(const HostCall& c) {
 // may overlap it, so a few before it are looked at.
 uint32_t HostFrames::LaunchingThread(uint64_t launch_ns) const {
   if (launch_ns == 0) return 0;
-  constexpr uint64_t kSlackNs = 2000;  // the CUPTI-to-host clock mapping's error
-  auto it = std::upper_bound(launches_.begin(), launches_.end(), launch_ns + kSlackNs,
+  auto it = std::upper_bound(launches_.begin(), launches_.end(), launch_ns + kLaunchSlackNs,
                              [](uint64_t t, const Launch& l) { return t < l.start_ns; });
   for (int looked = 0; it != launches_.begin() && looked < 64; ++looked) {
     --it;
-    if (it->end_ns + kSlackNs >= launch_ns) return it->tid;
+    if (it->end_ns + kLaunchSlackNs >= launch_ns) return it->tid;
   }
   return 0;
 }
@@ -54,7 +53,7 @@ void HostFrames::OnDeviceSettled(uint64_t mark) {
   const uint64_t keep_from = gaps_.empty() ? mark : std::min(mark, gaps_.front().a);
   while (!samples_.empty() && samples_.front().t_ns < keep_from) samples_.pop_front();
   // A later gap's launching call starts after the gap does.
-  while (!launches_.empty() && launches_.front().end_ns + 2000 < keep_from) launches_.pop_front();
+  while (!launches_.empty() && launches_.front().end_ns + kLaunchSlackNs < keep_from) launches_.pop_front();
 }
 
 // Gaps whose end a sample has passed have all their samples (each batch's are in order).
@@ -89,7 +88,7 @@ HostFramesFigures HostFrames::Result(const RankFacts& facts) const {
     if (static_cast<uint32_t>(key >> 32) == tid) all[key] += n;
   // By (where, blocked_in); ordered: ties come out the same every time.
   std::map<std::pair<std::string, std::string>, uint64_t> by_where;
-  const char* none = facts.sampling().native_samples > 0 ? "(no frame)" : "(no Python frame)";
+  const std::string none(facts.sampling().native_samples > 0 ? kNoFrame : kNoPythonFrame);
   uint64_t loading = 0, unnamed = 0;
   for (const auto& [key, n] : all) {
     f.samples += n;

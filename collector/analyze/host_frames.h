@@ -49,6 +49,9 @@ class HostFrames final : public EventSink {
   // Launching calls kept to name a gap's thread: about 2 s of a launch-heavy loop (the
   // sweep's reorder horizon); older gaps fall back to the training thread.
   static constexpr size_t kMaxLaunches = 262144;
+  // How far a CUPTI API record's start may sit outside its hooked call's span: the
+  // CUPTI-to-host clock mapping's error.
+  static constexpr uint64_t kLaunchSlackNs = 2000;
 
   void OnHostCall(const HostCall& c) override;
   void OnThreadSample(const ThreadSample& s) override;

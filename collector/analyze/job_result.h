@@ -47,6 +47,9 @@ struct JobResult {
   // that paces most ranks ("host" on a tie).
   double steps_host_period_s = 0, steps_device_period_s = 0;
   std::string steps_paced_by;
+  // The median rank's critical path, and the job's step with every finding's fix applied.
+  CriticalPathFigures critical_path;
+  WhatIf all_fixed;
 
   // The rank's index in `ranks` (its result is the one `ranks` points at), or -1.
   int IndexOf(const RankResult& r) const;

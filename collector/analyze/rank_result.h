@@ -102,6 +102,8 @@ struct RankResult {
   OverheadFacts overhead;         // what the library said it added (its own cost)
   std::vector<Finding> findings;  // ranked (analyze/findings.h)
   PerStepMean per_step;
+  CriticalPathFigures critical_path;  // what paced its recorded steps (analyze/critical_path.h)
+  WhatIf all_fixed;                   // the step with every finding's fix applied
 
   bool cupti() const { return gpu.cupti(); }
   double WallS() const;         // host span: first call to last call end

@@ -26,6 +26,10 @@ std::string Printf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 // Names from ranks go through this before they reach a terminal.
 std::string Clip(std::string_view s, size_t width);
 
+inline bool EndsWith(std::string_view s, std::string_view tail) {
+  return s.size() >= tail.size() && s.substr(s.size() - tail.size()) == tail;
+}
+
 // "rank 3", "ranks 0–3, 5": runs of consecutive ranks as ranges (ranks in ascending order).
 std::string RanksText(const std::vector<int>& ranks);
 // seconds from nanoseconds.

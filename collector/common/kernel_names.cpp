@@ -6,16 +6,14 @@
 #include <cstdlib>
 #include <utility>
 
+#include "common/format.h"
+
 namespace gpuwatch::collector {
 namespace {
 
 constexpr std::string_view kEllipsis = "\xe2\x80\xa6";  // U+2026, one character
 
 bool IsNameChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == ':'; }
-
-bool EndsWith(std::string_view s, std::string_view tail) {
-  return s.size() >= tail.size() && s.substr(s.size() - tail.size()) == tail;
-}
 
 // Every outermost template argument list becomes "<…>". A '<' opens one only right after
 // a C++ name; "operator<", "operator<<" and "operator<=" are names, and "->" inside the

@@ -21,6 +21,11 @@ std::string ShortWhere(std::string_view where);
 // when every one is the framework's; empty for an empty stack.
 std::string UserFrame(const std::vector<std::string>& stack);
 
+// A sample with no frame to name, Python or native (no stack read, or an empty one): what
+// the views show for it, and how they tell it from a frame that names code.
+inline constexpr std::string_view kNoFrame = "(no frame)", kNoPythonFrame = "(no Python frame)";
+inline bool IsNoFrame(std::string_view where) { return where == kNoFrame || where == kNoPythonFrame; }
+
 // The thread is iterating a DataLoader: a frame of torch/utils/data, or a worker queue's
 // get (multiprocessing's queues or connection, queue.Queue.get) under one.
 bool IsDataLoading(const std::vector<std::string>& stack);

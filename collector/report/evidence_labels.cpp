@@ -211,9 +211,6 @@ constexpr Entry kLabels[] = {
     {"windows", "windows", U::kNumber},
 };
 
-bool EndsWith(std::string_view s, std::string_view tail) {
-  return s.size() >= tail.size() && s.substr(s.size() - tail.size()) == tail;
-}
 bool Has(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
 
 // A key outside the table: its unit from its name's last unit word, the words without it.

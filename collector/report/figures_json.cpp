@@ -246,9 +246,7 @@ nlohmann::json EnvJson(const EnvFacts& e) {
           {"device_memory_bytes", e.device_memory_bytes ? nlohmann::json(e.device_memory_bytes) : nlohmann::json(nullptr)},
           {"device_sm_count", e.device_sm_count ? nlohmann::json(e.device_sm_count) : nlohmann::json(nullptr)},
           {"device_compute_capability",
-           e.device_compute_capability
-               ? nlohmann::json(Printf("%d.%d", e.device_compute_capability / 10, e.device_compute_capability % 10))
-               : nlohmann::json(nullptr)},
+           ver(e.device_compute_capability, ComputeCapabilityText(e.device_compute_capability))},
           {"settings", s},
           {"network", e.nic_ports || e.host_gpus
                           ? nlohmann::json{{"nic_source", e.nic_source.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.nic_source)},

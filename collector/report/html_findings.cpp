@@ -62,8 +62,7 @@ std::string Frames(const json& ev) {
     out += "<div class=\"frames\" data-host-frames>While the GPU waited, the training thread was in:<ol>";
     for (const json& h : host) {
       const std::string where = Str(h, "where");
-      // "(no frame)", "(no Python frame)": samples with no stack of the user's code.
-      out += "<li>" + (where.rfind('(', 0) == 0 ? std::string("code gpuwatch could not name (no stack in the samples)")
+      out += "<li>" + (IsNoFrame(where) ? std::string("code gpuwatch could not name (no stack in the samples)")
                                                 : html::NameHtml(where, ShortWhere(where)));
       if (!Str(h, "blocked_in").empty()) out += " blocked in " + html::NameHtml(Str(h, "blocked_in"));
       out += Esc(Printf(", %.0f%% of the samples", 100 * Num(h, "share"))) + "</li>";

@@ -484,7 +484,7 @@ void RankTrace::CloseSampleSlice(size_t index, uint64_t end) {
   const uint32_t key = blocked_in ? (uint32_t{1} << 28) | (stack & ((uint32_t{1} << 28) - 1)) : stack & kIdMask;
   const uint32_t name = CachedIid(kStackKey | key, [&] {
     const std::vector<std::string>* frames = facts_ && stack ? facts_->Stack(stack) : nullptr;
-    if (!frames || frames->empty()) return std::string(blocked_in ? "(no frame)" : "(no Python frame)");
+    if (!frames || frames->empty()) return std::string(blocked_in ? kNoFrame : kNoPythonFrame);
     if (!blocked_in) return Clip(UserFrame(*frames), kMaxNameChars);
     const std::string where = UserNativeFrame(*frames);
     return Clip(blocked_in->empty() ? where : where + " [" + *blocked_in + "]", kMaxNameChars);

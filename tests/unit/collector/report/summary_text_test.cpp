@@ -115,7 +115,7 @@ TEST_CASE("collector: summaries are written atomically, unwritable dirs are repo
   REQUIRE(mkdtemp(tmpl));
   const std::string dir = tmpl;
   std::string err;
-  REQUIRE(col::WriteSummaryFiles(dir + "/a/b", {"{}\n", "text\n", "<p>\n"}, &err));
+  REQUIRE(col::WriteSummaryFiles(dir + "/a/b", {"{}\n", "text\n", "<p>\n", ""}, &err));
   CHECK(ReadFile(dir + "/a/b/summary.json") == "{}\n");
   CHECK(ReadFile(dir + "/a/b/summary.txt") == "text\n");
   CHECK(ReadFile(dir + "/a/b/report.html") == "<p>\n");
@@ -124,7 +124,7 @@ TEST_CASE("collector: summaries are written atomically, unwritable dirs are repo
 
   // A path below a regular file cannot be created, whoever we are (root included).
   std::ofstream(dir + "/file") << "x";
-  CHECK_FALSE(col::WriteSummaryFiles(dir + "/file/out", {"{}", "t", "h"}, &err));
+  CHECK_FALSE(col::WriteSummaryFiles(dir + "/file/out", {"{}", "t", "h", ""}, &err));
   CHECK_THAT(err, Catch::Contains(dir + "/file"));
 
   // A write that fails half way (as on a full disk): a file-size limit makes write()
@@ -135,7 +135,7 @@ TEST_CASE("collector: summaries are written atomically, unwritable dirs are repo
   rlimit small = old;
   small.rlim_cur = 10;
   REQUIRE(setrlimit(RLIMIT_FSIZE, &small) == 0);
-  const bool ok = col::WriteSummaryFiles(dir + "/full", {std::string(100, 'x'), "t", "h"}, &err);
+  const bool ok = col::WriteSummaryFiles(dir + "/full", {std::string(100, 'x'), "t", "h", ""}, &err);
   setrlimit(RLIMIT_FSIZE, &old);
   CHECK_FALSE(ok);
   CHECK_THAT(err, Catch::Contains("summary.json.tmp"));
