@@ -48,8 +48,8 @@ struct CriticalPathFigures {
   size_t steps = 0;     // the steps the path is over (0: not known: no recorded step)
   double step_ms = 0;   // their mean measured step (as the job paced it)
   double path_ms = 0;   // the replay's mean step: how well the graph holds (≈ step_ms)
-  // The replay with every collective released as soon as this rank arrived (its transfer
-  // time kept): the step this rank would take if it never waited for another rank.
+  // The replay with NCCL kernels taking no time: this rank's own pace, communication aside
+  // (the job adds the collectives' transfer to say who paces it: what_if.h).
   double alone_ms = 0;
   double part_ms[kPathParts] = {};  // per step; they sum to path_ms
   std::vector<PathStreamTime> gpu_streams;  // kPathGpuCompute by stream, largest first
@@ -71,8 +71,8 @@ struct WhatIf {
   double speedup = 0;   // measured step / predicted step
   std::string assumes;  // one sentence: the fix modelled
   int then_paced_by = -1;  // the PathPart that is largest on the fixed path (-1: not known)
-  // This rank's replay with the fix and every collective released as soon as it arrived
-  // (CriticalPathFigures::alone_ms's): what the job's prediction is made of (MergeRanks).
+  // This rank's replay with the fix and NCCL kernels taking no time (as
+  // CriticalPathFigures::alone_ms).
   double alone_ms = 0;
 
   bool known() const { return step_ms > 0; }

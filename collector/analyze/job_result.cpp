@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "analyze/verdict.h"
+#include "analyze/what_if.h"
 #include "common/format.h"
 #include "common/median.h"
 
@@ -121,6 +122,7 @@ JobResult MergeRanks(const RankList& ranks) {
       for (const RankWaits& w : j.waits.ranks) AddTo(c.wait_ns, w.Comm(c.hash));
   j.findings = JobFindings(ranks, &j.rank_findings, &j.waits, &j.pipeline_links);
   SplitCommunicationByComm(j.by_comm, j.findings);
+  ModelJobFixes(j);
   j.verdict = Verdict(ranks, j.findings);
   return j;
 }

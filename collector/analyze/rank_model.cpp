@@ -5,6 +5,7 @@
 
 #include "analyze/findings.h"
 #include "analyze/sampled_estimate.h"
+#include "analyze/what_if.h"
 
 namespace gpuwatch::collector {
 
@@ -12,7 +13,7 @@ RankModel::RankModel(const RankModel& o)
     : interp_(o.interp_), sync_(o.sync_), copies_(o.copies_), collectives_(o.collectives_),
       coll_sizes_(o.coll_sizes_), pipeline_(o.pipeline_), comms_(o.comms_), overlap_(o.overlap_),
       launches_(o.launches_), gpu_(o.gpu_), graphs_(o.graphs_), api_calls_(o.api_calls_), streams_(o.streams_), steps_(o.steps_),
-      io_(o.io_), sites_(o.sites_), memory_(o.memory_), device_(o.device_), host_frames_(o.host_frames_), sm_fill_(o.sm_fill_),
+      io_(o.io_), sites_(o.sites_), memory_(o.memory_), device_(o.device_), host_frames_(o.host_frames_), sm_fill_(o.sm_fill_), step_graphs_(o.step_graphs_),
       rank_(o.rank_),
       host_(o.host_), state_(o.state_), flushed_(o.flushed_) {
   SubscribeAnalyses();
@@ -21,7 +22,7 @@ RankModel::RankModel(const RankModel& o)
 void RankModel::SubscribeAnalyses() {
   for (EventSink* s : std::initializer_list<EventSink*>{&sync_, &copies_, &collectives_, &comms_, &overlap_, &launches_, &gpu_, &graphs_,
                                                          &api_calls_, &steps_, &io_, &sites_, &memory_, &device_,
-                                                         &host_frames_, &coll_sizes_, &pipeline_, &sm_fill_, &streams_})
+                                                         &host_frames_, &coll_sizes_, &pipeline_, &sm_fill_, &streams_, &step_graphs_})
     interp_.Subscribe(s);
   gpu_.UseCoverage(&interp_.coverage());  // this model's own (a copy subscribes again)
 }
@@ -132,6 +133,7 @@ RankResult RankModel::Compute() const {
   r.overhead = facts.overhead();
   r.findings = RankFindings(r);
   r.per_step = MeanPerStep(r);
+  ModelRankFixes(step_graphs_.Graphs(), r);
   return r;
 }
 

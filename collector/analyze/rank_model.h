@@ -24,6 +24,7 @@
 #include "analyze/rank_result.h"
 #include "analyze/sm_fill.h"
 #include "analyze/step_figures.h"
+#include "analyze/step_graphs.h"
 #include "analyze/streams.h"
 #include "analyze/sync.h"
 #include "interpret/rank_interpreter.h"
@@ -75,6 +76,7 @@ class RankModel {
   DeviceStateCounter device_;
   HostFrames host_frames_;
   SmFillCounter sm_fill_;
+  StepGraphs step_graphs_;  // the steps' dependency graphs (what_if.h)
   int rank_ = -1;
   std::string host_;
   uint64_t state_ = 0;          // changes with every input

@@ -1,0 +1,145 @@
+// See step_graphs.h.
+#include "analyze/step_graphs.h"
+
+#include <algorithm>
+
+namespace gpuwatch::collector {
+
+namespace {
+// The sweep has passed a chunk's work once it is this far past the chunk's last end seen:
+// work still queued behind it would have started by then.
+constexpr uint64_t kSettleNs = 1'000'000;
+}  // namespace
+
+void StepGraphs::OnHostCall(const HostCall& c) {
+  if (c.captured) return;
+  calls_.push_back(c);
+  if (calls_.size() > kMaxBuffered) Prune();
+}
+
+void StepGraphs::OnDeviceWork(const DeviceWork& w) {
+  if (!IsDeviceWork(w.kind)) return;
+  GraphWork g;
+  g.start_ns = w.start_ns;
+  g.end_ns = w.end_ns;
+  if (w.api) g.api_start_ns = w.api->start_ns, g.api_end_ns = w.api->end_ns;
+  g.bytes = w.bytes;
+  g.stream = w.stream;
+  g.copy = w.kind != wire::ACTIVITY_KERNEL;
+  g.comm = w.comm;
+  g.pageable = w.pageable;
+  works_.push_back(g);
+  const uint64_t launched = g.api_start_ns ? g.api_start_ns : g.start_ns;
+  for (Chunk& c : closed_)
+    if (launched >= c.steps.front().start_ns && launched < c.steps.back().end_ns)
+      c.works_end = std::max(c.works_end, g.end_ns);
+  if (works_.size() > kMaxBuffered) Prune();
+}
+
+void StepGraphs::OnStep(const StepMark& m) {
+  last_end_ = std::max(last_end_, m.end_ns);
+  lookback_ns_ = std::min(kMaxLookBackNs, m.end_ns - m.start_ns);
+  if (!m.device_covered) {
+    Close();
+    Prune();
+    return;
+  }
+  if (open_.empty()) open_sampled_ = Sampled(chunks_);
+  open_.push_back(m);
+  if (open_.size() >= kStepsPerGraph) Close();
+  Prune();
+}
+
+void StepGraphs::OnStepsReset() {
+  open_.clear();
+  closed_.clear();
+  graphs_.clear();
+  chunks_ = 0;
+  stride_ = 1;
+}
+
+void StepGraphs::OnDeviceSettled(uint64_t ns) { BuildSettled(ns); }
+
+void StepGraphs::Close() {
+  if (open_.empty()) return;
+  if (open_sampled_) {
+    const uint64_t end = open_.back().end_ns;
+    closed_.push_back({std::move(open_), end});
+  }
+  open_.clear();
+  ++chunks_;
+}
+
+void StepGraphs::BuildSettled(uint64_t settled) {
+  bool built = false;
+  while (!closed_.empty() && settled > std::max(closed_.front().works_end, closed_.front().steps.back().end_ns) + kSettleNs) {
+    Keep(BuildStepGraph(InputOf(closed_.front())));
+    closed_.pop_front();
+    built = true;
+  }
+  if (built) Prune();
+}
+
+GraphInput StepGraphs::InputOf(const Chunk& c) const {
+  GraphInput in;
+  in.steps = c.steps;
+  const uint64_t t0 = c.steps.front().start_ns, t1 = c.steps.back().end_ns;
+  // And the step before: its last calls launched work, and recorded events, the first step waits for.
+  const uint64_t from = t0 > lookback_ns_ ? t0 - lookback_ns_ : 0;
+  for (const HostCall& h : calls_)
+    if (h.end_ns() >= from && h.t_ns < t1) in.calls.push_back(h);
+  // The interpreter orders syncs and NVTX ranges by their end: the builder needs starts.
+  std::stable_sort(in.calls.begin(), in.calls.end(), [](const HostCall& a, const HostCall& b) { return a.t_ns < b.t_ns; });
+  for (const GraphWork& w : works_) {
+    const uint64_t launched = w.api_start_ns ? w.api_start_ns : w.start_ns;
+    if (launched < t1 && w.end_ns >= t0) in.works.push_back(w);
+  }
+  return in;
+}
+
+void StepGraphs::Keep(StepGraph g) {
+  if (g.nodes.empty() || g.nodes.size() > kMaxNodes) return;
+  graphs_.push_back(std::make_shared<const StepGraph>(std::move(g)));
+  if (graphs_.size() < kMaxGraphs) return;
+  // Full: keep every other graph (still spread over the run) and build half as often.
+  StepGraphList kept;
+  for (size_t i = 0; i < graphs_.size(); i += 2) kept.push_back(graphs_[i]);
+  graphs_ = std::move(kept);
+  stride_ *= 2;
+}
+
+// Drops what no chunk still needs: calls and work before the oldest chunk waiting (or being
+// filled), else before the latest step's end. Over the cap, the oldest go, and the chunks
+// they belonged to with them.
+void StepGraphs::Prune() {
+  uint64_t keep_from = last_end_;
+  if (!closed_.empty()) keep_from = closed_.front().steps.front().start_ns;
+  else if (!open_.empty() && open_sampled_) keep_from = open_.front().start_ns;
+  keep_from = keep_from > lookback_ns_ ? keep_from - lookback_ns_ : 0;
+  uint64_t lost = 0;  // calls or work a chunk needed went before this
+  while (!calls_.empty() && (calls_.front().end_ns() < keep_from || calls_.size() > kMaxBuffered)) {
+    if (calls_.front().end_ns() >= keep_from) lost = std::max(lost, calls_.front().end_ns());
+    calls_.pop_front();
+  }
+  while (!works_.empty() && (works_.front().end_ns < keep_from || works_.size() > kMaxBuffered)) {
+    if (works_.front().end_ns >= keep_from) lost = std::max(lost, works_.front().end_ns);
+    works_.pop_front();
+  }
+  if (!lost) return;
+  while (!closed_.empty() && closed_.front().steps.front().start_ns <= lost) closed_.pop_front();
+  if (!open_.empty() && open_.front().start_ns <= lost) open_.clear();
+}
+
+StepGraphList StepGraphs::Graphs() const {
+  StepGraphList out = graphs_;
+  std::vector<const std::vector<StepMark>*> pending;
+  for (const Chunk& c : closed_) pending.push_back(&c.steps);
+  if (!open_.empty() && open_sampled_) pending.push_back(&open_);  // the run's last steps
+  for (const std::vector<StepMark>* steps : pending) {
+    StepGraph g = BuildStepGraph(InputOf(Chunk{*steps, 0}));
+    if (!g.nodes.empty() && g.nodes.size() <= kMaxNodes) out.push_back(std::make_shared<const StepGraph>(std::move(g)));
+  }
+  return out;
+}
+
+}  // namespace gpuwatch::collector

@@ -1,0 +1,64 @@
+// The rank's step graphs (step_graph.h), sampled over the run: consecutive steps that CUPTI
+// recorded whole are cut into graphs of up to kStepsPerGraph steps; a graph is built once
+// the device sweep has passed its steps' work. Bounded: at most kMaxGraphs graphs are kept,
+// spread over the run (when full, every other one goes and only every other later one is
+// built), and the host calls and device work waiting for their steps are capped. Graphs are
+// immutable once built, so a copy of the model (a running rank's figures) shares them.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "analyze/step_graph_builder.h"
+#include "interpret/event_sink.h"
+
+namespace gpuwatch::collector {
+
+using StepGraphList = std::vector<std::shared_ptr<const StepGraph>>;
+
+class StepGraphs final : public EventSink {
+ public:
+  static constexpr size_t kStepsPerGraph = 8;
+  static constexpr size_t kMaxGraphs = 32;
+  static constexpr size_t kMaxBuffered = size_t{1} << 18;  // host calls, and device works
+  static constexpr size_t kMaxNodes = size_t{1} << 17;     // a graph with more is not kept
+  // A graph reads the calls of the step before its first too (the work and the events its
+  // first step waits for), up to this far back.
+  static constexpr uint64_t kMaxLookBackNs = 2'000'000'000;
+
+  void OnHostCall(const HostCall& c) override;
+  void OnDeviceWork(const DeviceWork& w) override;
+  void OnStep(const StepMark& m) override;
+  void OnStepsReset() override;
+  void OnDeviceSettled(uint64_t ns) override;
+
+  // The graphs kept, and those whose steps are closed but not yet built, built now from the
+  // work seen so far (the rank's end, or a running rank's figures).
+  StepGraphList Graphs() const;
+
+ private:
+  struct Chunk {
+    std::vector<StepMark> steps;
+    uint64_t works_end = 0;  // the latest end of its work seen so far
+  };
+  void Close();
+  void BuildSettled(uint64_t settled);
+  GraphInput InputOf(const Chunk& c) const;
+  void Keep(StepGraph g);
+  void Prune();
+  bool Sampled(uint64_t chunk) const { return chunk % stride_ == 0; }
+
+  std::deque<HostCall> calls_;
+  std::deque<GraphWork> works_;
+  std::vector<StepMark> open_;  // the steps of the chunk being filled
+  bool open_sampled_ = true;
+  std::deque<Chunk> closed_;    // waiting for their device work
+  StepGraphList graphs_;
+  uint64_t chunks_ = 0;   // chunks closed (sampled or not)
+  uint64_t stride_ = 1;   // one chunk in stride_ is built
+  uint64_t last_end_ = 0; // the latest step's end
+  uint64_t lookback_ns_ = 0;  // the latest step's length (kMaxLookBackNs at most)
+};
+
+}  // namespace gpuwatch::collector

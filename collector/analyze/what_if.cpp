@@ -1,0 +1,452 @@
+// See what_if.h.
+#include "analyze/what_if.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <optional>
+
+#include "common/format.h"
+#include "common/median.h"
+#include "common/thresholds.h"
+
+namespace gpuwatch::collector {
+
+namespace {
+
+constexpr uint64_t kBucketBytes = uint64_t{25} << 20;  // DDP's default gradient bucket
+// A pinned copy over PCIe reaches about this share of the link's rate (Gen4 x16: ~25 of 31.5 GB/s).
+constexpr double kPinnedLinkShare = 0.8;
+
+// A fix, made per graph (its typical gaps and launches are the graph's own).
+using FixMaker = std::function<ReplayFix(const StepGraph&)>;
+
+struct Model {
+  FixMaker make;
+  std::string assumes;
+};
+
+// What the replays of every graph add up to.
+struct Totals {
+  double span_ns = 0, measured_ns = 0, steps = 0;
+  double part_ns[kPathParts] = {};
+  std::map<uint32_t, double> streams;
+  int Largest() const {
+    int best = 0;
+    for (int p = 1; p < kPathParts; ++p)
+      if (part_ns[p] > part_ns[best]) best = p;
+    return span_ns > 0 ? best : -1;
+  }
+};
+
+Totals ReplayAll(const StepGraphList& graphs, const FixMaker* make, bool alone) {
+  Totals t;
+  for (const auto& gp : graphs) {
+    const StepGraph& g = *gp;
+    const PathReplay r = make ? ReplayGraph(g, (*make)(g), alone) : ReplayGraph(g, {}, alone);
+    t.span_ns += static_cast<double>(r.span_ns);
+    t.measured_ns += static_cast<double>(MeasuredSpan(g));
+    t.steps += r.steps;
+    for (int p = 0; p < kPathParts; ++p) t.part_ns[p] += r.part_ns[p];
+    for (const PathStreamTime& s : r.streams) t.streams[s.stream] += s.ms;
+  }
+  return t;
+}
+
+uint64_t MedianOf(std::vector<uint64_t> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+
+// The loop's typical time between two calls: the median of the host's short gaps.
+uint64_t TypicalGap(const StepGraph& g) {
+  std::vector<uint64_t> gaps;
+  for (const GraphNode& n : g.nodes)
+    if (n.kind == NodeKind::kHostGap && n.dur() < kLaunchGapNs) gaps.push_back(n.dur());
+  return MedianOf(std::move(gaps));
+}
+
+Model HostWork() {
+  return {[](const StepGraph& g) {
+            const uint64_t typical = TypicalGap(g);
+            ReplayFix f;
+            f.duration = [typical](const StepGraph& g, uint32_t i) {
+              const GraphNode& n = g.nodes[i];
+              return n.kind == NodeKind::kHostGap && n.dur() >= kLaunchGapNs ? std::min(n.dur(), typical) : n.dur();
+            };
+            return f;
+          },
+          "the host's long stretches between CUDA calls shortened to the loop's usual time between calls "
+          "(the data ready when the step asks for it)"};
+}
+
+Model SyncsAsync() {
+  return {[](const StepGraph& g) {
+            // .item()-type syncs where the graph has them (a small blocking copy, a polling
+            // loop, or a sync that waits for a small copy: .item() is cudaMemcpyAsync then
+            // cudaStreamSynchronize), else every blocking call but each step's last.
+            auto item_type = [](const StepGraph& g, uint32_t i, const GraphEdge& e) {
+              const GraphNode& n = g.nodes[i];
+              const GraphNode& from = g.nodes[e.from];
+              return n.sync_kind == kSyncSmallCopy || n.sync_kind == kSyncPoll ||
+                     (from.kind == NodeKind::kCopy && from.bytes <= kSmallCopyBytes);
+            };
+            bool any_item = false;
+            for (uint32_t i = 0; i < g.nodes.size() && !any_item; ++i) {
+              const GraphNode& n = g.nodes[i];
+              if (n.kind != NodeKind::kSyncWait) continue;
+              for (uint32_t k = n.first_in; k < n.first_in + n.n_in; ++k)
+                if (g.edges[k].kind == EdgeKind::kSync && item_type(g, i, g.edges[k])) any_item = true;
+            }
+            ReplayFix f;
+            f.keeps = [any_item, item_type](const StepGraph& g, uint32_t i, const GraphEdge& e) {
+              const GraphNode& n = g.nodes[i];
+              if (e.kind != EdgeKind::kSync || n.kind != NodeKind::kSyncWait) return true;
+              if (any_item) return !item_type(g, i, e);
+              return n.last_sync;
+            };
+            return f;
+          },
+          "the syncs inside the step made asynchronous: their values read a step later, the step's last sync kept"};
+}
+
+// The rank's pinned copy rate, bytes per ns: its pinned copies' best in the graphs, else a
+// share of its PCIe link's; 0 when neither is known.
+double PinnedRate(const StepGraphList& graphs, const RankResult& r) {
+  double best = 0;
+  for (const auto& g : graphs)
+    for (const GraphNode& n : g->nodes)
+      if (n.kind == NodeKind::kCopy && !n.pageable && n.bytes >= (uint64_t{256} << 10) && n.dur() > 0)
+        best = std::max(best, static_cast<double>(n.bytes) / static_cast<double>(n.dur()));
+  if (best > 0) return best;
+  return r.device.PcieGbps() * kPinnedLinkShare;  // GB/s is bytes per ns
+}
+
+// Copies no longer hold the host (`pageable_only`: only pageable ones), pageable ones at `rate`.
+Model CopiesAsync(double rate, bool pageable_only, std::string assumes) {
+  return {[rate, pageable_only](const StepGraph&) {
+            ReplayFix f;
+            f.duration = [rate](const StepGraph& g, uint32_t i) {
+              const GraphNode& n = g.nodes[i];
+              if (n.kind != NodeKind::kCopy || !n.pageable || rate <= 0 || !n.bytes) return n.dur();
+              return std::min(n.dur(), static_cast<uint64_t>(static_cast<double>(n.bytes) / rate));
+            };
+            f.keeps = [pageable_only](const StepGraph& g, uint32_t, const GraphEdge& e) {
+              if (e.kind != EdgeKind::kSync) return true;
+              const GraphNode& from = g.nodes[e.from];
+              return from.kind != NodeKind::kCopy || (pageable_only && !from.pageable);
+            };
+            return f;
+          },
+          std::move(assumes)};
+}
+
+Model OneGraphLaunch(const RankResult& r) {
+  const uint64_t graph_ns = r.graphs.launches ? r.graphs.launch_ns / r.graphs.launches : 0;
+  return {[graph_ns](const StepGraph& g) {
+            std::vector<uint64_t> launch_ns;
+            for (const GraphNode& n : g.nodes)
+              if (n.kind == NodeKind::kCall && n.launch) launch_ns.push_back(n.dur());
+            const uint64_t cost = graph_ns ? graph_ns : MedianOf(launch_ns);
+            // The first launch of each step on each thread pays the graph's launch.
+            auto first = std::make_shared<std::vector<bool>>(g.nodes.size(), false);
+            std::map<std::pair<uint32_t, uint32_t>, bool> seen;
+            for (uint32_t i = 0; i < g.nodes.size(); ++i) {
+              const GraphNode& n = g.nodes[i];
+              if (n.kind == NodeKind::kCall && n.launch && !seen[{n.lane, n.step}]) (*first)[i] = seen[{n.lane, n.step}] = true;
+            }
+            ReplayFix f;
+            f.duration = [cost, first](const StepGraph& g, uint32_t i) -> uint64_t {
+              const GraphNode& n = g.nodes[i];
+              if (n.kind == NodeKind::kCall && n.launch) return (*first)[i] ? cost : 0;
+              if (n.kind == NodeKind::kHostGap && n.dur() < kLaunchGapNs) return 0;
+              return n.dur();
+            };
+            return f;
+          },
+          graph_ns ? "each step's kernel launches captured once and replayed as one CUDA graph, at its measured launch cost"
+                   : "each step's kernel launches captured once and replayed as one CUDA graph (one launch's cost a step)"};
+}
+
+Model Bucketed(const RankResult& r) {
+  const uint64_t latency = r.coll_sizes.min_call_ns;
+  return {[latency](const StepGraph& g) {
+            // Per step: the small collectives' bytes and transfer, as ceil(S / 25 MiB) buckets.
+            auto dur = std::make_shared<std::vector<int64_t>>(g.nodes.size(), -1);
+            std::map<uint32_t, std::vector<uint32_t>> by_step;
+            for (uint32_t i = 0; i < g.nodes.size(); ++i) {
+              const GraphNode& n = g.nodes[i];
+              if ((n.kind == NodeKind::kComm || (n.kind == NodeKind::kCall && n.collective)) && n.bytes < kSmallCollectiveBytes)
+                by_step[n.step].push_back(i);
+            }
+            for (const auto& [step, nodes] : by_step) {
+              uint64_t bytes = 0, transfer = 0, lat = latency;
+              bool first_kernel = true, first_call = true;
+              for (uint32_t i : nodes)
+                if (g.nodes[i].kind == NodeKind::kComm) {
+                  bytes += g.nodes[i].bytes;
+                  if (!lat) lat = g.nodes[i].dur();
+                  lat = std::min(lat, g.nodes[i].dur());
+                }
+              for (uint32_t i : nodes)
+                if (g.nodes[i].kind == NodeKind::kComm) transfer += g.nodes[i].dur() - std::min(g.nodes[i].dur(), lat);
+              const uint64_t buckets = std::max<uint64_t>(1, (bytes + kBucketBytes - 1) / kBucketBytes);
+              for (uint32_t i : nodes) {
+                const GraphNode& n = g.nodes[i];
+                if (n.kind == NodeKind::kComm) {
+                  (*dur)[i] = first_kernel ? static_cast<int64_t>(buckets * lat + transfer) : 0;
+                  first_kernel = false;
+                } else {
+                  (*dur)[i] = first_call ? static_cast<int64_t>(n.dur()) : 0;
+                  first_call = false;
+                }
+              }
+            }
+            ReplayFix f;
+            f.duration = [dur](const StepGraph& g, uint32_t i) {
+              return (*dur)[i] >= 0 ? static_cast<uint64_t>((*dur)[i]) : g.nodes[i].dur();
+            };
+            return f;
+          },
+          "each step's small collectives bucketed to 25 MiB: one latency a bucket, their transfer time kept"};
+}
+
+Model Overlapped() {
+  return {[](const StepGraph&) {
+            ReplayFix f;
+            f.keeps = [](const StepGraph& g, uint32_t i, const GraphEdge& e) {
+              if (g.nodes[i].kind != NodeKind::kComm) return true;
+              if (e.kind != EdgeKind::kStream && e.kind != EdgeKind::kEvent) return true;
+              return g.nodes[e.from].kind == NodeKind::kComm;
+            };
+            return f;
+          },
+          "collectives started as soon as they are launched, overlapped with the compute before them"};
+}
+
+Model KernelsScaled(double factor, std::string assumes) {
+  return {[factor](const StepGraph&) {
+            ReplayFix f;
+            f.duration = [factor](const StepGraph& g, uint32_t i) {
+              const GraphNode& n = g.nodes[i];
+              return n.kind == NodeKind::kKernel ? static_cast<uint64_t>(static_cast<double>(n.dur()) * factor) : n.dur();
+            };
+            return f;
+          },
+          std::move(assumes)};
+}
+
+std::optional<Model> ModelFor(const Finding& f, const RankResult& r, const StepGraphList& graphs) {
+  const std::string& id = f.id;
+  if (id == "data_loading" || id == "host_overhead" || id == "input_io" || id == "periodic_stall") return HostWork();
+  if (id == "sync_stall") return SyncsAsync();
+  if (id == "pageable_copy") {
+    const double rate = PinnedRate(graphs, r);
+    if (rate <= 0) return std::nullopt;
+    return CopiesAsync(rate, true,
+                       Printf("pageable copies from pinned memory at %.1f GB/s, not holding the host", rate));
+  }
+  if (id == "blocking_copy") return CopiesAsync(0, false, "copies made asynchronous, not holding the host");
+  if (id == "launch_bound") return OneGraphLaunch(r);
+  if (id == "small_collectives") return Bucketed(r);
+  if (id == "communication") return Overlapped();
+  if (id == "clocks_throttled") {
+    const DeviceStateFigures& d = r.device;
+    const double throttled =
+        d.busy_samples ? static_cast<double>(std::max({d.throttled_power, d.throttled_thermal, d.throttled_hw})) / d.busy_samples : 0;
+    if (d.throttled_clock_share <= 0 || throttled <= 0) return std::nullopt;
+    const double factor = 1 - (1 - d.throttled_clock_share) * std::min(1.0, throttled);
+    return KernelsScaled(factor, Printf("kernels at the full SM clock (they ran at %.0f%% of it %.0f%% of the time)",
+                                        100 * d.throttled_clock_share, 100 * std::min(1.0, throttled)));
+  }
+  if (id == "gpu_shared") {
+    const double busy = f.evidence.value("others_busy", 0.0);
+    if (busy <= 0) return std::nullopt;
+    return KernelsScaled(1 - std::min(busy, 0.9),
+                         Printf("kernels with the GPU to themselves (the other processes kept it %.0f%% busy)", 100 * busy));
+  }
+  return std::nullopt;
+}
+
+// Several fixes at once: each node at its shortest, each edge kept only if every fix keeps it.
+FixMaker Combined(std::vector<FixMaker> makers) {
+  return [makers](const StepGraph& g) {
+    auto fixes = std::make_shared<std::vector<ReplayFix>>();
+    for (const FixMaker& m : makers) fixes->push_back(m(g));
+    ReplayFix f;
+    f.duration = [fixes](const StepGraph& g, uint32_t i) {
+      uint64_t d = g.nodes[i].dur();
+      for (const ReplayFix& x : *fixes)
+        if (x.duration) d = std::min(d, x.duration(g, i));
+      return d;
+    };
+    f.keeps = [fixes](const StepGraph& g, uint32_t i, const GraphEdge& e) {
+      for (const ReplayFix& x : *fixes)
+        if (x.keeps && !x.keeps(g, i, e)) return false;
+      return true;
+    };
+    return f;
+  };
+}
+
+WhatIf Predict(double ref_ms, const Totals& base, const Totals& fixed, const Totals& fixed_alone, std::string assumes) {
+  WhatIf w;
+  if (base.span_ns <= 0 || ref_ms <= 0) return w;
+  w.step_ms = ref_ms * fixed.span_ns / base.span_ns;
+  if (w.step_ms <= 0) return WhatIf{};
+  w.speedup = ref_ms / w.step_ms;
+  w.assumes = std::move(assumes);
+  w.then_paced_by = fixed.Largest();
+  w.alone_ms = ref_ms * fixed_alone.span_ns / base.span_ns;
+  return w;
+}
+
+CriticalPathFigures PathFigures(const Totals& base, const Totals& alone) {
+  CriticalPathFigures c;
+  if (base.steps <= 0) return c;
+  c.steps = static_cast<size_t>(base.steps);
+  c.step_ms = base.measured_ns / base.steps * 1e-6;
+  c.path_ms = base.span_ns / base.steps * 1e-6;
+  c.alone_ms = alone.span_ns / base.steps * 1e-6;
+  for (int p = 0; p < kPathParts; ++p) c.part_ms[p] = base.part_ns[p] / base.steps * 1e-6;
+  for (const auto& [stream, ns] : base.streams) c.gpu_streams.push_back({stream, ns / base.steps * 1e-6});
+  std::sort(c.gpu_streams.begin(), c.gpu_streams.end(),
+            [](const PathStreamTime& a, const PathStreamTime& b) { return a.ms > b.ms; });
+  return c;
+}
+
+std::string JoinTitles(const std::vector<std::string>& titles) {
+  std::string out;
+  for (const std::string& t : titles) out += (out.empty() ? "" : ", ") + t;
+  return out;
+}
+
+}  // namespace
+
+void ModelRankFixes(const StepGraphList& graphs, RankResult& r) {
+  if (graphs.empty()) return;
+  const Totals base = ReplayAll(graphs, nullptr, false);
+  const Totals base_alone = ReplayAll(graphs, nullptr, true);
+  r.critical_path = PathFigures(base, base_alone);
+  if (!r.critical_path.known()) return;
+  const double ref_ms = r.StepMedianS() > 0 ? r.StepMedianS() * 1e3 : r.critical_path.step_ms;
+  std::vector<FixMaker> all;
+  std::vector<std::string> modelled;
+  for (Finding& f : r.findings) {
+    std::optional<Model> m = ModelFor(f, r, graphs);
+    if (!m) continue;
+    const Totals fixed = ReplayAll(graphs, &m->make, false);
+    const Totals fixed_alone = ReplayAll(graphs, &m->make, true);
+    f.what_if = Predict(ref_ms, base, fixed, fixed_alone, m->assumes);
+    all.push_back(m->make);
+    modelled.push_back(f.title);
+  }
+  if (all.empty()) return;
+  const FixMaker every = Combined(all);
+  r.all_fixed = Predict(ref_ms, base, ReplayAll(graphs, &every, false), ReplayAll(graphs, &every, true),
+                        "every fix modelled at once: " + JoinTitles(modelled));
+}
+
+void ModelJobFixes(JobResult& j) {
+  // The job's path: the median rank's (by its replayed step).
+  std::vector<const RankResult*> known;
+  for (const RankResult& r : j.ranks)
+    if (r.critical_path.known()) known.push_back(&r);
+  if (known.empty()) return;
+  std::sort(known.begin(), known.end(),
+            [](const RankResult* a, const RankResult* b) { return a->critical_path.path_ms < b->critical_path.path_ms; });
+  j.critical_path = known[known.size() / 2]->critical_path;
+  const double job_ms = j.steps_median_s > 0 ? j.steps_median_s * 1e3 : j.critical_path.step_ms;
+  auto rank_ms = [](const RankResult& r) { return r.StepMedianS() > 0 ? r.StepMedianS() * 1e3 : r.critical_path.step_ms; };
+  double all_ratio = 1;
+  std::vector<double> all_ratios;
+  for (const RankResult* r : known)
+    if (r->all_fixed.known()) all_ratios.push_back(r->all_fixed.step_ms / rank_ms(*r));
+  if (!all_ratios.empty()) all_ratio = Median(all_ratios);
+  std::vector<std::string> job_modelled;
+  for (Finding& f : j.findings) {
+    WhatIf w;
+    if (f.id == "straggler") {
+      // Each rank's own pace (its replay without NCCL kernel time) plus the collectives'
+      // transfer (the least communication any rank's path holds: the last to arrive waits for
+      // no one); the late rank at the median rank's pace, the slowest other paces the job.
+      const int late = f.evidence.value("rank", -1);
+      double floor = -1;
+      for (const RankResult* r : known) {
+        const double c = r->critical_path.part_ms[kPathComm] + r->critical_path.part_ms[kPathPeerWait];
+        if (floor < 0 || c < floor) floor = c;
+      }
+      std::vector<double> own;
+      double others = 0;
+      for (const RankResult* r : known) {
+        own.push_back(r->critical_path.alone_ms + floor);
+        if (r->rank != late) others = std::max(others, r->critical_path.alone_ms + floor);
+      }
+      const double paced = std::max(others, Median(own));
+      if (paced > 0 && j.critical_path.path_ms > 0) {
+        w.step_ms = std::min(job_ms, paced * job_ms / j.critical_path.path_ms);
+        w.assumes = Printf("rank %d at the median rank's pace: no rank waits for it", late);
+      }
+    } else if (f.id == "pipeline_bubble") {
+      // Stages balanced: each rank's GPU compute a step at the ranks' mean, the step shorter by
+      // the slowest stage's excess.
+      std::vector<double> compute;
+      for (const RankResult& r : j.ranks)
+        if (r.per_step.known) compute.push_back(r.per_step.compute_ms);
+      if (compute.size() > 1) {
+        double sum = 0;
+        for (double c : compute) sum += c;
+        const double mean = sum / static_cast<double>(compute.size());
+        const double most = *std::max_element(compute.begin(), compute.end());
+        if (most > mean) {
+          w.step_ms = std::max(job_ms - (most - mean), job_ms * 0.05);
+          w.assumes = "pipeline stages balanced: each stage's GPU work a step at the stages' mean";
+        }
+      }
+    } else {
+      std::vector<double> ratios;
+      std::string assumes;
+      for (const RankResult* r : known)
+        for (const Finding& g : r->findings)
+          if (g.id == f.id && g.what_if.known()) {
+            ratios.push_back(g.what_if.step_ms / rank_ms(*r));
+            if (assumes.empty()) assumes = g.what_if.assumes;
+          }
+      if (!ratios.empty()) {
+        w.step_ms = job_ms * Median(ratios);
+        w.assumes = assumes;
+      }
+    }
+    if (!w.step_ms) continue;
+    w.speedup = job_ms / w.step_ms;
+    for (const RankResult* r : known)
+      for (const Finding& g : r->findings)
+        if (g.id == f.id && g.what_if.then_paced_by >= 0) w.then_paced_by = g.what_if.then_paced_by;
+    if (w.then_paced_by < 0) w.then_paced_by = j.critical_path.Largest();
+    if (f.id == "straggler" || f.id == "pipeline_bubble") {
+      all_ratio *= w.step_ms / job_ms;
+      job_modelled.push_back(f.title);
+    }
+    f.what_if = std::move(w);
+  }
+  // The ranks' view of the job's own causes.
+  for (auto& findings : j.rank_findings)
+    for (Finding& g : findings)
+      if (!g.what_if.known())
+        for (const Finding& f : j.findings)
+          if (f.id == g.id && f.what_if.known()) g.what_if = f.what_if;
+  const WhatIf* median_all = nullptr;
+  for (const RankResult* r : known)
+    if (r->all_fixed.known()) median_all = &r->all_fixed;
+  if (!median_all && job_modelled.empty()) return;
+  j.all_fixed.step_ms = job_ms * all_ratio;
+  j.all_fixed.speedup = job_ms / j.all_fixed.step_ms;
+  j.all_fixed.then_paced_by = median_all ? median_all->then_paced_by : j.critical_path.Largest();
+  std::string assumes = median_all ? median_all->assumes : "every fix modelled at once: ";
+  if (!job_modelled.empty()) assumes += (median_all ? ", " : "") + JoinTitles(job_modelled);
+  j.all_fixed.assumes = assumes;
+}
+
+}  // namespace gpuwatch::collector
