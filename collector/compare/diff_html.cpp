@@ -4,6 +4,7 @@
 
 #include "common/format.h"
 #include "compare/diff_views.h"
+#include "report/html_critical_path.h"
 #include "report/html_page.h"
 #include "report/svg_chart.h"
 
@@ -34,6 +35,33 @@ void StepBars(const SummaryDiff& d, std::string& out) {
          "the step.</p>\n" +
          html::LegendHtml(html::StepParts()) + html::StackedBarsSvg(html::StepParts(), rows, "ms") +
          "\n</section>\n";
+}
+
+// The critical path of each run as a bar of its parts, as report.html draws it.
+void PathBars(const SummaryDiff& d, std::string& out) {
+  if (!d.comparable || (d.base.path_parts.empty() && d.now.path_parts.empty())) return;
+  std::vector<html::StackRow> rows;
+  int i = 0;
+  for (const RunFigures* r : {&d.base, &d.now}) {
+    html::StackRow row;
+    row.label = i == 0 ? "base" : "new";
+    row.rank = i++;
+    for (const auto& p : html::PathParts()) {
+      // PathParts' keys end in "_ms"; RunFigures keeps the part's name.
+      auto it = r->path_parts.find(p.key.substr(0, p.key.size() - 3));
+      row.values.push_back(it == r->path_parts.end() ? 0.0 : it->second);
+    }
+    row.marker = r->path_step_ms.value_or(-1);
+    rows.push_back(std::move(row));
+  }
+  const std::string largest = LargestPathChange(d);
+  out += "<section id=\"path-bars\"><h2>What paced the step, base and new</h2>\n"
+         "<p class=\"note\">The step's critical path of the median rank, milliseconds per step by "
+         "part; the black tick is the measured step." +
+         Esc(largest.empty() ? std::string() : " Largest change: " + largest + ".") + "</p>\n" +
+         html::LegendHtml(html::PathParts()) +
+         html::StackedBarsSvg(html::PathParts(), rows, "ms", "measured", "path",
+                              "What paced the step, base and new") + "\n</section>\n";
 }
 
 void Section(const DiffSection& s, std::string& out) {
@@ -98,6 +126,7 @@ std::string DiffHtml(const SummaryDiff& d, const std::vector<RuleResult>& gate) 
            "</section>\n";
   }
   StepBars(d, out);
+  PathBars(d, out);
   for (const DiffSection& s : DiffSections(d)) Section(s, out);
   out += "<p class=\"note\">Written by gpuwatch diff (" + std::string(kDiffSchema) +
          ") from two summary.json files; every figure is described in docs/diff.md.</p>\n"

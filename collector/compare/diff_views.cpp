@@ -83,6 +83,13 @@ std::string TextTable(const DiffSection& s) {
 
 }  // namespace
 
+std::string LargestPathChange(const SummaryDiff& d) {
+  // path_parts is ranked by |change|: the first, when beyond noise.
+  if (d.path_parts.empty() || !d.path_parts.front().beyond_noise) return {};
+  const StepPartDelta& p = d.path_parts.front();
+  return p.part + Printf(" %+.2f ms per step", p.ms.Delta().value_or(0));
+}
+
 std::vector<DiffSection> DiffSections(const SummaryDiff& d) {
   std::vector<DiffSection> out;
   const std::string noise = Printf("changes under %.2f ms/step are noise", d.noise_ms);
@@ -141,6 +148,24 @@ std::vector<DiffSection> DiffSections(const SummaryDiff& d) {
     for (const StepPartDelta& p : d.step_parts)
       parts.rows.push_back({p.part, TrendCell(p.trend), Val(p.ms.before), Val(p.ms.after), Change(p.ms)});
     if (!parts.rows.empty()) out.push_back(parts);
+
+    // The critical path: what paced the step before and after, and what every fix would buy.
+    if (d.path_step_ms.before || d.path_step_ms.after) {
+      DiffSection path{"critical_path", "critical path, ms per step (median rank)", "", {"part", "", "base", "new", "change"}, {}};
+      const std::string largest = LargestPathChange(d);
+      path.note = !d.path_step_ms.before ? "not known in the base run"
+                  : !d.path_step_ms.after ? "not known in the new run"
+                  : largest.empty()       ? "no part changed beyond noise"
+                                          : "largest change: " + largest;
+      path.rows.push_back({"step (measured)", "", Val(d.path_step_ms.before), Val(d.path_step_ms.after),
+                           Change(d.path_step_ms)});
+      for (const StepPartDelta& p : d.path_parts)
+        path.rows.push_back({p.part, TrendCell(p.trend), Val(p.ms.before), Val(p.ms.after), Change(p.ms)});
+      if (Present(d.all_fixed_step_ms))
+        path.rows.push_back({"step with every fix", "", Val(d.all_fixed_step_ms.before), Val(d.all_fixed_step_ms.after),
+                             Change(d.all_fixed_step_ms)});
+      out.push_back(path);
+    }
 
     DiffSection sync{"sync", "syncs: host blocked, ms per step", "", {"API", "", "base", "new", "change", "calls/step"}, {}};
     for (const SyncDelta& s : d.sync)
@@ -234,6 +259,15 @@ json DiffJson(const SummaryDiff& d, const std::vector<RuleResult>& gate) {
     parts.push_back({{"part", p.part}, {"trend", TrendName(p.trend)}, {"beyond_noise", p.beyond_noise},
                      {"ms", FigureJson(p.ms)}});
   j["step_parts_ms"] = parts;
+  json path_parts = json::array();
+  for (const StepPartDelta& p : d.path_parts)
+    path_parts.push_back({{"part", p.part}, {"trend", TrendName(p.trend)}, {"beyond_noise", p.beyond_noise},
+                          {"ms", FigureJson(p.ms)}});
+  const bool largest = !d.path_parts.empty() && d.path_parts.front().beyond_noise;
+  j["critical_path"] = {{"step_ms", FigureJson(d.path_step_ms)},
+                        {"parts_ms", path_parts},
+                        {"largest_change", largest ? json(d.path_parts.front().part) : json(nullptr)},
+                        {"what_if_all_step_ms", FigureJson(d.all_fixed_step_ms)}};
   json findings = json::array();
   for (const FindingDelta& f : d.findings)
     findings.push_back({{"id", f.id},

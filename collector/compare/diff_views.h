@@ -22,6 +22,9 @@ struct DiffSection {
   std::vector<std::vector<std::string>> rows;
 };
 std::vector<DiffSection> DiffSections(const SummaryDiff& d);
+// "host_compute -36.30 ms per step": the critical path's part that changed most, beyond
+// noise; empty when none did or a run's path is not known.
+std::string LargestPathChange(const SummaryDiff& d);
 
 std::string DiffText(const SummaryDiff& d, const std::vector<RuleResult>& gate);
 nlohmann::json DiffJson(const SummaryDiff& d, const std::vector<RuleResult>& gate);

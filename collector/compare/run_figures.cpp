@@ -112,6 +112,18 @@ RunFigures ExtractFigures(const json& s, const std::string& path) {
   f.steps = Whole<uint64_t>(steps, "count");
   f.step_median_ms = Num(steps, "median_ms");
 
+  const json& critical = Obj(job, "critical_path");
+  if (Num(critical, "steps") > 0) {
+    f.path_step_ms = Num(critical, "step_ms");
+    for (const auto& [key, v] : Obj(critical, "parts").items())
+      if (v.is_number() && EndsWith(key, "_ms")) f.path_parts[key.substr(0, key.size() - 3)] = v.get<double>();
+  }
+  const json& all = Obj(job, "what_if_all");
+  if (Num(all, "step_ms") > 0) {
+    f.all_fixed_step_ms = Num(all, "step_ms");
+    f.all_fixed_then = Str(all, "then_paced_by");
+  }
+
   const json& gpu = Obj(job, "gpu");
   f.gpu_source = Str(gpu, "source", "events");
   if (f.gpu_source == "cupti" && Get(gpu, "utilization").is_number())

@@ -61,6 +61,13 @@ struct RunFigures {
   std::optional<double> gpu_busy;
   // steps.per_step_ms, the median over ranks of each part (ms per step).
   std::map<std::string, double> step_parts;
+  // job.critical_path (the median rank's): its measured step and its parts in ms per step,
+  // by part key without "_ms" (host_compute, ...); none when the run's was not known.
+  std::optional<double> path_step_ms;
+  std::map<std::string, double> path_parts;
+  // job.what_if_all: the step predicted with every fix, and what would pace it then.
+  std::optional<double> all_fixed_step_ms;
+  std::string all_fixed_then;
   std::vector<FindingFigures> findings;  // job.findings, in its order
   std::map<std::string, SyncFigures> sync;
   std::map<std::string, CopyFigures> copies;  // "h2d", "d2h"

@@ -259,6 +259,20 @@ SummaryDiff CompareRuns(RunFigures base, RunFigures now, const DiffOptions& opti
     }
     RankByChange(d.step_parts, [](const StepPartDelta& p) -> const Figure& { return p.ms; });
 
+    d.path_step_ms = {b.path_step_ms, n.path_step_ms};
+    d.all_fixed_step_ms = {b.all_fixed_step_ms, n.all_fixed_step_ms};
+    // A part missing on one side is not a part that came or went: that run's path is not known.
+    if (b.path_step_ms && n.path_step_ms) {
+      for (const std::string& part : Keys(b.path_parts, n.path_parts)) {
+        StepPartDelta p;
+        p.part = part;
+        p.ms = FigureOf(b.path_parts, n.path_parts, part, [](double v) { return v; });
+        p.trend = TrendOf(p.ms, d.noise_ms, &p.beyond_noise);
+        d.path_parts.push_back(p);
+      }
+      RankByChange(d.path_parts, [](const StepPartDelta& p) -> const Figure& { return p.ms; });
+    }
+
     for (const std::string& api : Keys(b.sync, n.sync)) {
       SyncDelta s;
       s.api = api;

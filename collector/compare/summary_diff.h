@@ -62,7 +62,7 @@ struct KernelDelta {
   Figure gpu_ms_per_step, count_per_step;
 };
 
-struct StepPartDelta {  // one part of steps.per_step_ms
+struct StepPartDelta {  // one part of steps.per_step_ms, or of critical_path.parts
   std::string part;
   Trend trend = Trend::kUnchanged;
   bool beyond_noise = false;
@@ -102,6 +102,10 @@ struct SummaryDiff {
   double noise_ms = 0;                      // per step: smaller changes are within noise
   Figure step_median_ms, step_p90_ms, gpu_busy_pct;
   std::vector<StepPartDelta> step_parts;      // every list: largest |delta| first
+  // The critical path (job.critical_path, the median rank's): its measured step, its parts
+  // (only when both runs have one; the first changed most), and the step with every fix.
+  Figure path_step_ms, all_fixed_step_ms;
+  std::vector<StepPartDelta> path_parts;
   std::vector<FindingDelta> findings;
   std::vector<SyncDelta> sync;
   std::vector<CopyDelta> copies;

@@ -160,6 +160,21 @@ std::string FormatPrometheus(const LiveSnapshot& snap) {
           if (!r.per_step.known) return;
           for (const auto& [part, ms] : r.per_step.Parts()) emit(std::string("part=\"") + part + "\"", ms * 1e-3);
         });
+  // The critical path and the what-ifs: gauges of the latest analysis, absent while not known.
+  Write(out, {"gpuwatch_critical_path_part_seconds", "gauge",
+              "Time per step on the step's critical path, by part (summary.json critical_path.parts, in seconds)"},
+        snap, labels, [](const RankSample& r, const Emit& emit) {
+          if (!r.critical_path.known()) return;
+          for (int p = 0; p < kPathParts; ++p)
+            emit(std::string("part=\"") + PathPartKey(p) + "\"", r.critical_path.part_ms[p] * 1e-3);
+        });
+  Write(out, {"gpuwatch_what_if_step_seconds", "gauge",
+              "Predicted step time with a finding's fix applied (summary.json findings[].what_if.step_ms, in seconds); "
+              "finding=\"all\": with every fix (what_if_all)"},
+        snap, labels, [](const RankSample& r, const Emit& emit) {
+          for (const auto& [id, w] : r.what_if) emit("finding=\"" + EscapeLabelValue(id) + "\"", w.step_ms * 1e-3);
+          if (r.all_fixed.known()) emit("finding=\"all\"", r.all_fixed.step_ms * 1e-3);
+        });
   auto memory = [](double (*get)(const RankSample&)) {
     return [get](const RankSample& r, const Emit& emit) {
       if (r.has_memory) emit("", get(r));

@@ -27,6 +27,10 @@ RankSample SampleOf(const RankResult& r) {
   }
   s.steps = r.steps_total();
   s.per_step = r.per_step;
+  s.critical_path = r.critical_path;
+  for (const Finding& f : r.findings)
+    if (f.what_if.known()) s.what_if.emplace_back(f.id, f.what_if);
+  s.all_fixed = r.all_fixed;
   s.dropped = r.dropped_total;
   s.coverage = r.gpu.coverage_share();
   s.hooks_s = Seconds(r.overhead.hooks_added_ns);

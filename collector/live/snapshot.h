@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,11 @@ struct RankSample {
   // Where the rank ran (has_numa: its CPUs and its GPU's node known; has_cgroup: cpu.stat read).
   bool has_numa = false, has_cgroup = false;
   double cpu_off_node_share = 0, cgroup_throttled_s = 0, cpu_quota_cores = 0;
+  // What paces the rank's step (its critical path, when known), and each finding's
+  // predicted step with its fix (id, prediction; the modelled ones) and with every fix.
+  CriticalPathFigures critical_path;
+  std::vector<std::pair<std::string, WhatIf>> what_if;
+  WhatIf all_fixed;
 };
 
 // The figures of `r` a live view shows, the same numbers summary.json has.

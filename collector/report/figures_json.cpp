@@ -6,6 +6,7 @@
 
 #include "common/api_names.h"
 #include "report/comms_json.h"
+#include "report/critical_path_json.h"
 #include "common/format.h"
 #include "common/kernel_names.h"
 #include "analyze/environment.h"
@@ -227,7 +228,8 @@ nlohmann::json FindingsJson(const std::vector<Finding>& f) {
                  {"share", x.share},
                  {"summary", x.summary},
                  {"evidence", x.evidence},
-                 {"fix", x.fix}});
+                 {"fix", x.fix},
+                 {"what_if", WhatIfJson(x.what_if)}});
   return a;
 }
 
@@ -512,6 +514,8 @@ void AddRankFigures(const RankResult& r, nlohmann::json& obj, const JobResult* j
                                        {"native_signal", r.sampling.native_signal},
                                        {"held_samples", r.sampling.held_samples}};
   obj["steps"] = StepsJson(r);
+  obj["critical_path"] = CriticalPathJson(r.critical_path);
+  obj["what_if_all"] = WhatIfJson(r.all_fixed);
   obj["findings"] = FindingsJson(job ? job->FindingsOf(r) : r.findings);
   obj["environment"] = EnvJson(r.env);
 }
@@ -529,6 +533,8 @@ void AddJobFigures(const JobResult& j, nlohmann::json& obj) {
                   {"host_period_ms", ms_or_null(j.steps_host_period_s)},
                   {"device_period_ms", ms_or_null(j.steps_device_period_s)},
                   {"paced_by", j.steps_paced_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(j.steps_paced_by)}};
+  obj["critical_path"] = CriticalPathJson(j.critical_path);
+  obj["what_if_all"] = WhatIfJson(j.all_fixed);
   obj["findings"] = FindingsJson(j.findings);
   obj["verdict"] = j.verdict;
 }

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "report/comms_text.h"
+#include "report/critical_path_text.h"
 
 #include "common/api_names.h"
 #include "common/explains.h"
@@ -327,6 +328,7 @@ void AppendRankText(const RankResult& r, std::string& out, const JobResult* job)
   DroppedText(r.dropped, out);
   FailedCallsText(r.api_calls, out);
   StepsText(r, job ? job->FindingsOf(r) : r.findings, out);
+  CriticalPathText(r.critical_path, r.all_fixed, "", out);
   OverheadText(r.overhead, out);
 }
 
@@ -379,6 +381,8 @@ std::string FindingsText(const JobResult& j, size_t shown, bool evidence) {
       head += Printf(", %.0f%%", 100 * x.share);
     }
     head += Printf("; rank%s %s", x.ranks.size() == 1 ? "" : "s", rk.c_str());
+    // The console's short form says what the fix buys in the finding's own line.
+    if (!evidence && x.what_if.known()) head += "; " + WhatIfShort(x.what_if);
     Wrap(out, head, "     ", "  ");
     if (evidence) {
       Wrap(out, x.summary, "      ", "    ");
@@ -386,6 +390,7 @@ std::string FindingsText(const JobResult& j, size_t shown, bool evidence) {
     }
     // The cause's fix is the one that applies (input_io's: CPU-bound or waiting on reads).
     Wrap(out, "fix: " + (cause ? cause->fix : x.fix), "      ", "    ");
+    if (evidence && x.what_if.known()) Wrap(out, WhatIfSentence(x.title, x.what_if), "      ", "    ");
   }
   if (losses.size() > shown)
     out += Printf("  (%zu more finding%s in summary.txt)\n", losses.size() - shown, losses.size() - shown == 1 ? "" : "s");

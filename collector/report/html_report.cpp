@@ -8,6 +8,7 @@
 #include "common/format.h"
 #include "common/json_read.h"
 #include "report/html_comms.h"
+#include "report/html_critical_path.h"
 #include "report/html_device.h"
 #include "report/html_findings.h"
 #include "report/html_page.h"
@@ -308,6 +309,7 @@ std::string BuildHtmlReport(const json& s) {
       Esc(Str(s, "job_id", "?")) + "</title>\n<style>" + html::PageCss() + "</style></head><body>\n";
   Header(s, out);
   FindingsSection(s, out);
+  CriticalPathSection(s, out);
   Utilization(s, out);
   DeviceSections(s, out);
   Idle(s, out);

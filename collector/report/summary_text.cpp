@@ -3,6 +3,7 @@
 // strings from ranks are clipped and stripped of control characters.
 #include "common/format.h"
 #include "report/comms_text.h"
+#include "report/critical_path_text.h"
 #include "report/figures_text.h"
 #include "report/host_clocks.h"
 #include "report/summary.h"
@@ -35,6 +36,7 @@ std::string BuildSummaryText(const JobView& job) {
   out += Clip("gpuwatch summary: job " + job.id, kTextWidth) + "\n";
   // The diagnosis first: the verdict, then the findings ranked by time lost.
   out += FindingsText(*job.result);
+  CriticalPathText(job.result->critical_path, job.result->all_fixed, "median rank", out);
   out += RanksLine(job) + "\n";
   AppendCommsText(*job.result, out);
   // Multi-host through --upstream: how each host's times were put on this clock.

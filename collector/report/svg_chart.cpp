@@ -138,7 +138,8 @@ std::string UtilizationSvg(const std::vector<UtilRow>& rows, const std::string& 
 }
 
 std::string StackedBarsSvg(const std::vector<StackPart>& parts, const std::vector<StackRow>& rows,
-                           const std::string& unit, const std::string& marker_label) {
+                           const std::string& unit, const std::string& marker_label, const std::string& chart,
+                           const std::string& caption) {
   constexpr double kLeft = 170, kRight = 120, kRowH = 20, kGap = 8, kTop = 6;
   double max = 0;
   for (const auto& r : rows) {
@@ -150,7 +151,7 @@ std::string StackedBarsSvg(const std::vector<StackPart>& parts, const std::vecto
   const double x0 = kLeft, x1 = kWidth - kRight;
   const auto W = [&](double v) { return (x1 - x0) * v / max; };
   const double height = kTop + rows.size() * (kRowH + kGap) + 26;
-  std::string out = Open(height, "Where each rank's step time goes");
+  std::string out = Open(height, caption);
   double y = kTop;
   for (const auto& r : rows) {
     out += Text(kLeft - 8, y + kRowH / 2 + 4, r.label, "end");
@@ -160,7 +161,7 @@ std::string StackedBarsSvg(const std::vector<StackPart>& parts, const std::vecto
       sum += v;
       out += "<rect x=\"" + N(x) + "\" y=\"" + N(y) + "\" width=\"" + Printf("%.2f", W(v)) +
              "\" height=\"" + N(kRowH) + "\"" + Attr("fill", parts[i].color) +
-             " data-chart=\"steps\"" + Attr("data-rank", std::to_string(r.rank)) +
+             Attr("data-chart", chart) + Attr("data-rank", std::to_string(r.rank)) +
              Attr("data-part", parts[i].key) + Attr("data-value", Printf("%g", v)) + "><title>" +
              Esc(r.label + " " + parts[i].label + ": " + Tick(v) + " " + unit) +
              "</title></rect>";
@@ -172,10 +173,10 @@ std::string StackedBarsSvg(const std::vector<StackPart>& parts, const std::vecto
     if (r.marker >= 0) {
       const double mx = x0 + W(r.marker);
       out += "<line x1=\"" + N(mx) + "\" y1=\"" + N(y - 3) + "\" x2=\"" + N(mx) + "\" y2=\"" +
-             N(y + kRowH + 3) + "\" class=\"marker\" data-chart=\"steps-marker\"" +
+             N(y + kRowH + 3) + "\" class=\"marker\"" + Attr("data-chart", chart + "-marker") +
              Attr("data-rank", std::to_string(r.rank)) +
              Attr("data-value", Printf("%g", r.marker)) + "><title>" +
-             Esc(r.label + " median step: " + Tick(r.marker) + " " + unit) + "</title></line>";
+             Esc(r.label + " " + marker_label + " step: " + Tick(r.marker) + " " + unit) + "</title></line>";
     }
     y += kRowH + kGap;
   }

@@ -41,8 +41,11 @@ struct StackRow {
   std::vector<double> values;  // one per part
   double marker = -1;
 };
+// `chart`: the marks' data-chart (the tick's is chart + "-marker"), `caption` the chart's label.
 std::string StackedBarsSvg(const std::vector<StackPart>& parts, const std::vector<StackRow>& rows,
-                           const std::string& unit, const std::string& marker_label = "median");
+                           const std::string& unit, const std::string& marker_label = "median",
+                           const std::string& chart = "steps",
+                           const std::string& caption = "Where each rank's step time goes");
 // A chart's colour legend, as HTML: every chart has one, printed just above it.
 std::string LegendHtml(const std::vector<StackPart>& parts);
 

@@ -1,7 +1,9 @@
 // See job_trace.h.
 #include "trace/job_trace.h"
 
+#include <algorithm>
 #include <climits>
+#include <vector>
 
 #include "common/format.h"
 
@@ -51,6 +53,7 @@ static RankTrace* Find(std::map<std::tuple<int, std::string, int>, std::unique_p
 void JobTrace::Steps(int rank, const std::string& host, const RankResult& result) {
   RankTrace* t = Find(ranks_, rank, host);
   if (!t) return;
+  CriticalPath(rank, host, result);
   const auto& steps = result.steps.steps;
   uint64_t& until = steps_until_[{rank, host}];
   size_t from = 0;
@@ -58,6 +61,23 @@ void JobTrace::Steps(int rank, const std::string& host, const RankResult& result
   if (from == steps.size()) return;
   until = steps.back().end;
   t->WriteSteps(steps, from, from, result.per_step_device, result.overlap.per_step);
+}
+
+void JobTrace::CriticalPath(int rank, const std::string& host, const RankResult& result) {
+  RankTrace* t = Find(ranks_, rank, host);
+  if (!t || !result.critical_path.known() || paths_.count({rank, host})) return;
+  std::vector<const StepRec*> steps;
+  for (const StepRec& s : result.steps.steps)
+    if (s.covered && s.end > s.start) steps.push_back(&s);
+  if (steps.empty())
+    for (const StepRec& s : result.steps.steps)
+      if (s.end > s.start) steps.push_back(&s);
+  if (steps.empty()) return;
+  const auto mid = steps.begin() + static_cast<std::ptrdiff_t>(steps.size() / 2);
+  std::nth_element(steps.begin(), mid, steps.end(),
+                   [](const StepRec* a, const StepRec* b) { return a->end - a->start < b->end - b->start; });
+  t->WriteCriticalPath(result.critical_path, **mid);
+  paths_.emplace(rank, host);
 }
 
 void JobTrace::Instant(int rank, const std::string& host, const std::string& key, uint64_t ts,

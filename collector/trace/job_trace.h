@@ -36,6 +36,9 @@ class JobTrace {
   // already written, and findings not yet written. The kept steps are the first ones:
   // numbered from 0, with their figures when they have them.
   void Steps(int rank, const std::string& host, const RankResult& result);
+  // The rank's critical path over its step of median duration (of those CUPTI recorded
+  // whole, when there are any), once per rank: nothing while it is not known.
+  void CriticalPath(int rank, const std::string& host, const RankResult& result);
   // An instant on the rank's process track, written once per `key`.
   void Instant(int rank, const std::string& host, const std::string& key, uint64_t ts, const std::string& name);
 
@@ -53,6 +56,7 @@ class JobTrace {
   // (rank, host) -> end of the last step written; instants written.
   std::map<std::pair<int, std::string>, uint64_t> steps_until_;
   std::set<std::tuple<int, std::string, std::string>> instants_;
+  std::set<std::pair<int, std::string>> paths_;  // ranks whose critical path is written
 };
 
 }  // namespace gpuwatch::collector

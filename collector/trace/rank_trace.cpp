@@ -28,12 +28,13 @@ constexpr uint32_t kApiBase = 0x1001;       // + lane
 constexpr uint32_t kBusyLocal = 0x1011, kH2dLocal = 0x1012;  // then the NVML and memory counters, up to 0x101c
 constexpr uint32_t kStepsLocal = 0x1020;    // + lane
 constexpr uint32_t kIdleLocal = 0x1030;     // + lane
+constexpr uint32_t kPathLocal = 0x1040;     // + lane
 constexpr uint32_t kStreamBase = 0x1100;    // + stream index * kMaxLanes + lane (512 streams)
 constexpr uint32_t kSampledBase = 0x3100;   // + sampled thread index (kMaxSampledThreads)
 // Each base has room for its lanes: no two tracks of a rank share a uuid.
 static_assert(kThreadBase + 512 * 8 <= kApiBase && kApiBase + RankTrace::kMaxLanes <= kBusyLocal &&
               kBusyLocal + RankTrace::kCounterTracks <= kStepsLocal && kStepsLocal + RankTrace::kMaxLanes <= kIdleLocal &&
-              kIdleLocal + RankTrace::kMaxLanes <= kStreamBase &&
+              kIdleLocal + RankTrace::kMaxLanes <= kPathLocal && kPathLocal + RankTrace::kMaxLanes <= kStreamBase &&
               kStreamBase + 512 * RankTrace::kMaxLanes <= kSampledBase &&
               kSampledBase + RankTrace::kMaxSampledThreads <= (1u << 14));
 constexpr size_t kMaxNameChars = 200;
@@ -53,7 +54,7 @@ const char* const kKeyNames[] = {"bytes",          "blocking",           "seq",
                                  "idle_launch_wait_ms", "idle_sync_wait_ms", "idle_other_ms",
                                  "host_blocked_in_syncs_ms", "copies_ms",          "graph_id",
                                  "nccl_overlapped_ms", "nccl_exposed_ms", "launches",
-                                 "launch_calls_ms"};
+                                 "launch_calls_ms", "ms_per_step",      "share"};
 
 const char* CopyDir(int kind) {
   switch (kind) {
@@ -231,6 +232,32 @@ void RankTrace::WriteSteps(const std::deque<StepRec>& steps, size_t from, uint64
     const uint64_t start = std::max(s.start, std::min(step_lanes_.last_end[0], s.end));
     Slice(kStepsLocal, step_lanes_, static_cast<int32_t>(kStepsLocal), start, s.end, name, anns, n, 0, 0,
           [] { return std::string("steps"); });
+  }
+  file_->Flush();
+}
+
+void RankTrace::WriteCriticalPath(const CriticalPathFigures& c, const StepRec& step) {
+  if (file_->level() == TraceLevel::kOff || !c.known() || step.end <= step.start) return;
+  double total = 0;
+  for (double ms : c.part_ms) total += ms;
+  if (total <= 0) return;
+  std::vector<int> order;
+  for (int p = 0; p < kPathParts; ++p)
+    if (c.part_ms[p] > 0) order.push_back(p);
+  std::stable_sort(order.begin(), order.end(), [&c](int a, int b) { return c.part_ms[a] > c.part_ms[b]; });
+  const double span = static_cast<double>(step.end - step.start);
+  uint64_t at = step.start;
+  double done = 0;
+  for (size_t k = 0; k < order.size(); ++k) {
+    const int p = order[k];
+    done += c.part_ms[p];
+    // The last part ends at the step's end exactly: no rounding gap.
+    const uint64_t end = k + 1 == order.size() ? step.end : step.start + static_cast<uint64_t>(span * done / total);
+    const Ann anns[2] = {{kKeyPathMs, Ann::kDouble, 0, c.part_ms[p]}, {kKeyPathShare, Ann::kDouble, 0, c.part_ms[p] / total}};
+    const uint32_t name = names_.Iid(Printf("%s %.3g ms", PathPartWords(p), c.part_ms[p]));
+    Slice(kPathLocal, path_lanes_, static_cast<int32_t>(kPathLocal), at, end, name, anns, 2, 0, 0,
+          [] { return std::string("critical path"); });
+    at = end;
   }
   file_->Flush();
 }

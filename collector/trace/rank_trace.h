@@ -14,6 +14,8 @@
 //   ├─ counters "GPU busy %", "H2D MB/s"       10 ms windows
 //   ├─ counters "NVML GPU util %", "SM clock MHz", "power W", "temperature C"   each NVML sample
 //   ├─ "steps"                                 the steps found, with their figures (job end)
+//   ├─ "critical path"                         what the step's critical path is made of, over
+//   │                                          one step (job end)
 //   └─ "python · thread T (sampled)"           the host sampler's stacks: a slice per run of
 //                                              samples with one stack, named by its user frame
 // Slices on one track always nest: a slice goes to the first lane of its track whose last
@@ -32,6 +34,7 @@
 
 #include "analyze/hang.h"
 #include "analyze/comm_overlap.h"
+#include "analyze/critical_path.h"
 #include "analyze/memory.h"
 #include "analyze/step_figures.h"
 #include "gpuwatch.pb.h"
@@ -84,6 +87,10 @@ class RankTrace final : public EventSink {
   // (analyze/comm_overlap.h; by step index, may be shorter), as two more arguments.
   void WriteSteps(const std::deque<StepRec>& steps, size_t from, uint64_t first_index, bool figures,
                   const std::vector<OverlapTally>& overlap = {});
+  // The "critical path" track, written at job end over `step`: each part of `c` (largest
+  // first) a slice laid end to end, as long as its share of the path, named with its ms per
+  // step. One function, so that real per-step segments can replace the shares later.
+  void WriteCriticalPath(const CriticalPathFigures& c, const StepRec& step);
   // The rank's last connection closed: the counter windows are written out.
   void Finish();
 
@@ -102,7 +109,7 @@ class RankTrace final : public EventSink {
   enum Key : uint32_t {
     kKeyBytes = 1, kKeyBlocking, kKeySeq, kKeyBusbw, kKeyPeer, kKeyStep,
     kKeyCompute, kKeyCommExposed, kKeyIdle0, kKeyIdleLast = kKeyIdle0 + kIdleKinds - 1, kKeySyncMid, kKeyCopies,
-    kKeyGraph, kKeyNcclOverlapped, kKeyNcclExposed, kKeyLaunches, kKeyLaunchCallsMs
+    kKeyGraph, kKeyNcclOverlapped, kKeyNcclExposed, kKeyLaunches, kKeyLaunchCallsMs, kKeyPathMs, kKeyPathShare
   };
   struct Lanes {
     uint64_t last_end[kMaxLanes] = {};
@@ -195,6 +202,7 @@ class RankTrace final : public EventSink {
   static_assert(kCounters == kCounterTracks);
   std::array<std::optional<TrackSequence>, kCounters> counters_;  // one per Counter, from its first value
   Lanes step_lanes_;
+  Lanes path_lanes_;  // the critical path track
   int64_t last_value_[kCounters] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
   MemoryCounter memory_;  // the live set, as summary.json's memory keeps it
   CounterWindows windows_[2];  // kBusy, kH2d

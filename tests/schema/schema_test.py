@@ -65,7 +65,21 @@ def main(schema_path, gpuwatch, kineto, work):
         run([gpuwatch, "import", os.path.join(kineto, name + ".json.gz"), "-o", out, "-q"])
         with open(os.path.join(out, "summary.json")) as f:
             docs[name] = json.load(f)
-    a, b = (os.path.join(work, n) for n in docs)
+    # The critical path and the what-ifs as the collector writes them once known (the
+    # imported traces may leave them null): the rank's, the job's and a finding's.
+    filled = copy.deepcopy(docs["nccl_data_a100_rank0"])
+    parts = {k + "_ms": 1.0 for k in ("host_compute", "launch_overhead", "sync", "gpu_compute", "copies",
+                                      "communication", "peer_wait")}
+    critical = {"steps": 3, "step_ms": 7.0, "path_ms": 7.0, "alone_ms": 6.5, "parts": parts,
+            "gpu_streams": [{"stream": 7, "ms": 1.0}]}
+    what_if = {"step_ms": 3.5, "speedup": 2.0, "assumes": "the fix", "then_paced_by": "gpu_compute"}
+    for o in (filled["job"], filled["ranks"][0]):
+        o["critical_path"] = copy.deepcopy(critical)
+        o["what_if_all"] = dict(what_if, then_paced_by=None)
+        for f in o["findings"]:
+            f["what_if"] = copy.deepcopy(what_if)
+    docs["summary with a critical path"] = filled
+    a, b = (os.path.join(work, n) for n in ("alexnet_a100", "nccl_data_a100_rank0"))
     docs["diff same"] = json.loads(run([gpuwatch, "diff", a, a, "--json", "--fail-if", "step_time>+5%"]))
     docs["diff other"] = json.loads(run([gpuwatch, "diff", a, b, "--json"]))
 
@@ -93,6 +107,10 @@ def main(schema_path, gpuwatch, kineto, work):
         "a finding id the tool does not have": lambda s: s["job"]["findings"].append(
             dict(s["job"]["findings"][0], id="made_up") if s["job"]["findings"] else {"id": "made_up"}),
         "gpu.busy_s null on a CUPTI timeline": lambda s: s["job"]["gpu"].__setitem__("busy_s", None),
+        "critical_path without its parts": lambda s: s["job"].__setitem__(
+            "critical_path", {k: v for k, v in critical.items() if k != "parts"}),
+        "a what_if paced by a part the path does not have": lambda s: s["job"].__setitem__(
+            "what_if_all", dict(what_if, then_paced_by="made_up")),
     }
     for what, edit in wrong.items():
         bad = copy.deepcopy(summary)

@@ -49,6 +49,10 @@ struct RankCounts {
   std::map<std::string, std::vector<std::pair<uint64_t, double>>> counter_samples;  // track -> (ts, value)
   std::set<std::string> counter_tracks;  // counter tracks described, with or without values
   std::vector<std::string> instant_names;
+  // The "critical path" track: its slices, each one's time by name, its arguments summed.
+  uint64_t path_slices = 0;
+  std::map<std::string, uint64_t> path_ns;
+  std::map<std::string, double> path_args;
   std::map<std::string, uint64_t> collectives;  // "allreduce" -> count
   // When each NCCL kernel on the GPU ended, in file order (a collective ends at the same
   // time on every rank of it: the merged traces of several hosts must show that).
@@ -290,6 +294,10 @@ inline TraceReport ValidateTrace(std::string_view data, bool truncated,
           ++rc.api;
         } else if (tn.rfind("python · thread ", 0) == 0) {
           ++rc.python_slices;
+        } else if (tn == "critical path") {
+          ++rc.path_slices;
+          for (const auto& a : te.debug_annotations())
+            if (a.has_double_value()) rc.path_args[seq.keys[a.name_iid()]] += a.double_value();
         } else if (tn == "steps") {
           ++rc.steps;
           for (const auto& a : te.debug_annotations())
@@ -310,6 +318,7 @@ inline TraceReport ValidateTrace(std::string_view data, bool truncated,
           track.intervals.emplace_back(track.open.back(), ts);
           r.last_slice_end_ns = std::max(r.last_slice_end_ns, ts);
           if (track.name == "GPU idle") rc.idle_ns[track.open_names.back()] += ts - track.open.back();
+          if (track.name == "critical path") rc.path_ns[track.open_names.back()] += ts - track.open.back();
           if (track.name.rfind("GPU ", 0) == 0 && track.open_names.back().rfind("ncclDevKernel", 0) == 0)
             rc.comm_kernel_ends.push_back(ts);
           if (track.name.rfind("python · thread ", 0) == 0)

@@ -116,3 +116,61 @@ TEST_CASE("collector: diff page is self-contained and escapes what runs send") {
     CHECK(page.find(std::string("id=\"") + id + "\"") != std::string::npos);
   CHECK(page.find("data-chart=\"steps\"") != std::string::npos);  // report.html's stacked bars
 }
+
+namespace {
+
+// The job's critical path (the median rank's): `host` ms of host work and 10 of GPU compute
+// a step, and the step predicted with every fix.
+void SetPath(json& doc, double host, double all_fixed) {
+  json parts = {{"host_compute_ms", host}, {"launch_overhead_ms", 0.0}, {"sync_ms", 0.0}, {"gpu_compute_ms", 10.0},
+                {"copies_ms", 0.0}, {"communication_ms", 0.0}, {"peer_wait_ms", 0.0}};
+  doc["job"]["critical_path"] = {{"steps", 50}, {"step_ms", host + 10}, {"path_ms", host + 10}, {"alone_ms", host + 10},
+                                 {"parts", parts}, {"gpu_streams", json::array()}};
+  doc["job"]["what_if_all"] = {{"step_ms", all_fixed}, {"speedup", (host + 10) / all_fixed}, {"assumes", "every fix"},
+                               {"then_paced_by", "gpu_compute"}};
+}
+
+}  // namespace
+
+TEST_CASE("collector: the diff reports the critical path's change, part by part, and the largest") {
+  json a = Doc(), b = Doc();
+  SetPath(a, 30, 12);
+  SetPath(b, 8, 11);
+  const SummaryDiff d = CompareRuns(ExtractFigures(a, "a"), ExtractFigures(b, "b"));
+  REQUIRE(d.path_parts.size() == 7);
+  CHECK(d.path_parts.front().part == "host_compute");
+  CHECK(*d.path_parts.front().ms.Delta() == Approx(-22));
+  CHECK(d.path_parts.front().trend == Trend::kShrunk);
+  CHECK(*d.path_step_ms.before == Approx(40));
+  CHECK(*d.path_step_ms.after == Approx(18));
+  CHECK(LargestPathChange(d) == "host_compute -22.00 ms per step");
+
+  const std::string text = DiffText(d, {});
+  INFO(text);
+  CHECK(text.find("critical path, ms per step (median rank) (largest change: host_compute -22.00 ms per step):") !=
+        std::string::npos);
+  CHECK(text.find("step with every fix") != std::string::npos);
+  const json j = DiffJson(d, {});
+  CHECK(j["critical_path"]["largest_change"] == "host_compute");
+  CHECK(j["critical_path"]["step_ms"]["delta"].get<double>() == Approx(-22));
+  CHECK(j["critical_path"]["parts_ms"][0]["part"] == "host_compute");
+  CHECK(j["critical_path"]["parts_ms"][0]["ms"]["before"].get<double>() == Approx(30));
+  CHECK(j["critical_path"]["what_if_all_step_ms"]["after"].get<double>() == Approx(11));
+  const std::string page = DiffHtml(d, {});
+  CHECK(page.find("data-chart=\"path\" data-rank=\"1\" data-part=\"host_compute_ms\" data-value=\"8\"") !=
+        std::string::npos);
+  CHECK(page.find("Largest change: host_compute -22.00 ms per step.") != std::string::npos);
+
+  // A run without a critical path: its side is absent, no part is compared, none is largest.
+  json c = Doc();
+  const SummaryDiff e = CompareRuns(ExtractFigures(c, "c"), ExtractFigures(b, "b"));
+  CHECK(e.path_parts.empty());
+  CHECK_FALSE(e.path_step_ms.before);
+  const json je = DiffJson(e, {});
+  CHECK(je["critical_path"]["largest_change"].is_null());
+  CHECK(je["critical_path"]["parts_ms"].empty());
+  CHECK(DiffText(e, {}).find("critical path, ms per step (median rank) (not known in the base run):") != std::string::npos);
+  // Neither has one: no section at all.
+  CHECK(DiffText(CompareRuns(ExtractFigures(c, "c"), ExtractFigures(Doc(), "d")), {}).find("critical path") ==
+        std::string::npos);
+}

@@ -1,6 +1,7 @@
 // Every view of one rank shows the same figures: the idle breakdown (one classification),
 // GPU busy time and the per-step figures, in summary.json, summary.txt, report.html,
-// Prometheus /metrics and the Perfetto trace, all read from the rank's one RankResult.
+// Prometheus /metrics and the Perfetto trace, all read from the rank's one RankResult; and
+// the critical path and each fix's predicted step, filled by hand, in every view alike.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -9,8 +10,12 @@
 #include <regex>
 #include <sstream>
 
+#include "analyze/findings.h"
 #include "common/format.h"
 #include "fixtures.h"
+#include "report/console_text.h"
+#include "report/critical_path_text.h"
+#include "report/html_report.h"
 #include "jobs/live_snapshot.h"
 #include "live/prometheus.h"
 #include "step_loop.h"
@@ -187,4 +192,213 @@ TEST_CASE("collector: every view shows the same idle, busy and per-step figures"
     CHECK((it == c.step_args.end() ? 0.0 : it->second) / 30 == Approx(per[part].get<double>()).margin(1e-9));
   }
   fs::remove_all(dir);
+}
+
+namespace {
+
+// One rank whose critical path and findings' what-ifs are filled by hand (as the analysis
+// would), its job with the same figures: a step of 48.6 ms paced by host work.
+struct PathJob {
+  PathJob() {
+    hello.set_rank(0);
+    hello.set_world_size(1);
+    hello.set_host("node");
+    col::RankResult& r = result;
+    r.rank = 0;
+    r.critical_path.steps = 30;
+    r.critical_path.step_ms = 48.6;
+    r.critical_path.path_ms = 48.2;
+    r.critical_path.alone_ms = 48.2;
+    r.critical_path.part_ms[col::kPathHostCompute] = 36.3;
+    r.critical_path.part_ms[col::kPathGpuCompute] = 9.9;
+    r.critical_path.part_ms[col::kPathHostSync] = 2.0;
+    r.critical_path.gpu_streams = {{7, 9.9}};
+    r.all_fixed = {9.1, 48.6 / 9.1, "every finding's fix at once", col::kPathGpuCompute, 9.1};
+    // In the findings' order (by time lost), not by what the fix buys.
+    col::Finding sync = col::MakeFinding("sync_stall", 0.06, 1.458);
+    sync.ranks = {0};
+    sync.what_if = {46.6, 48.6 / 46.6, "the .item() sync returns at once", col::kPathHostCompute, 46.6};
+    col::Finding loading = col::MakeFinding("data_loading", 1.0, 1.458);
+    loading.ranks = {0};
+    loading.what_if = {12.3, 48.6 / 12.3, "the DataLoader keeps up", col::kPathHostSync, 12.3};
+    col::Finding launches = col::MakeFinding("launch_bound", 0.03, 1.458);  // not modelled
+    launches.ranks = {0};
+    r.findings = {loading, sync, launches};
+    job.ranks = col::RankList(std::vector<col::RankResult>{});
+    job.findings = r.findings;
+    job.critical_path = r.critical_path;
+    job.all_fixed = r.all_fixed;
+    job.verdict = "Biggest loss: data loading.";
+  }
+  col::JobView View() {
+    ranks = {result};
+    job.ranks = col::RankList(ranks);
+    col::JobView v;
+    v.id = "path";
+    v.world_size = 1;
+    v.ranks.push_back(col::RankView{&hello, true, &storage, &ranks[0]});
+    v.hangs = &hangs;
+    v.result = &job;
+    return v;
+  }
+  wire::Hello hello;
+  col::RankResult result;
+  std::vector<col::RankResult> ranks;
+  col::RankStorage storage;
+  std::vector<col::Hang> hangs;
+  col::JobResult job;
+};
+
+// The page's text as a reader sees it (outside tags) between `from` and the section's end.
+std::string VisibleText(const std::string& h, const std::string& from) {
+  const size_t a = h.find(from), b = h.find("</section>", a);
+  std::string text;
+  bool in_tag = false;
+  for (size_t i = a; i < b && i < h.size(); ++i) {
+    if (h[i] == '<') in_tag = true;
+    if (!in_tag) text += h[i];
+    if (h[i] == '>') in_tag = false;
+  }
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("collector: every view shows the same critical path and what each fix buys") {
+  PathJob pj;
+  const col::JobView view = pj.View();
+  const json doc = col::BuildSummaryJson(view, "2000-01-01T00:00:00Z");
+  const std::string text = col::BuildSummaryText(view);
+  const std::string console = col::BuildConsoleText(view);
+  const std::string html = col::BuildHtmlReport(doc);
+
+  // summary.json: the rank's and the job's, every part, a what-if per modelled finding.
+  for (const json* o : {&doc["job"], &doc["ranks"][0]}) {
+    const json& cp = (*o)["critical_path"];
+    REQUIRE(cp.is_object());
+    CHECK(cp["steps"] == 30);
+    CHECK(cp["step_ms"].get<double>() == Approx(48.6));
+    CHECK(cp["path_ms"].get<double>() == Approx(48.2));
+    CHECK(cp["parts"].size() == col::kPathParts);
+    CHECK(cp["parts"]["host_compute_ms"].get<double>() == Approx(36.3));
+    CHECK(cp["parts"]["peer_wait_ms"].get<double>() == 0);
+    CHECK(cp["gpu_streams"] == json::array({{{"stream", 7}, {"ms", 9.9}}}));
+    CHECK((*o)["what_if_all"]["step_ms"].get<double>() == Approx(9.1));
+    CHECK((*o)["what_if_all"]["then_paced_by"] == "gpu_compute");
+    const json& f = (*o)["findings"];
+    REQUIRE(f.size() == 3);
+    CHECK(f[0]["what_if"]["step_ms"].get<double>() == Approx(12.3));
+    CHECK(f[0]["what_if"]["speedup"].get<double>() == Approx(48.6 / 12.3));
+    CHECK(f[0]["what_if"]["assumes"] == "the DataLoader keeps up");
+    CHECK(f[0]["what_if"]["then_paced_by"] == "sync");
+    CHECK(f[0]["what_if"].count("alone_ms") == 0);  // internal
+    CHECK(f[2]["what_if"].is_null());  // not modelled
+  }
+
+  // summary.txt: each modelled finding's what-if as a person says it, the path by part
+  // (largest first), the stream, and the fixes combined; in the job's block and the rank's.
+  INFO(text);
+  // Sentences are wrapped at 80 columns: read with each line break and its indent as a space.
+  const std::string joined = std::regex_replace(text, std::regex("\n +"), " ");
+  CHECK(joined.find("fix data loading: 48.6 \xe2\x86\x92 12.3 ms a step, 4.0\xc3\x97 faster; then syncs pace the step") !=
+        std::string::npos);
+  CHECK(joined.find(col::WhatIfSentence(pj.result.findings[1].title, pj.result.findings[1].what_if)) !=
+        std::string::npos);
+  CHECK(joined.find(": 48.6 \xe2\x86\x92 46.6 ms a step, 1.04\xc3\x97 faster; then host work paces the step") !=
+        std::string::npos);
+  CHECK(text.find("\n  critical path of a step, median rank: 48.6 ms (replayed 48.2 ms, 30 steps)\n") != std::string::npos);
+  CHECK(text.find("\n  critical path of a step: 48.6 ms (replayed 48.2 ms, 30 steps)\n") != std::string::npos);  // the rank's
+  const size_t host = text.find("    host work "), gpu = text.find("    the GPU's own work "),
+               syncs = text.find("    syncs ");
+  REQUIRE(host != std::string::npos);
+  CHECK(host < gpu);
+  CHECK(gpu < syncs);
+  CHECK(text.find("36.3 ms  75.3%") != std::string::npos);
+  CHECK(text.find("      stream 7 ") != std::string::npos);
+  CHECK(text.find("    with every fix: 48.6 \xe2\x86\x92 9.10 ms a step (5.3\xc3\x97 faster)\n"
+                  "      then the GPU's own work paces the step\n") != std::string::npos);
+  CHECK(text.find("without waiting for other ranks") == std::string::npos);  // no peer wait on the path
+  for (const std::string& line : [&] {
+         std::vector<std::string> v;
+         std::istringstream in(text);
+         for (std::string l; std::getline(in, l);) v.push_back(l);
+         return v;
+       }())
+    CHECK(line.size() <= col::kTextWidth);
+
+  // The console: the what-if in the finding's own line, within its bound.
+  INFO(console);
+  CHECK(std::regex_replace(console, std::regex("\n +"), " ").find("; rank 0; fixed: 12.3 ms a step (4.0\xc3\x97 faster)") !=
+        std::string::npos);
+  CHECK(static_cast<size_t>(std::count(console.begin(), console.end(), '\n')) <= 30);
+
+  // report.html: a bar per part with its value, each rank's stacked bar behind a legend, the
+  // what-ifs fastest first with their assumptions, no raw keys in what a reader sees.
+  CHECK(HtmlValue(html, "data-path-part=\"host_compute_ms\"") == Approx(36.3));
+  CHECK(HtmlValue(html, "data-path-part=\"gpu_compute_ms\"") == Approx(9.9));
+  CHECK(HtmlValue(html, "data-chart=\"path\" data-rank=\"0\" data-part=\"sync_ms\"") == Approx(2.0));
+  CHECK(HtmlValue(html, "data-chart=\"path-marker\" data-rank=\"0\"") == Approx(48.6));
+  const size_t section = html.find("<section id=\"critical-path\">");
+  REQUIRE(section != std::string::npos);
+  const size_t svg = html.find("<svg", section);
+  REQUIRE(svg != std::string::npos);
+  CHECK(html.rfind("<div class=\"legend\">", svg) > section);
+  const size_t fast = html.find("data-what-if=\"data_loading\""), slow = html.find("data-what-if=\"sync_stall\"");
+  REQUIRE(fast != std::string::npos);
+  REQUIRE(slow != std::string::npos);
+  CHECK(fast < slow);
+  CHECK(html.find("data-what-if=\"launch_bound\"") == std::string::npos);
+  CHECK(HtmlValue(html, "data-what-if=\"all\"") == Approx(9.1));
+  const std::string seen = VisibleText(html, "<section id=\"critical-path\">");
+  CHECK(seen.find("Assumes: the DataLoader keeps up") != std::string::npos);
+  CHECK(seen.find("fix data loading: 48.6 \xe2\x86\x92 12.3 ms a step, 4.0\xc3\x97 faster; then syncs pace the step") !=
+        std::string::npos);
+  for (const char* raw : {"host_compute", "gpu_compute", "_ms", "then_paced_by", "peer_wait", "launch_overhead"}) {
+    INFO(raw);
+    CHECK(seen.find(raw) == std::string::npos);
+  }
+
+  // Prometheus: the parts in seconds per step, each modelled finding's predicted step.
+  col::LiveSnapshot snap;
+  col::RankSample sample = col::SampleOf(pj.result);
+  sample.job = "path";
+  sample.host = "node";
+  sample.rank = 0;
+  snap.ranks.push_back(sample);
+  const std::string metrics = col::FormatPrometheus(snap);
+  CHECK(Metric(metrics, "gpuwatch_critical_path_part_seconds", "part=\"host_compute\"") == Approx(0.0363));
+  CHECK(Metric(metrics, "gpuwatch_critical_path_part_seconds", "part=\"peer_wait\"") == 0);
+  CHECK(Metric(metrics, "gpuwatch_what_if_step_seconds", "finding=\"data_loading\"") == Approx(0.0123));
+  CHECK(Metric(metrics, "gpuwatch_what_if_step_seconds", "finding=\"all\"") == Approx(0.0091));
+  CHECK(metrics.find("finding=\"launch_bound\"") == std::string::npos);
+}
+
+TEST_CASE("collector: an unknown critical path is null in summary.json and absent from the other views") {
+  PathJob pj;
+  pj.result.critical_path = {};
+  pj.result.all_fixed = {};
+  for (col::Finding& f : pj.result.findings) f.what_if = {};
+  pj.job.critical_path = {};
+  pj.job.all_fixed = {};
+  pj.job.findings = pj.result.findings;
+  const col::JobView view = pj.View();
+  const json doc = col::BuildSummaryJson(view, "2000-01-01T00:00:00Z");
+  for (const json* o : {&doc["job"], &doc["ranks"][0]}) {
+    CHECK((*o)["critical_path"].is_null());
+    CHECK((*o)["what_if_all"].is_null());
+    for (const json& f : (*o)["findings"]) CHECK(f["what_if"].is_null());
+  }
+  const std::string text = col::BuildSummaryText(view);
+  CHECK(text.find("critical path") == std::string::npos);
+  CHECK(text.find("with every fix") == std::string::npos);
+  CHECK(text.find("ms a step") == std::string::npos);
+  CHECK(col::BuildConsoleText(view).find("fixed:") == std::string::npos);
+  const std::string html = col::BuildHtmlReport(doc);
+  CHECK(html.find("No critical path") != std::string::npos);
+  CHECK(html.find("data-what-if") == std::string::npos);
+  col::LiveSnapshot snap;
+  snap.ranks.push_back(col::SampleOf(pj.result));
+  const std::string metrics = col::FormatPrometheus(snap);
+  CHECK(metrics.find("gpuwatch_critical_path") == std::string::npos);
+  CHECK(metrics.find("gpuwatch_what_if") == std::string::npos);
 }

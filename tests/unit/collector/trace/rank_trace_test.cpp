@@ -212,6 +212,50 @@ TEST_CASE("collector: long stalls, steps and findings are marked on the rank's t
   CHECK(c.instant_names[2] == "finding: host-device syncs");
 }
 
+TEST_CASE("collector: the critical path is drawn over the median recorded step, its parts end to end") {
+  const std::string path = TempDir("path") + "/trace.perfetto-trace";
+  col::JobTable jobs = TracedJobs(path);
+  FakeRank r(jobs, Hello("job", 0, 1));
+  wire::Batch b;
+  Add(&b, wire::CUDA_STREAM_SYNCHRONIZE, kT0, 1 * kMs)->set_tid(5);
+  b.set_settled_ns(kT0 + 10 * kMs);
+  r.SendBatch(b);
+  col::JobTrace* t = jobs.Find("job")->trace();
+  const std::string host = Hello("job", 0, 1).hello().host();
+  col::RankResult res;
+  // Steps of 100, 300 and 200 ms that CUPTI recorded whole, then one of 1 s it did not: the
+  // median recorded one is the 200 ms step.
+  uint64_t at = kT0;
+  for (const auto& [ms, covered] : std::vector<std::pair<uint64_t, bool>>{{100, true}, {300, true}, {200, true}, {1000, false}}) {
+    col::StepRec s;
+    s.start = at;
+    s.end = at += ms * kMs;
+    s.covered = covered;
+    res.steps.steps.push_back(s);
+  }
+  t->Steps(0, host, res);  // not known yet: no track
+  res.critical_path.steps = 3;
+  res.critical_path.step_ms = res.critical_path.path_ms = 40;
+  res.critical_path.part_ms[col::kPathGpuCompute] = 10;
+  res.critical_path.part_ms[col::kPathHostCompute] = 30;
+  t->Steps(0, host, res);
+  t->Steps(0, host, res);  // the job ends again: written once
+  r.Goodbye();
+  r.Close();
+  t->Flush();
+  const auto rep = gwtrace::ValidateTrace(Slurp(path), false);
+  INFO(rep.First());
+  REQUIRE(rep.errors.empty());
+  const gwtrace::RankCounts& c = rep.processes.begin()->second;
+  CHECK(c.steps == 4);
+  CHECK(c.path_slices == 2);
+  // The shares of the 200 ms step, largest first, named with their ms per step.
+  CHECK(c.path_ns.at("host work 30 ms") == 150 * kMs);
+  CHECK(c.path_ns.at("the GPU's own work 10 ms") == 50 * kMs);
+  CHECK(c.path_args.at("ms_per_step") == Approx(40));
+  CHECK(c.path_args.at("share") == Approx(1));
+}
+
 TEST_CASE("collector: trace timestamps are deltas per track sequence, on the same time line") {
   // Slices at known absolute times: the validator sums each sequence's deltas
   // from its clock snapshot (as the trace processor does) and must get them back.
