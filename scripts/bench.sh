@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${GPUWATCH_BUILD:-$PWD/build}
-cmake --build "$B" -j"$(nproc)" --target hook_bench ingest_bench scale_bench maxrss gpuwatch gpuwatch_cli gpuwatch-collector gpuwatch-scenario e2e_tests >/dev/null
+cmake --build "$B" -j"$(nproc)" --target hook_bench ingest_bench scale_bench what_if_bench maxrss gpuwatch gpuwatch_cli gpuwatch-collector gpuwatch-scenario e2e_tests >/dev/null
 LIB=$B/lib/libgpuwatch.so
 W=$(mktemp -d /tmp/gpuwatch-bench.XXXXXX)
 trap 'rm -rf "$W"' EXIT
@@ -81,6 +81,13 @@ for mix in every16 steps; do
   rate=$(ingest 4 250 1000 $mix | field records_per_cpu_s)
   row "collector ingest, $mix (records per CPU-second)" "$rate" ">= 3000000 (decode + aggregate + journal + trace)"
 done
+
+# 4b. The steps' dependency graphs and their what-ifs beside the rest of a rank's analysis
+# (tests/bench/what_if_bench.cpp): 8 ranks x 1000 steps of 2000 events, in process.
+wi=$("$B/bin/what_if_bench" 8 1000 2000 | tail -1)
+row "critical path + what-ifs, share of the rank analysis's CPU" \
+  "$(echo "$wi" | field share_of_model | awk '{printf "%.1f%%", 100*$1}')" \
+  "<= 10% (graphs $(echo "$wi" | field graphs_cpu_s) s + what-ifs $(echo "$wi" | field what_if_cpu_s) s of $(echo "$wi" | field model_cpu_s) s)"
 
 # 5. Memory: the library's added resident memory; the collector over a 10x longer run.
 rss() { "$@" 2>&1 >/dev/null | grep -o 'maxrss_kib=[0-9]*' | tail -1 | cut -d= -f2; }

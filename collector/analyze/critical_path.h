@@ -71,11 +71,15 @@ struct WhatIf {
   double speedup = 0;   // measured step / predicted step
   std::string assumes;  // one sentence: the fix modelled
   int then_paced_by = -1;  // the PathPart that is largest on the fixed path (-1: not known)
-  // This rank's replay with the fix and NCCL kernels taking no time (as
-  // CriticalPathFigures::alone_ms).
-  double alone_ms = 0;
 
   bool known() const { return step_ms > 0; }
 };
+
+// Milliseconds as the what-if sentences write them: "48.6", "12.3", "0.85", "123".
+std::string FmtStepMs(double ms);
+// "3.9×", "1.25×".
+std::string FmtSpeedup(double speedup);
+// "then syncs pace the step"; empty when not known.
+std::string ThenPacedText(int then_paced_by);
 
 }  // namespace gpuwatch::collector

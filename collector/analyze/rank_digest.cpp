@@ -167,7 +167,7 @@ GW_DIGEST(OverheadFacts, known, cupti_mode, budget, hook_ns, cupti_ns, cupti_ns_
           sender_cpu_ns, hook_samples, startup_ns, cupti_graph_ns, cupti_graph_ns_measured, cupti_graph_launches,
           cupti_detaches, cupti_detach_ns, cupti_linger_calls, cupti_linger_ns, cupti_linger_ns_measured, sampler_ns,
           sampler_signals_ns)
-GW_DIGEST(WhatIf, step_ms, speedup, assumes, then_paced_by, alone_ms)
+GW_DIGEST(WhatIf, step_ms, speedup, assumes, then_paced_by)
 GW_DIGEST(PathStreamTime, stream, ms)
 GW_DIGEST(CriticalPathFigures, steps, step_ms, path_ms, alone_ms, part_ms, gpu_streams)
 GW_DIGEST(Finding, id, title, severity, ranks, time_lost_s, share, evidence, summary, fix, what_if)
@@ -183,10 +183,10 @@ GW_DIGEST(RankResult, rank, host, host_calls, host_first_ns, host_last_ns, sync,
 // platform the project builds on.
 #if defined(__x86_64__) && defined(__GLIBCXX__)
 // RankResult holds the others by value: its size covers them; these sit in containers.
-static_assert(sizeof(RankResult) == 51536, "RankResult changed: carry the new field in the digest");
+static_assert(sizeof(RankResult) == 51528, "RankResult changed: carry the new field in the digest");
 static_assert(sizeof(StepRec) == 168 && sizeof(CollCall) == 40 && sizeof(StepMark) == 24,
               "a step or collective record changed: carry the new field in the digest");
-static_assert(sizeof(SiteStat) == 96 && sizeof(HostFrame) == 80 && sizeof(Finding) == 280,
+static_assert(sizeof(SiteStat) == 96 && sizeof(HostFrame) == 80 && sizeof(Finding) == 272,
               "a call site, host frame or finding changed: carry the new field in the digest");
 static_assert(sizeof(GraphFigures::Graph) == 32 && sizeof(GpuFigures::KernelStat) == 24 &&
                   sizeof(ApiCallFigures::Api) == 40 && sizeof(DeviceStateFigures::Other) == 32 &&

@@ -11,14 +11,29 @@ namespace {
 constexpr uint64_t kSettleNs = 1'000'000;
 }  // namespace
 
+// Whether the calls arriving now can belong to a graph: the chunk being filled is sampled,
+// or the next one will be (and these may be the step before its first, which it reads).
+bool StepGraphs::Wanted() const {
+  if (!open_.empty()) return open_sampled_ || (open_.size() + 1 >= kStepsPerGraph && Sampled(chunks_ + 1));
+  return Sampled(chunks_);
+}
+
 void StepGraphs::OnHostCall(const HostCall& c) {
-  if (c.captured) return;
+  if (c.captured || !Wanted()) return;
   calls_.push_back(c);
   if (calls_.size() > kMaxBuffered) Prune();
 }
 
 void StepGraphs::OnDeviceWork(const DeviceWork& w) {
   if (!IsDeviceWork(w.kind)) return;
+  // Kept when a sampled chunk may need it: launched in one (or the step before it), or
+  // still running when one starts (a release), or launched while calls are wanted.
+  const uint64_t launched_at = w.api ? w.api->start_ns : w.start_ns;
+  bool needed = Wanted() && launched_at + lookback_ns_ >= last_end_;
+  for (const Chunk& c : closed_)
+    needed = needed || (launched_at < c.steps.back().end_ns && w.end_ns + lookback_ns_ >= c.steps.front().start_ns);
+  if (!open_.empty() && open_sampled_) needed = needed || w.end_ns + lookback_ns_ >= open_.front().start_ns;
+  if (!needed) return;
   GraphWork g;
   g.start_ns = w.start_ns;
   g.end_ns = w.end_ns;
@@ -44,7 +59,12 @@ void StepGraphs::OnStep(const StepMark& m) {
     Prune();
     return;
   }
-  if (open_.empty()) open_sampled_ = Sampled(chunks_);
+  ++steps_seen_;
+  if (open_.empty()) {
+    open_sampled_ = Sampled(chunks_);
+    sampled_chunks_ += open_sampled_;
+  }
+  sampled_steps_ += open_sampled_;
   open_.push_back(m);
   if (open_.size() >= kStepsPerGraph) Close();
   Prune();
@@ -56,6 +76,7 @@ void StepGraphs::OnStepsReset() {
   graphs_.clear();
   chunks_ = 0;
   stride_ = 1;
+  steps_seen_ = sampled_steps_ = sampled_chunks_ = 0;
 }
 
 void StepGraphs::OnDeviceSettled(uint64_t ns) { BuildSettled(ns); }
@@ -86,8 +107,10 @@ GraphInput StepGraphs::InputOf(const Chunk& c) const {
   const uint64_t t0 = c.steps.front().start_ns, t1 = c.steps.back().end_ns;
   // And the step before: its last calls launched work, and recorded events, the first step waits for.
   const uint64_t from = t0 > lookback_ns_ ? t0 - lookback_ns_ : 0;
-  for (const HostCall& h : calls_)
+  for (const HostCall& h : calls_) {
+    if (h.t_ns >= t1 + lookback_ns_) break;  // (in order of start, but syncs' and ranges' by their end)
     if (h.end_ns() >= from && h.t_ns < t1) in.calls.push_back(h);
+  }
   // The interpreter orders syncs and NVTX ranges by their end: the builder needs starts.
   std::stable_sort(in.calls.begin(), in.calls.end(), [](const HostCall& a, const HostCall& b) { return a.t_ns < b.t_ns; });
   for (const GraphWork& w : works_) {

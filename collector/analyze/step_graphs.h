@@ -20,7 +20,9 @@ using StepGraphList = std::vector<std::shared_ptr<const StepGraph>>;
 class StepGraphs final : public EventSink {
  public:
   static constexpr size_t kStepsPerGraph = 8;
-  static constexpr size_t kMaxGraphs = 32;
+  static constexpr size_t kMaxGraphs = 16;
+  static constexpr uint64_t kFreeGraphs = 4;
+  static constexpr uint64_t kBuildShareInv = 25;
   static constexpr size_t kMaxBuffered = size_t{1} << 18;  // host calls, and device works
   static constexpr size_t kMaxNodes = size_t{1} << 17;     // a graph with more is not kept
   // A graph reads the calls of the step before its first too (the work and the events its
@@ -47,7 +49,14 @@ class StepGraphs final : public EventSink {
   GraphInput InputOf(const Chunk& c) const;
   void Keep(StepGraph g);
   void Prune();
-  bool Sampled(uint64_t chunk) const { return chunk % stride_ == 0; }
+  // A chunk is built when its turn comes (one in stride_) and the steps sampled so far are
+  // under 1/kBuildShareInv of the steps seen (the first kFreeGraphs chunks always): building
+  // a step's graph costs about what analysing its events does, so the graphs cost a bounded
+  // share of the rank's CPU.
+  bool Sampled(uint64_t chunk) const {
+    return chunk % stride_ == 0 && (sampled_chunks_ < kFreeGraphs || sampled_steps_ * kBuildShareInv <= steps_seen_);
+  }
+  bool Wanted() const;
 
   std::deque<HostCall> calls_;
   std::deque<GraphWork> works_;
@@ -59,6 +68,7 @@ class StepGraphs final : public EventSink {
   uint64_t stride_ = 1;   // one chunk in stride_ is built
   uint64_t last_end_ = 0; // the latest step's end
   uint64_t lookback_ns_ = 0;  // the latest step's length (kMaxLookBackNs at most)
+  uint64_t steps_seen_ = 0, sampled_steps_ = 0, sampled_chunks_ = 0;
 };
 
 }  // namespace gpuwatch::collector

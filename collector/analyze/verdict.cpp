@@ -97,6 +97,13 @@ std::string Verdict(const RankList& ranks, const std::vector<Finding>& f) {
     else
       v += Printf(", %s (%.0f%%).", FmtDuration(t.time_lost_s).c_str(), 100 * t.share);
     v += " Fix: " + (explained ? io->fix : t.fix) + ".";
+    // What the fix buys, replayed on the step's critical path (what_if.h).
+    if (t.what_if.known()) {
+      v += Printf(" Fixed, a step would take %s ms instead of %s (%s faster)", FmtStepMs(t.what_if.step_ms).c_str(),
+                  FmtStepMs(t.what_if.step_ms * t.what_if.speedup).c_str(), FmtSpeedup(t.what_if.speedup).c_str());
+      const std::string then = ThenPacedText(t.what_if.then_paced_by);
+      v += then.empty() ? "." : "; " + then + ".";
+    }
     // Threads waiting for a core slow every host-side loss: named beside the top one.
     if (host && host != top && host->severity != "low")
       v += Printf(" Behind it: %s (%.0f%%).", host->title.c_str(), 100 * host->share);

@@ -150,18 +150,28 @@ Model OneGraphLaunch(const RankResult& r) {
             for (const GraphNode& n : g.nodes)
               if (n.kind == NodeKind::kCall && n.launch) launch_ns.push_back(n.dur());
             const uint64_t cost = graph_ns ? graph_ns : MedianOf(launch_ns);
-            // The first launch of each step on each thread pays the graph's launch.
+            // The first launch of each step on each thread pays the graph's launch; the host's
+            // short gaps between two launches (the framework's per-op work) go with the rest.
             auto first = std::make_shared<std::vector<bool>>(g.nodes.size(), false);
+            auto between = std::make_shared<std::vector<bool>>(g.nodes.size(), false);
             std::map<std::pair<uint32_t, uint32_t>, bool> seen;
+            std::map<uint32_t, std::vector<uint32_t>> host_by_thread;
             for (uint32_t i = 0; i < g.nodes.size(); ++i) {
               const GraphNode& n = g.nodes[i];
               if (n.kind == NodeKind::kCall && n.launch && !seen[{n.lane, n.step}]) (*first)[i] = seen[{n.lane, n.step}] = true;
+              if (n.host()) host_by_thread[n.lane].push_back(i);
             }
+            auto is_launch = [&g](uint32_t i) { return g.nodes[i].kind == NodeKind::kCall && g.nodes[i].launch; };
+            for (const auto& [tid, seq] : host_by_thread)
+              for (size_t k = 1; k + 1 < seq.size(); ++k)
+                if (g.nodes[seq[k]].kind == NodeKind::kHostGap && g.nodes[seq[k]].dur() < kLaunchGapNs &&
+                    is_launch(seq[k - 1]) && is_launch(seq[k + 1]))
+                  (*between)[seq[k]] = true;
             ReplayFix f;
-            f.duration = [cost, first](const StepGraph& g, uint32_t i) -> uint64_t {
+            f.duration = [cost, first, between](const StepGraph& g, uint32_t i) -> uint64_t {
               const GraphNode& n = g.nodes[i];
               if (n.kind == NodeKind::kCall && n.launch) return (*first)[i] ? cost : 0;
-              if (n.kind == NodeKind::kHostGap && n.dur() < kLaunchGapNs) return 0;
+              if ((*between)[i]) return 0;
               return n.dur();
             };
             return f;
@@ -291,7 +301,7 @@ FixMaker Combined(std::vector<FixMaker> makers) {
   };
 }
 
-WhatIf Predict(double ref_ms, const Totals& base, const Totals& fixed, const Totals& fixed_alone, std::string assumes) {
+WhatIf Predict(double ref_ms, const Totals& base, const Totals& fixed, std::string assumes) {
   WhatIf w;
   if (base.span_ns <= 0 || ref_ms <= 0) return w;
   w.step_ms = ref_ms * fixed.span_ns / base.span_ns;
@@ -299,7 +309,6 @@ WhatIf Predict(double ref_ms, const Totals& base, const Totals& fixed, const Tot
   w.speedup = ref_ms / w.step_ms;
   w.assumes = std::move(assumes);
   w.then_paced_by = fixed.Largest();
-  w.alone_ms = ref_ms * fixed_alone.span_ns / base.span_ns;
   return w;
 }
 
@@ -337,16 +346,13 @@ void ModelRankFixes(const StepGraphList& graphs, RankResult& r) {
   for (Finding& f : r.findings) {
     std::optional<Model> m = ModelFor(f, r, graphs);
     if (!m) continue;
-    const Totals fixed = ReplayAll(graphs, &m->make, false);
-    const Totals fixed_alone = ReplayAll(graphs, &m->make, true);
-    f.what_if = Predict(ref_ms, base, fixed, fixed_alone, m->assumes);
+    f.what_if = Predict(ref_ms, base, ReplayAll(graphs, &m->make, false), m->assumes);
     all.push_back(m->make);
     modelled.push_back(f.title);
   }
   if (all.empty()) return;
   const FixMaker every = Combined(all);
-  r.all_fixed = Predict(ref_ms, base, ReplayAll(graphs, &every, false), ReplayAll(graphs, &every, true),
-                        "every fix modelled at once: " + JoinTitles(modelled));
+  r.all_fixed = Predict(ref_ms, base, ReplayAll(graphs, &every, false), "every fix modelled at once: " + JoinTitles(modelled));
 }
 
 void ModelJobFixes(JobResult& j) {

@@ -14,21 +14,37 @@ namespace {
 using html::Attr;
 using html::Esc;
 
-void StepBars(const SummaryDiff& d, std::string& out) {
-  if (!d.comparable || (d.base.step_parts.empty() && d.now.step_parts.empty())) return;
+// One bar per run (base, new): each part's value from `parts_of` (a run's map by `key_of`
+// the part's key), the tick at `marker`.
+template <typename Parts, typename Marker>
+std::vector<html::StackRow> BaseNewRows(const SummaryDiff& d, const std::vector<html::StackPart>& parts, Parts parts_of,
+                                        std::string (*key_of)(const std::string&), Marker marker) {
   std::vector<html::StackRow> rows;
   int i = 0;
   for (const RunFigures* r : {&d.base, &d.now}) {
     html::StackRow row;
     row.label = i == 0 ? "base" : "new";
     row.rank = i++;
-    for (const auto& p : html::StepParts()) {
-      auto it = r->step_parts.find(p.key);
-      row.values.push_back(it == r->step_parts.end() ? 0.0 : it->second);
+    const std::map<std::string, double>& m = parts_of(*r);
+    for (const auto& p : parts) {
+      auto it = m.find(key_of(p.key));
+      row.values.push_back(it == m.end() ? 0.0 : it->second);
     }
-    row.marker = r->step_median_ms;
+    row.marker = marker(*r);
     rows.push_back(std::move(row));
   }
+  return rows;
+}
+
+std::string SameKey(const std::string& k) { return k; }
+// PathParts' keys end in "_ms"; RunFigures keeps the part's name.
+std::string PartName(const std::string& k) { return k.substr(0, k.size() - 3); }
+
+void StepBars(const SummaryDiff& d, std::string& out) {
+  if (!d.comparable || (d.base.step_parts.empty() && d.now.step_parts.empty())) return;
+  const std::vector<html::StackRow> rows =
+      BaseNewRows(d, html::StepParts(), [](const RunFigures& r) -> const auto& { return r.step_parts; }, SameKey,
+                  [](const RunFigures& r) { return r.step_median_ms; });
   out += "<section id=\"step-bars\"><h2>Where the step goes, base and new</h2>\n"
          "<p class=\"note\">Mean milliseconds per step of the median rank; the black tick is "
          "the median step time. The parts are measured separately and need not add up to "
@@ -40,20 +56,9 @@ void StepBars(const SummaryDiff& d, std::string& out) {
 // The critical path of each run as a bar of its parts, as report.html draws it.
 void PathBars(const SummaryDiff& d, std::string& out) {
   if (!d.comparable || (d.base.path_parts.empty() && d.now.path_parts.empty())) return;
-  std::vector<html::StackRow> rows;
-  int i = 0;
-  for (const RunFigures* r : {&d.base, &d.now}) {
-    html::StackRow row;
-    row.label = i == 0 ? "base" : "new";
-    row.rank = i++;
-    for (const auto& p : html::PathParts()) {
-      // PathParts' keys end in "_ms"; RunFigures keeps the part's name.
-      auto it = r->path_parts.find(p.key.substr(0, p.key.size() - 3));
-      row.values.push_back(it == r->path_parts.end() ? 0.0 : it->second);
-    }
-    row.marker = r->path_step_ms.value_or(-1);
-    rows.push_back(std::move(row));
-  }
+  const std::vector<html::StackRow> rows =
+      BaseNewRows(d, html::PathParts(), [](const RunFigures& r) -> const auto& { return r.path_parts; }, PartName,
+                  [](const RunFigures& r) { return r.path_step_ms.value_or(-1); });
   const std::string largest = LargestPathChange(d);
   out += "<section id=\"path-bars\"><h2>What paced the step, base and new</h2>\n"
          "<p class=\"note\">The step's critical path of the median rank, milliseconds per step by "

@@ -10,7 +10,7 @@ namespace gpuwatch::collector {
 
 // {"steps", "step_ms", "path_ms", "alone_ms", "parts": {"<PathPartKey>_ms"}, "gpu_streams"}.
 nlohmann::json CriticalPathJson(const CriticalPathFigures& c);
-// {"step_ms", "speedup", "assumes", "then_paced_by"}; `alone_ms` is internal, not written.
+// {"step_ms", "speedup", "assumes", "then_paced_by"}.
 nlohmann::json WhatIfJson(const WhatIf& w);
 
 }  // namespace gpuwatch::collector

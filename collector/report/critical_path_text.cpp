@@ -13,25 +13,7 @@ namespace {
 // need no other figure to say "from → to" (summary.json and the page read the same two).
 double MeasuredMs(const WhatIf& w) { return w.step_ms * w.speedup; }
 
-// Syncs and copies are plural ("syncs pace"), the other parts singular ("host work paces").
-const char* PaceVerb(int part) { return part == kPathHostSync || part == kPathCopies ? "pace" : "paces"; }
-
 }  // namespace
-
-std::string FmtStepMs(double ms) {
-  if (ms >= 100) return Printf("%.0f", ms);
-  if (ms >= 10) return Printf("%.1f", ms);
-  return Printf("%.2f", ms);
-}
-
-std::string FmtSpeedup(double speedup) {
-  return Printf(speedup >= 2 ? "%.1f\xc3\x97" : "%.2f\xc3\x97", speedup);
-}
-
-std::string ThenPacedText(int then_paced_by) {
-  if (then_paced_by < 0 || then_paced_by >= kPathParts) return {};
-  return Printf("then %s %s the step", PathPartWords(then_paced_by), PaceVerb(then_paced_by));
-}
 
 std::string WhatIfSentence(const std::string& title, const WhatIf& w) {
   if (!w.known()) return {};
@@ -70,9 +52,6 @@ void CriticalPathText(const CriticalPathFigures& c, const WhatIf& all, const std
       for (const PathStreamTime& s : c.gpu_streams)
         out += Printf("      %-24s %9s ms\n", Printf("stream %u", s.stream).c_str(), FmtStepMs(s.ms).c_str());
   }
-  // Only where waiting for other ranks is on the path: otherwise it says the same step again.
-  if (c.part_ms[kPathPeerWait] > 0 && c.alone_ms > 0)
-    out += Printf("    without waiting for other ranks: %s ms a step\n", FmtStepMs(c.alone_ms).c_str());
   if (!all.known()) return;
   out += "    " + AllFixedSentence(all) + "\n";
   if (const std::string then = ThenPacedText(all.then_paced_by); !then.empty()) out += "      " + then + "\n";

@@ -7,12 +7,6 @@
 
 namespace gpuwatch::collector {
 
-// Milliseconds as the what-if sentences write them: "48.6", "12.3", "0.85", "123".
-std::string FmtStepMs(double ms);
-// "3.9×", "1.25×".
-std::string FmtSpeedup(double speedup);
-// "then syncs pace the step"; empty when not known.
-std::string ThenPacedText(int then_paced_by);
 // "fix data loading: 48.6 → 12.3 ms a step, 3.9× faster; then syncs pace the step";
 // empty when the fix is not modelled.
 std::string WhatIfSentence(const std::string& title, const WhatIf& w);
@@ -21,7 +15,7 @@ std::string WhatIfShort(const WhatIf& w);
 // "with every fix: 48.6 → 9.1 ms a step (5.3× faster)"; empty when not known.
 std::string AllFixedSentence(const WhatIf& w);
 // The block: the step's critical path in ms per step by part (largest first), GPU compute by
-// stream, the step without waiting for other ranks, and with every fix. Nothing when not
+// stream, and with every fix. Nothing when not
 // known. `who`: "" for a rank's block, "median rank" for the job's.
 void CriticalPathText(const CriticalPathFigures& c, const WhatIf& all, const std::string& who, std::string& out);
 

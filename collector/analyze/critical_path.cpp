@@ -1,0 +1,29 @@
+// See critical_path.h.
+#include "analyze/critical_path.h"
+
+#include "common/format.h"
+
+namespace gpuwatch::collector {
+namespace {
+
+// Syncs and copies are plural ("syncs pace"), the other parts singular ("host work paces").
+const char* PaceVerb(int part) { return part == kPathHostSync || part == kPathCopies ? "pace" : "paces"; }
+
+}  // namespace
+
+std::string FmtStepMs(double ms) {
+  if (ms >= 100) return Printf("%.0f", ms);
+  if (ms >= 10) return Printf("%.1f", ms);
+  return Printf("%.2f", ms);
+}
+
+std::string FmtSpeedup(double speedup) {
+  return Printf(speedup >= 2 ? "%.1f\xc3\x97" : "%.2f\xc3\x97", speedup);
+}
+
+std::string ThenPacedText(int then_paced_by) {
+  if (then_paced_by < 0 || then_paced_by >= kPathParts) return {};
+  return Printf("then %s %s the step", PathPartWords(then_paced_by), PaceVerb(then_paced_by));
+}
+
+}  // namespace gpuwatch::collector
