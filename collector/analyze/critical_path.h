@@ -39,6 +39,14 @@ inline const char* PathPartWords(int p) {
   return p >= 0 && p < kPathParts ? kWords[p] : "?";
 }
 
+// The part with the most time of `parts` (the first on a tie).
+inline int LargestPart(const double (&parts)[kPathParts]) {
+  int best = 0;
+  for (int p = 1; p < kPathParts; ++p)
+    if (parts[p] > parts[best]) best = p;
+  return best;
+}
+
 struct PathStreamTime {
   uint32_t stream = 0;
   double ms = 0;  // GPU compute on the path, per step, on this stream
@@ -55,14 +63,7 @@ struct CriticalPathFigures {
   std::vector<PathStreamTime> gpu_streams;  // kPathGpuCompute by stream, largest first
 
   bool known() const { return steps > 0; }
-  // The part with the most time (-1 when not known).
-  int Largest() const {
-    if (!known()) return -1;
-    int best = 0;
-    for (int p = 1; p < kPathParts; ++p)
-      if (part_ms[p] > part_ms[best]) best = p;
-    return best;
-  }
+  int Largest() const { return known() ? LargestPart(part_ms) : -1; }  // -1 when not known
 };
 
 // A finding's fix, replayed.

@@ -27,7 +27,6 @@ double OverRun(const RankContext& c, double sampled_lost_s) {
 // The others' busy time over the whole run would also count stretches where this rank had
 // nothing to run (1.5x the extra time on the bundled scenario). Without a device timeline
 // (GPUWATCH_CUPTI=off) that is all there is.
-constexpr double kMaxOthersBusy = 0.9;  // past this the share says little (and 1/(1-b) explodes)
 
 std::optional<Finding> GpuShared(const RankContext& c, const std::vector<Finding>&) {
   const DeviceStateFigures& d = c.r.device;

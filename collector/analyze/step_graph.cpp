@@ -64,8 +64,7 @@ PathReplay ReplayGraph(const StepGraph& g, const ReplayFix& fix, bool alone) {
     for (uint32_t k = n.first_in; k < n.first_in + n.n_in; ++k) {
       const GraphEdge& e = g.edges[k];
       if (fix.keeps && !fix.keeps(g, i, e)) continue;
-      const int64_t lag = fix.lag ? fix.lag(g, i, e) : e.lag_ns;
-      const int64_t at = static_cast<int64_t>(end[e.from]) + lag;
+      const int64_t at = static_cast<int64_t>(end[e.from]) + e.lag_ns;
       const uint64_t t = at < 0 ? 0 : static_cast<uint64_t>(at);
       if (t >= s) {  // an input over the release on a tie: the path goes on through it
         s = t;

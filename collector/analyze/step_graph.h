@@ -78,7 +78,6 @@ struct StepGraph {
 struct ReplayFix {
   std::function<uint64_t(const StepGraph&, uint32_t node)> duration;  // null: measured
   std::function<bool(const StepGraph&, uint32_t node, const GraphEdge&)> keeps;  // null: all
-  std::function<int64_t(const StepGraph&, uint32_t node, const GraphEdge&)> lag;  // null: as built
 };
 
 struct PathReplay {

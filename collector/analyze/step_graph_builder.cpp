@@ -7,6 +7,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "common/median.h"
 
 namespace gpuwatch::collector {
 
@@ -80,24 +81,20 @@ class Builder {
     std::vector<uint64_t> enqueue_ns;
     for (const HostCall& c : in_.calls)
       if (c.t_ns >= t0_ && c.t_ns < t1_ && InChain(c) && PutsWork(c) && !Blocks(c)) enqueue_ns.push_back(c.dur_ns);
-    uint64_t enqueue = kDefaultEnqueueNs;
-    if (!enqueue_ns.empty()) {
-      std::nth_element(enqueue_ns.begin(), enqueue_ns.begin() + enqueue_ns.size() / 2, enqueue_ns.end());
-      enqueue = enqueue_ns[enqueue_ns.size() / 2];
-    }
+    const uint64_t enqueue = enqueue_ns.empty() ? kDefaultEnqueueNs : MiddleOf(std::move(enqueue_ns));
     top_of_.assign(in_.calls.size(), -1);
     // The thread that closed the last step (its NVTX range), else the busiest: its host time
     // runs to the steps' end.
     std::unordered_map<uint32_t, size_t> per_thread;
-    uint32_t step_tid = 0;
-    bool step_tid_known = false;
+    const HostCall* step_range = nullptr;
     for (const HostCall& c : in_.calls) {
-      if (c.api == wire::NVTX_RANGE && c.end_ns() == t1_) step_tid = c.tid, step_tid_known = true;
+      if (c.api == wire::NVTX_RANGE && c.end_ns() == t1_) step_range = &c;
       if (c.t_ns >= t0_ && c.t_ns < t1_ && InChain(c)) ++per_thread[c.tid];
     }
-    if (!step_tid_known)
-      for (const auto& [tid, n] : per_thread)
-        if (!per_thread.count(step_tid) || n > per_thread[step_tid]) step_tid = tid;
+    uint32_t step_tid = step_range ? step_range->tid : 0;
+    if (!step_range && !per_thread.empty())
+      step_tid = std::max_element(per_thread.begin(), per_thread.end(),
+                                  [](const auto& a, const auto& b) { return a.second < b.second; })->first;
 
     struct Thread {
       uint64_t end;
@@ -191,7 +188,6 @@ class Builder {
   }
 
   void Device() {
-    // Calls by start, for the lookup of a work's call.
     std::unordered_map<uint32_t, uint32_t> prev_on_stream;  // CUPTI stream → its last node
     std::unordered_map<uint32_t, uint64_t> prior_end;       // CUPTI stream → end of earlier steps' work
     std::map<std::tuple<uint64_t, int, uint64_t, int32_t>, int32_t> signatures;
@@ -254,16 +250,10 @@ class Builder {
       const int64_t measured = static_cast<int64_t>(nodes_[at].start_ns) - static_cast<int64_t>(nodes_[from].end_ns);
       launches.push_back({from, at, measured, free_at_[i] + kLaunchBoundNs <= nodes_[at].start_ns});
     }
-    // A launch's latency: as measured where the launch bound the work, else the typical one
-    // (the work waited for its stream; a replay that frees the stream needs the latency).
     std::vector<int64_t> bound;
     for (const LaunchEdge& l : launches)
       if (l.bound) bound.push_back(l.measured);
-    int64_t typical = 0;
-    if (!bound.empty()) {
-      std::nth_element(bound.begin(), bound.begin() + bound.size() / 2, bound.end());
-      typical = bound[bound.size() / 2];
-    }
+    const int64_t typical = MiddleOf(std::move(bound));
     for (const LaunchEdge& l : launches)
       edges_.push_back({l.from, l.to, EdgeKind::kLaunch, l.bound ? l.measured : std::min(typical, l.measured)});
     g_.comm_min_ns.assign(signatures.size(), UINT64_MAX);

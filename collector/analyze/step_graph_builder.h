@@ -29,6 +29,8 @@ struct GraphWork {
   bool copy = false;    // a copy or memset
   bool comm = false;    // an NCCL kernel
   bool pageable = false;
+  // When it was asked for: its launching call's start, else its own.
+  uint64_t launched_ns() const { return api_start_ns ? api_start_ns : start_ns; }
 };
 
 struct GraphInput {

@@ -26,14 +26,6 @@ void StepGraphs::OnHostCall(const HostCall& c) {
 
 void StepGraphs::OnDeviceWork(const DeviceWork& w) {
   if (!IsDeviceWork(w.kind)) return;
-  // Kept when a sampled chunk may need it: launched in one (or the step before it), or
-  // still running when one starts (a release), or launched while calls are wanted.
-  const uint64_t launched_at = w.api ? w.api->start_ns : w.start_ns;
-  bool needed = Wanted() && launched_at + lookback_ns_ >= last_end_;
-  for (const Chunk& c : closed_)
-    needed = needed || (launched_at < c.steps.back().end_ns && w.end_ns + lookback_ns_ >= c.steps.front().start_ns);
-  if (!open_.empty() && open_sampled_) needed = needed || w.end_ns + lookback_ns_ >= open_.front().start_ns;
-  if (!needed) return;
   GraphWork g;
   g.start_ns = w.start_ns;
   g.end_ns = w.end_ns;
@@ -43,11 +35,18 @@ void StepGraphs::OnDeviceWork(const DeviceWork& w) {
   g.copy = w.kind != wire::ACTIVITY_KERNEL;
   g.comm = w.comm;
   g.pageable = w.pageable;
+  // Kept when a sampled chunk may need it: launched in one (or the step before it), or
+  // still running when one starts (a release), or launched while calls are wanted.
+  const uint64_t launched = g.launched_ns();
+  bool needed = (Wanted() && launched + lookback_ns_ >= last_end_) ||
+                (!open_.empty() && open_sampled_ && g.end_ns + lookback_ns_ >= open_.front().start_ns);
+  for (Chunk& c : closed_) {
+    if (launched >= c.steps.back().end_ns || g.end_ns + lookback_ns_ < c.steps.front().start_ns) continue;
+    needed = true;
+    if (launched >= c.steps.front().start_ns) c.works_end = std::max(c.works_end, g.end_ns);
+  }
+  if (!needed) return;
   works_.push_back(g);
-  const uint64_t launched = g.api_start_ns ? g.api_start_ns : g.start_ns;
-  for (Chunk& c : closed_)
-    if (launched >= c.steps.front().start_ns && launched < c.steps.back().end_ns)
-      c.works_end = std::max(c.works_end, g.end_ns);
   if (works_.size() > kMaxBuffered) Prune();
 }
 
@@ -113,15 +112,15 @@ GraphInput StepGraphs::InputOf(const Chunk& c) const {
   }
   // The interpreter orders syncs and NVTX ranges by their end: the builder needs starts.
   std::stable_sort(in.calls.begin(), in.calls.end(), [](const HostCall& a, const HostCall& b) { return a.t_ns < b.t_ns; });
-  for (const GraphWork& w : works_) {
-    const uint64_t launched = w.api_start_ns ? w.api_start_ns : w.start_ns;
-    if (launched < t1 && w.end_ns >= t0) in.works.push_back(w);
-  }
+  for (const GraphWork& w : works_)
+    if (w.launched_ns() < t1 && w.end_ns >= t0) in.works.push_back(w);
   return in;
 }
 
+bool StepGraphs::Usable(const StepGraph& g) { return !g.nodes.empty() && g.nodes.size() <= kMaxNodes; }
+
 void StepGraphs::Keep(StepGraph g) {
-  if (g.nodes.empty() || g.nodes.size() > kMaxNodes) return;
+  if (!Usable(g)) return;
   graphs_.push_back(std::make_shared<const StepGraph>(std::move(g)));
   if (graphs_.size() < kMaxGraphs) return;
   // Full: keep every other graph (still spread over the run) and build half as often.
@@ -160,7 +159,7 @@ StepGraphList StepGraphs::Graphs() const {
   if (!open_.empty() && open_sampled_) pending.push_back(&open_);  // the run's last steps
   for (const std::vector<StepMark>* steps : pending) {
     StepGraph g = BuildStepGraph(InputOf(Chunk{*steps, 0}));
-    if (!g.nodes.empty() && g.nodes.size() <= kMaxNodes) out.push_back(std::make_shared<const StepGraph>(std::move(g)));
+    if (Usable(g)) out.push_back(std::make_shared<const StepGraph>(std::move(g)));
   }
   return out;
 }

@@ -47,6 +47,7 @@ class StepGraphs final : public EventSink {
   void Close();
   void BuildSettled(uint64_t settled);
   GraphInput InputOf(const Chunk& c) const;
+  static bool Usable(const StepGraph& g);  // nodes, and not over kMaxNodes
   void Keep(StepGraph g);
   void Prune();
   // A chunk is built when its turn comes (one in stride_) and the steps sampled so far are

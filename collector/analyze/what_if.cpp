@@ -29,15 +29,10 @@ struct Model {
 
 // What the replays of every graph add up to.
 struct Totals {
-  double span_ns = 0, measured_ns = 0, steps = 0;
+  double span_ns = 0, steps = 0;
   double part_ns[kPathParts] = {};
   std::map<uint32_t, double> streams;
-  int Largest() const {
-    int best = 0;
-    for (int p = 1; p < kPathParts; ++p)
-      if (part_ns[p] > part_ns[best]) best = p;
-    return span_ns > 0 ? best : -1;
-  }
+  int Largest() const { return span_ns > 0 ? LargestPart(part_ns) : -1; }
 };
 
 Totals ReplayAll(const StepGraphList& graphs, const FixMaker* make, bool alone) {
@@ -46,7 +41,6 @@ Totals ReplayAll(const StepGraphList& graphs, const FixMaker* make, bool alone) 
     const StepGraph& g = *gp;
     const PathReplay r = make ? ReplayGraph(g, (*make)(g), alone) : ReplayGraph(g, {}, alone);
     t.span_ns += static_cast<double>(r.span_ns);
-    t.measured_ns += static_cast<double>(MeasuredSpan(g));
     t.steps += r.steps;
     for (int p = 0; p < kPathParts; ++p) t.part_ns[p] += r.part_ns[p];
     for (const PathStreamTime& s : r.streams) t.streams[s.stream] += s.ms;
@@ -54,18 +48,12 @@ Totals ReplayAll(const StepGraphList& graphs, const FixMaker* make, bool alone) 
   return t;
 }
 
-uint64_t MedianOf(std::vector<uint64_t> v) {
-  if (v.empty()) return 0;
-  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-  return v[v.size() / 2];
-}
-
 // The loop's typical time between two calls: the median of the host's short gaps.
 uint64_t TypicalGap(const StepGraph& g) {
   std::vector<uint64_t> gaps;
   for (const GraphNode& n : g.nodes)
     if (n.kind == NodeKind::kHostGap && n.dur() < kLaunchGapNs) gaps.push_back(n.dur());
-  return MedianOf(std::move(gaps));
+  return MiddleOf(std::move(gaps));
 }
 
 Model HostWork() {
@@ -149,7 +137,7 @@ Model OneGraphLaunch(const RankResult& r) {
             std::vector<uint64_t> launch_ns;
             for (const GraphNode& n : g.nodes)
               if (n.kind == NodeKind::kCall && n.launch) launch_ns.push_back(n.dur());
-            const uint64_t cost = graph_ns ? graph_ns : MedianOf(launch_ns);
+            const uint64_t cost = graph_ns ? graph_ns : MiddleOf(std::move(launch_ns));
             // The first launch of each step on each thread pays the graph's launch; the host's
             // short gaps between two launches (the framework's per-op work) go with the rest.
             auto first = std::make_shared<std::vector<bool>>(g.nodes.size(), false);
@@ -274,7 +262,7 @@ std::optional<Model> ModelFor(const Finding& f, const RankResult& r, const StepG
   if (id == "gpu_shared") {
     const double busy = f.evidence.value("others_busy", 0.0);
     if (busy <= 0) return std::nullopt;
-    return KernelsScaled(1 - std::min(busy, 0.9),
+    return KernelsScaled(1 - std::min(busy, kMaxOthersBusy),
                          Printf("kernels with the GPU to themselves (the other processes kept it %.0f%% busy)", 100 * busy));
   }
   return std::nullopt;
@@ -312,11 +300,13 @@ WhatIf Predict(double ref_ms, const Totals& base, const Totals& fixed, std::stri
   return w;
 }
 
-CriticalPathFigures PathFigures(const Totals& base, const Totals& alone) {
+CriticalPathFigures PathFigures(const StepGraphList& graphs, const Totals& base, const Totals& alone) {
   CriticalPathFigures c;
   if (base.steps <= 0) return c;
+  double measured_ns = 0;
+  for (const auto& g : graphs) measured_ns += static_cast<double>(MeasuredSpan(*g));
   c.steps = static_cast<size_t>(base.steps);
-  c.step_ms = base.measured_ns / base.steps * 1e-6;
+  c.step_ms = measured_ns / base.steps * 1e-6;
   c.path_ms = base.span_ns / base.steps * 1e-6;
   c.alone_ms = alone.span_ns / base.steps * 1e-6;
   for (int p = 0; p < kPathParts; ++p) c.part_ms[p] = base.part_ns[p] / base.steps * 1e-6;
@@ -325,6 +315,10 @@ CriticalPathFigures PathFigures(const Totals& base, const Totals& alone) {
             [](const PathStreamTime& a, const PathStreamTime& b) { return a.ms > b.ms; });
   return c;
 }
+
+// A rank's step as the what-ifs scale it: its median step as the job paced it, else its
+// graphs' mean.
+double StepMs(const RankResult& r) { return r.StepMedianS() > 0 ? r.StepMedianS() * 1e3 : r.critical_path.step_ms; }
 
 std::string JoinTitles(const std::vector<std::string>& titles) {
   std::string out;
@@ -338,9 +332,9 @@ void ModelRankFixes(const StepGraphList& graphs, RankResult& r) {
   if (graphs.empty()) return;
   const Totals base = ReplayAll(graphs, nullptr, false);
   const Totals base_alone = ReplayAll(graphs, nullptr, true);
-  r.critical_path = PathFigures(base, base_alone);
+  r.critical_path = PathFigures(graphs, base, base_alone);
   if (!r.critical_path.known()) return;
-  const double ref_ms = r.StepMedianS() > 0 ? r.StepMedianS() * 1e3 : r.critical_path.step_ms;
+  const double ref_ms = StepMs(r);
   std::vector<FixMaker> all;
   std::vector<std::string> modelled;
   for (Finding& f : r.findings) {
@@ -355,6 +349,68 @@ void ModelRankFixes(const StepGraphList& graphs, RankResult& r) {
   r.all_fixed = Predict(ref_ms, base, ReplayAll(graphs, &every, false), "every fix modelled at once: " + JoinTitles(modelled));
 }
 
+namespace {
+
+// The straggler at the median rank's pace: each rank's own pace (its replay without NCCL
+// kernel time) plus the collectives' transfer (the least communication any rank's path
+// holds: the last to arrive waits for no one); the slowest other rank paces the job.
+WhatIf StragglerFixed(const std::vector<const RankResult*>& known, const Finding& f, const JobResult& j, double job_ms) {
+  WhatIf w;
+  const int late = f.evidence.value("rank", -1);
+  double floor = -1;
+  for (const RankResult* r : known) {
+    const double c = r->critical_path.part_ms[kPathComm] + r->critical_path.part_ms[kPathPeerWait];
+    if (floor < 0 || c < floor) floor = c;
+  }
+  std::vector<double> own;
+  double others = 0;
+  for (const RankResult* r : known) {
+    own.push_back(r->critical_path.alone_ms + floor);
+    if (r->rank != late) others = std::max(others, own.back());
+  }
+  const double paced = std::max(others, Median(own));
+  if (paced <= 0 || j.critical_path.path_ms <= 0) return w;
+  w.step_ms = std::min(job_ms, paced * job_ms / j.critical_path.path_ms);
+  w.assumes = Printf("rank %d at the median rank's pace: no rank waits for it", late);
+  return w;
+}
+
+// Stages balanced: each rank's GPU compute a step at the ranks' mean, the step shorter by the
+// slowest stage's excess.
+WhatIf StagesBalanced(const JobResult& j, double job_ms) {
+  WhatIf w;
+  std::vector<double> compute;
+  for (const RankResult& r : j.ranks)
+    if (r.per_step.known) compute.push_back(r.per_step.compute_ms);
+  if (compute.size() < 2) return w;
+  double sum = 0;
+  for (double c : compute) sum += c;
+  const double mean = sum / static_cast<double>(compute.size());
+  const double most = *std::max_element(compute.begin(), compute.end());
+  if (most <= mean) return w;
+  w.step_ms = std::max(job_ms - (most - mean), job_ms * 0.05);
+  w.assumes = "pipeline stages balanced: each stage's GPU work a step at the stages' mean";
+  return w;
+}
+
+// A rank finding's fix for the job: the median over the ranks that have it of the change it
+// makes to their step, and the pace after it that a rank reported.
+WhatIf RanksChange(const std::vector<const RankResult*>& known, const std::string& id, double job_ms) {
+  WhatIf w;
+  std::vector<double> ratios;
+  for (const RankResult* r : known)
+    for (const Finding& g : r->findings)
+      if (g.id == id && g.what_if.known()) {
+        ratios.push_back(g.what_if.step_ms / StepMs(*r));
+        if (w.assumes.empty()) w.assumes = g.what_if.assumes;
+        w.then_paced_by = g.what_if.then_paced_by;
+      }
+  if (!ratios.empty()) w.step_ms = job_ms * Median(ratios);
+  return w;
+}
+
+}  // namespace
+
 void ModelJobFixes(JobResult& j) {
   // The job's path: the median rank's (by its replayed step).
   std::vector<const RankResult*> known;
@@ -365,73 +421,22 @@ void ModelJobFixes(JobResult& j) {
             [](const RankResult* a, const RankResult* b) { return a->critical_path.path_ms < b->critical_path.path_ms; });
   j.critical_path = known[known.size() / 2]->critical_path;
   const double job_ms = j.steps_median_s > 0 ? j.steps_median_s * 1e3 : j.critical_path.step_ms;
-  auto rank_ms = [](const RankResult& r) { return r.StepMedianS() > 0 ? r.StepMedianS() * 1e3 : r.critical_path.step_ms; };
-  double all_ratio = 1;
+  // Every fix: the ranks' (the median change), times the job's own causes'.
   std::vector<double> all_ratios;
+  const WhatIf* rank_all = nullptr;  // a rank's, for its wording and pace
   for (const RankResult* r : known)
-    if (r->all_fixed.known()) all_ratios.push_back(r->all_fixed.step_ms / rank_ms(*r));
-  if (!all_ratios.empty()) all_ratio = Median(all_ratios);
+    if (r->all_fixed.known()) all_ratios.push_back(r->all_fixed.step_ms / StepMs(*r)), rank_all = &r->all_fixed;
+  double all_ratio = all_ratios.empty() ? 1.0 : Median(all_ratios);
   std::vector<std::string> job_modelled;
   for (Finding& f : j.findings) {
-    WhatIf w;
-    if (f.id == "straggler") {
-      // Each rank's own pace (its replay without NCCL kernel time) plus the collectives'
-      // transfer (the least communication any rank's path holds: the last to arrive waits for
-      // no one); the late rank at the median rank's pace, the slowest other paces the job.
-      const int late = f.evidence.value("rank", -1);
-      double floor = -1;
-      for (const RankResult* r : known) {
-        const double c = r->critical_path.part_ms[kPathComm] + r->critical_path.part_ms[kPathPeerWait];
-        if (floor < 0 || c < floor) floor = c;
-      }
-      std::vector<double> own;
-      double others = 0;
-      for (const RankResult* r : known) {
-        own.push_back(r->critical_path.alone_ms + floor);
-        if (r->rank != late) others = std::max(others, r->critical_path.alone_ms + floor);
-      }
-      const double paced = std::max(others, Median(own));
-      if (paced > 0 && j.critical_path.path_ms > 0) {
-        w.step_ms = std::min(job_ms, paced * job_ms / j.critical_path.path_ms);
-        w.assumes = Printf("rank %d at the median rank's pace: no rank waits for it", late);
-      }
-    } else if (f.id == "pipeline_bubble") {
-      // Stages balanced: each rank's GPU compute a step at the ranks' mean, the step shorter by
-      // the slowest stage's excess.
-      std::vector<double> compute;
-      for (const RankResult& r : j.ranks)
-        if (r.per_step.known) compute.push_back(r.per_step.compute_ms);
-      if (compute.size() > 1) {
-        double sum = 0;
-        for (double c : compute) sum += c;
-        const double mean = sum / static_cast<double>(compute.size());
-        const double most = *std::max_element(compute.begin(), compute.end());
-        if (most > mean) {
-          w.step_ms = std::max(job_ms - (most - mean), job_ms * 0.05);
-          w.assumes = "pipeline stages balanced: each stage's GPU work a step at the stages' mean";
-        }
-      }
-    } else {
-      std::vector<double> ratios;
-      std::string assumes;
-      for (const RankResult* r : known)
-        for (const Finding& g : r->findings)
-          if (g.id == f.id && g.what_if.known()) {
-            ratios.push_back(g.what_if.step_ms / rank_ms(*r));
-            if (assumes.empty()) assumes = g.what_if.assumes;
-          }
-      if (!ratios.empty()) {
-        w.step_ms = job_ms * Median(ratios);
-        w.assumes = assumes;
-      }
-    }
-    if (!w.step_ms) continue;
+    const bool job_cause = f.id == "straggler" || f.id == "pipeline_bubble";
+    WhatIf w = f.id == "straggler"         ? StragglerFixed(known, f, j, job_ms)
+               : f.id == "pipeline_bubble" ? StagesBalanced(j, job_ms)
+                                           : RanksChange(known, f.id, job_ms);
+    if (!w.known()) continue;
     w.speedup = job_ms / w.step_ms;
-    for (const RankResult* r : known)
-      for (const Finding& g : r->findings)
-        if (g.id == f.id && g.what_if.then_paced_by >= 0) w.then_paced_by = g.what_if.then_paced_by;
     if (w.then_paced_by < 0) w.then_paced_by = j.critical_path.Largest();
-    if (f.id == "straggler" || f.id == "pipeline_bubble") {
+    if (job_cause) {
       all_ratio *= w.step_ms / job_ms;
       job_modelled.push_back(f.title);
     }
@@ -443,16 +448,12 @@ void ModelJobFixes(JobResult& j) {
       if (!g.what_if.known())
         for (const Finding& f : j.findings)
           if (f.id == g.id && f.what_if.known()) g.what_if = f.what_if;
-  const WhatIf* median_all = nullptr;
-  for (const RankResult* r : known)
-    if (r->all_fixed.known()) median_all = &r->all_fixed;
-  if (!median_all && job_modelled.empty()) return;
+  if (!rank_all && job_modelled.empty()) return;
   j.all_fixed.step_ms = job_ms * all_ratio;
   j.all_fixed.speedup = job_ms / j.all_fixed.step_ms;
-  j.all_fixed.then_paced_by = median_all ? median_all->then_paced_by : j.critical_path.Largest();
-  std::string assumes = median_all ? median_all->assumes : "every fix modelled at once: ";
-  if (!job_modelled.empty()) assumes += (median_all ? ", " : "") + JoinTitles(job_modelled);
-  j.all_fixed.assumes = assumes;
+  j.all_fixed.then_paced_by = rank_all ? rank_all->then_paced_by : j.critical_path.Largest();
+  j.all_fixed.assumes = rank_all ? rank_all->assumes : "every fix modelled at once: ";
+  if (!job_modelled.empty()) j.all_fixed.assumes += (rank_all ? ", " : "") + JoinTitles(job_modelled);
 }
 
 }  // namespace gpuwatch::collector

@@ -222,6 +222,11 @@ inline constexpr double kOversubscribedExplains = 0.5;
 // spare, whose threads wait a scheduler tick now and then, is never named. Inferred.
 inline constexpr double kOversubscribedMinWaitShare = 0.02;
 
+// --- Another process on the GPU (gpu_shared; its what-if) ----------------------------------
+// The others' busy share b past which 1/(1-b), the stretch of this rank's kernels, says
+// little (and explodes): the finding's loss and the what-if's unshared kernels stop there.
+inline constexpr double kMaxOthersBusy = 0.9;
+
 // --- The console's short form (report/standout_ranks.h) -------------------------------------
 // A rank stands out when its median step is this factor slower or faster than the median
 // rank's, or its GPU busy share this many points away from the median rank's. The ranks of
