@@ -1,6 +1,8 @@
 // See critical_path.h.
 #include "analyze/critical_path.h"
 
+#include <algorithm>
+
 #include "common/format.h"
 
 namespace gpuwatch::collector {
@@ -19,6 +21,14 @@ std::string FmtStepMs(double ms) {
 
 std::string FmtSpeedup(double speedup) {
   return Printf(speedup >= 2 ? "%.1f\xc3\x97" : "%.2f\xc3\x97", speedup);
+}
+
+std::vector<int> CriticalPathFigures::PartsLargestFirst() const {
+  std::vector<int> order;
+  for (int p = 0; p < kPathParts; ++p)
+    if (part_ms[p] > 0) order.push_back(p);
+  std::stable_sort(order.begin(), order.end(), [this](int a, int b) { return part_ms[a] > part_ms[b]; });
+  return order;
 }
 
 std::string ThenPacedText(int then_paced_by) {

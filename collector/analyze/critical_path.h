@@ -64,6 +64,9 @@ struct CriticalPathFigures {
 
   bool known() const { return steps > 0; }
   int Largest() const { return known() ? LargestPart(part_ms) : -1; }  // -1 when not known
+  // The parts with time on the path, largest first (ties in PathPart order): the order every
+  // view lists and draws them in.
+  std::vector<int> PartsLargestFirst() const;
 };
 
 // A finding's fix, replayed.

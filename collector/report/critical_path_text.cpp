@@ -41,10 +41,7 @@ void CriticalPathText(const CriticalPathFigures& c, const WhatIf& all, const std
                      FmtStepMs(c.path_ms).c_str(), c.steps, c.steps == 1 ? "" : "s"),
               kTextWidth) +
          "\n";
-  std::vector<int> order;
-  for (int p = 0; p < kPathParts; ++p)
-    if (c.part_ms[p] > 0) order.push_back(p);
-  std::stable_sort(order.begin(), order.end(), [&c](int a, int b) { return c.part_ms[a] > c.part_ms[b]; });
+  const std::vector<int> order = c.PartsLargestFirst();
   for (int p : order) {
     out += Printf("    %-26s %9s ms %5.1f%%\n", PathPartWords(p), FmtStepMs(c.part_ms[p]).c_str(),
                   c.path_ms > 0 ? 100 * c.part_ms[p] / c.path_ms : 0.0);

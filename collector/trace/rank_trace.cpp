@@ -241,10 +241,7 @@ void RankTrace::WriteCriticalPath(const CriticalPathFigures& c, const StepRec& s
   double total = 0;
   for (double ms : c.part_ms) total += ms;
   if (total <= 0) return;
-  std::vector<int> order;
-  for (int p = 0; p < kPathParts; ++p)
-    if (c.part_ms[p] > 0) order.push_back(p);
-  std::stable_sort(order.begin(), order.end(), [&c](int a, int b) { return c.part_ms[a] > c.part_ms[b]; });
+  const std::vector<int> order = c.PartsLargestFirst();
   const double span = static_cast<double>(step.end - step.start);
   uint64_t at = step.start;
   double done = 0;

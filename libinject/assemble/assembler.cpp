@@ -108,8 +108,11 @@ void Assembler::TakeRecord(const Record& r, uint32_t tid, const Cycle& in) {
   if (EnqueuesDeviceWork(r.api) && (r.flags & kFlagInCapture) == 0) {
     ++d.enqueues;
     const bool lingering = in.cupti_linger.Contains(e.t_ns);
-    if (in.cupti_recorded.Holds(e.t_ns, e.t_ns + e.dur_ns))
+    if (in.cupti_recorded.Holds(e.t_ns, e.t_ns + e.dur_ns)) {
       d.recorded_enqueue_ns = std::max(d.recorded_enqueue_ns, e.t_ns);
+      ++d.recorded_enqueues;
+      d.recorded_graph_launches += r.api == kApiGraphLaunch;
+    }
     d.linger_enqueues += lingering;
     if (LaunchesKernel(r.api)) (lingering ? d.linger_launches : d.launches).Add(e.dur_ns);
     if (r.api == kApiGraphLaunch) d.graph_launches.Add(e.dur_ns);

@@ -73,12 +73,14 @@ double CuptiBudget::CuptiGraphNs() const {
   if (GraphMeasured()) return std::max(0.0, graph_cost_.Ns());
   // Until measured, every node as dear as a launch: the most it is likely to cost, so that
   // the first windows of a graph-heavy job do not overspend before the figure is known.
-  const double nodes = in_graph_calls_ ? static_cast<double>(graph_records_) / static_cast<double>(in_graph_calls_) : 1.0;
+  const double nodes = recorded_graph_launches_ ? static_cast<double>(graph_records_) /
+                                                      static_cast<double>(recorded_graph_launches_)
+                                                : 1.0;
   return std::max(1.0, nodes) * CuptiNs();
 }
 
 double CuptiBudget::RecordsPerCall() const {
-  const uint64_t calls = in_enqueues_ - in_graph_calls_;
+  const uint64_t calls = recorded_enqueues_ - recorded_graph_launches_;
   if (calls == 0 || device_records_ < graph_records_) return 1.0;
   return std::max(1.0, static_cast<double>(device_records_ - graph_records_) / static_cast<double>(calls));
 }
@@ -106,6 +108,8 @@ bool CuptiBudget::Update(const Cycle& c) {
   }
   device_records_ += c.device_records;
   graph_records_ += c.graph_records;
+  recorded_enqueues_ += c.recorded_enqueues;
+  recorded_graph_launches_ += c.recorded_graph_launches;
   startup_ns_ = std::max(startup_ns_, c.startup_ns);
   detaches_ = std::max(detaches_, c.cupti_detaches);
   detach_ns_ = std::max(detach_ns_, c.cupti_detach_ns);
@@ -145,7 +149,6 @@ bool CuptiBudget::Update(const Cycle& c) {
   }
   if (open_) {
     in_graph_calls_ += graphs;
-    in_enqueues_ += c.enqueues;
     // Work the hooks do not see enqueued is instrumented too (NCCL launches its kernels
     // through the driver it loaded itself): CUPTI's device records per hooked enqueueing
     // call scale them in. A graph's nodes are in its launch's own cost.

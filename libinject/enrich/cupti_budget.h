@@ -55,6 +55,11 @@ class CuptiBudget {
     // CuptiReader::LingerSpans), and the kernel launches among those (not in `launches`).
     uint64_t linger_enqueues = 0;
     LaunchTimes linger_launches;
+    // Of `enqueues`, those made wholly while CUPTI's kinds were on (CuptiReader::recorded_span),
+    // and the graph launches among them: what CUPTI's device records are per call of. (Cycles
+    // say it only roughly: under load a window's last cycle ran long with CUPTI recording
+    // part of it, and its records read a launch as 2.2 calls.)
+    uint64_t recorded_enqueues = 0, recorded_graph_launches = 0;
     uint64_t device_records = 0;  // CUPTI kernels, copies, memsets parsed
     uint64_t graph_records = 0;   // of those, the work of graph launches (CUPTI's graphId set)
     // The latest start among the drained calls that returned only once the device had run
@@ -176,7 +181,8 @@ class CuptiBudget {
   double linger_calls_ = 0;  // priced at the latest figure: a few ms after each window
   // The window opened or closed at the last update (CUPTI starts the run being enabled).
   bool switched_ = true;
-  uint64_t in_enqueues_ = 0, in_graph_calls_ = 0, device_records_ = 0, graph_records_ = 0;
+  uint64_t in_graph_calls_ = 0, device_records_ = 0, graph_records_ = 0;
+  uint64_t recorded_enqueues_ = 0, recorded_graph_launches_ = 0;  // Cycle's, summed
   double cupti_calls_ = 0;
   // What CUPTI cost the calls made in windows. Those of the last kRepriceS seconds are priced
   // at the latest figure, which corrects the early ones (the first windows' figure is the

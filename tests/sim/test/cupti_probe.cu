@@ -313,15 +313,17 @@ int drops() {
 }
 
 // ---- cost -----------------------------------------------------------------------------------
-// The fastest of 5 rounds of 2000 launches, in ns per launch (a round the scheduler cut
-// into says nothing of the cost).
+// The fastest of 40 rounds of 250 launches, in ns per launch. A round the scheduler cut into
+// says nothing of the cost; rounds of ~0.7 ms, well under a time slice, leave most of them
+// whole on a loaded machine (rounds of 2000 launches read 1.5 us high beside two builds).
 double launch_ns(cudaStream_t s) {
+  constexpr int kLaunches = 250;
   double best = 1e18;
-  for (int round = 0; round < 5; ++round) {
+  for (int round = 0; round < 40; ++round) {
     const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < 2000; ++i) spin_kernel<<<1, 1, 0, s>>>(0ull);
+    for (int i = 0; i < kLaunches; ++i) spin_kernel<<<1, 1, 0, s>>>(0ull);
     const auto t1 = std::chrono::steady_clock::now();
-    best = std::min(best, std::chrono::duration<double, std::nano>(t1 - t0).count() / 2000);
+    best = std::min(best, std::chrono::duration<double, std::nano>(t1 - t0).count() / kLaunches);
     CK(cudaStreamSynchronize(s));
   }
   return best;
@@ -331,6 +333,9 @@ int cost() {
   CK(cuptiActivityRegisterCallbacks(on_request, on_complete));
   cudaStream_t s;
   CK(cudaStreamCreate(&s));
+  // Warmed first: the first launches fault in pages and start the simulator's device thread,
+  // which read `off` ~150 ns high under load and shrank every difference below.
+  launch_ns(s);
   const double off = launch_ns(s);
   CK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
   const double device = launch_ns(s);

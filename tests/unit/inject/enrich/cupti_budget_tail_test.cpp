@@ -34,6 +34,7 @@ TEST_CASE("overhead budget: detaching CUPTI after a window is CUPTI's cost, spen
     for (int k = 0; k < 1000; ++k) c.launches.Add(b.open() ? 7000 : 4000);
     cupti_paid += b.open() ? 1000 * 3000 : 0;
     c.device_records = b.open() ? c.enqueues : 0;
+    c.recorded_enqueues = b.open() ? c.enqueues : 0;
     if (was_open && !b.open()) ++detaches;  // the sender detaches in the cycle after a close
     was_open = b.open();
     c.cupti_detaches = detaches;
@@ -90,6 +91,7 @@ Lingered PlayLingering(int linger_cycles, uint64_t detach_ns = 0) {
     for (int k = 0; k < 1000; ++k) (lingering ? c.linger_launches : c.launches).Add(static_cast<uint64_t>(4000 + cupti));
     c.linger_enqueues = lingering ? c.enqueues : 0;
     c.device_records = open ? c.enqueues : 0;
+    c.recorded_enqueues = open ? c.enqueues : 0;
     const bool detached = !open && since_close == linger_cycles;  // the sender detached in the cycle before
     detaches += detached;
     c.cupti_detaches = detaches;
@@ -188,6 +190,7 @@ TEST_CASE("overhead budget: a lingering CUPTI is never charged more than a recor
     for (int k = 0; k < 1000; ++k) (lingering ? c.linger_launches : c.launches).Add(open ? 7000 : lingering ? 13'000 : 4000);
     c.linger_enqueues = lingering ? 1000 : 0;
     c.device_records = open ? c.enqueues : 0;
+    c.recorded_enqueues = open ? c.enqueues : 0;
     was_open = open;
     b.Update(c);
   }
@@ -225,6 +228,7 @@ TEST_CASE("overhead budget: where CUPTI is detached, the lingering calls never s
       c.linger_enqueues = lingering ? 1000 : 0;
     }
     c.device_records = open ? c.enqueues : 0;
+    c.recorded_enqueues = open ? c.enqueues : 0;
     was_open = open;
     b.Update(c);
   }
@@ -233,4 +237,44 @@ TEST_CASE("overhead budget: where CUPTI is detached, the lingering calls never s
   REQUIRE(f.cupti_detaches > 5);
   CHECK_FALSE(f.cupti_ns_measured);
   CHECK(f.cupti_ns == o.prior_cupti_ns);
+}
+
+TEST_CASE("overhead budget: a window's records that come back in the cycles after it do not make a call count twice") {
+  // Under load the sender's cycles stretch: the cycle after a close ran with CUPTI recording
+  // for part of it, and its records (and the window's last ones) came back after the budget
+  // had counted the window's calls. Counted per cycle, a launch read as 2.2 of CUPTI's calls
+  // and every lingering call after it as 2.2 (GPUWATCH_CUPTI_DETACH=0: 1.41M calls charged
+  // for 625k launches). Per call made while CUPTI recorded, as here, it reads one.
+  gi::CuptiBudget::Options o;
+  o.hook_ns = 20;
+  uint64_t now = 1 * kS;
+  gi::CuptiBudget b(o, now);
+  uint64_t lingered = 0, recorded = 0, late = 0;
+  bool was_open = false;  // no records come back in the first cycle
+  for (int i = 0; i < 1000; ++i) {
+    const bool open = b.open();
+    gi::CuptiBudget::Cycle c;
+    c.now_ns = now += 10 * kMs;
+    c.hook_calls = c.enqueues = 1000;
+    for (int k = 0; k < 1000; ++k) c.launches.Add(open ? 7000 : 4000);
+    // A cycle's records come back in the next one. The first cycle after a close: CUPTI
+    // recorded 600 of its calls before it was disabled; their records come back with the
+    // window's last cycle's.
+    const bool after_close = was_open && !open;
+    c.recorded_enqueues = open ? 1000 : after_close ? 600 : 0;
+    c.device_records = open ? (was_open ? 1000 : 0) : after_close ? 1000 + 600 : 0;
+    late += after_close;
+    recorded += c.recorded_enqueues;
+    c.linger_enqueues = after_close ? 400 : 0;  // then CUPTI is detached
+    lingered += c.linger_enqueues;
+    was_open = open;
+    b.Update(c);
+  }
+  const auto f = b.figures();
+  INFO("windows " << f.windows << ", CUPTI calls " << f.cupti_calls << ", lingering " << f.cupti_linger_calls);
+  REQUIRE(f.windows >= 2);
+  REQUIRE(late > 0);
+  // One record a call: the lingering calls are counted once each (per cycle: 1 + 0.6 / the
+  // window's cycles).
+  CHECK(f.cupti_linger_calls == Approx(static_cast<double>(lingered)).epsilon(0.01));
 }

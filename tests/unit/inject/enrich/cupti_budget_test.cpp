@@ -38,6 +38,7 @@ double Play(gi::CuptiBudget& b, uint64_t& now, double seconds, double rate, doub
       c.launches.Add(static_cast<uint64_t>(stall ? 5 * kMs : base_ns + cupti));
     }
     c.device_records = open ? c.enqueues : 0;
+    c.recorded_enqueues = open ? c.enqueues : 0;
     b.Update(c);
   }
   return cycles ? static_cast<double>(open_cycles) / cycles : 0;
@@ -165,6 +166,7 @@ TEST_CASE("overhead budget: the calls just after a window do not make it look ch
     const uint64_t ns = open ? 7000 : since_window <= 5 ? 4500 : 4000;
     for (int k = 0; k < 1750; ++k) c.launches.Add(ns);
     c.device_records = open ? c.enqueues : 0;
+    c.recorded_enqueues = open ? c.enqueues : 0;
     b.Update(c);
   }
   const auto f = b.figures();
@@ -324,6 +326,7 @@ TEST_CASE("overhead budget: the library's start-up is reported, not spent from t
       c.hook_calls = c.enqueues = 1000;
       for (int k = 0; k < 1000; ++k) c.launches.Add(b.open() ? 7000 : 4000);
       c.device_records = b.open() ? c.enqueues : 0;
+      c.recorded_enqueues = b.open() ? c.enqueues : 0;
       return c;
     };
     gi::CuptiBudget::Cycle c = cycle(plain), d = cycle(loaded);
@@ -357,6 +360,7 @@ TEST_CASE("overhead budget: the host sampler's cost is spent and reported, and s
     c.hook_calls = c.enqueues = 1000;
     for (int k = 0; k < 1000; ++k) c.launches.Add(b.open() ? 7000 : 4000);
     c.device_records = b.open() ? c.enqueues : 0;
+    c.recorded_enqueues = b.open() ? c.enqueues : 0;
     if (!b.spent()) sampler += 50'000;  // a sampler that waits while the budget is spent
     c.sampler_ns = sampler;            // cumulative, as the sender reads it
     b.Update(c);
@@ -473,6 +477,8 @@ void PlayGraphs(gi::CuptiBudget& b, uint64_t& now, double seconds, double rate, 
     c.enqueues = c.hook_calls = graphs + launches_per_cycle;
     c.graph_records = open ? graphs * nodes : 0;
     c.device_records = c.graph_records + (open ? launches_per_cycle * records_per_launch : 0);
+    c.recorded_enqueues = open ? c.enqueues : 0;
+    c.recorded_graph_launches = open ? graphs : 0;
     b.Update(c);
   }
 }
@@ -541,6 +547,7 @@ TEST_CASE("overhead budget: CUPTI's cost is measured from several cycles in and 
     for (int k = 0; k < 75; ++k) c.graph_launches.Add(call_ns);
     c.enqueues = c.hook_calls = 75;
     c.graph_records = c.device_records = open ? 75 * 200 : 0;
+    c.recorded_enqueues = c.recorded_graph_launches = open ? 75 : 0;
     b.Update(c);
     const auto f = b.figures();
     measured_low = measured_low || (f.cupti_graph_ns_measured && f.cupti_graph_ns < 15'000);
@@ -616,6 +623,7 @@ TEST_CASE("overhead budget: the cycle after a window opens or closes is timed ne
     was_open = open;
     c.enqueues = c.hook_calls = 75;
     c.graph_records = c.device_records = open ? 75 * 200 : 0;
+    c.recorded_enqueues = c.recorded_graph_launches = open ? 75 : 0;
     b.Update(c);
   }
   const auto f = b.figures();
