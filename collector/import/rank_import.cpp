@@ -107,6 +107,11 @@ void AddHostCall(const ImportRecord& r, const RankTables& tables, RankStream& ou
   } else if (api == wire::CUDA_STREAM_WAIT_EVENT) {
     if (!dev || dev->waits_for == 0) api = wire::API_UNSPECIFIED;
     else event_key = dev->waits_for, event_stream = dev->stream;
+  } else if ((api == wire::CUDA_EVENT_SYNCHRONIZE || api == wire::CUDA_EVENT_QUERY) && dev && dev->waits_for) {
+    // The host waited on (or asked about) that record's event: the record's stream, as
+    // the library would know the event's.
+    const auto on = tables.recorded_on.find(dev->waits_for);
+    if (on != tables.recorded_on.end()) event_key = dev->waits_for, event_stream = on->second;
   }
   if (api != wire::API_UNSPECIFIED) {
     wire::Event* e = out.batch().add_events();
@@ -258,7 +263,8 @@ bool ImportRankTrace(const std::string& path, const RankImportOptions& options, 
   std::istream in(&source);
   RankTables tables;
   RecordSorter sorter(options.max_in_memory ? options.max_in_memory : RecordSorter::kDefaultMaxInMemory);
-  KinetoMapper mapper(tables, sorter, *stats);
+  std::vector<HostSpan> host_spans;
+  KinetoMapper mapper(tables, sorter, *stats, options.keep_host_spans ? &host_spans : nullptr);
   TraceHeader header;
   std::string map_error;
   int pid = 0;
@@ -285,6 +291,7 @@ bool ImportRankTrace(const std::string& path, const RankImportOptions& options, 
                     "ProfilerActivity.CUDA?";
     return false;
   }
+  stats->host_spans = TopLevelHostSpans(std::move(host_spans));
   stats->rank = header.rank >= 0 ? header.rank : options.fallback_rank;
   const int world = header.world_size > 0 ? header.world_size : options.fallback_world_size;
 
