@@ -120,7 +120,10 @@ HtaPath HtaComparablePath(const StepGraph& g, const HtaHostTime& host) {
         default: at = de[e.from]; break;  // the thread's order, an event, a sync: no weight
       }
       const uint64_t w = weight_from(src.end_ns);
-      if (via[i] < 0 || at + w > ds[i] + weight[i]) {  // the first input on a tie (the thread's)
+      // The heaviest way in; on a tie an input over starting here, and the first input (the
+      // thread's: HTA reaches a call's end through the call).
+      const uint64_t best = ds[i] + weight[i];
+      if (at + w > best || (via[i] < 0 && at + w == best)) {
         ds[i] = at;
         weight[i] = w;
         via[i] = k;

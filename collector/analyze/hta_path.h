@@ -16,8 +16,9 @@
 //    the window's start), so that the replay reproduces the measured step.
 //  - In HTA a kernel follows either its launch, when its stream was idle at the launch (the
 //    launch overhead then runs from the call's start to the kernel's), or its stream's
-//    previous work (a kernel-kernel overhead: the gap, when under 1.5 ms), never both. Ours
-//    keeps both edges and the replay takes the later.
+//    previous work (a kernel-kernel overhead: the gap, when under 1.5 ms and no work it
+//    waited for through an event ended later), never both. Ours keeps both edges and the
+//    replay takes the later.
 //
 // HTA's two shares, from our node kinds: CPU-bound is the weight of host nodes (host gaps
 // inside operators, calls, sync waits: our host_compute, the launch calls' own time, sync),
@@ -33,7 +34,7 @@
 #include <vector>
 
 #include "analyze/step_graph.h"
-#include "import/host_spans.h"
+#include "common/host_spans.h"
 #include "interpret/events.h"
 
 namespace gpuwatch::collector {

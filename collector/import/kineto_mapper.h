@@ -3,7 +3,7 @@
 #pragma once
 #include <string>
 
-#include "import/host_spans.h"
+#include "common/host_spans.h"
 #include "import/rank_import.h"
 #include "import/rank_tables.h"
 #include "import/record_sorter.h"

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "import/host_spans.h"
+#include "common/host_spans.h"
 #include "ingest/rank_sink.h"
 #include "import/trace_event.h"
 

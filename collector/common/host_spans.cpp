@@ -1,5 +1,5 @@
 // See host_spans.h.
-#include "import/host_spans.h"
+#include "common/host_spans.h"
 
 #include <algorithm>
 #include <tuple>
