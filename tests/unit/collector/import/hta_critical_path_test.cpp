@@ -75,6 +75,11 @@ TEST_CASE("critical path: matches HTA's on HTA's four critical-path test traces 
       CHECK(static_cast<double>(p.length_ns) == Approx(length).epsilon(0.01));
       CHECK(p.CpuBoundPct() == Approx(want.at("cpu_bound_pct").get<double>()).margin(2.0));
       CHECK(p.GpuBoundPct() == Approx(want.at("gpu_bound_pct").get<double>()).margin(2.0));
+      // HTA's other two categories, launch delays and kernel-kernel gaps, as well.
+      const double pct = 100.0 / static_cast<double>(p.length_ns);
+      CHECK(pct * static_cast<double>(p.launch_ns) == Approx(want.at("launch_overhead_pct").get<double>()).margin(2.0));
+      CHECK(pct * static_cast<double>(p.kernel_gap_ns) ==
+            Approx(want.at("kernel_kernel_overhead_pct").get<double>()).margin(2.0));
       // The product's own path weighs the host time between operators, and syncs' returns:
       // never shorter than HTA's weighing of the same graph.
       CHECK(ours.product_ns >= p.length_ns);
