@@ -50,6 +50,7 @@ class HtaHostTime {
 
   // The calls whose own time HTA does not weigh: its BLOCKING_SYNC_CALLS, less
   // cudaMemcpyAsync (HTA lists it but weighs its span, as one holding the runtime's lock).
+  // CUDA_MEMCPY is every synchronous copy shape; HTA names cudaMemcpy alone.
   static bool HtaBlocking(const HostCall& c);
 
  private:

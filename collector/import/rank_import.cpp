@@ -97,7 +97,8 @@ void AddHostCall(const ImportRecord& r, const RankTables& tables, RankStream& ou
   const DeviceSide* dev = dev_it == tables.device.end() ? nullptr : &dev_it->second;
   auto api = static_cast<wire::Api>(r.api);
   // A record or a wait goes out only when the trace pairs them (the wait's sync record names
-  // the record and both streams): the event's handle is then the record's correlation id.
+  // the record and both streams; an Event Sync record names the record and its stream): the
+  // event's handle is then the record's correlation id.
   uint64_t event_key = 0;
   uint32_t event_stream = 0;
   if (api == wire::CUDA_EVENT_RECORD) {
