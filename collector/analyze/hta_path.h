@@ -66,8 +66,11 @@ struct HtaPath {
   uint64_t launch_ns = 0;      // launch edges: from the launching call's start to its work's
   uint64_t kernel_gap_ns = 0;  // stream edges: the gap between a stream's consecutive work
 
-  double CpuBoundPct() const { return length_ns ? 100.0 * static_cast<double>(cpu_ns) / static_cast<double>(length_ns) : 0; }
-  double GpuBoundPct() const { return length_ns ? 100.0 * static_cast<double>(gpu_ns) / static_cast<double>(length_ns) : 0; }
+  double Pct(uint64_t ns) const {
+    return length_ns ? 100.0 * static_cast<double>(ns) / static_cast<double>(length_ns) : 0;
+  }
+  double CpuBoundPct() const { return Pct(cpu_ns); }  // HTA's cpu_bound
+  double GpuBoundPct() const { return Pct(gpu_ns); }  // HTA's gpu_compute_bound + gpu_communication_bound
 };
 
 // HTA's kernel-kernel delay threshold: a longer gap on a stream is not a dependency it draws.
