@@ -311,18 +311,24 @@ class Builder {
         marker[c.seq] = m;
       } else if (c.api == wire::CUDA_STREAM_WAIT_EVENT) {
         if (auto m = marker.find(c.seq); m != marker.end()) waiting[c.stream].push_back(m->second);
+      } else if (c.api == wire::CUDA_EVENT_SYNCHRONIZE && c.seq && ci >= 0 && calls_[ci].c == &c) {
+        // A host that names the event it waits on (an imported trace does) waits for
+        // the work before that event's record.
+        if (auto m = marker.find(c.seq); m != marker.end() && m->second.node >= 0) event_work_[ci] = m->second.node;
       }
     }
   }
 
-  // A blocking call waits for its own work, else for the work queued before it (its stream's
-  // for a stream sync or a polling loop; every stream's otherwise) that ended last before
-  // the call returned.
+  // A blocking call waits for its own work, else for its event's (an event sync that names
+  // it), else for the work queued before it (its stream's for a stream sync or a polling
+  // loop; every stream's otherwise) that ended last before the call returned.
   void Syncs() {
     for (StepCall& sc : calls_) {
       if (sc.wait == UINT32_MAX) continue;
       const HostCall& c = *sc.c;
       int64_t dep = sc.own_work;
+      if (auto e = event_work_.find(static_cast<int32_t>(&sc - calls_.data())); dep < 0 && e != event_work_.end())
+        dep = e->second;
       if (dep < 0) {
         const bool one_stream = c.sync_kind == kSyncStream || c.sync_kind == kSyncPoll;
         uint64_t best_end = 0;
@@ -386,9 +392,23 @@ class Builder {
   // Stream handle → (launch, end) of the earlier steps' work on it.
   std::unordered_map<uint64_t, std::vector<std::pair<uint64_t, uint64_t>>> prior_on_handle_;
   std::vector<int32_t> top_of_;  // per input call: its top-level call of the steps (index into calls_), -1: none
+  std::unordered_map<int32_t, int64_t> event_work_;  // a cudaEventSynchronize (calls_) → its event's work (node)
 };
 
 }  // namespace
+
+GraphWork GraphWorkOf(const DeviceWork& w) {
+  GraphWork g;
+  g.start_ns = w.start_ns;
+  g.end_ns = w.end_ns;
+  if (w.api) g.api_start_ns = w.api->start_ns, g.api_end_ns = w.api->end_ns;
+  g.bytes = w.bytes;
+  g.stream = w.stream;
+  g.copy = w.kind != wire::ACTIVITY_KERNEL;
+  g.comm = w.comm;
+  g.pageable = w.pageable;
+  return g;
+}
 
 StepGraph BuildStepGraph(const GraphInput& in) { return Builder(in).Build(); }
 

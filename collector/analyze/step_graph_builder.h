@@ -6,8 +6,10 @@
 // the work: the hooks time a little more than CUPTI does), follows the previous work of its
 // stream, and the first work after a cudaStreamWaitEvent follows the work queued before the
 // awaited cudaEventRecord. A blocking call waits for its own work (a copy), else for the
-// work queued before it on its stream (cudaStreamSynchronize, a polling loop), on the
-// event's stream (cudaEventSynchronize) or on every stream (cudaDeviceSynchronize).
+// work before its event's record (a cudaEventSynchronize that names its event, as an
+// imported trace's does), else for the work queued before it on its stream
+// (cudaStreamSynchronize, a polling loop) or on every stream (cudaDeviceSynchronize, a
+// cudaEventSynchronize that does not name its event).
 // Streams and events are the hooks' handles throughout: a work's handle is its launching
 // call's, so no CUPTI stream id has to be tied to a handle.
 #pragma once
@@ -32,6 +34,9 @@ struct GraphWork {
   // When it was asked for: its launching call's start, else its own.
   uint64_t launched_ns() const { return api_start_ns ? api_start_ns : start_ns; }
 };
+
+// A DeviceWork as the graph keeps it.
+GraphWork GraphWorkOf(const DeviceWork& w);
 
 struct GraphInput {
   std::vector<StepMark> steps;  // consecutive, recorded whole

@@ -26,15 +26,7 @@ void StepGraphs::OnHostCall(const HostCall& c) {
 
 void StepGraphs::OnDeviceWork(const DeviceWork& w) {
   if (!IsDeviceWork(w.kind)) return;
-  GraphWork g;
-  g.start_ns = w.start_ns;
-  g.end_ns = w.end_ns;
-  if (w.api) g.api_start_ns = w.api->start_ns, g.api_end_ns = w.api->end_ns;
-  g.bytes = w.bytes;
-  g.stream = w.stream;
-  g.copy = w.kind != wire::ACTIVITY_KERNEL;
-  g.comm = w.comm;
-  g.pageable = w.pageable;
+  const GraphWork g = GraphWorkOf(w);
   // Kept when a sampled chunk may need it: launched in one (or the step before it), or
   // still running when one starts (a release), or launched while calls are wanted.
   const uint64_t launched = g.launched_ns();

@@ -39,6 +39,9 @@ bool KinetoMapper::Map(const TraceEvent& e, std::string* error) {
     ++stats_.ignored;
     return true;
   }
+  if (host_spans_ && (kind == KinetoKind::kCpuOp || kind == KinetoKind::kRuntime || kind == KinetoKind::kDriver) &&
+      e.has_ts && e.has_dur && e.dur_ns > 0)
+    host_spans_->push_back({e.ts_ns, e.ts_ns + e.dur_ns, static_cast<uint32_t>(e.tid)});
   const bool read_op = kind == KinetoKind::kCpuOp && (IsProfilerStep(e.name) || IsDataLoaderIteration(e.name));
   if (kind == KinetoKind::kIgnored || (kind == KinetoKind::kCpuOp && !read_op)) {
     ++stats_.ignored;
@@ -116,7 +119,10 @@ bool KinetoMapper::Map(const TraceEvent& e, std::string* error) {
       r.blocks_host = what != "Stream Wait Event";
       DeviceSide d;
       d.stream = r.stream;
-      if (!r.blocks_host && e.wait_record_correlation > 0 && e.wait_on_stream >= 0) {
+      // The event a stream waited on, or the host synchronized with (cudaEventSynchronize,
+      // and a cudaEventQuery's "Event Sync"): the cudaEventRecord that recorded it, and where.
+      const bool on_event = !r.blocks_host || what == "Event Sync";
+      if (on_event && e.wait_record_correlation > 0 && e.wait_on_stream >= 0) {
         d.waits_for = U32(e.wait_record_correlation);
         tables_.recorded_on[d.waits_for] = U32(e.wait_on_stream);
       }

@@ -3,6 +3,7 @@
 #pragma once
 #include <string>
 
+#include "common/host_spans.h"
 #include "import/rank_import.h"
 #include "import/rank_tables.h"
 #include "import/record_sorter.h"
@@ -12,8 +13,10 @@ namespace gpuwatch::collector {
 
 class KinetoMapper {
  public:
-  KinetoMapper(RankTables& tables, RecordSorter& sorter, RankImportStats& stats)
-      : tables_(tables), sorter_(sorter), stats_(stats) {}
+  // `host_spans`: where the spans of CPU operators and runtime/driver calls go (null: not kept).
+  KinetoMapper(RankTables& tables, RecordSorter& sorter, RankImportStats& stats,
+               std::vector<HostSpan>* host_spans = nullptr)
+      : tables_(tables), sorter_(sorter), stats_(stats), host_spans_(host_spans) {}
   // False with `error` when the sorter cannot spill.
   bool Map(const TraceEvent& e, std::string* error);
 
@@ -24,6 +27,7 @@ class KinetoMapper {
   RankTables& tables_;
   RecordSorter& sorter_;
   RankImportStats& stats_;
+  std::vector<HostSpan>* host_spans_;
   uint64_t order_ = 0;
 };
 

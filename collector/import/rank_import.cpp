@@ -97,7 +97,8 @@ void AddHostCall(const ImportRecord& r, const RankTables& tables, RankStream& ou
   const DeviceSide* dev = dev_it == tables.device.end() ? nullptr : &dev_it->second;
   auto api = static_cast<wire::Api>(r.api);
   // A record or a wait goes out only when the trace pairs them (the wait's sync record names
-  // the record and both streams): the event's handle is then the record's correlation id.
+  // the record and both streams; an Event Sync record names the record and its stream): the
+  // event's handle is then the record's correlation id.
   uint64_t event_key = 0;
   uint32_t event_stream = 0;
   if (api == wire::CUDA_EVENT_RECORD) {
@@ -107,6 +108,11 @@ void AddHostCall(const ImportRecord& r, const RankTables& tables, RankStream& ou
   } else if (api == wire::CUDA_STREAM_WAIT_EVENT) {
     if (!dev || dev->waits_for == 0) api = wire::API_UNSPECIFIED;
     else event_key = dev->waits_for, event_stream = dev->stream;
+  } else if ((api == wire::CUDA_EVENT_SYNCHRONIZE || api == wire::CUDA_EVENT_QUERY) && dev && dev->waits_for) {
+    // The host waited on (or asked about) that record's event: the record's stream, as
+    // the library would know the event's.
+    const auto on = tables.recorded_on.find(dev->waits_for);
+    if (on != tables.recorded_on.end()) event_key = dev->waits_for, event_stream = on->second;
   }
   if (api != wire::API_UNSPECIFIED) {
     wire::Event* e = out.batch().add_events();
@@ -258,7 +264,8 @@ bool ImportRankTrace(const std::string& path, const RankImportOptions& options, 
   std::istream in(&source);
   RankTables tables;
   RecordSorter sorter(options.max_in_memory ? options.max_in_memory : RecordSorter::kDefaultMaxInMemory);
-  KinetoMapper mapper(tables, sorter, *stats);
+  std::vector<HostSpan> host_spans;
+  KinetoMapper mapper(tables, sorter, *stats, options.keep_host_spans ? &host_spans : nullptr);
   TraceHeader header;
   std::string map_error;
   int pid = 0;
@@ -285,6 +292,7 @@ bool ImportRankTrace(const std::string& path, const RankImportOptions& options, 
                     "ProfilerActivity.CUDA?";
     return false;
   }
+  stats->host_spans = TopLevelHostSpans(std::move(host_spans));
   stats->rank = header.rank >= 0 ? header.rank : options.fallback_rank;
   const int world = header.world_size > 0 ? header.world_size : options.fallback_world_size;
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/host_spans.h"
 #include "ingest/rank_sink.h"
 #include "import/trace_event.h"
 
@@ -20,6 +21,9 @@ struct RankImportOptions {
   int fallback_world_size = 1; // when it has no world_size: the number of files given
   std::string out_dir;         // Hello.out_dir
   size_t max_in_memory = 0;    // records held before spilling a sorted run (0: the default)
+  // Keep each thread's top-level CPU operator and runtime-call spans (RankImportStats::
+  // host_spans): for comparing with tools that weigh host time by operator (HTA).
+  bool keep_host_spans = false;
 };
 
 // What came out of one file, counted for the summary's notes and the tests.
@@ -36,6 +40,7 @@ struct RankImportStats {
   uint64_t untimed = 0;       // X events without ts or dur: dropped
   uint64_t sorted_runs = 0;   // runs spilled to disk (0: sorted in memory)
   std::vector<std::string> notes;  // what the trace cannot say, and what was dropped
+  std::vector<HostSpan> host_spans;  // RankImportOptions::keep_host_spans: top-level, by thread
 };
 
 // False with `error` (one line, naming the file) when the file cannot be read, is not a

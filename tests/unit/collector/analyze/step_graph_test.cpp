@@ -139,6 +139,45 @@ TEST_CASE("step graph: an event recorded on one stream holds the other stream's 
   }
 }
 
+TEST_CASE("step graph: a cudaEventSynchronize that names its event waits for the work before that event's record", "[step_graph]") {
+  // Kernel A (3 ms) on stream 1, then its event recorded; kernel B on stream 2 ends 5 µs
+  // after A; the host synchronizes with the event and returns 10 µs after A ended.
+  dg::GraphInput in;
+  uint64_t t = kT0 + 100 * kUs;
+  in.calls.push_back(Call(wire::CUDA_LAUNCH_KERNEL, t, 10 * kUs, 1));
+  const uint64_t a0 = t + 15 * kUs;
+  in.works.push_back(Work(in.calls.back(), a0, 3 * kMs, 7));
+  t += 20 * kUs;
+  dg::HostCall rec = Call(wire::CUDA_EVENT_RECORD, t, 2 * kUs, 1);
+  rec.seq = 42;
+  in.calls.push_back(rec);
+  t += 5 * kUs;
+  in.calls.push_back(Call(wire::CUDA_LAUNCH_KERNEL, t, 10 * kUs, 2));
+  const uint64_t b0 = t + 15 * kUs, b1 = a0 + 3 * kMs + 5 * kUs;
+  in.works.push_back(Work(in.calls.back(), b0, b1 - b0, 8));
+  t += 20 * kUs;
+  const uint64_t sync_end = a0 + 3 * kMs + 10 * kUs;
+  dg::HostCall sync = Call(wire::CUDA_EVENT_SYNCHRONIZE, t, sync_end - t, 0);
+  auto awaited_lane = [&](const dg::HostCall& s) {
+    dg::GraphInput with = in;
+    with.calls.push_back(s);
+    with.steps.push_back(Step(kT0, sync_end));
+    const dg::StepGraph g = dg::BuildStepGraph(with);
+    for (const dg::GraphNode& n : g.nodes)
+      if (n.kind == dg::NodeKind::kSyncWait)
+        for (uint32_t k = n.first_in; k < n.first_in + n.n_in; ++k)
+          if (g.edges[k].kind == dg::EdgeKind::kSync) return static_cast<int64_t>(g.nodes[g.edges[k].from].lane);
+    return int64_t{-1};
+  };
+  SECTION("named (an imported trace's): A's kernel, before the record") {
+    sync.seq = 42;
+    CHECK(awaited_lane(sync) == 7);
+  }
+  SECTION("not named (the library's hook): the work that ended last before it returned") {
+    CHECK(awaited_lane(sync) == 8);
+  }
+}
+
 TEST_CASE("step graph: a collective that waited for its peers: the wait and the transfer on the path, none alone", "[step_graph]") {
   // Two steps, each a 2 ms kernel then an all-reduce on a 2-rank communicator, and a sync.
   // The first all-reduce kernel took 0.5 ms (this rank arrived last), the second 3.5 ms

@@ -1,11 +1,13 @@
 // A RankDirectory for tests that keeps what the interpret stage made of an imported rank:
-// every device work item with its launching call, the steps, and the GPU-side sync records
-// as the importer sent them (the interpreter does not emit those). The same RankInterpreter
+// every device work item with its launching call (also as the step graph keeps it), the host
+// calls, the steps, and the GPU-side sync records as the importer sent them (the
+// interpreter does not emit those). The same RankInterpreter
 // the collector runs, fed the same frames.
 #pragma once
 #include <string>
 #include <vector>
 
+#include "analyze/step_graph_builder.h"
 #include "import/rank_import.h"
 #include "interpret/rank_interpreter.h"
 
@@ -27,6 +29,8 @@ struct SeenSync {
 class InterpretedRank final : public col::RankDirectory, col::RankSink, col::EventSink {
  public:
   std::vector<SeenWork> work;
+  std::vector<col::GraphWork> graph_work;
+  std::vector<col::HostCall> calls;
   std::vector<SeenSync> syncs;
   std::vector<col::StepMark> steps;
 
@@ -53,7 +57,9 @@ class InterpretedRank final : public col::RankDirectory, col::RankSink, col::Eve
   void set_journal(std::unique_ptr<col::JournalWriter>) override {}
   col::RankStorage& storage() override { return storage_; }
   // EventSink
+  void OnHostCall(const col::HostCall& c) override { calls.push_back(c); }
   void OnDeviceWork(const col::DeviceWork& w) override {
+    if (col::IsDeviceWork(w.kind)) graph_work.push_back(col::GraphWorkOf(w));
     work.push_back({w.start_ns, w.end_ns, w.api ? w.api->start_ns : 0, w.stream,
                     w.kind == wire::ACTIVITY_KERNEL, w.comm});
   }
