@@ -166,7 +166,7 @@ uint64_t JobGraph::MeasuredSpan() const {
   return Span(end, &from, &steps, nullptr, nullptr);
 }
 
-JobPathReplay JobGraph::Replay(const std::vector<ReplayFix>& fixes) const {
+JobPathReplay JobGraph::Replay(const std::vector<ReplayFix>& fixes, bool rank_paths) const {
   JobPathReplay out;
   const size_t R = ranks_.size();
   std::vector<std::vector<uint64_t>> start(R), end(R), arrive(R), dur(R);
@@ -283,7 +283,7 @@ JobPathReplay JobGraph::Replay(const std::vector<ReplayFix>& fixes) const {
     return last;
   };
   // Each rank's own path, from its own first step's done.
-  for (uint32_t r = 0; r < R; ++r) {
+  for (uint32_t r = 0; r < R && rank_paths; ++r) {
     std::vector<uint64_t> from(R, 0);
     from[r] = rank_from[r];
     walk(r, last_node(r), false, from, out.ranks[r].part_ns);

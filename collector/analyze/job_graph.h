@@ -44,8 +44,8 @@ struct JobPathReplay {
   double part_ns[kPathParts] = {};  // the joined critical path by part; sums to span_ns
   std::vector<PathStreamTime> streams;  // kPathGpuCompute by stream (the ranks' ids together)
   std::vector<PathRank> path_ranks;     // the ranks the path went through, most time first
-  // Per rank, in the JobGraph's order: its own steps and path, its peer_wait the time it
-  // waited for the last arrival of its joins.
+  // Per rank, in the JobGraph's order: its own steps (span_ns, steps) and, when asked for,
+  // its own path (part_ns: its peer_wait the time it waited for the last arrival of its joins).
   std::vector<PathReplay> ranks;
 };
 
@@ -58,8 +58,9 @@ class JobGraph {
   // call not tied to it on some rank) replays as measured, unjoined.
   static std::optional<JobGraph> Join(std::vector<RankStepGraph> ranks);
 
-  // `fixes`: per rank (as ranks() orders them), empty for none: measured.
-  JobPathReplay Replay(const std::vector<ReplayFix>& fixes = {}) const;
+  // `fixes`: per rank (as ranks() orders them), empty for none: measured. `rank_paths`: walk
+  // each rank's own path too (a walk costs about what the replay does).
+  JobPathReplay Replay(const std::vector<ReplayFix>& fixes = {}, bool rank_paths = false) const;
   // The measured steps' span, as Replay counts it.
   uint64_t MeasuredSpan() const;
 

@@ -430,31 +430,37 @@ ReplayFix OwnNodesScaled(double factor) {
 }
 
 // The straggler at the median rank's pace, on the joined graphs: its own nodes scaled until
-// its replay alone (NCCL kernels taking no time) matches the median rank's, then the ranks
-// replayed together: every rank that waited for it at a join waits less, and whoever
-// arrives last now paces the job. Empty when the late rank is not in the graphs.
-WhatIf StragglerJoined(const std::vector<JobGraph>& joined, const std::vector<JobPathReplay>& replays, int late,
-                       double job_ms) {
+// its replay alone (NCCL kernels taking no time) is the median rank's pace (the ranks' own
+// alone_ms: their replays alone, already made), then the ranks replayed together: every
+// rank that waited for it at a join waits less, and whoever arrives last now paces the job.
+// Empty when the late rank is not in the graphs.
+WhatIf StragglerJoined(const std::vector<JobGraph>& joined, const std::vector<JobPathReplay>& replays,
+                       const std::vector<const RankResult*>& known, int late, double job_ms) {
   WhatIf w;
+  std::vector<double> alone;
+  double late_alone = 0;
+  for (const RankResult* r : known) {
+    alone.push_back(r->critical_path.alone_ms);
+    if (r->rank == late) late_alone = r->critical_path.alone_ms;
+  }
+  const double pace = late_alone > 0 ? std::min(1.0, Median(alone) / late_alone) : 1.0;
   double base = 0, fixed = 0, fixed_parts[kPathParts] = {};
   for (size_t k = 0; k < joined.size(); ++k) {
     const auto& ranks = joined[k].ranks();
-    std::vector<double> alone;
     size_t at = ranks.size();
-    for (size_t r = 0; r < ranks.size(); ++r) {
-      alone.push_back(static_cast<double>(ReplayGraph(*ranks[r].graph, {}, true).span_ns));
+    for (size_t r = 0; r < ranks.size(); ++r)
       if (ranks[r].rank == late) at = r;
-    }
     if (at == ranks.size()) return w;
-    const double target = Median(alone);
     std::vector<ReplayFix> fixes(ranks.size());
-    if (alone[at] > target && target > 0) {
-      // Scaling its nodes scales its pace but for what they do not hold (releases, lags):
-      // a few corrections bring it to the target.
-      double factor = target / alone[at];
-      for (int pass = 0; pass < 3; ++pass) {
-        const double a = static_cast<double>(ReplayGraph(*ranks[at].graph, OwnNodesScaled(factor), true).span_ns);
-        if (a <= 0) break;
+    if (pace < 1) {
+      // Scaling its nodes scales its pace but for what they do not hold (releases, lags): a
+      // correction or two brings this graph's pace to the target.
+      const StepGraph& g = *ranks[at].graph;
+      const double target = pace * static_cast<double>(ReplayGraph(g, {}, true).span_ns);
+      double factor = pace;
+      for (int pass = 0; pass < 2; ++pass) {
+        const double a = static_cast<double>(ReplayGraph(g, OwnNodesScaled(factor), true).span_ns);
+        if (a <= 0 || std::abs(a - target) <= 1e-3 * target) break;
         factor = std::min(1.0, factor * target / a);
       }
       fixes[at] = OwnNodesScaled(factor);
@@ -534,7 +540,7 @@ void ModelJobFixes(JobResult& j) {
   std::vector<std::string> job_modelled;
   for (Finding& f : j.findings) {
     const bool job_cause = f.id == "straggler" || f.id == "pipeline_bubble";
-    WhatIf w = f.id == "straggler"         ? StragglerJoined(joined, joined_base, f.evidence.value("rank", -1), job_ms)
+    WhatIf w = f.id == "straggler"         ? StragglerJoined(joined, joined_base, known, f.evidence.value("rank", -1), job_ms)
                : f.id == "pipeline_bubble" ? StagesBalanced(j, job_ms)
                                            : RanksChange(known, f.id, job_ms);
     if (f.id == "straggler" && !w.known()) w = StragglerFixed(known, f, j, job_ms);  // no joined graph

@@ -102,7 +102,7 @@ TEST_CASE("step graph: a 3-rank all-reduce joins the ranks: the last arrival rel
   const auto joined = dg::JobGraph::Join(ranks);
   REQUIRE(joined);
   CHECK(joined->joins() == 1);
-  const dg::JobPathReplay r = joined->Replay();
+  const dg::JobPathReplay r = joined->Replay({}, true);
   const double step_ms = 15 + Ms(kAfterHostNs) + 1 + 0.010;
   CHECK(Ms(r.span_ns) == Approx(step_ms).margin(0.0005));  // the replay holds the measured step
   CHECK(Ms(joined->MeasuredSpan()) == Approx(step_ms).margin(0.0005));
@@ -131,7 +131,7 @@ TEST_CASE("step graph: a 3-rank all-reduce joins the ranks: the last arrival rel
       const dg::GraphNode& n = g.nodes[i];
       return n.kind == dg::NodeKind::kHostGap ? n.dur() * 2 / 3 : n.dur();
     };
-    const dg::JobPathReplay f = joined->Replay(fixes);
+    const dg::JobPathReplay f = joined->Replay(fixes, true);
     CHECK(Ms(f.span_ns) == Approx(step_ms - 5).margin(0.0005));
     for (int k = 0; k < 3; ++k) CHECK(Ms(f.ranks[k].part_ns[dg::kPathPeerWait]) == Approx(0).margin(0.0005));
   }
@@ -164,7 +164,7 @@ TEST_CASE("step graph: a send → recv joins two ranks: the recv ends no earlier
   CHECK(ranks[1].graph->joins[0].to == 1);
   const auto joined = dg::JobGraph::Join(ranks);
   REQUIRE(joined);
-  const dg::JobPathReplay r = joined->Replay();
+  const dg::JobPathReplay r = joined->Replay({}, true);
   // The recv completes at the send's arrival + the transfer; the send completes with it.
   CHECK(r.ranks[1].span_ns == end1 - kT0);
   CHECK(r.ranks[0].span_ns == done + 10 * kUs - kT0);
@@ -179,7 +179,7 @@ TEST_CASE("step graph: a send → recv joins two ranks: the recv ends no earlier
       const dg::GraphNode& n = g.nodes[i];
       return n.kind == dg::NodeKind::kHostGap ? n.dur() - 6 * kMs : n.dur();
     };
-    const dg::JobPathReplay f = joined->Replay(fixes);
+    const dg::JobPathReplay f = joined->Replay(fixes, true);
     CHECK(Ms(f.ranks[1].span_ns) == Approx(Ms(end1 - kT0) - 6).margin(0.0005));
     CHECK(Ms(f.ranks[1].part_ns[dg::kPathPeerWait]) == Approx(0).margin(0.0005));
   }
