@@ -53,8 +53,8 @@ std::optional<JobGraph> JobGraph::Join(std::vector<RankStepGraph> ranks) {
 
 // Each rank's clock against the first rank's: none on one host; across hosts, the median
 // over the joins shared with a rank already placed of the difference of their ends (a
-// collective's, a send's and recv's kernels end together). Every rank must be reached
-// through joins: ranks that never meet are not one job's graph.
+// collective's, a send's and recv's kernels end together). Across hosts every rank must be
+// reached through joins: ranks that never meet have no clock in common.
 bool JobGraph::Offsets() {
   const size_t n = ranks_.size();
   bool one_host = true;
@@ -80,7 +80,9 @@ bool JobGraph::Offsets() {
         placed[r] = more = true;
       }
   }
-  return std::all_of(placed.begin(), placed.end(), [](bool p) { return p; });
+  // On one host, ranks that never meet share the clock all the same (JoinSampledGraphs
+  // replays side by side the groups of ranks that overlap in time).
+  return one_host || std::all_of(placed.begin(), placed.end(), [](bool p) { return p; });
 }
 
 // A replay order over every rank's nodes: a node after its inputs, a join's members
@@ -337,15 +339,45 @@ std::vector<JobGraph> JoinSampledGraphs(const std::vector<RankGraphs>& ranks) {
     }
   std::map<uint32_t, std::vector<uint32_t>> members;  // root → its graphs, in rank order
   for (uint32_t x = 0; x < at.size(); ++x) members[groups.Find(x)].push_back(x);
-  std::vector<std::pair<uint64_t, std::vector<uint32_t>>> ordered;  // by the first rank's graph start
+  // Each group by its graphs' window, earliest first.
+  struct Group {
+    uint64_t start = UINT64_MAX, end = 0;
+    std::vector<uint32_t> graphs;
+  };
+  std::vector<Group> found;
   for (auto& [root, xs] : members) {
-    if (xs.size() != ranks.size()) continue;
-    bool each_once = true;
-    for (uint32_t k = 0; k < xs.size(); ++k) each_once = each_once && at[xs[k]].first == k;
-    if (each_once) ordered.push_back({ranks[0].graphs[at[xs[0]].second]->start_ns, xs});
+    Group g;
+    for (uint32_t x : xs) {
+      const StepGraph& sg = *ranks[at[x].first].graphs[at[x].second];
+      g.start = std::min(g.start, sg.start_ns);
+      for (const GraphNode& n : sg.nodes) g.end = std::max(g.end, n.end_ns);
+    }
+    g.graphs = std::move(xs);
+    found.push_back(std::move(g));
   }
-  std::sort(ordered.begin(), ordered.end());
-  for (const auto& [t, xs] : ordered) {
+  std::sort(found.begin(), found.end(), [](const Group& a, const Group& b) { return a.start < b.start; });
+  // Ranks that never meet (two pipelines side by side, no collective between them) share no
+  // join: on one host (one clock), groups of other ranks whose windows overlap are replayed
+  // as one, the job's step the slower one's.
+  bool one_host = true;
+  for (const RankGraphs& r : ranks) one_host = one_host && r.host == ranks[0].host;
+  std::vector<bool> used(found.size(), false);
+  for (size_t a = 0; a < found.size(); ++a) {
+    if (used[a]) continue;
+    used[a] = true;
+    std::vector<uint32_t> xs = found[a].graphs;
+    std::vector<int> per_rank(ranks.size(), 0);
+    for (uint32_t x : xs) ++per_rank[at[x].first];
+    uint64_t end = found[a].end;
+    for (size_t b = a + 1; one_host && xs.size() < ranks.size() && b < found.size() && found[b].start < end; ++b) {
+      if (used[b] || std::any_of(found[b].graphs.begin(), found[b].graphs.end(), [&](uint32_t x) { return per_rank[at[x].first] > 0; }))
+        continue;
+      used[b] = true;
+      for (uint32_t x : found[b].graphs) xs.push_back(x), ++per_rank[at[x].first];
+      end = std::max(end, found[b].end);
+    }
+    if (std::any_of(per_rank.begin(), per_rank.end(), [](int n) { return n != 1; })) continue;  // each rank once
+    std::sort(xs.begin(), xs.end());  // in rank order (flattened by rank)
     std::vector<RankStepGraph> group;
     for (uint32_t x : xs) group.push_back({ranks[at[x].first].rank, ranks[at[x].first].host, ranks[at[x].first].graphs[at[x].second]});
     if (auto j = JobGraph::Join(std::move(group))) out.push_back(std::move(*j));

@@ -53,7 +53,8 @@ class JobGraph {
  public:
   // The ranks' graphs joined; nullopt when they do not hold the same steps: fewer than two
   // ranks, step counts that differ, a rank whose named comm kernels mostly miss a member (its
-  // graph is of other steps, or a member's rank is missing), ranks that never meet, or joins
+  // graph is of other steps, or a member's rank is missing), ranks of several hosts that
+  // never meet (no clock in common), or joins
   // in an order no replay can follow. A comm kernel whose members are not all there (its
   // call not tied to it on some rank) replays as measured, unjoined.
   static std::optional<JobGraph> Join(std::vector<RankStepGraph> ranks);
@@ -97,7 +98,8 @@ struct RankGraphs {
 };
 
 // The ranks' graphs grouped by the steps they hold (graphs of different ranks that share a
-// join), each group that joins every given rank. Empty when none does.
+// join; on one host, groups of ranks that never meet side by side where their windows
+// overlap), each group that joins every given rank. Empty when none does.
 std::vector<JobGraph> JoinSampledGraphs(const std::vector<RankGraphs>& ranks);
 
 }  // namespace gpuwatch::collector

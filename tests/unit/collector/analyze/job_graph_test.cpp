@@ -34,10 +34,10 @@ dg::HostCall Call(wire::Api api, uint64_t t, uint64_t dur) {
 }
 
 // An NCCL call on communicator 99 (seen created on every rank: its hash names it there).
-dg::HostCall Nccl(wire::Api api, uint64_t t, int nranks, int comm_rank, uint64_t seq, int peer = -1) {
+dg::HostCall Nccl(wire::Api api, uint64_t t, int nranks, int comm_rank, uint64_t seq, int peer = -1, uint64_t comm = 99) {
   dg::HostCall c = Call(api, t, 20 * kUs);
   c.comm_nranks = nranks;
-  c.comm_hash = 99;
+  c.comm_hash = comm;
   c.comm_rank = comm_rank;
   c.comm_identified = true;
   c.seq = seq;
@@ -63,7 +63,7 @@ double Ms(double ns) { return ns / 1e6; }
 // (1 ms of transfer once the last rank's kernel is done: every member's NCCL kernel ends
 // then), a stream sync that returns 10 µs after it. The next step starts there.
 constexpr uint64_t kAfterHostNs = 15 * kUs + 2 * kMs;  // host work's end → the rank's arrival
-std::vector<dg::GraphInput> AllReduceSteps(const std::vector<double>& host_ms, int steps) {
+std::vector<dg::GraphInput> AllReduceSteps(const std::vector<double>& host_ms, int steps, uint64_t comm = 99) {
   const double slowest = *std::max_element(host_ms.begin(), host_ms.end());
   std::vector<dg::GraphInput> out(host_ms.size());
   uint64_t t = kT0;
@@ -76,7 +76,7 @@ std::vector<dg::GraphInput> AllReduceSteps(const std::vector<double>& host_ms, i
       in.calls.push_back(Call(wire::CUDA_LAUNCH_KERNEL, launch, 10 * kUs));
       in.works.push_back(Work(in.calls.back(), launch + 15 * kUs, launch + kAfterHostNs));
       in.calls.push_back(Nccl(wire::NCCL_ALL_REDUCE, launch + 20 * kUs, static_cast<int>(host_ms.size()),
-                              static_cast<int>(r), static_cast<uint64_t>(s)));
+                              static_cast<int>(r), static_cast<uint64_t>(s), -1, comm));
       in.works.push_back(Work(in.calls.back(), launch + kAfterHostNs, comm_end, true));
       in.calls.push_back(Call(wire::CUDA_STREAM_SYNCHRONIZE, launch + 50 * kUs, step_end - (launch + 50 * kUs)));
       in.steps.push_back({t, step_end, true});
@@ -137,6 +137,21 @@ TEST_CASE("step graph: a 3-rank all-reduce joins the ranks: the last arrival rel
   }
   SECTION("a member's graph missing: no join") {
     CHECK(!dg::JobGraph::Join({ranks[0], ranks[1]}));
+  }
+  SECTION("two pairs that never meet, on one host: replayed side by side, the slower pair paces the job") {
+    std::vector<dg::GraphInput> in = AllReduceSteps({10, 10}, 2);
+    for (dg::GraphInput& other : AllReduceSteps({10, 13}, 2, 77)) in.push_back(other);
+    std::vector<dg::RankGraphs> sampled;
+    for (const dg::RankStepGraph& r : Built(in)) sampled.push_back({r.rank, r.host, {r.graph}});
+    const std::vector<dg::JobGraph> groups = dg::JoinSampledGraphs(sampled);
+    REQUIRE(groups.size() == 1);
+    CHECK(groups[0].ranks().size() == 4);
+    const dg::JobPathReplay p = groups[0].Replay();
+    CHECK(Ms(p.span_ns) == Approx(13 + Ms(kAfterHostNs) + 1 + 0.010).margin(0.0005));
+    REQUIRE(!p.path_ranks.empty());
+    CHECK(p.path_ranks[0].rank == 3);
+    sampled[3].host = "another";  // no clock in common with the first pair
+    CHECK(dg::JoinSampledGraphs(sampled).empty());
   }
 }
 
