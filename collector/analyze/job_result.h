@@ -49,6 +49,10 @@ struct JobResult {
   std::string steps_paced_by;
   // The median rank's critical path, and the job's step with every finding's fix applied.
   CriticalPathFigures critical_path;
+  // Where the ranks' graphs joined at their collectives (job_graph.h), critical_path is the
+  // joined path's and these are the ranks it went through: (rank, ms a step on it), most
+  // first; empty: critical_path is the median rank's.
+  std::vector<std::pair<int, double>> critical_path_ranks;
   WhatIf all_fixed;
 
   // The rank's index in `ranks` (its result is the one `ranks` points at), or -1.

@@ -133,7 +133,8 @@ RankResult RankModel::Compute() const {
   r.overhead = facts.overhead();
   r.findings = RankFindings(r);
   r.per_step = MeanPerStep(r);
-  ModelRankFixes(step_graphs_.Graphs(), r);
+  r.step_graphs = step_graphs_.Graphs();
+  ModelRankFixes(r.step_graphs, r);
   return r;
 }
 

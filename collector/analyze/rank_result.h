@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,7 @@
 #include "analyze/memory.h"
 #include "analyze/pipeline.h"
 #include "analyze/sm_fill.h"
+#include "analyze/step_graph.h"
 #include "analyze/utilization_shape.h"
 #include "analyze/step_figures.h"
 #include "analyze/streams.h"
@@ -104,6 +106,11 @@ struct RankResult {
   PerStepMean per_step;
   CriticalPathFigures critical_path;  // what paced its recorded steps (analyze/critical_path.h)
   WhatIf all_fixed;                   // the step with every finding's fix applied
+  // The sampled step graphs the path and the what-ifs replayed (at most
+  // StepGraphs::kMaxGraphs, shared, not copied), for the job to join the ranks' graphs at
+  // their collectives (job_graph.h). Not in the digest: a rank that reaches the job as a
+  // digest (a host collector's, upstream) has none, and the job replays its ranks' paces.
+  std::vector<std::shared_ptr<const StepGraph>> step_graphs;
 
   bool cupti() const { return gpu.cupti(); }
   double WallS() const;         // host span: first call to last call end

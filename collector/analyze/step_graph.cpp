@@ -6,9 +6,7 @@
 
 namespace gpuwatch::collector {
 
-namespace {
-
-int PartOf(const GraphNode& n) {
+int PathPartOf(const GraphNode& n) {
   switch (n.kind) {
     case NodeKind::kHostGap: return kPathHostCompute;
     case NodeKind::kCall: return n.enqueue ? kPathLaunch : kPathHostCompute;
@@ -20,8 +18,6 @@ int PartOf(const GraphNode& n) {
   return kPathHostCompute;
 }
 
-}  // namespace
-
 uint64_t CommTransferNs(const StepGraph& g, uint32_t node) {
   const GraphNode& n = g.nodes[node];
   if (n.kind != NodeKind::kComm || n.signature < 0 || static_cast<size_t>(n.signature) >= g.comm_min_ns.size())
@@ -30,7 +26,8 @@ uint64_t CommTransferNs(const StepGraph& g, uint32_t node) {
 }
 
 // Each step done at its nodes' latest end; the steps' span from the first one's done.
-uint64_t StepsSpan(const StepGraph& g, const std::vector<uint64_t>& end, uint64_t* from_out, uint32_t* steps_out) {
+uint64_t StepsSpan(const StepGraph& g, const std::vector<uint64_t>& end, uint64_t* from_out, uint32_t* steps_out,
+                   std::vector<uint64_t>* done_out) {
   std::vector<uint64_t> done(g.steps ? g.steps : 1, 0);
   for (uint32_t i = 0; i < g.nodes.size(); ++i) {
     const uint32_t s = std::min<uint32_t>(g.nodes[i].step, static_cast<uint32_t>(done.size() - 1));
@@ -40,7 +37,9 @@ uint64_t StepsSpan(const StepGraph& g, const std::vector<uint64_t>& end, uint64_
   const uint64_t from = done.size() > 1 ? done[0] : g.start_ns;
   if (from_out) *from_out = from;
   if (steps_out) *steps_out = done.size() > 1 ? static_cast<uint32_t>(done.size() - 1) : 1;
-  return done.back() > from ? done.back() - from : 0;
+  const uint64_t last = done.back();
+  if (done_out) *done_out = std::move(done);
+  return last > from ? last - from : 0;
 }
 
 uint64_t MeasuredSpan(const StepGraph& g) {
@@ -96,7 +95,7 @@ PathReplay ReplayGraph(const StepGraph& g, const ReplayFix& fix, bool alone) {
   while (at >= 0) {
     const uint32_t i = static_cast<uint32_t>(at);
     const GraphNode& n = g.nodes[i];
-    const int part = PartOf(n);
+    const int part = PathPartOf(n);
     if (n.kind == NodeKind::kComm) {
       const uint64_t transfer = std::min(dur[i], CommTransferNs(g, i));
       add(kPathPeerWait, start[i], start[i] + (dur[i] - transfer), n.lane);

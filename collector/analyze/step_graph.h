@@ -12,6 +12,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <tuple>
 #include <vector>
 
 #include "analyze/critical_path.h"
@@ -46,6 +47,7 @@ struct GraphNode {
   uint32_t step = 0;       // which of the graph's steps (0-based)
   uint64_t bytes = 0;      // copies; collectives' S (their kernel and call)
   int32_t signature = -1;  // kComm: index of its collective's kind (StepGraph::comm_min_ns)
+  int32_t join = -1;       // kComm: its identity across ranks (StepGraph::joins); -1: none known
   uint64_t dur() const { return end_ns - start_ns; }
   bool host() const { return kind == NodeKind::kHostGap || kind == NodeKind::kCall || kind == NodeKind::kSyncWait; }
 };
@@ -64,6 +66,19 @@ struct GraphEdge {
   int64_t lag_ns = 0;  // the input's end + lag: the earliest start it allows
 };
 
+// A comm kernel's identity across ranks (analyze/job_graph.h joins the ranks' graphs at
+// it): a collective is its communicator's seq-th call on every member; a send is the n-th
+// from one member to another on the communicator, met by the receiver's n-th recv from it.
+struct CommKey {
+  uint64_t comm = 0;           // the communicator's hash, the same on every rank
+  uint64_t seq = 0;            // collectives: the call's sequence number in it; send/recv: n
+  int32_t from = -1, to = -1;  // send/recv: the sender's and the receiver's index in it
+  int32_t members = 0;         // the ranks that meet there: the communicator's size, 2 for send/recv
+  bool operator<(const CommKey& o) const {
+    return std::tie(comm, seq, from, to) < std::tie(o.comm, o.seq, o.from, o.to);
+  }
+};
+
 struct StepGraph {
   uint64_t start_ns = 0;  // the first step's start
   uint32_t steps = 0;
@@ -72,6 +87,7 @@ struct StepGraph {
   // Per collective kind (communicator, call, size): its fastest NCCL kernel in this graph;
   // the rest of a kernel's time waited for the communicator's last rank.
   std::vector<uint64_t> comm_min_ns;
+  std::vector<CommKey> joins;  // GraphNode::join's
 };
 
 // What a replay changes: a node's duration, and whether an input still holds.
@@ -91,6 +107,14 @@ struct PathReplay {
 
 // The measured steps' span, as a replay counts it (first step's done → last step's done).
 uint64_t MeasuredSpan(const StepGraph& g);
+// Each step's done (its nodes' latest end, and no earlier than the step before's) for the
+// node ends `end`; the span from the first one's done (`from_out`) to the last one's, over
+// `steps_out` steps (one step: from the graph's start).
+uint64_t StepsSpan(const StepGraph& g, const std::vector<uint64_t>& end, uint64_t* from_out, uint32_t* steps_out,
+                   std::vector<uint64_t>* done_out = nullptr);
+
+// The PathPart a node's time is on a path (a comm node's: kPathComm, its wait aside).
+int PathPartOf(const GraphNode& n);
 
 // A comm kernel's time split: the kernel's own transfer and the wait for peers before it.
 uint64_t CommTransferNs(const StepGraph& g, uint32_t node);

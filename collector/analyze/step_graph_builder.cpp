@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <set>
 #include <tuple>
 #include <unordered_map>
 
@@ -215,6 +216,7 @@ class Builder {
           auto key = std::make_tuple(c->comm_hash, static_cast<int>(c->api), c->coll_bytes, c->peer);
           auto [it, fresh] = signatures.try_emplace(key, static_cast<int32_t>(signatures.size()));
           n.signature = it->second;
+          n.join = JoinOf(*c);
         }
       }
       uint64_t free_at = 0;  // when its stream was free of earlier work
@@ -260,6 +262,22 @@ class Builder {
     for (const GraphNode& n : nodes_)
       if (n.kind == NodeKind::kComm && n.signature >= 0)
         g_.comm_min_ns[n.signature] = std::min(g_.comm_min_ns[n.signature], n.dur());
+  }
+
+  // The comm kernel's identity across ranks (CommKey), once per graph; -1 when its
+  // communicator's hash names nothing on another rank (never seen created).
+  int32_t JoinOf(const HostCall& c) {
+    if (!c.comm_identified || c.seq == UINT64_MAX) return -1;
+    CommKey k{c.comm_hash, c.seq, -1, -1, c.comm_nranks};
+    if (c.api == wire::NCCL_SEND || c.api == wire::NCCL_RECV) {
+      if (c.peer < 0) return -1;
+      k.from = c.api == wire::NCCL_SEND ? c.comm_rank : c.peer;
+      k.to = c.api == wire::NCCL_SEND ? c.peer : c.comm_rank;
+      k.members = 2;
+    }
+    if (!joined_.insert(k).second) return -1;  // a call's second kernel: the first one joins
+    g_.joins.push_back(k);
+    return static_cast<int32_t>(g_.joins.size() - 1);
   }
 
   // cudaEventRecord(e, t) … cudaStreamWaitEvent(s, e): the first work launched on s after
@@ -391,6 +409,7 @@ class Builder {
   std::vector<uint64_t> free_at_;     // each one's: when its stream and the events it waited for were done
   // Stream handle → (launch, end) of the earlier steps' work on it.
   std::unordered_map<uint64_t, std::vector<std::pair<uint64_t, uint64_t>>> prior_on_handle_;
+  std::set<CommKey> joined_;     // the CommKeys given out
   std::vector<int32_t> top_of_;  // per input call: its top-level call of the steps (index into calls_), -1: none
   std::unordered_map<int32_t, int64_t> event_work_;  // a cudaEventSynchronize (calls_) → its event's work (node)
 };

@@ -19,8 +19,18 @@ bool StepGraphs::Wanted() const {
 }
 
 void StepGraphs::OnHostCall(const HostCall& c) {
-  if (c.captured || !Wanted()) return;
+  if (c.captured) return;
+  const bool p2p = c.api == wire::NCCL_SEND || c.api == wire::NCCL_RECV;
+  uint64_t nth = 0;
+  if (p2p) {  // every send and recv is numbered, sampled or not
+    const auto key = std::make_tuple(c.comm_hash, c.peer, c.api == wire::NCCL_SEND);
+    auto it = p2p_count_.find(key);
+    if (it == p2p_count_.end() && p2p_count_.size() < kMaxP2pLinks) it = p2p_count_.emplace(key, 0).first;
+    nth = it == p2p_count_.end() ? UINT64_MAX : it->second++;
+  }
+  if (!Wanted()) return;
   calls_.push_back(c);
+  if (p2p) calls_.back().seq = nth;
   if (calls_.size() > kMaxBuffered) Prune();
 }
 

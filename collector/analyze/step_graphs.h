@@ -7,6 +7,8 @@
 #pragma once
 #include <cstdint>
 #include <deque>
+#include <map>
+#include <tuple>
 #include <memory>
 #include <vector>
 
@@ -59,6 +61,12 @@ class StepGraphs final : public EventSink {
   }
   bool Wanted() const;
 
+  // Per (communicator, peer, send or recv): the calls seen. A buffered send's or recv's
+  // HostCall::seq is its number there (the communicator's sequence number counts every
+  // member's own calls: a stage's n-th send meets the next stage's n-th recv, whatever else
+  // each called), so the graph names it across ranks (CommKey); UINT64_MAX past the bound.
+  static constexpr size_t kMaxP2pLinks = 1024;
+  std::map<std::tuple<uint64_t, int32_t, bool>, uint64_t> p2p_count_;
   std::deque<HostCall> calls_;
   std::deque<GraphWork> works_;
   std::vector<StepMark> open_;  // the steps of the chunk being filled

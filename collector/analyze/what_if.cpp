@@ -375,6 +375,108 @@ WhatIf StragglerFixed(const std::vector<const RankResult*>& known, const Finding
   return w;
 }
 
+// The ranks' graphs joined at their collectives (job_graph.h), when every rank with a path
+// kept its graphs (the ranks this process analysed: a digest from a host collector carries
+// none, and the job then keeps the ranks' paces below) and they hold the same steps.
+std::vector<JobGraph> JoinedGraphs(const std::vector<const RankResult*>& known) {
+  std::vector<RankGraphs> ranks;
+  for (const RankResult* r : known) {
+    if (r->step_graphs.empty()) return {};
+    ranks.push_back({r->rank, r->host, r->step_graphs});
+  }
+  std::sort(ranks.begin(), ranks.end(), [](const RankGraphs& a, const RankGraphs& b) { return a.rank < b.rank; });
+  return JoinSampledGraphs(ranks);
+}
+
+// The job's path from the joined replays: the ranks pacing each other, the path through
+// the rank that arrived last at each join; its own pace (alone_ms) stays the median rank's.
+CriticalPathFigures JoinedPathFigures(const std::vector<JobGraph>& joined, const std::vector<JobPathReplay>& replays,
+                                      double alone_ms, std::vector<std::pair<int, double>>* path_ranks) {
+  CriticalPathFigures c;
+  double span = 0, measured = 0, steps = 0, parts[kPathParts] = {};
+  std::map<uint32_t, double> streams;
+  std::map<int, double> by_rank;
+  for (size_t k = 0; k < joined.size(); ++k) {
+    const JobPathReplay& r = replays[k];
+    span += static_cast<double>(r.span_ns);
+    measured += static_cast<double>(joined[k].MeasuredSpan());
+    steps += r.steps;
+    for (int p = 0; p < kPathParts; ++p) parts[p] += r.part_ns[p];
+    for (const PathStreamTime& s : r.streams) streams[s.stream] += s.ms;
+    for (const PathRank& pr : r.path_ranks) by_rank[pr.rank] += pr.ns;
+  }
+  if (steps <= 0) return c;
+  c.steps = static_cast<size_t>(steps);
+  c.step_ms = measured / steps * 1e-6;
+  c.path_ms = span / steps * 1e-6;
+  c.alone_ms = alone_ms;
+  for (int p = 0; p < kPathParts; ++p) c.part_ms[p] = parts[p] / steps * 1e-6;
+  for (const auto& [stream, ns] : streams) c.gpu_streams.push_back({stream, ns / steps * 1e-6});
+  std::sort(c.gpu_streams.begin(), c.gpu_streams.end(),
+            [](const PathStreamTime& a, const PathStreamTime& b) { return a.ms > b.ms; });
+  for (const auto& [rank, ns] : by_rank) path_ranks->push_back({rank, ns / steps * 1e-6});
+  std::sort(path_ranks->begin(), path_ranks->end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  return c;
+}
+
+// A rank's own nodes (not its NCCL kernels) `factor` times as long.
+ReplayFix OwnNodesScaled(double factor) {
+  ReplayFix f;
+  f.duration = [factor](const StepGraph& g, uint32_t i) {
+    const GraphNode& n = g.nodes[i];
+    return n.kind == NodeKind::kComm ? n.dur() : static_cast<uint64_t>(static_cast<double>(n.dur()) * factor);
+  };
+  return f;
+}
+
+// The straggler at the median rank's pace, on the joined graphs: its own nodes scaled until
+// its replay alone (NCCL kernels taking no time) is the median rank's pace (the ranks' own
+// alone_ms: their replays alone, already made), then the ranks replayed together: every
+// rank that waited for it at a join waits less, and whoever arrives last now paces the job.
+// Empty when the late rank is not in the graphs.
+WhatIf StragglerJoined(const std::vector<JobGraph>& joined, const std::vector<JobPathReplay>& replays,
+                       const std::vector<const RankResult*>& known, int late, double job_ms) {
+  WhatIf w;
+  std::vector<double> alone;
+  double late_alone = 0;
+  for (const RankResult* r : known) {
+    alone.push_back(r->critical_path.alone_ms);
+    if (r->rank == late) late_alone = r->critical_path.alone_ms;
+  }
+  const double pace = late_alone > 0 ? std::min(1.0, Median(alone) / late_alone) : 1.0;
+  double base = 0, fixed = 0, fixed_parts[kPathParts] = {};
+  for (size_t k = 0; k < joined.size(); ++k) {
+    const auto& ranks = joined[k].ranks();
+    size_t at = ranks.size();
+    for (size_t r = 0; r < ranks.size(); ++r)
+      if (ranks[r].rank == late) at = r;
+    if (at == ranks.size()) return w;
+    std::vector<ReplayFix> fixes(ranks.size());
+    if (pace < 1) {
+      // Scaling its nodes scales its pace but for what they do not hold (releases, lags): a
+      // correction or two brings this graph's pace to the target.
+      const StepGraph& g = *ranks[at].graph;
+      const double target = pace * static_cast<double>(ReplayGraph(g, {}, true).span_ns);
+      double factor = pace;
+      for (int pass = 0; pass < 2; ++pass) {
+        const double a = static_cast<double>(ReplayGraph(g, OwnNodesScaled(factor), true).span_ns);
+        if (a <= 0 || std::abs(a - target) <= 1e-3 * target) break;
+        factor = std::min(1.0, factor * target / a);
+      }
+      fixes[at] = OwnNodesScaled(factor);
+    }
+    const JobPathReplay f = joined[k].Replay(fixes);
+    base += static_cast<double>(replays[k].span_ns);
+    fixed += static_cast<double>(f.span_ns);
+    for (int p = 0; p < kPathParts; ++p) fixed_parts[p] += f.part_ns[p];
+  }
+  if (base <= 0 || fixed <= 0) return w;
+  w.step_ms = std::min(job_ms, job_ms * fixed / base);
+  w.assumes = Printf("rank %d at the median rank's pace: the ranks replayed together, none waits for it", late);
+  w.then_paced_by = LargestPart(fixed_parts);
+  return w;
+}
+
 // Stages balanced: each rank's GPU compute a step at the ranks' mean, the step shorter by the
 // slowest stage's excess.
 WhatIf StagesBalanced(const JobResult& j, double job_ms) {
@@ -420,6 +522,14 @@ void ModelJobFixes(JobResult& j) {
   std::sort(known.begin(), known.end(),
             [](const RankResult* a, const RankResult* b) { return a->critical_path.path_ms < b->critical_path.path_ms; });
   j.critical_path = known[known.size() / 2]->critical_path;
+  // Where the ranks' graphs join, the job's path is the joined one.
+  const std::vector<JobGraph> joined = JoinedGraphs(known);
+  std::vector<JobPathReplay> joined_base;
+  for (const JobGraph& g : joined) joined_base.push_back(g.Replay());
+  if (!joined.empty()) {
+    const CriticalPathFigures c = JoinedPathFigures(joined, joined_base, j.critical_path.alone_ms, &j.critical_path_ranks);
+    if (c.known()) j.critical_path = c;
+  }
   const double job_ms = j.steps_median_s > 0 ? j.steps_median_s * 1e3 : j.critical_path.step_ms;
   // Every fix: the ranks' (the median change), times the job's own causes'.
   std::vector<double> all_ratios;
@@ -430,9 +540,10 @@ void ModelJobFixes(JobResult& j) {
   std::vector<std::string> job_modelled;
   for (Finding& f : j.findings) {
     const bool job_cause = f.id == "straggler" || f.id == "pipeline_bubble";
-    WhatIf w = f.id == "straggler"         ? StragglerFixed(known, f, j, job_ms)
+    WhatIf w = f.id == "straggler"         ? StragglerJoined(joined, joined_base, known, f.evidence.value("rank", -1), job_ms)
                : f.id == "pipeline_bubble" ? StagesBalanced(j, job_ms)
                                            : RanksChange(known, f.id, job_ms);
+    if (f.id == "straggler" && !w.known()) w = StragglerFixed(known, f, j, job_ms);  // no joined graph
     if (!w.known()) continue;
     w.speedup = job_ms / w.step_ms;
     if (w.then_paced_by < 0) w.then_paced_by = j.critical_path.Largest();

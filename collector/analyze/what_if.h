@@ -18,6 +18,7 @@
 // The job's view (ModelJobFixes) adds straggler (the late rank at the median rank's pace)
 // and pipeline_bubble (stages balanced). Other findings have no what-if.
 #pragma once
+#include "analyze/job_graph.h"
 #include "analyze/job_result.h"
 #include "analyze/rank_result.h"
 #include "analyze/step_graphs.h"

@@ -151,7 +151,7 @@ std::vector<DiffSection> DiffSections(const SummaryDiff& d) {
 
     // The critical path: what paced the step before and after, and what every fix would buy.
     if (d.path_step_ms.before || d.path_step_ms.after) {
-      DiffSection path{"critical_path", "critical path, ms per step (median rank)", "", {"part", "", "base", "new", "change"}, {}};
+      DiffSection path{"critical_path", "critical path, ms per step (the job's path)", "", {"part", "", "base", "new", "change"}, {}};
       const std::string largest = LargestPathChange(d);
       path.note = !d.path_step_ms.before ? "not known in the base run"
                   : !d.path_step_ms.after ? "not known in the new run"

@@ -534,6 +534,11 @@ void AddJobFigures(const JobResult& j, nlohmann::json& obj) {
                   {"device_period_ms", ms_or_null(j.steps_device_period_s)},
                   {"paced_by", j.steps_paced_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(j.steps_paced_by)}};
   obj["critical_path"] = CriticalPathJson(j.critical_path);
+  if (obj["critical_path"].is_object()) {  // the joined path's ranks; null: the median rank's path
+    nlohmann::json ranks = nullptr;
+    for (const auto& [rank, ms] : j.critical_path_ranks) ranks.push_back({{"rank", rank}, {"ms", ms}});
+    obj["critical_path"]["ranks"] = std::move(ranks);
+  }
   obj["what_if_all"] = WhatIfJson(j.all_fixed);
   obj["findings"] = FindingsJson(j.findings);
   obj["verdict"] = j.verdict;

@@ -89,11 +89,19 @@ void CriticalPathSection(const json& s, std::string& out) {
     out += "<p class=\"note\">No critical path: no step was recorded whole on the device timeline.</p></section>\n";
     return;
   }
+  // The ranks' graphs joined at their collectives (`ranks`: those the path went through), else
+  // the median rank's path.
+  std::string whose = "the median rank's";
+  if (const json& through = Get(cp, "ranks"); through.is_array() && !through.empty()) {
+    whose = "the ranks replayed together, joined at their collectives, through rank";
+    for (size_t k = 0; k < through.size() && k < 4; ++k)
+      whose += Printf("%s%d", k ? ", " : " ", static_cast<int>(json_read::Int(through[k], "rank")));
+  }
   out += "<p class=\"note\">" +
          Esc(Printf("The step's critical path: the longest chain of host work, launches, GPU work, copies, "
-                    "communication and waits that the step had to run one after another (the median rank's, "
+                    "communication and waits that the step had to run one after another (%s, "
                     "over %.0f steps: %s ms measured, %s ms replayed). Milliseconds per step on that path.",
-                    Num(cp, "steps"), FmtStepMs(Num(cp, "step_ms")).c_str(), FmtStepMs(Num(cp, "path_ms")).c_str())) +
+                    whose.c_str(), Num(cp, "steps"), FmtStepMs(Num(cp, "step_ms")).c_str(), FmtStepMs(Num(cp, "path_ms")).c_str())) +
          "</p>\n";
   PartsTable(cp, out);
   // One stacked bar per rank: the same parts, the measured step ticked.

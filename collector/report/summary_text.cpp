@@ -36,7 +36,13 @@ std::string BuildSummaryText(const JobView& job) {
   out += Clip("gpuwatch summary: job " + job.id, kTextWidth) + "\n";
   // The diagnosis first: the verdict, then the findings ranked by time lost.
   out += FindingsText(*job.result);
-  CriticalPathText(job.result->critical_path, job.result->all_fixed, "median rank", out);
+  std::string who = "median rank";
+  if (!job.result->critical_path_ranks.empty()) {  // the ranks' graphs joined at their collectives
+    who = "ranks joined, through rank";
+    for (size_t k = 0; k < job.result->critical_path_ranks.size() && k < 4; ++k)
+      who += (k ? ", " : " ") + std::to_string(job.result->critical_path_ranks[k].first);
+  }
+  CriticalPathText(job.result->critical_path, job.result->all_fixed, who, out);
   out += RanksLine(job) + "\n";
   AppendCommsText(*job.result, out);
   // Multi-host through --upstream: how each host's times were put on this clock.

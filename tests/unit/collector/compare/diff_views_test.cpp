@@ -147,7 +147,7 @@ TEST_CASE("collector: the diff reports the critical path's change, part by part,
 
   const std::string text = DiffText(d, {});
   INFO(text);
-  CHECK(text.find("critical path, ms per step (median rank) (largest change: host_compute -22.00 ms per step):") !=
+  CHECK(text.find("critical path, ms per step (the job's path) (largest change: host_compute -22.00 ms per step):") !=
         std::string::npos);
   CHECK(text.find("step with every fix") != std::string::npos);
   const json j = DiffJson(d, {});
@@ -169,7 +169,7 @@ TEST_CASE("collector: the diff reports the critical path's change, part by part,
   const json je = DiffJson(e, {});
   CHECK(je["critical_path"]["largest_change"].is_null());
   CHECK(je["critical_path"]["parts_ms"].empty());
-  CHECK(DiffText(e, {}).find("critical path, ms per step (median rank) (not known in the base run):") != std::string::npos);
+  CHECK(DiffText(e, {}).find("critical path, ms per step (the job's path) (not known in the base run):") != std::string::npos);
   // Neither has one: no section at all.
   CHECK(DiffText(CompareRuns(ExtractFigures(c, "c"), ExtractFigures(Doc(), "d")), {}).find("critical path") ==
         std::string::npos);
