@@ -48,7 +48,7 @@ uint64_t MeasuredSpan(const StepGraph& g) {
   return StepsSpan(g, end, nullptr, nullptr);
 }
 
-PathReplay ReplayGraph(const StepGraph& g, const ReplayFix& fix, bool alone) {
+PathReplay ReplayGraph(const StepGraph& g, const ReplayFix& fix, bool alone, std::vector<PathNode>* path) {
   PathReplay out;
   const size_t N = g.nodes.size();
   if (!N) return out;
@@ -95,6 +95,7 @@ PathReplay ReplayGraph(const StepGraph& g, const ReplayFix& fix, bool alone) {
   while (at >= 0) {
     const uint32_t i = static_cast<uint32_t>(at);
     const GraphNode& n = g.nodes[i];
+    if (path) path->push_back({i, bound_by[i] < 0 ? int8_t{-1} : static_cast<int8_t>(g.edges[bound_by[i]].kind)});
     const int part = PathPartOf(n);
     if (n.kind == NodeKind::kComm) {
       const uint64_t transfer = std::min(dur[i], CommTransferNs(g, i));

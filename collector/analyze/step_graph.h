@@ -119,9 +119,18 @@ int PathPartOf(const GraphNode& n);
 // A comm kernel's time split: the kernel's own transfer and the wait for peers before it.
 uint64_t CommTransferNs(const StepGraph& g, uint32_t node);
 
+// A node the critical path went through, and the kind of the input that bound its start
+// (an EdgeKind; -1: its release).
+struct PathNode {
+  uint32_t node = 0;
+  int8_t via = -1;
+};
+
 // Replays the graph (nodes in order, each at the latest of its release and its kept inputs),
 // then walks the critical path back from the node that ends last. `alone`: NCCL kernels take
 // no time (the rank's own pace; the job adds the communicators' transfer, what_if.h).
-PathReplay ReplayGraph(const StepGraph& g, const ReplayFix& fix = {}, bool alone = false);
+// `path`: when given, the path's nodes, last first.
+PathReplay ReplayGraph(const StepGraph& g, const ReplayFix& fix = {}, bool alone = false,
+                       std::vector<PathNode>* path = nullptr);
 
 }  // namespace gpuwatch::collector

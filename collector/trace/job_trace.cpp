@@ -5,6 +5,7 @@
 #include <climits>
 #include <vector>
 
+#include "analyze/path_segments.h"
 #include "common/format.h"
 
 namespace gpuwatch::collector {
@@ -66,6 +67,17 @@ void JobTrace::Steps(int rank, const std::string& host, const RankResult& result
 void JobTrace::CriticalPath(int rank, const std::string& host, const RankResult& result) {
   RankTrace* t = Find(ranks_, rank, host);
   if (!t || !result.critical_path.known() || paths_.count({rank, host})) return;
+  // The step graphs kept: the median one of their steps, with its path's own segments.
+  std::vector<const StepGraph*> graphs;
+  for (const auto& g : result.step_graphs) graphs.push_back(g.get());
+  if (const ChosenStepPath chosen = MedianStepPath(graphs); !chosen.segments.empty()) {
+    StepRec step;
+    step.start = chosen.span.start_ns;
+    step.end = chosen.span.end_ns;
+    t->WriteCriticalPath(result.critical_path, step, chosen.segments);
+    paths_.emplace(rank, host);
+    return;
+  }
   std::vector<const StepRec*> steps;
   for (const StepRec& s : result.steps.steps)
     if (s.covered && s.end > s.start) steps.push_back(&s);

@@ -236,8 +236,23 @@ void RankTrace::WriteSteps(const std::deque<StepRec>& steps, size_t from, uint64
   file_->Flush();
 }
 
-void RankTrace::WriteCriticalPath(const CriticalPathFigures& c, const StepRec& step) {
+void RankTrace::WriteCriticalPath(const CriticalPathFigures& c, const StepRec& step,
+                                  const std::vector<PathSegment>& segments) {
   if (file_->level() == TraceLevel::kOff || !c.known() || step.end <= step.start) return;
+  const auto slice = [&](uint64_t start, uint64_t end, int part, double ms, double share) {
+    const Ann anns[2] = {{kKeyPathMs, Ann::kDouble, 0, ms}, {kKeyPathShare, Ann::kDouble, 0, share}};
+    const uint32_t name = names_.Iid(Printf("%s %.3g ms", PathPartWords(part), ms));
+    Slice(kPathLocal, path_lanes_, static_cast<int32_t>(kPathLocal), start, end, name, anns, 2, 0, 0,
+          [] { return std::string("critical path"); });
+  };
+  if (!segments.empty()) {
+    const double span = static_cast<double>(step.end - step.start);
+    for (const PathSegment& s : segments)
+      slice(s.start_ns, s.end_ns, s.part, static_cast<double>(s.end_ns - s.start_ns) * 1e-6,
+            static_cast<double>(s.end_ns - s.start_ns) / span);
+    file_->Flush();
+    return;
+  }
   double total = 0;
   for (double ms : c.part_ms) total += ms;
   if (total <= 0) return;
@@ -250,10 +265,7 @@ void RankTrace::WriteCriticalPath(const CriticalPathFigures& c, const StepRec& s
     done += c.part_ms[p];
     // The last part ends at the step's end exactly: no rounding gap.
     const uint64_t end = k + 1 == order.size() ? step.end : step.start + static_cast<uint64_t>(span * done / total);
-    const Ann anns[2] = {{kKeyPathMs, Ann::kDouble, 0, c.part_ms[p]}, {kKeyPathShare, Ann::kDouble, 0, c.part_ms[p] / total}};
-    const uint32_t name = names_.Iid(Printf("%s %.3g ms", PathPartWords(p), c.part_ms[p]));
-    Slice(kPathLocal, path_lanes_, static_cast<int32_t>(kPathLocal), at, end, name, anns, 2, 0, 0,
-          [] { return std::string("critical path"); });
+    slice(at, end, p, c.part_ms[p], c.part_ms[p] / total);
     at = end;
   }
   file_->Flush();

@@ -35,6 +35,7 @@
 #include "analyze/hang.h"
 #include "analyze/comm_overlap.h"
 #include "analyze/critical_path.h"
+#include "analyze/path_segments.h"
 #include "analyze/memory.h"
 #include "analyze/step_figures.h"
 #include "gpuwatch.pb.h"
@@ -87,10 +88,12 @@ class RankTrace final : public EventSink {
   // (analyze/comm_overlap.h; by step index, may be shorter), as two more arguments.
   void WriteSteps(const std::deque<StepRec>& steps, size_t from, uint64_t first_index, bool figures,
                   const std::vector<OverlapTally>& overlap = {});
-  // The "critical path" track, written at job end over `step`: each part of `c` (largest
-  // first) a slice laid end to end, as long as its share of the path, named with its ms per
-  // step. One function, so that real per-step segments can replace the shares later.
-  void WriteCriticalPath(const CriticalPathFigures& c, const StepRec& step);
+  // The "critical path" track, written at job end over `step`: the path's `segments` in it
+  // at their own times (analyze/path_segments.h), each named with its part and ms; without
+  // segments (no step graph kept: a rank that came as a digest), each part of `c` (largest
+  // first) a slice laid end to end, as long as its share of the path.
+  void WriteCriticalPath(const CriticalPathFigures& c, const StepRec& step,
+                         const std::vector<PathSegment>& segments = {});
   // The rank's last connection closed: the counter windows are written out.
   void Finish();
 

@@ -53,6 +53,17 @@ json CheckTrace(const std::string& scenario) {
     CHECK(c.counters > 0);
     // Step markers: every step the analysis kept, on the rank's "steps" track.
     CHECK(c.steps == std::min<uint64_t>(Count(r, {"steps", "count"}), 100000));
+    // The critical path of one recorded step, at its nodes' own times: its slices cover
+    // that step end to end (shares add up to 1), a step of about the median's length.
+    if (r["critical_path"].is_object()) {
+      CHECK(c.path_slices > 0);
+      uint64_t path_ns = 0;
+      for (const auto& [slice, ns] : c.path_ns) path_ns += ns;
+      CHECK(c.path_args.at("share") == Approx(1).epsilon(0.01));
+      const double median_ms = r["steps"]["median_ms"].get<double>();
+      CHECK(static_cast<double>(path_ns) * 1e-6 >= 0.5 * median_ms);
+      CHECK(static_cast<double>(path_ns) * 1e-6 <= 2.0 * median_ms);
+    }
   }
   // Each job finding is an instant on the ranks it names.
   for (const json& f : summary["job"]["findings"]) {

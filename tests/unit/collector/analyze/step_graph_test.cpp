@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "analyze/rank_model.h"
+#include "analyze/path_segments.h"
 #include "analyze/step_graph_builder.h"
 #include "step_loop.h"
 
@@ -283,4 +284,47 @@ TEST_CASE("step graph: a rank's loop through RankModel gets its critical path an
   CHECK(!host->what_if.assumes.empty());
   REQUIRE(r.all_fixed.known());
   CHECK(r.all_fixed.step_ms <= host->what_if.step_ms * 1.001);
+}
+
+TEST_CASE("step graph: the median step's critical path as the trace draws it, at the nodes' own times", "[step_graph]") {
+  // Three steps of 10 ms of host work, a 10 µs launch, a kernel 5 µs after it (the second
+  // step's 7 ms, the others' 5 ms) and a stream sync returning 20 µs after it.
+  dg::GraphInput in;
+  uint64_t t = kT0;
+  for (int s = 0; s < 3; ++s) {
+    const uint64_t step_start = t, launch = t + 10 * kMs, kernel_ns = (s == 1 ? 7 : 5) * kMs;
+    in.calls.push_back(Call(wire::CUDA_LAUNCH_KERNEL, launch, 10 * kUs));
+    const uint64_t k0 = launch + 15 * kUs;
+    in.works.push_back(Work(in.calls.back(), k0, kernel_ns, 7));
+    const uint64_t sync = launch + 10 * kUs;
+    in.calls.push_back(Call(wire::CUDA_STREAM_SYNCHRONIZE, sync, k0 + kernel_ns + 20 * kUs - sync));
+    t = in.calls.back().end_ns();
+    in.steps.push_back(Step(step_start, t));
+  }
+  const dg::StepGraph g = dg::BuildStepGraph(in);
+  REQUIRE(g.steps == 3);
+  const std::vector<dg::GraphStepSpan> spans = dg::MeasuredStepSpans(g);
+  REQUIRE(spans.size() == 3);
+  CHECK(spans[1].start_ns == in.steps[0].end_ns);
+  CHECK(spans[1].end_ns == in.steps[1].end_ns);
+
+  // Steps 2 and 3 are candidates (the first holds what was queued before it): 17.035 and
+  // 15.035 ms; the median of two is the longer.
+  const dg::ChosenStepPath chosen = dg::MedianStepPath({&g});
+  CHECK(chosen.span.start_ns == in.steps[0].end_ns);
+  REQUIRE(chosen.segments.size() == 4);
+  const int parts[4] = {dg::kPathHostCompute, dg::kPathLaunch, dg::kPathGpuCompute, dg::kPathHostSync};
+  const double ms[4] = {10.0, 0.015, 7.0, 0.020};
+  uint64_t at = chosen.span.start_ns;
+  for (int k = 0; k < 4; ++k) {
+    INFO("segment " << k);
+    CHECK(chosen.segments[k].part == parts[k]);
+    CHECK(chosen.segments[k].start_ns == at);  // end to end, at the measured times
+    CHECK(Ms(static_cast<double>(chosen.segments[k].end_ns - chosen.segments[k].start_ns)) == Approx(ms[k]));
+    at = chosen.segments[k].end_ns;
+  }
+  CHECK(at == chosen.span.end_ns);
+  // The kernel's segment is the kernel itself.
+  CHECK(chosen.segments[2].start_ns == in.works[1].start_ns);
+  CHECK(chosen.segments[2].end_ns == in.works[1].end_ns);
 }

@@ -3,6 +3,8 @@
 // independent validator (test_trace_validator.h).
 #include <catch2/catch.hpp>
 
+#include <memory>
+
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -253,6 +255,64 @@ TEST_CASE("collector: the critical path is drawn over the median recorded step, 
   CHECK(c.path_ns.at("host work 30 ms") == 150 * kMs);
   CHECK(c.path_ns.at("the GPU's own work 10 ms") == 50 * kMs);
   CHECK(c.path_args.at("ms_per_step") == Approx(40));
+  CHECK(c.path_args.at("share") == Approx(1));
+}
+
+TEST_CASE("collector: with the rank's step graphs, the critical path is the median step's own, at its nodes' times") {
+  const std::string path = TempDir("path-graph") + "/trace.perfetto-trace";
+  col::JobTable jobs = TracedJobs(path);
+  FakeRank r(jobs, Hello("job", 0, 1));
+  wire::Batch b;
+  Add(&b, wire::CUDA_STREAM_SYNCHRONIZE, kT0, 1 * kMs)->set_tid(5);
+  b.set_settled_ns(kT0 + 10 * kMs);
+  r.SendBatch(b);
+  col::JobTrace* t = jobs.Find("job")->trace();
+  const std::string host = Hello("job", 0, 1).hello().host();
+  // Two steps of host work then a kernel it waits for: 10 + 5 ms, then 10 + 7 ms. The
+  // second is the one drawn (the first holds what was queued before the graph).
+  col::StepGraph g;
+  g.start_ns = kT0;
+  g.steps = 2;
+  const auto node = [&](col::NodeKind kind, uint64_t from_ms, uint64_t to_ms, uint32_t step, int input,
+                        col::EdgeKind via) {
+    col::GraphNode n;
+    n.kind = kind;
+    n.start_ns = n.release_ns = kT0 + from_ms * kMs;
+    n.end_ns = kT0 + to_ms * kMs;
+    n.step = step;
+    n.first_in = static_cast<uint32_t>(g.edges.size());
+    if (input >= 0) {
+      g.edges.push_back({static_cast<uint32_t>(input), via, 0});
+      n.n_in = 1;
+      n.release_ns = kT0;
+    }
+    g.nodes.push_back(n);
+  };
+  node(col::NodeKind::kHostGap, 0, 10, 0, -1, col::EdgeKind::kThread);
+  node(col::NodeKind::kKernel, 10, 15, 0, 0, col::EdgeKind::kLaunch);
+  node(col::NodeKind::kHostGap, 15, 25, 1, 1, col::EdgeKind::kSync);
+  node(col::NodeKind::kKernel, 25, 32, 1, 2, col::EdgeKind::kLaunch);
+  col::RankResult res;
+  col::StepRec s;
+  s.start = kT0;
+  s.end = kT0 + 32 * kMs;
+  res.steps.steps.push_back(s);
+  res.critical_path.steps = 1;
+  res.critical_path.step_ms = res.critical_path.path_ms = 17;
+  res.critical_path.part_ms[col::kPathGpuCompute] = 7;
+  res.critical_path.part_ms[col::kPathHostCompute] = 10;
+  res.step_graphs.push_back(std::make_shared<const col::StepGraph>(g));
+  t->Steps(0, host, res);
+  r.Goodbye();
+  r.Close();
+  t->Flush();
+  const auto rep = gwtrace::ValidateTrace(Slurp(path), false);
+  INFO(rep.First());
+  REQUIRE(rep.errors.empty());
+  const gwtrace::RankCounts& c = rep.processes.begin()->second;
+  CHECK(c.path_slices == 2);
+  CHECK(c.path_ns.at("host work 10 ms") == 10 * kMs);
+  CHECK(c.path_ns.at("the GPU's own work 7 ms") == 7 * kMs);
   CHECK(c.path_args.at("share") == Approx(1));
 }
 
