@@ -141,7 +141,14 @@ TEST_CASE("budget: a launch-heavy run is sampled in windows, and its device figu
   CHECK(cov["sampled"] == true);
   CHECK(Num(cov["share"]) > 0.005);
   CHECK(Num(cov["share"]) < 0.5);
-  CHECK(cov["windows"].get<int>() >= 2);
+  // A second window whenever the budget had room for one: the hooks' in-place charge moves
+  // from run to run (25-90 ns a call here; at 90 it is the whole 1% of this loop's 111k
+  // calls a second), and what it leaves is what buys windows.
+  if (cov["windows"].get<int>() < 2) {
+    const double window = Num(own["cupti_s"]) / std::max(1, own["windows"].get<int>());
+    CHECK(Num(own["hooks_s"]) + Num(own["cupti_s"]) + 0.5 * window > 0.01 * Num(own["elapsed_s"]) + 0.05);
+  }
+  CHECK(cov["windows"].get<int>() >= 1);
   CHECK(cov["windows"] == own["windows"]);
   CHECK(Num(cov["covered_s"]) == Approx(Num(own["window_s"])).epsilon(0.1));
   CHECK(Num(cov["enqueue_share"]) > 0);
