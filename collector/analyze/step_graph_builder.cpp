@@ -333,13 +333,22 @@ class Builder {
         // A host that names the event it waits on (an imported trace does) waits for
         // the work before that event's record.
         if (auto m = marker.find(c.seq); m != marker.end() && m->second.node >= 0) event_work_[ci] = m->second.node;
+      } else if ((c.sync_kind == kSyncStream || c.sync_kind == kSyncPoll) && ci >= 0 && calls_[ci].c == &c) {
+        // A stream that waits on events with no work after the waits yet (DDP's and
+        // Megatron's "compute stream waits for the comm stream", then the step's
+        // cudaStreamSynchronize): syncing it waits for the awaited work too. The waits stay
+        // pending for the stream's next work.
+        if (auto wq = waiting.find(c.stream); wq != waiting.end())
+          for (const Marker& m : wq->second)
+            if (m.node >= 0) stream_waits_[ci].push_back(m.node);
       }
     }
   }
 
   // A blocking call waits for its own work, else for its event's (an event sync that names
   // it), else for the work queued before it (its stream's for a stream sync or a polling
-  // loop; every stream's otherwise) that ended last before the call returned.
+  // loop, and the work its stream waits on through events; every stream's otherwise) that
+  // ended last before the call returned.
   void Syncs() {
     for (StepCall& sc : calls_) {
       if (sc.wait == UINT32_MAX) continue;
@@ -357,6 +366,11 @@ class Builder {
           const GraphNode& w = nodes_[work_nodes_[i]];
           if (w.end_ns <= c.end_ns() + kSpanSlackNs && w.end_ns >= best_end) best_end = w.end_ns, dep = work_nodes_[i];
         }
+        if (auto sw = stream_waits_.find(static_cast<int32_t>(&sc - calls_.data())); one_stream && sw != stream_waits_.end())
+          for (const int64_t n : sw->second) {
+            const GraphNode& w = nodes_[n];
+            if (w.end_ns <= c.end_ns() + kSpanSlackNs && w.end_ns >= best_end) best_end = w.end_ns, dep = n;
+          }
       }
       if (dep < 0) continue;
       GraphNode& w = nodes_[sc.wait];
@@ -412,6 +426,8 @@ class Builder {
   std::set<CommKey> joined_;     // the CommKeys given out
   std::vector<int32_t> top_of_;  // per input call: its top-level call of the steps (index into calls_), -1: none
   std::unordered_map<int32_t, int64_t> event_work_;  // a cudaEventSynchronize (calls_) → its event's work (node)
+  // A stream sync (calls_) → the work its stream waited on through events, no work after.
+  std::unordered_map<int32_t, std::vector<int64_t>> stream_waits_;
 };
 
 }  // namespace

@@ -328,3 +328,50 @@ TEST_CASE("step graph: the median step's critical path as the trace draws it, at
   CHECK(chosen.segments[2].start_ns == in.works[1].start_ns);
   CHECK(chosen.segments[2].end_ns == in.works[1].end_ns);
 }
+
+TEST_CASE("step graph: a stream sync waits for the work its stream waits on through an event", "[step_graph]") {
+  // DDP's and Megatron's order: a 2 ms kernel on the compute stream (handle 1), an event the
+  // comm stream (handle 2) waits on, an all-reduce there (5 ms on the GPU), an event the
+  // compute stream waits on, and cudaStreamSynchronize(compute) with no kernel after the
+  // wait: it returns 20 µs after the all-reduce ends, which is what it waited for.
+  dg::GraphInput in;
+  uint64_t t = kT0 + 1 * kMs;
+  in.calls.push_back(Call(wire::CUDA_LAUNCH_KERNEL, t, 10 * kUs, 1));
+  const uint64_t k0 = t + 15 * kUs;
+  in.works.push_back(Work(in.calls.back(), k0, 2 * kMs, 7));
+  const auto event_call = [&](wire::Api api, uint64_t stream, uint64_t event) {
+    t += 5 * kUs;
+    dg::HostCall c = Call(api, t, 2 * kUs, stream);
+    c.seq = event;
+    in.calls.push_back(c);
+  };
+  event_call(wire::CUDA_EVENT_RECORD, 1, 41);
+  event_call(wire::CUDA_STREAM_WAIT_EVENT, 2, 41);
+  t += 5 * kUs;
+  in.calls.push_back(Call(wire::NCCL_ALL_REDUCE, t, 10 * kUs, 2));
+  const uint64_t c0 = k0 + 2 * kMs;
+  in.works.push_back(Work(in.calls.back(), c0, 5 * kMs, 8, true));
+  event_call(wire::CUDA_EVENT_RECORD, 2, 42);
+  event_call(wire::CUDA_STREAM_WAIT_EVENT, 1, 42);
+  t += 5 * kUs;
+  const uint64_t sync_end = c0 + 5 * kMs + 20 * kUs;
+  in.calls.push_back(Call(wire::CUDA_STREAM_SYNCHRONIZE, t, sync_end - t, 1));
+  in.steps.push_back(Step(kT0, sync_end));
+
+  const dg::StepGraph g = dg::BuildStepGraph(in);
+  const dg::PathReplay r = dg::ReplayGraph(g);
+  CHECK(r.span_ns == sync_end - kT0);
+  // On the path: the kernel, the all-reduce, and the sync's 20 µs return, not a 5 ms sync.
+  CHECK(Ms(r.part_ns[dg::kPathComm] + r.part_ns[dg::kPathPeerWait]) == Approx(5.0));
+  CHECK(Ms(r.part_ns[dg::kPathGpuCompute]) == Approx(2.0));
+  CHECK(r.part_ns[dg::kPathHostSync] == Approx(20.0 * kUs));
+
+  SECTION("without the all-reduce, the sync returns after the kernel") {
+    dg::ReplayFix fix;
+    fix.duration = [](const dg::StepGraph& gr, uint32_t i) {
+      return gr.nodes[i].kind == dg::NodeKind::kComm ? uint64_t{0} : gr.nodes[i].dur();
+    };
+    const dg::PathReplay f = dg::ReplayGraph(g, fix);
+    CHECK(Ms(f.span_ns) == Approx(Ms(r.span_ns) - 5.0).margin(0.05));
+  }
+}
