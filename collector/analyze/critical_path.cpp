@@ -31,6 +31,13 @@ std::vector<int> CriticalPathFigures::PartsLargestFirst() const {
   return order;
 }
 
+std::vector<PathStreamTime> StreamsLargestFirst(const std::map<uint32_t, double>& ns_by_stream, double scale) {
+  std::vector<PathStreamTime> out;
+  for (const auto& [stream, ns] : ns_by_stream) out.push_back({stream, ns * scale});
+  std::sort(out.begin(), out.end(), [](const PathStreamTime& a, const PathStreamTime& b) { return a.ms > b.ms; });
+  return out;
+}
+
 std::string ThenPacedText(int then_paced_by) {
   if (then_paced_by < 0 || then_paced_by >= kPathParts) return {};
   return Printf("then %s %s the step", PathPartWords(then_paced_by), PaceVerb(then_paced_by));

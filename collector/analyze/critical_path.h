@@ -7,6 +7,7 @@
 // replaced by its fix (analyze/what_if.h says which fix each finding models).
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,9 @@ struct CriticalPathFigures {
   // view lists and draws them in.
   std::vector<int> PartsLargestFirst() const;
 };
+
+// GPU-compute time by stream (`ns_by_stream`), times `scale`, largest first.
+std::vector<PathStreamTime> StreamsLargestFirst(const std::map<uint32_t, double>& ns_by_stream, double scale = 1.0);
 
 // A finding's fix, replayed.
 struct WhatIf {

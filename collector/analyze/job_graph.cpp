@@ -300,9 +300,7 @@ JobPathReplay JobGraph::Replay(const std::vector<ReplayFix>& fixes, bool rank_pa
     if (e > last_end) last_end = e, last_rank = r;
   }
   walk(last_rank, last_node(last_rank), true, from, out.part_ns);
-  for (const auto& [stream, ns] : streams) out.streams.push_back({stream, ns});
-  std::sort(out.streams.begin(), out.streams.end(),
-            [](const PathStreamTime& a, const PathStreamTime& b) { return a.ms > b.ms; });
+  out.streams = StreamsLargestFirst(streams);
   for (uint32_t r = 0; r < R; ++r)
     if (rank_ns[r] > 0) out.path_ranks.push_back({ranks_[r].rank, rank_ns[r]});
   std::sort(out.path_ranks.begin(), out.path_ranks.end(), [](const PathRank& a, const PathRank& b) { return a.ns > b.ns; });

@@ -12,8 +12,7 @@ std::vector<GraphStepSpan> MeasuredStepSpans(const StepGraph& g) {
   std::vector<GraphStepSpan> spans;
   uint64_t from = g.start_ns;
   for (uint64_t d : done) {
-    if (d > from) spans.push_back({from, d});
-    else spans.push_back({from, from});
+    spans.push_back({from, std::max(from, d)});
     from = std::max(from, d);
   }
   return spans;

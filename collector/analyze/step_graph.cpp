@@ -119,9 +119,7 @@ PathReplay ReplayGraph(const StepGraph& g, const ReplayFix& fix, bool alone, std
     at = e.from;
   }
   for (double& p : out.part_ns) p = std::max(p, 0.0);
-  for (const auto& [stream, ns] : streams) out.streams.push_back({stream, ns});
-  std::sort(out.streams.begin(), out.streams.end(),
-            [](const PathStreamTime& a, const PathStreamTime& b) { return a.ms > b.ms; });
+  out.streams = StreamsLargestFirst(streams);
   return out;
 }
 

@@ -310,9 +310,7 @@ CriticalPathFigures PathFigures(const StepGraphList& graphs, const Totals& base,
   c.path_ms = base.span_ns / base.steps * 1e-6;
   c.alone_ms = alone.span_ns / base.steps * 1e-6;
   for (int p = 0; p < kPathParts; ++p) c.part_ms[p] = base.part_ns[p] / base.steps * 1e-6;
-  for (const auto& [stream, ns] : base.streams) c.gpu_streams.push_back({stream, ns / base.steps * 1e-6});
-  std::sort(c.gpu_streams.begin(), c.gpu_streams.end(),
-            [](const PathStreamTime& a, const PathStreamTime& b) { return a.ms > b.ms; });
+  c.gpu_streams = StreamsLargestFirst(base.streams, 1e-6 / base.steps);
   return c;
 }
 
@@ -411,9 +409,7 @@ CriticalPathFigures JoinedPathFigures(const std::vector<JobGraph>& joined, const
   c.path_ms = span / steps * 1e-6;
   c.alone_ms = alone_ms;
   for (int p = 0; p < kPathParts; ++p) c.part_ms[p] = parts[p] / steps * 1e-6;
-  for (const auto& [stream, ns] : streams) c.gpu_streams.push_back({stream, ns / steps * 1e-6});
-  std::sort(c.gpu_streams.begin(), c.gpu_streams.end(),
-            [](const PathStreamTime& a, const PathStreamTime& b) { return a.ms > b.ms; });
+  c.gpu_streams = StreamsLargestFirst(streams, 1e-6 / steps);
   for (const auto& [rank, ns] : by_rank) path_ranks->push_back({rank, ns / steps * 1e-6});
   std::sort(path_ranks->begin(), path_ranks->end(), [](const auto& a, const auto& b) { return a.second > b.second; });
   return c;
