@@ -69,6 +69,9 @@ tp=$(grep -o 'first [0-9]*' <<<"$tri" | grep -o '[0-9]*'); td=$(grep -o 'config 
 row "  default, every launch through the driver" "$(grep -o '[+-][0-9]* ms' <<<"$td" | head -1)" \
   "<= $(awk -v p="$tp" 'BEGIN{printf "%.0f", p/100+50}') ms = 1% + 50 ms (median of 3 paired rounds [${td#*[}; plain $tp ms, Triton's cuLaunchKernelEx)"
 
+# 3b. Launches outside the windows, summarized in the library: hooks only, the sender's,
+# the collector's and the journal's share a launch, and the default beside busy threads.
+GPUWATCH_BUILD=$B bash scripts/bench_launch_summary.sh --rows
 # 4. Collector ingest: 4 concurrent senders, two mixes (tests/bench/ingest_bench.cpp):
 # "every16" has a copy, a sync and a collective in every 16 records (a 48 us "step": the
 # most analysis work per record); "steps" has 1024-record training steps.

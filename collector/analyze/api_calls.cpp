@@ -7,8 +7,15 @@ void ApiCallFigures::Merge(const ApiCallFigures& o) {
   for (const auto& [api, a] : o.by_api) by_api[api].Add(a);
 }
 
+void ApiCallCounter::OnLaunchTally(const wire::LaunchTally& t) {
+  ApiCallFigures::Api& a = f_.by_api[t.api()];
+  a.count += t.launches();
+  a.ns += t.ns();
+}
+
 void ApiCallCounter::OnHostCall(const HostCall& c) {
-  if (c.api == wire::NVTX_RANGE) return;  // a range, not a call
+  // A range, not a call; a run of launches is counted by its tallies.
+  if (c.api == wire::NVTX_RANGE || c.api == wire::CUDA_LAUNCH_RUN) return;
   ApiCallFigures::Api& a = f_.by_api[c.api];
   ++a.count;
   // A polling loop folded into its closing query (poll_folder.h) spans the queries before

@@ -26,6 +26,8 @@ class ApiCallCounter final : public EventSink {
  public:
   void OnHostCall(const HostCall& c) override;
   void OnFailedCall(const HostCall& c) override { ++f_.by_api[c.api].failed; }
+  // Summarized launches are counted by their tallies, which say their API.
+  void OnLaunchTally(const wire::LaunchTally& t) override;
   const ApiCallFigures& figures() const { return f_; }
 
  private:

@@ -158,10 +158,10 @@ void GpuCounter::OnHostCall(const HostCall& c) {
   // A call made after CUPTI stopped for good is outside the device timeline's span, not a
   // gap in its sample: counted, it made a hand-over mid-run read as sampling, and the
   // figures until the hand-over were scaled up by the calls after it.
-  if (EnqueuesWork(c.api) && !c.captured && !c.past_timeline) {
-    ++enqueues_;
-    enqueues_recorded_ += c.recorded;
-    if (InStart(c.t_ns)) ++start_.enqueues, start_.enqueues_recorded += c.recorded;
+  if ((EnqueuesWork(c.api) || c.api == wire::CUDA_LAUNCH_RUN) && !c.captured && !c.past_timeline) {
+    enqueues_ += c.calls;
+    enqueues_recorded_ += c.recorded ? c.calls : 0;
+    if (InStart(c.t_ns)) start_.enqueues += c.calls, start_.enqueues_recorded += c.recorded ? c.calls : 0;
   }
   if (IsCollective(c.api) && !c.captured) {
     colls_.Add(c);

@@ -11,7 +11,7 @@
 namespace gpuwatch::collector {
 
 void HostFrames::OnHostCall(const HostCall& c) {
-  if (calls_by_tid_.size() < 4096 || calls_by_tid_.count(c.tid)) ++calls_by_tid_[c.tid];
+  if (calls_by_tid_.size() < 4096 || calls_by_tid_.count(c.tid)) calls_by_tid_[c.tid] += c.calls;
   if (!EnqueuesWork(c.api) || c.captured) return;
   if (launches_.size() >= kMaxLaunches) launches_.pop_front();
   launches_.push_back({c.t_ns, c.t_ns + c.dur_ns, c.tid});

@@ -19,11 +19,27 @@ void LaunchCounter::OnHostCall(const HostCall& c) {
   if (c.api != wire::CUDA_LAUNCH_KERNEL) return;
   ++launches_;
   launch_ns_ += c.dur_ns;
-  auto it = by_id_.find(c.name_id);
+  CountKernel(c.name_id, 1);
+}
+
+// The launches the library summarized (their runs, CUDA_LAUNCH_RUN, only place them).
+void LaunchCounter::OnLaunchTally(const wire::LaunchTally& t) {
+  if (t.api() == wire::CUDA_DRIVER_LAUNCH_KERNEL) {
+    driver_launches_ += t.launches();
+    return;
+  }
+  if (t.api() != wire::CUDA_LAUNCH_KERNEL) return;
+  launches_ += t.launches();
+  launch_ns_ += t.ns();
+  CountKernel(t.name_id(), t.launches());
+}
+
+void LaunchCounter::CountKernel(uint32_t name_id, uint64_t launches) {
+  auto it = by_id_.find(name_id);
   if (it != by_id_.end())
-    ++it->second;
+    it->second += launches;
   else if (by_id_.size() < LaunchFigures::kMaxKernels)
-    by_id_.emplace(c.name_id, 1);
+    by_id_.emplace(name_id, launches);
 }
 
 LaunchFigures LaunchCounter::Result(const RankFacts& facts) const {

@@ -29,12 +29,14 @@ struct LaunchFigures {
 class LaunchCounter final : public EventSink {
  public:
   void OnHostCall(const HostCall& c) override;
+  void OnLaunchTally(const wire::LaunchTally& t) override;
   // A kernel registered twice under one name counts once.
   LaunchFigures Result(const RankFacts& facts) const;
 
  private:
   uint64_t launches_ = 0, launch_ns_ = 0, driver_launches_ = 0;
   std::unordered_map<uint32_t, uint64_t> by_id_;  // launches per name id (bounded)
+  void CountKernel(uint32_t name_id, uint64_t launches);
 };
 
 // "kernel#N" for a name the rank never sent.

@@ -13,6 +13,9 @@ namespace {
 constexpr size_t kMaxPendingLaunches = 1 << 16;
 // Collectives waiting for their step's mark (bounded: a run with no steps keeps the latest).
 constexpr size_t kMaxPendingColls = 1024;
+// Syncs kept for the steps still to be marked: the latest (a pattern locks within a few
+// dozen steps), and at most this many pending between two calls that put work on the GPU.
+constexpr size_t kMaxMidSyncs = 4096, kMaxPendingSyncs = 4096;
 }  // namespace
 
 uint64_t StepFigures::SyncMidNs() const { return std::accumulate(sync_mid_ns.begin(), sync_mid_ns.end(), uint64_t{0}); }
@@ -34,21 +37,22 @@ void StepCharger::OnHostCall(const HostCall& c) {
     }
   }
   if (c.sync_kind != kNotSync) {
-    pending_[c.sync_kind] += c.dur_ns;
-    ++pending_n_[c.sync_kind];
+    if (pending_.size() >= kMaxPendingSyncs) pending_.erase(pending_.begin());
+    pending_.push_back({c.end_ns(), c.dur_ns, c.sync_kind, UINT64_MAX});
     return;
   }
   // Work follows (a call that puts work on the device, or a collective; not stream
   // ordering, queries, allocations and frees — a teardown frees after its final synchronize —
   // or calls recorded into a graph): the syncs before it were inside the step.
-  if (c.captured || !(EnqueuesWork(c.api) || IsCollective(c.api))) return;
-  for (int k = 0; k < kSyncKinds; ++k) {
-    f_.sync_mid_ns[k] += pending_[k];
-    f_.sync_mid_count[k] += pending_n_[k];
-    cur_mid_ += pending_[k];
-    cur_mid_n_ += pending_n_[k];
-    pending_[k] = pending_n_[k] = 0;
+  if (c.captured || !(EnqueuesWork(c.api) || IsCollective(c.api) || c.api == wire::CUDA_LAUNCH_RUN)) return;
+  for (Sync& s : pending_) {
+    f_.sync_mid_ns[s.kind] += s.ns;
+    ++f_.sync_mid_count[s.kind];
+    s.work_ns = c.t_ns;
+    if (mids_.size() >= kMaxMidSyncs) mids_.pop_front();
+    mids_.push_back(s);
   }
+  pending_.clear();
 }
 
 StepFigures StepCharger::figures() const {
@@ -61,9 +65,9 @@ StepFigures StepCharger::figures() const {
 
 void StepCharger::OnStep(const StepMark& m) {
   pace_.OnStep(m);
-  // Syncs still pending when the step closes were its trailing syncs (not a stall).
-  pending_.fill(0);
-  pending_n_.fill(0);
+  // Syncs still pending that ended in the step were its trailing syncs (not a stall).
+  pending_.erase(std::remove_if(pending_.begin(), pending_.end(), [&](const Sync& s) { return s.end_ns <= m.end_ns; }),
+                 pending_.end());
   ++seen_;
   // Graph launches by their time: every call that starts before the step's end has come
   // (host calls arrive in start order, steps at their end). Kept, not taken: steps found
@@ -75,15 +79,18 @@ void StepCharger::OnStep(const StepMark& m) {
     StepRec s;
     s.start = m.start_ns;
     s.end = m.end_ns;
-    s.sync_mid = cur_mid_;
-    s.sync_mid_count = cur_mid_n_;
+    // The syncs that ended in the step and that work of the step followed (mids_ is in
+    // order of end).
+    auto it = std::lower_bound(mids_.begin(), mids_.end(), m.start_ns,
+                               [](const Sync& x, uint64_t t) { return x.end_ns < t; });
+    for (; it != mids_.end() && it->end_ns <= m.end_ns; ++it)
+      if (it->work_ns <= m.end_ns) s.sync_mid += it->ns, ++s.sync_mid_count;
     s.graph_launches = launches;
     s.covered = m.device_covered;
     f_.steps.push_back(s);
   } else if (seen_ == kMaxSteps + 1) {
     stop_ = f_.steps.back().end;  // the per-step records end here
   }
-  cur_mid_ = cur_mid_n_ = 0;
   TakeCollectives(m);
 }
 

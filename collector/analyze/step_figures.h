@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <vector>
 
 #include "analyze/collectives.h"
 #include "analyze/device_slice.h"
@@ -65,7 +66,17 @@ class StepCharger final : public EventSink {
   uint64_t seen_ = 0;           // steps since the last reset, kept or not
   size_t cursor_ = 0;           // steps before it end before the device stream
   uint64_t stop_ = UINT64_MAX;  // no more steps are kept: device time after this is no step's
-  std::array<uint64_t, kSyncKinds> pending_{}, pending_n_{};
+  // Syncs since the last work (a sync at a step's end waits for that step's mark), and the
+  // latest syncs that work followed, by end (bounded). A step takes the ones that ended in
+  // it and that work followed before its end, whenever its mark comes: an inferred step is
+  // known only once its pattern is, often after later steps' calls.
+  struct Sync {
+    uint64_t end_ns, ns;
+    int kind;
+    uint64_t work_ns;  // when work followed; UINT64_MAX while pending
+  };
+  std::vector<Sync> pending_;
+  std::deque<Sync> mids_;
   std::deque<uint64_t> graph_launches_;  // times of the latest graph launches, in order (bounded)
   // Collectives not yet given to a step (their calls come before the step's mark), and the
   // latest time given or dropped: a step starting before it lost its calls.
@@ -76,7 +87,6 @@ class StepCharger final : public EventSink {
   void TakeCollectives(const StepMark& m);
   std::deque<Coll> colls_;
   uint64_t colls_taken_until_ = 0;
-  uint64_t cur_mid_ = 0, cur_mid_n_ = 0;
 };
 
 }  // namespace gpuwatch::collector

@@ -24,6 +24,7 @@ inline const char* ApiName(wire::Api api) {
     case wire::CUDA_STREAM_QUERY: return "cudaStreamQuery";
     case wire::CUDA_EVENT_QUERY: return "cudaEventQuery";
     case wire::CUDA_DRIVER_LAUNCH_KERNEL: return "cuLaunchKernel";
+    case wire::CUDA_LAUNCH_RUN: return "kernel launches (summarized)";
     case wire::NCCL_ALL_REDUCE: return "ncclAllReduce";
     case wire::NCCL_ALL_GATHER: return "ncclAllGather";
     case wire::NCCL_REDUCE_SCATTER: return "ncclReduceScatter";

@@ -33,6 +33,9 @@ class EventSink {
   virtual void OnThreadSample(const ThreadSample&) {}
   // No idle gap emitted from now on starts before `ns`.
   virtual void OnDeviceSettled(uint64_t) {}
+  // Launches the library summarized (CUDA_LAUNCH_RUN events stand for them in time), per
+  // kernel and API: what the batch added (at arrival).
+  virtual void OnLaunchTally(const wire::LaunchTally&) {}
 };
 
 }  // namespace gpuwatch::collector

@@ -46,6 +46,10 @@ struct HostCall {
   // Coverage::ended): not recorded, and no sampling gap either; the device timeline ends
   // before it.
   bool past_timeline = false;
+  // The calls it stands for: 1, but for a run of launches the library summarized
+  // (CUDA_LAUNCH_RUN: its launches, and the host time inside them; their kernels come as
+  // tallies: EventSink::OnLaunchTally).
+  uint64_t calls = 1, calls_ns = 0;
 
   uint64_t end_ns() const { return t_ns + dur_ns; }
 };

@@ -33,6 +33,10 @@ HostCall RankInterpreter::Interpret(const wire::Event& e) const {
   c.total_bytes = e.total_bytes();
   c.api = e.api();
   c.copy_kind = e.copy_kind();
+  if (c.api == wire::CUDA_LAUNCH_RUN) {
+    c.calls = e.calls();
+    c.calls_ns = e.calls_ns();
+  }
   c.captured = InCapture(c.flags);
   c.sync_kind = c.captured ? kNotSync : SyncKindOf(c.api, c.flags, c.bytes, c.copy_kind);
   c.blocks_host = !c.captured && BlocksHost(c.api, c.flags);
@@ -69,9 +73,11 @@ void RankInterpreter::OnBatch(const wire::Batch& b) {
   for (const auto& s : b.proc_samples()) fanout_.OnProcSample(s);
   for (const auto& s : b.device_samples()) fanout_.OnDeviceSample(s);
   for (const auto& s : b.host_samples()) fanout_.OnThreadSample(ThreadSample{s.t_ns(), s.tid(), s.stack_id(), s.in_cuda()});
+  for (const auto& t : b.launch_tallies()) fanout_.OnLaunchTally(t);
   for (const auto& e : b.events()) {
     HostCall c = Interpret(e);
     if (HasFlag(c.flags, wire::FLAG_FAILED)) {
+      ++host_calls_;
       fanout_.OnFailedCall(c);
       continue;
     }
@@ -81,14 +87,16 @@ void RankInterpreter::OnBatch(const wire::Batch& b) {
     // records to go with it (the trace draws its launches as bursts). Nor has a call made
     // after CUPTI stopped for good (it comes in the batch that drains the first such call).
     c.past_timeline = coverage_.PastEnd(c.t_ns);
-    c.recorded = !cupti_off_ && coverage_.Covers(c.t_ns, c.t_ns);
+    // A run of launches is made outside the windows by definition (the library records
+    // every launch while one is open).
+    c.recorded = !cupti_off_ && c.api != wire::CUDA_LAUNCH_RUN && coverage_.Covers(c.t_ns, c.t_ns);
+    host_calls_ += c.calls;
     host_first_ = std::min(host_first_, c.t_ns);
     host_last_ = std::max(host_last_, c.end_ns());
     // The gap classification needs them before the device sweep reaches them.
     if (c.blocks_host) sweep_.AddBlocked(c.t_ns, c.end_ns(), facts_.gpu_source());
     host_.Hold(c);
   }
-  host_calls_ += b.events_size();
   host_seen_ = host_seen_ || b.events_size() > 0;
   host_.Settle(b.settled_ns());
   ReleaseHost(false);
@@ -150,6 +158,9 @@ void RankInterpreter::Fanout::OnThreadSample(const ThreadSample& t) {
 }
 void RankInterpreter::Fanout::OnDeviceSettled(uint64_t ns) {
   for (EventSink* s : sinks) s->OnDeviceSettled(ns);
+}
+void RankInterpreter::Fanout::OnLaunchTally(const wire::LaunchTally& t) {
+  for (EventSink* s : sinks) s->OnLaunchTally(t);
 }
 
 }  // namespace gpuwatch::collector

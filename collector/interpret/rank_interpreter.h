@@ -61,6 +61,7 @@ class RankInterpreter {
     void OnDeviceSample(const wire::DeviceSample& s) override;
     void OnThreadSample(const ThreadSample& s) override;
     void OnDeviceSettled(uint64_t ns) override;
+    void OnLaunchTally(const wire::LaunchTally& t) override;
   };
 
   HostCall Interpret(const wire::Event& e) const;

@@ -58,10 +58,11 @@ void StepFinder::OnHostCall(const HostCall& c, const Coverage& coverage, uint64_
     sync_pattern_.Add(static_cast<uint64_t>(c.api) * 31 + static_cast<uint64_t>(c.sync_kind), c.end_ns());
   } else if (IsCollective(c.api) && !c.captured) {
     coll_pattern_.Add(static_cast<uint64_t>(c.api) * 1000003 + c.bytes, c.t_ns);
-  } else if (EnqueuesWork(c.api) && !c.captured) {
-    // What was launched (the kernel, or the copy's size), and whether the host paused first.
+  } else if ((EnqueuesWork(c.api) || c.api == wire::CUDA_LAUNCH_RUN) && !c.captured) {
+    // What was launched (the kernel, the copy's size, or how many launches a run of them
+    // the library summarized holds), and whether the host paused first.
     const bool paused = last_enqueue_end_ != 0 && c.t_ns > last_enqueue_end_ + kLaunchPauseNs;
-    const uint64_t what = c.name_id != 0 ? c.name_id : c.bytes;
+    const uint64_t what = c.api == wire::CUDA_LAUNCH_RUN ? c.calls : c.name_id != 0 ? c.name_id : c.bytes;
     launch_pattern_.Add(((static_cast<uint64_t>(c.api) * 1000003 + what) << 1) | paused, c.t_ns);
     last_enqueue_end_ = c.end_ns();
   } else {

@@ -296,11 +296,12 @@ void RankTrace::OnHostCall(const HostCall& c) {
     memory_.OnHostCall(c);
     EmitCounter(kMemory, c.end_ns(), static_cast<int64_t>(memory_.reserved_bytes() >> 20));
   }
-  const bool launch = c.api == wire::CUDA_LAUNCH_KERNEL || c.api == wire::CUDA_DRIVER_LAUNCH_KERNEL;
+  const bool run = c.api == wire::CUDA_LAUNCH_RUN;  // launches the library summarized
+  const bool launch = run || c.api == wire::CUDA_LAUNCH_KERNEL || c.api == wire::CUDA_DRIVER_LAUNCH_KERNEL;
   if (c.blocks_host && c.dur_ns >= kLongStallNs) LongStall(c);
   if (launch && !Detail(c.t_ns)) return;
   const size_t ti = ThreadIndex(c.tid);
-  if (launch && !c.recorded) {
+  if (run || (launch && !c.recorded)) {
     AddToBurst(ti, c);
     return;
   }
@@ -339,8 +340,9 @@ void RankTrace::AddToBurst(size_t ti, const HostCall& c) {
   if (b.count > 0 && (c.t_ns > b.end + kBurstGapNs || c.end_ns() > b.start + kBurstMaxNs)) CloseBurst(ti);
   if (b.count == 0) b.start = c.t_ns;
   b.end = std::max(b.end, c.end_ns());
-  b.calls_ns += c.dur_ns;
-  ++b.count;
+  const bool run = c.api == wire::CUDA_LAUNCH_RUN;
+  b.calls_ns += run ? c.calls_ns : c.dur_ns;
+  b.count += c.calls;
 }
 
 void RankTrace::CloseBurst(size_t ti) {

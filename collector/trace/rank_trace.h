@@ -137,7 +137,8 @@ class RankTrace final : public EventSink {
   uint32_t CachedIid(uint32_t key, const MakeName& make);
   // Under the overhead budget, launches outside CUPTI's windows are drawn as bursts: one
   // slice per run of a thread's launches (count and call time as arguments), closed by any
-  // other call of the thread, a pause over kBurstGapNs, or kBurstMaxNs of length. One slice
+  // other call of the thread, a pause over kBurstGapNs, or kBurstMaxNs of length. The
+  // library sends them so (CUDA_LAUNCH_RUN, cut where these cut: record/launch_summary.h). One slice
   // per launch cost the collector a third of its CPU on a launch-bound job (175k launches/s
   // beside the job on its cores) for detail the windows show anyway.
   void AddToBurst(size_t thread_index, const HostCall& c);

@@ -51,20 +51,26 @@ Assembler::Assembler(const Sources& s)
 
 const Assembler::Batch& Assembler::AssembleBatch(std::span<Ring* const> rings, const Cycle& in) {
   batch_.body.clear();
-  batch_.events = batch_.activities = 0;
+  batch_.events = batch_.activities = batch_.tallied = 0;
   batch_.drained = {};
   AppendBatchSeq(batch_.body, ++seq_);
   const size_t seq_only = batch_.body.size();
   uint64_t settled = InFlightFloorNs(rings);  // before the drain: see InFlightFloorNs
+  // A thread's open run of launches is taken once it went quiet; until then the settled
+  // time stays before its start (its marker will come with the thread's next call).
+  uint64_t open_run_ticks = UINT64_MAX;
   for (Ring* ring : rings) {
     const uint32_t tid = ring->tid.load(std::memory_order_relaxed);
-    ring->Drain([&](const Record& r) { TakeRecord(r, tid, in); });
+    ring->Drain([&](const Record& r) { TakeRecord(r, *ring, tid, in); });
+    TakeRun(ring->launches.TakeQuietRun(in.now_ticks, in.run_quiet_ticks, in.final, &open_run_ticks), tid, in);
   }
+  if (open_run_ticks != UINT64_MAX) settled = std::min(settled, time_.ToNs(open_run_ticks));
+  AppendTallies(rings);
   if (in.poll_activities) in.poll_activities(batch_.drained, [&](const ActivityRecord& a) { TakeActivity(a); });
   held_.Release(in.final, in.cupti_live, kernels_, [&](const HostEvent& e) { AppendEventNow(e); });
   settled = std::min(settled, held_.EarliestStartNs());
   if (batch_.events > 0) AppendBatchSettled(batch_.body, settled);
-  const bool had_data = batch_.events + batch_.activities > 0;
+  const bool had_data = batch_.events + batch_.activities + batch_.tallied > 0;
   const uint64_t frames_lost = in.drops.collector_unreachable + in.drops.spool_full + in.drops.gpu_records_unsent;
   definitions_.AppendDue(batch_.body, in.gpu_source, in.gpu_source_detail, frames_lost);
   if (in.append_samples) in.append_samples(batch_.body, batch_.drained);
@@ -97,7 +103,41 @@ uint64_t Assembler::InFlightFloorNs(std::span<Ring* const> rings) const {
   return floor;
 }
 
-void Assembler::TakeRecord(const Record& r, uint32_t tid, const Cycle& in) {
+void Assembler::TakeRun(const LaunchSummary::Run& run, uint32_t tid, const Cycle& in) {
+  if (run.count == 0) return;
+  HostEvent e;
+  e.api = kApiLaunchRun;
+  e.tid = tid;
+  e.t_ns = time_.ToNs(run.first_ticks);
+  e.dur_ns = time_.DurationNs(run.end_ticks - run.first_ticks);
+  e.calls = run.count;
+  e.calls_ns = time_.DurationNs(run.ticks);
+  // As TakeRecord counts launches one by one; outside the windows, none is recorded.
+  CuptiBudget::Cycle& d = batch_.drained;
+  const bool lingering = in.cupti_linger.Contains(e.t_ns);
+  d.hook_calls += run.count;
+  d.enqueues += run.count;
+  if (lingering) d.linger_enqueues += run.count;
+  (lingering ? d.linger_launches : d.launches)
+      .AddMany(run.count, run.count - run.stalls, time_.DurationNs(run.timed_ticks));
+  AppendEventNow(e);
+}
+
+void Assembler::AppendTallies(std::span<Ring* const> rings) {
+  for (Ring* ring : rings)
+    ring->launches.TakeTallies([&](uint8_t api, uintptr_t kernel, uint64_t launches, uint64_t ticks) {
+      const uint32_t name_id = kernel > 1 ? names_.Find(reinterpret_cast<const void*>(kernel)) : 0;
+      definitions_.UseName(name_id);
+      AppendLaunchTally(batch_.body, api, name_id, launches, time_.DurationNs(ticks));
+      batch_.tallied += launches;
+    });
+}
+
+void Assembler::TakeRecord(const Record& r, Ring& ring, uint32_t tid, const Cycle& in) {
+  if (r.api == kLaunchRun) {
+    TakeRun(ring.launches.FromMarker(r), tid, in);
+    return;
+  }
   const HostEvent e = ToHostEvent(r, tid, time_, names_);
   CuptiBudget::Cycle& d = batch_.drained;
   if (r.api != kGroupEnd) ++d.hook_calls;

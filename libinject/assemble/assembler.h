@@ -31,6 +31,10 @@ class Assembler {
   struct Cycle {
     bool final = false;       // the last batch: nothing is held back
     bool cupti_live = false;  // CUPTI records still come: collectives wait for their kernels
+    // Stamp() now (the sender's), and how long a thread's run of summarized launches must
+    // have been quiet to be taken from it (record/launch_summary.h).
+    uint64_t now_ticks = UINT64_MAX / 2;
+    uint64_t run_quiet_ticks = 0;
     int gpu_source = 0;       // CuptiReader::Source; 0 while unknown
     std::string_view gpu_source_detail;
     DropCounts drops;         // every reason but ring_full, which the assembler counts
@@ -52,6 +56,7 @@ class Assembler {
     std::string body;          // a gpuwatch.wire.Batch
     uint64_t events = 0;       // host events in it
     uint64_t activities = 0;   // CUPTI records in it
+    uint64_t tallied = 0;      // launches in its tallies (record/launch_summary.h)
     bool worth_sending = false;  // data, drop counts that changed, definitions or samples
     // What the overhead budget counts: the hooked calls drained, the kernel launches among
     // them, the calls that enqueue device work, CUPTI's device records parsed (no now_ns).
@@ -78,7 +83,12 @@ class Assembler {
 
  private:
   uint64_t InFlightFloorNs(std::span<Ring* const> rings) const;
-  void TakeRecord(const Record& r, uint32_t tid, const Cycle& in);
+  void TakeRecord(const Record& r, Ring& ring, uint32_t tid, const Cycle& in);
+  // A run of launches summarized on `tid` (record/launch_summary.h): one event, and what the
+  // overhead budget counts of its calls.
+  void TakeRun(const LaunchSummary::Run& run, uint32_t tid, const Cycle& in);
+  // The launch tallies' changes since the last batch, named.
+  void AppendTallies(std::span<Ring* const> rings);
   void TakeActivity(const ActivityRecord& a);
   void AppendEventNow(const HostEvent& e);
 

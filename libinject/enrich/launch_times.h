@@ -26,6 +26,13 @@ class LaunchTimes {
     sum_ns_ += ns;
     ++timed_;
   }
+  // `total` calls of which `timed` were under the stall threshold, taking `timed_ns` in all
+  // (launches summarized where they were made: record/launch_summary.h).
+  void AddMany(uint64_t total, uint64_t timed, uint64_t timed_ns) {
+    total_ += total;
+    timed_ += timed;
+    sum_ns_ += timed_ns;
+  }
   // One sender cycle's calls: counted as one more cycle when it held any.
   void Merge(const LaunchTimes& o) {
     cycles_ += o.total_ > 0;

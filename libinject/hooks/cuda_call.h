@@ -140,6 +140,11 @@ cudaError_t Timed(Api api, cudaStream_t s, NameId name, F&& call, uint64_t bytes
   if (rc == cudaErrorNotReady) r.flags |= kFlagNotReady;
   else if (rc != cudaSuccess) r.flags |= kFlagFailed;  // did nothing: no launch, no wait
   if (Enqueues(api) && InCapture(s)) r.flags |= kFlagInCapture;
+  // Outside CUPTI's windows a launch that ran is counted where it is made, not recorded.
+  if (LaunchesKernel(api) && r.flags == 0 && SummarizeLaunch(api, r.seq, r.t_ticks, r.dur_ticks)) {
+    cost.Done(r);
+    return rc;
+  }
   if (WantsCallSite(r)) r.site_id = CaptureCallSite();  // a sync that waited long: where from
   Emit(r);
   if (may_hang) LeaveCall();  // after Emit: the settled time counts on it

@@ -25,6 +25,7 @@ enum Api : uint8_t {
   kApiStreamQuery = 15,
   kApiEventQuery = 16,
   kApiDriverLaunchKernel = 17,  // hooks_cuda_driver.cpp: cuLaunchKernel from an entry point
+  kApiLaunchRun = 18,  // on the wire only: launches summarized outside CUPTI's windows (launch_summary.h)
   kApiAllReduce = 20,
   kApiAllGather = 21,
   kApiReduceScatter = 22,
@@ -43,6 +44,11 @@ enum Api : uint8_t {
   kApiEventRecord = 56,  // hooks_cuda_streams.cpp: seq = the event's handle (also in kApiStreamWaitEvent)
   // 200+: records that never leave the process.
   kGroupEnd = 200,  // closes the ncclGroupStart/End group whose events are in `event_slot`
+  // Closes a thread's run of summarized launches (launch_summary.h): t_ticks = its first
+  // launch, dur_ticks = to its last one's end; the thread's totals so far in bytes
+  // (launches), seq (host ticks inside them), stream (ticks of those under the stall
+  // threshold) and comm_id (stalls, low 32 bits).
+  kLaunchRun = 201,
 };
 enum CopyKind : uint8_t { kCopyH2D = 1, kCopyD2H = 2, kCopyD2D = 3, kCopyH2H = 4 };
 enum Flag : uint16_t {

@@ -61,12 +61,30 @@ inline void EnsureRing() {
   if (tl_ring == nullptr) ThreadRingSlow();
 }
 
+// Stores `r` after the marker closing the thread's run of summarized launches, if one is
+// open: the collector gets those launches before `r`, where they were made.
 inline void Emit(const Record& r) {
-  if (tl_ring != nullptr) {
-    tl_ring->Push(r);
+  if (Ring* ring = tl_ring) {
+    Record marker;
+    if (ring->launches.CloseOpenRun(&marker)) ring->Push(marker);
+    ring->Push(r);
     return;
   }
   EmitSlow(r);
+}
+
+// A kernel launch made outside CUPTI's windows, summarized instead of recorded
+// (launch_summary.h). False when it must be recorded: a window is open, the thread has no
+// ring yet, or its kernel finds no tally slot.
+inline bool SummarizeLaunch(uint8_t api, uintptr_t kernel, uint64_t t_ticks, uint64_t dur_ticks) {
+  Ring* ring = tl_ring;
+  if (ring == nullptr || g_itemize_launches.load(std::memory_order_relaxed)) return false;
+  Record marker;
+  bool closed = false;
+  if (!ring->launches.Add(api, kernel, t_ticks, dur_ticks, LaunchSummary::CurrentLimits(), &marker, &closed))
+    return false;
+  if (closed) ring->Push(marker);
+  return true;
 }
 
 // Marks the calling thread as inside `api` since the stamp `since_ticks` until LeaveCall

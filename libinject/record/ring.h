@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <memory>
 
+#include "record/launch_summary.h"
 #include "record/record.h"
 
 namespace gpuwatch::inject {
@@ -83,6 +84,10 @@ class Ring {
     std::atomic<uint64_t> samples{0};
   };
   alignas(64) HookCost hook_cost;
+
+  // The owning thread's launches outside CUPTI's windows (record/launch_summary.h). Kept
+  // with the ring: a ring that changes hands keeps counting where it was, as its records do.
+  LaunchSummary launches;
 
  private:
   const uint64_t mask_;

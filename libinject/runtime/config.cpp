@@ -88,6 +88,12 @@ Config Load() {
   Config c;
   c.disabled = EnvLong("GPUWATCH_DISABLE", 0, 0, 1) == 1;
   c.autostart = EnvLong("GPUWATCH_AUTOSTART", 1, 0, 1) == 1;
+  if (const char* v = std::getenv("GPUWATCH_LAUNCH_RECORDS"); v && *v) {
+    if (std::string(v) == "all")
+      c.summarize_launches = false;
+    else if (std::string(v) != "summary")
+      std::fprintf(stderr, "[gpuwatch] ignoring GPUWATCH_LAUNCH_RECORDS=%s: expected summary or all\n", v);
+  }
   long ring = EnvLong("GPUWATCH_RING_RECORDS", 16384, 64, 1 << 22);
   size_t pow2 = 64;
   while (pow2 < static_cast<size_t>(ring)) pow2 <<= 1;

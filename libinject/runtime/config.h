@@ -11,6 +11,9 @@ namespace gpuwatch::inject {
 struct Config {
   bool disabled = false;         // GPUWATCH_DISABLE=1: hooks forward and record nothing
   bool autostart = true;         // GPUWATCH_AUTOSTART=0: never spawn a collector
+  // GPUWATCH_LAUNCH_RECORDS=all: every kernel launch a record, windows or not; by default
+  // those outside CUPTI's windows are summarized where they are made (record/launch_summary.h).
+  bool summarize_launches = true;
   size_t ring_records = 16384;   // GPUWATCH_RING_RECORDS: per-thread ring (rounded to 2^k)
   int flush_ms = 10;             // GPUWATCH_FLUSH_MS: how often the sender drains the rings
   double call_site_ms = 1.0;     // GPUWATCH_CALLSITE_US (µs, default 1000): syncs blocking this long record where from (0: never)

@@ -114,9 +114,14 @@ class Sender {
     // probe allows those more); one interrupt caught among the ~600 samples of a 3 s
     // launch loop once moved the mean from ~30 to 220 ns.
     g_hook_cost_max_ticks.store(clock_.TicksIn(5'000), std::memory_order_relaxed);
+    g_run_gap_ticks.store(clock_.TicksIn(kRunGapNs), std::memory_order_relaxed);
+    g_run_max_ticks.store(clock_.TicksIn(kRunMaxNs), std::memory_order_relaxed);
+    g_launch_stall_ticks.store(clock_.TicksIn(LaunchTimes::kStallNs), std::memory_order_relaxed);
     CollectRings(rings_);
     Assembler::Cycle in;
     in.final = final;
+    in.now_ticks = Stamp();
+    in.run_quiet_ticks = clock_.TicksIn(kRunGapNs);
     in.cupti_live = Cupti().live();
     in.gpu_source = static_cast<int>(Cupti().source());
     const std::string detail = in.gpu_source != 0 ? Cupti().source_detail() : std::string();
@@ -203,7 +208,12 @@ class Sender {
     const bool open = budget_->Update(c);
     Sampler().SetBudgetSpent(budget_->spent());
     if (!open) Timer().SetCuptiTimes(false);
+    // Launches are records while CUPTI records (their kernels are joined to them), else
+    // summarized (record/launch_summary.h): the flag goes up before CUPTI starts and down
+    // after it stopped, so every launch CUPTI records is a record.
+    if (open) g_itemize_launches.store(true, std::memory_order_release);
     Cupti().SetRecording(open);
+    if ((!open || Cupti().gone()) && cfg_.summarize_launches) g_itemize_launches.store(false, std::memory_order_release);
     Timer().SetCuptiTimes(open && Cupti().RecordsKernels());
   }
 
@@ -401,6 +411,7 @@ void OnFirstRecord() {
     int device = -1;
     tl_internal = true;  // gpuwatch's own CUDA call
     if (get_device && get_device(&device) == cudaSuccess) g_sender->SetDevice(device);
+    g_itemize_launches.store(true, std::memory_order_release);  // CUPTI records from its start
     Cupti().Start();  // no-op when already started at load
     tl_internal = false;
     std::atexit(StopSender);

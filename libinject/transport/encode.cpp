@@ -77,7 +77,7 @@ void AppendBatchSettled(std::string& batch, uint64_t settled_ns) { UInt(batch, f
 void AppendEvent(std::string& batch, const HostEvent& ev) {
   namespace m = f::event;
   // Encoded on the stack first: its length prefixes it in the batch.
-  StackOut<16 * kMaxField> e;  // 16 scalar fields below
+  StackOut<18 * kMaxField> e;  // 18 scalar fields below
   UInt(e, m::kApi, ev.api);
   UInt(e, m::kTNs, ev.t_ns);
   UInt(e, m::kDurNs, ev.dur_ns);
@@ -96,7 +96,19 @@ void AppendEvent(std::string& batch, const HostEvent& ev) {
   UInt(e, m::kGpuNs, ev.gpu_ns);
   UInt(e, m::kAddress, ev.address);
   UInt(e, m::kTotalBytes, ev.total_bytes);
+  UInt(e, m::kCalls, ev.calls);
+  UInt(e, m::kCallsNs, ev.calls_ns);
   Message(batch, f::batch::kEvents, e);
+}
+
+void AppendLaunchTally(std::string& batch, uint8_t api, uint32_t name_id, uint64_t launches, uint64_t ns) {
+  namespace m = f::launch_tally;
+  StackOut<4 * kMaxField> t;
+  UInt(t, m::kApi, api);
+  UInt(t, m::kNameId, name_id);
+  UInt(t, m::kLaunches, launches);
+  UInt(t, m::kNs, ns);
+  Message(batch, f::batch::kLaunchTallies, t);
 }
 
 void AppendCallSite(std::string& batch, uint32_t id, const std::vector<std::string>& frames,

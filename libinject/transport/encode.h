@@ -47,6 +47,8 @@ struct HostEvent {
   uint64_t gpu_ns = 0;    // collectives: GPU time
   uint64_t address = 0;   // memory calls: the allocation's address
   uint64_t total_bytes = 0;  // cudaMemGetInfo: the device's total memory
+  // kApiLaunchRun: the launches summarized in it, and the host time inside them (0 otherwise).
+  uint64_t calls = 0, calls_ns = 0;
 };
 
 // Cumulative drop counts, one per reason the collector knows.
@@ -63,6 +65,8 @@ struct DropCounts {
 void AppendBatchSeq(std::string& batch, uint64_t seq);
 void AppendBatchSettled(std::string& batch, uint64_t settled_ns);
 void AppendEvent(std::string& batch, const HostEvent& e);
+// Launches of one kernel through one API summarized since the previous batch (Batch.launch_tallies).
+void AppendLaunchTally(std::string& batch, uint8_t api, uint32_t name_id, uint64_t launches, uint64_t ns);
 void AppendKernelName(std::string& batch, uint32_t id, std::string_view name);
 void AppendCommunicator(std::string& batch, uint64_t comm_id, int nranks, int rank, uint64_t unique_hash);
 // A communicator's definition with how it was made (proto Communicator, fields 5-10).

@@ -20,7 +20,7 @@ inline constexpr uint32_t kProtocolVersion = 1, kJobId = 2, kRank = 3, kLocalRan
 namespace event {
 inline constexpr uint32_t kApi = 1, kTNs = 2, kDurNs = 3, kBytes = 4, kCopyKind = 5, kFlags = 6, kStream = 7,
                           kTid = 8, kNameId = 9, kCommId = 10, kSeq = 11, kPeer = 12, kGpuNs = 13, kSiteId = 14,
-                          kAddress = 25, kTotalBytes = 26;
+                          kAddress = 25, kTotalBytes = 26, kCalls = 27, kCallsNs = 28;
 }
 
 namespace activity {
@@ -53,7 +53,10 @@ inline constexpr uint32_t kEvents = 1, kKernelNames = 2, kCommunicators = 3, kDr
                           kGpuSource = 6, kGpuSourceDetail = 7, kSeq = 8, kEnvironment = 9, kProcSamples = 10,
                           kCallSites = 11, kSettledNs = 12, kCuptiWindows = 13, kCuptiWindowOpenSinceNs = 14,
                           kOverhead = 15, kPythonStacks = 20, kHostSamples = 21, kHostSampling = 22;
-inline constexpr uint32_t kDeviceSamples = 25, kDeviceSamplerDetail = 26, kCuptiEndedNs = 27;
+inline constexpr uint32_t kDeviceSamples = 25, kDeviceSamplerDetail = 26, kCuptiEndedNs = 27, kLaunchTallies = 28;
+}
+namespace launch_tally {
+inline constexpr uint32_t kApi = 1, kNameId = 2, kLaunches = 3, kNs = 4;
 }
 namespace python_stack {
 inline constexpr uint32_t kId = 1, kFrames = 2, kCallSiteId = 3, kNative = 4, kBlockedIn = 5;

@@ -1,5 +1,7 @@
-// A small CUDA program for the fault tests: makes a known number of recorded calls, then
-// ends the way argv[1] says — exit, return, an uncaught exception, a signal — or forks a
+// A small CUDA program for the fault tests: makes a known number of recorded calls (CALLS
+// copies, and but in `burst` a kernel launch with each and kTrailingLaunches more after the
+// last sync, which the library may still hold in its launch summary when the program ends),
+// then ends the way argv[1] says — exit, return, an uncaught exception, a signal — or forks a
 // child that stays off the GPU, or bursts millions of calls to overflow the rings.
 //   fault_app MODE CALLS
 #include <cuda_runtime_api.h>
@@ -12,8 +14,18 @@
 #include <cstring>
 #include <stdexcept>
 
+// What nvcc's module constructor does for a kernel: its host stub, registered by name.
+extern "C" void __cudaRegisterFunction(void**, const char*, char*, const char*, int, uint3*, uint3*, dim3*, dim3*,
+                                       int*);
+static void FaultAppKernelStub() {}
+constexpr long kTrailingLaunches = 37;
+
 int main(int argc, char** argv) {
   if (argc != 3) return 2;
+  static char device_name[] = "fault_app_kernel";
+  __cudaRegisterFunction(nullptr, reinterpret_cast<const char*>(&FaultAppKernelStub), device_name, device_name, -1,
+                         nullptr, nullptr, nullptr, nullptr, nullptr);
+  const void* kernel = reinterpret_cast<const void*>(&FaultAppKernelStub);
   const char* mode = argv[1];
   const long calls = std::atol(argv[2]);
   cudaStream_t s;
@@ -23,11 +35,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "fault_app: CUDA setup failed\n");
     return 3;
   }
+  const bool burst = std::strcmp(mode, "burst") == 0;
   for (long i = 0; i < calls; ++i) {
     cudaMemcpyAsync(dev, host, 64, cudaMemcpyHostToDevice, s);  // one recorded H2D copy each
-    if (std::strcmp(mode, "burst") != 0 && i % 100 == 99) cudaStreamSynchronize(s);
+    if (!burst) cudaLaunchKernel(kernel, dim3(1), dim3(1), nullptr, 0, s);
+    if (!burst && i % 100 == 99) cudaStreamSynchronize(s);
   }
   cudaStreamSynchronize(s);
+  for (long i = 0; !burst && i < kTrailingLaunches; ++i) cudaLaunchKernel(kernel, dim3(1), dim3(1), nullptr, 0, s);
   std::printf("fault_app: %ld copies done\n", calls);
   std::fflush(stdout);
   if (!std::strcmp(mode, "exit")) std::exit(7);

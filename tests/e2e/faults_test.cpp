@@ -59,6 +59,28 @@ TEST_CASE("faults: every way of ending keeps what was recorded") {
       const json summary = e2e::RebuildSummary(work + "/out");
       REQUIRE(summary["ranks"].size() == 1);  // the forked child stayed silent
       CHECK(e2e::H2dCount(summary) == 300);
+      CHECK(summary["ranks"][0]["kernels"]["launches"] == 300 + 37);  // the last ones too
+    }
+  }
+}
+
+TEST_CASE("faults: launches the library summarized are all counted however the job ends") {
+  // CUPTI off: every launch is summarized on its thread, the last 37 after the last record
+  // of the thread, so only the final batch's flush of the summaries counts them. A forked
+  // child starts with recording off and sends nothing of its parent's summaries.
+  for (const char* mode : {"return", "exit", "throw", "sigterm", "fork"}) {
+    DYNAMIC_SECTION(mode) {
+      const std::string work = e2e::FreshDir(std::string("faults-summary-") + mode);
+      auto env = Env(work, false);
+      env["GPUWATCH_CUPTI"] = "off";
+      auto res = e2e::Run({kApp, mode, "300"}, env, 60);
+      INFO(res.err);
+      const json summary = e2e::RebuildSummary(work + "/out");
+      REQUIRE(summary["ranks"].size() == 1);
+      const json& rank = summary["ranks"][0];
+      CHECK(rank["kernels"]["launches"] == 300 + 37);
+      CHECK(rank["api_calls"]["cudaLaunchKernel"]["count"] == 300 + 37);
+      CHECK(e2e::H2dCount(summary) == 300);
     }
   }
 }

@@ -21,6 +21,7 @@ namespace {
 // Fields named *_ns that are not times on the rank's clock, so must not move.
 const std::set<std::string> kNotTimes = {
     "gpuwatch.wire.Event.dur_ns",           "gpuwatch.wire.Event.gpu_ns",
+    "gpuwatch.wire.Event.calls_ns",
     "gpuwatch.wire.ProcSample.cpu_ns",      "gpuwatch.wire.ProcSample.run_wait_ns",
     "gpuwatch.wire.Hello.clock_offset_ns",  "gpuwatch.wire.Hello.clock_rtt_ns",
     "gpuwatch.wire.ClockProbe.sent_ns",     "gpuwatch.wire.ClockProbe.root_ns",

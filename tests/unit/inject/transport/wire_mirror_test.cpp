@@ -65,7 +65,7 @@ TEST_CASE("every value of the proto's enums has a mirror in the library") {
                       gi::kApiEventSynchronize, gi::kApiLaunchKernel, gi::kApiGraphLaunch,
                       gi::kApiStreamBeginCapture, gi::kApiStreamEndCapture, gi::kApiGraphInstantiate, gi::kApiMemset,
                       gi::kApiMemsetAsync, gi::kApiStreamWaitEvent, gi::kApiLaunchHostFunc, gi::kApiStreamQuery,
-                      gi::kApiEventQuery, gi::kApiDriverLaunchKernel, gi::kApiAllReduce, gi::kApiAllGather,
+                      gi::kApiEventQuery, gi::kApiDriverLaunchKernel, gi::kApiLaunchRun, gi::kApiAllReduce, gi::kApiAllGather,
                       gi::kApiReduceScatter, gi::kApiBroadcast, gi::kApiReduce, gi::kApiSend, gi::kApiRecv,
                       gi::kApiNvtxRange, gi::kApiMalloc, gi::kApiFree, gi::kApiMallocAsync, gi::kApiFreeAsync,
                       gi::kApiMallocManaged, gi::kApiMemGetInfo, gi::kApiEventRecord});
@@ -107,7 +107,9 @@ TEST_CASE("the encoders write every field of the messages the library sends") {
   gi::AppendBatchSettled(batch, 2);
   gi::AppendEvent(batch, {.api = gi::kApiAllReduce, .copy_kind = gi::kCopyD2D, .flags = gi::kFlagInGroup,
                           .name_id = 1, .site_id = 2, .tid = 3, .t_ns = 4, .dur_ns = 5, .bytes = 6, .stream = 7,
-                          .comm_id = 8, .seq = 9, .peer = 10, .gpu_ns = 11, .address = 12, .total_bytes = 13});
+                          .comm_id = 8, .seq = 9, .peer = 10, .gpu_ns = 11, .address = 12, .total_bytes = 13,
+                          .calls = 14, .calls_ns = 15});
+  gi::AppendLaunchTally(batch, gi::kApiLaunchKernel, 1, 2, 3);
   gi::AppendKernelName(batch, 1, "k");
   gi::AppendCommunicator(batch, gi::CommDefinition{.comm_id = 8, .unique_hash = 0xabc, .parent_hash = 3, .split_index = 4,
                                                    .nranks = 2, .rank = 1, .color = 5, .key = 6, .origin = 2, .ended = 1});

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# What a launch outside CUPTI's windows costs now that the library summarizes it
+# (libinject/record/launch_summary.h; docs/PERFORMANCE.md, "Launches outside the windows"):
+#   1. hooks only (GPUWATCH_CUPTI=off: every launch outside a window) on the ~9 s launch loop
+#      (tests/bench/launch_loop_10s.json), plain vs preloaded, interleaved: ns added a launch
+#      and % of wall; the sender's and the collector's CPU a launch, and the journal's bytes a
+#      launch, against GPUWATCH_LAUNCH_RECORDS=all (every launch a record) in the same rounds;
+#   2. the default on a launch-heavy loop (tests/bench/launch_loop_busy.json) while two busy
+#      threads per core run beside the job, as DataLoader workers do: plain vs default,
+#      interleaved, and the summary's own figure against the measured one.
+# Part of scripts/bench.sh (--rows); alone:
+#   bash scripts/bench_launch_summary.sh      # GPUWATCH_BENCH_ROUNDS=3 rounds, ~6 minutes
+set -euo pipefail
+cd "$(dirname "$0")/.."
+B=${GPUWATCH_BUILD:-$PWD/build}
+LIB=$B/lib/libgpuwatch.so
+W=$(mktemp -d /tmp/gpuwatch-bench-launches.XXXXXX)
+BUSY_PIDS=()
+cleanup() { [ ${#BUSY_PIDS[@]} -eq 0 ] || kill "${BUSY_PIDS[@]}" 2>/dev/null || true; rm -rf "$W"; }
+trap cleanup EXIT
+export GPUWATCH_SOCKET_DIR=$W/sock
+ROUNDS=${GPUWATCH_BENCH_ROUNDS:-3}
+row() { printf '%-46s %14s   %s\n' "$1" "$2" "$3"; }
+[ "${1:-}" = --rows ] || printf '%-46s %14s   %s\n' "figure" "measured" "target"
+median() { sort -g | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; print m}'; }
+
+# The collector the library starts, run under a shell that writes its CPU time when it ends.
+cat >"$W/collector.sh" <<EOF
+#!/usr/bin/env bash
+"$B/bin/gpuwatch-collector" "\$@"
+rc=\$?
+times | tail -1 | awk '{gsub(/[ms]/, " "); print \$1 * 60 + \$2 + \$3 * 60 + \$4}' >>"$W/collector-cpu"
+exit \$rc
+EOF
+chmod +x "$W/collector.sh"
+export GPUWATCH_COLLECTOR_BIN=$W/collector.sh
+
+loop() {  # $1: scenario, $2: preload or ""; prints wall seconds
+  local t0 t1
+  t0=$(date +%s%N)
+  LD_PRELOAD=$2 "$B/bin/gpuwatch-scenario" --sim "$1" >/dev/null 2>&1 || { echo "the launch loop failed" >&2; return 1; }
+  t1=$(date +%s%N)
+  while pgrep -f -- "--listen $GPUWATCH_SOCKET_DIR" >/dev/null; do sleep 0.05; done
+  sync
+  awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.4f\n", (b-a)/1e9}'
+}
+fig() { python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))["ranks"][0]
+print({"launches": r["kernels"]["launches"] + r["kernels"]["driver_launches"],
+       "sender": r["overhead"]["sender_cpu_s"], "added": r["overhead"]["added_s"]}[sys.argv[2]])' "$1" "$2"; }
+journal_bytes() { cat "$1"/.gpuwatch/rank-*.frames | wc -c; }
+collector_cpu() { tail -1 "$W/collector-cpu"; }
+
+# 1. Hooks only.
+LOOP=tests/bench/launch_loop_10s.json
+for i in $(seq "$ROUNDS"); do
+  p=$(loop $LOOP "")
+  o=$(GPUWATCH_CUPTI=off GPUWATCH_OUT=$W/o$i loop $LOOP "$LIB"); oc=$(collector_cpu)
+  a=$(GPUWATCH_CUPTI=off GPUWATCH_LAUNCH_RECORDS=all GPUWATCH_OUT=$W/a$i loop $LOOP "$LIB"); ac=$(collector_cpu)
+  n=$(fig "$W/o$i/summary.json" launches)
+  echo "$p $o $a $n $(fig "$W/o$i/summary.json" sender) $oc $(fig "$W/a$i/summary.json" sender) $ac \
+$(journal_bytes "$W/o$i") $(journal_bytes "$W/a$i")" >>"$W/hooks"
+done
+n=$(awk '{print $4}' "$W/hooks" | median)
+row "hooks only, added per launch (~9 s loop)" "$(awk '{printf "%.1f\n", ($2-$1)*1e9/$4}' "$W/hooks" | median) ns" \
+  "<= 100 ns; $(awk '{printf "%+.2f\n", ($2/$1-1)*100}' "$W/hooks" | median)% of wall (<= 2%), median of $ROUNDS paired rounds, $n launches"
+row "  every launch a record (LAUNCH_RECORDS=all)" "$(awk '{printf "%.1f\n", ($3-$1)*1e9/$4}' "$W/hooks" | median) ns" \
+  "$(awk '{printf "%+.2f\n", ($3/$1-1)*100}' "$W/hooks" | median)% of wall, the same rounds"
+row "sender + collector CPU per launch outside windows" \
+  "$(awk '{printf "%.1f\n", ($5+$6)*1e9/$4}' "$W/hooks" | median) ns" \
+  "<= 20 ns (sender $(awk '{printf "%.1f\n", $5*1e9/$4}' "$W/hooks" | median), collector $(awk '{printf "%.1f\n", $6*1e9/$4}' "$W/hooks" | median); every launch a record: $(awk '{printf "%.0f\n", ($7+$8)*1e9/$4}' "$W/hooks" | median) ns)"
+row "journal bytes per launch outside windows" "$(awk '{printf "%.2f\n", $9/$4}' "$W/hooks" | median) B" \
+  "<= 1 B (every launch a record: $(awk '{printf "%.1f\n", $10/$4}' "$W/hooks" | median) B)"
+
+# 2. The default beside two busy threads per core.
+LOOP=tests/bench/launch_loop_busy.json
+for _ in $(seq $(( $(nproc) * 2 ))); do
+  nice -n 0 sh -c 'while :; do :; done' &
+  BUSY_PIDS+=($!)
+done
+for i in $(seq "$ROUNDS"); do
+  p=$(loop $LOOP "")
+  d=$(GPUWATCH_OUT=$W/d$i loop $LOOP "$LIB")
+  echo "$p $d $(fig "$W/d$i/summary.json" added)" >>"$W/busy"
+done
+kill "${BUSY_PIDS[@]}" 2>/dev/null || true
+BUSY_PIDS=()
+plain=$(awk '{print $1}' "$W/busy" | median)
+dms=$(awk '{printf "%.1f\n", ($2-$1)*1000}' "$W/busy" | median)
+self=$(awk '{printf "%.1f\n", $3*1000}' "$W/busy" | median)
+row "default, launch loop beside 2 busy threads/core" "$(awk '{printf "%+.2f\n", ($2/$1-1)*100}' "$W/busy" | median)% ($(printf %+.0f "$dms") ms)" \
+  "<= $(awk -v p="$plain" 'BEGIN{printf "%.0f", 10*p+50}') ms = 1% + 50 ms (plain $plain s, median of $ROUNDS paired rounds)"
+row "  its self-reported added time" "$(printf %.0f "$self") ms" \
+  "within 1.5x of the measured $(printf %+.0f "$dms") ms ($(awk -v s="$self" -v m="$dms" 'BEGIN{if (m<=0) print "measured <= 0"; else printf "ratio %.2f", s/m}'))"
