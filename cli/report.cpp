@@ -67,11 +67,12 @@ int RunReport(const ReportArgs& args) {
   // After a checkpoint the frames before it are gone: a rebuilt trace would start there. The
   // live collector's trace holds the run until it stopped; it is kept rather than replaced.
   const std::string trace_at = (args.out.empty() ? args.dir : args.out) + "/" + kTraceFileName;
-  std::string trace_note;
+  std::string trace_note, trace_path;
   if (trace.level != TraceLevel::kOff && HasCheckpoints(args.dir)) {
     struct stat st {};
     if (stat(trace_at.c_str(), &st) == 0 && st.st_size > 0) {
       trace.level = TraceLevel::kOff;
+      trace_path = trace_at;
       trace_note = "trace: " + trace_at + " is kept as the collector wrote it (the run until it stopped); "
                    "the journal starts at a checkpoint, so a rebuilt one would hold less";
     } else {
@@ -126,7 +127,6 @@ int RunReport(const ReportArgs& args) {
     spdlog::error("job {}: summary not saved: {} (printed below)", job->id(), error);
     code = 2;
   }
-  std::string trace_path;
   if (JobTrace* t = job->trace()) {
     t->Flush();
     spdlog::info("job {}: trace {}", job->id(), t->Describe());
