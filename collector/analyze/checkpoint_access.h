@@ -41,11 +41,13 @@ namespace gpuwatch::collector {
 #else
 #define GW_STATE_SIZE(Type, Size)
 #endif
+#define GW_STATE_ONE(f) +1
 // The state of Type (Size bytes) as the array of its listed members, in that order.
 #define GW_STATE(Type, Size, ...)                                             \
   void CheckpointAccess::Save(json& j, const Type& v) {                       \
     GW_STATE_SIZE(Type, Size)                                                 \
     j = json::array();                                                        \
+    j.get_ref<json::array_t&>().reserve(0 NLOHMANN_JSON_EXPAND(NLOHMANN_JSON_PASTE(GW_STATE_ONE, __VA_ARGS__))); \
     NLOHMANN_JSON_EXPAND(NLOHMANN_JSON_PASTE(GW_STATE_SAVE, __VA_ARGS__))     \
   }                                                                           \
   void CheckpointAccess::Load(const json& j, Type& v) {                       \
@@ -245,6 +247,7 @@ struct CheckpointAccess {
   template <class R>
   static void SaveRange(json& j, const R& r) {
     j = json::array();
+    j.get_ref<json::array_t&>().reserve(r.size());
     for (const auto& e : r) SaveInto(j, e);
   }
   template <class S>
