@@ -1,5 +1,7 @@
 #include "report.h"
 
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <cstdlib>
 
@@ -24,7 +26,8 @@ CLI::App* AddReportCommand(CLI::App& app, ReportArgs& args) {
   CLI::App* cmd = app.add_subcommand(
       "report", "Rebuild the summary of a run from what was kept on disk");
   cmd->footer(
-      "Reads DIR/.gpuwatch/rank-R-PID.frames (what the collector received) and\n"
+      "Reads DIR/.gpuwatch/rank-R-PID*.frames (what the collector received, from its\n"
+      "last checkpoint rank-R-PID.checkpoint on) and\n"
       "DIR/.gpuwatch/spool-rank-R-PID.frames (what ranks could not send), replays them\n"
       "through the collector's own aggregation, writes DIR/summary.json, summary.txt,\n"
       "report.html and trace.perfetto-trace, and prints what `gpuwatch run` prints: the\n"
@@ -61,13 +64,27 @@ int RunReport(const ReportArgs& args) {
   TraceOptions trace;
   if (!TraceOptionsFromEnv(&trace, &error)) spdlog::warn("{}", error);
   bool traced = false;
+  // After a checkpoint the frames before it are gone: a rebuilt trace would start there. The
+  // live collector's trace holds the run until it stopped; it is kept rather than replaced.
+  const std::string trace_at = (args.out.empty() ? args.dir : args.out) + "/" + kTraceFileName;
+  std::string trace_note, trace_path;
+  if (trace.level != TraceLevel::kOff && HasCheckpoints(args.dir)) {
+    struct stat st {};
+    if (stat(trace_at.c_str(), &st) == 0 && st.st_size > 0) {
+      trace.level = TraceLevel::kOff;
+      trace_path = trace_at;
+      trace_note = "trace: " + trace_at + " is kept as the collector wrote it (the run until it stopped); "
+                   "the journal starts at a checkpoint, so a rebuilt one would hold less";
+    } else {
+      trace_note = "trace: rebuilt from the journal's last checkpoint on; the run before it is not in it";
+    }
+  }
   if (trace.level != TraceLevel::kOff)
     jobs.set_trace_factory([&](const gpuwatch::wire::Hello& first) -> std::unique_ptr<JobTrace> {
       if (traced || (!args.job.empty() && first.job_id() != args.job)) return nullptr;
       traced = true;
       std::string e;
-      auto t = JobTrace::Open((args.out.empty() ? args.dir : args.out) + "/" + kTraceFileName,
-                              trace, &e);
+      auto t = JobTrace::Open(trace_at, trace, &e);
       if (!t) spdlog::warn("no trace: {}", e);
       return t;
     });
@@ -76,6 +93,7 @@ int RunReport(const ReportArgs& args) {
     return 1;
   }
   for (const std::string& note : result.notes) spdlog::warn("{}", note);
+  if (!trace_note.empty()) spdlog::info("{}", trace_note);
   std::vector<Job*> all = jobs.Unwritten();
   if (all.empty()) {
     spdlog::error("nothing to rebuild in {}: no readable journal or spool ({} file(s))",
@@ -101,13 +119,14 @@ int RunReport(const ReportArgs& args) {
   const std::string dir = args.out.empty() ? args.dir : args.out;
   int code = 0;
   if (WriteSummaryFiles(dir, rendered, &error)) {
-    spdlog::info("job {}: summary of {} rank(s) rebuilt from {} file(s), written to {}", job->id(),
-                 job->ranks().size(), result.files, dir);
+    spdlog::info("job {}: summary of {} rank(s) rebuilt from {} file(s){}, written to {}", job->id(),
+                 job->ranks().size(), result.files,
+                 result.checkpoints ? " and " + std::to_string(result.checkpoints) + " rank(s) from checkpoints" : "",
+                 dir);
   } else {
     spdlog::error("job {}: summary not saved: {} (printed below)", job->id(), error);
     code = 2;
   }
-  std::string trace_path;
   if (JobTrace* t = job->trace()) {
     t->Flush();
     spdlog::info("job {}: trace {}", job->id(), t->Describe());

@@ -266,6 +266,7 @@ int RunCommand(RunArgs& args, CLI::App& command_app) {
   // this process dies before writing it.
   options.journal.enabled = true;
   options.journal.out_override = out;
+  if (!JournalOptionsFromEnv(&options.journal, &error)) spdlog::warn("{}; using the default", error);
   // Snapshots cost a pass over every rank's analyses: only when someone looks at them.
   if (isatty(STDERR_FILENO) || !args.metrics.empty()) options.on_tick = PublishTo(feed);
   Server server(options, jobs, on_job_end);

@@ -112,15 +112,27 @@ int CollectorMain(int argc, char** argv) {
   app.add_option("--idle-exit-ms", idle_exit_ms,
                  "With --autostart: exit if nobody connects within this time")
       ->check(CLI::Range(1, 3600000));
-  uint64_t journal_max_bytes = kDefaultJournalMaxBytes;
+  JournalOptions journal;  // its numbers: GPUWATCH_JOURNAL_*, else the defaults
+  std::string journal_env_error;
+  JournalOptionsFromEnv(&journal, &journal_env_error);
+  uint64_t journal_max_bytes = journal.max_bytes;
+  double journal_checkpoint_s = journal.checkpoint_s;
   bool no_journal = false;
   double hang_s = 300;
   if (const char* env = std::getenv("GPUWATCH_HANG_S"); env && std::atof(env) > 0)
     hang_s = std::atof(env);
   size_t max_buffered_mib = 1024;
   app.add_option("--journal-max-bytes", journal_max_bytes,
-                 "Per-rank cap of the journal kept in OUT/.gpuwatch/ (past it: counted, not "
-                 "kept, and said in the summary)")
+                 "Cap of each file of a rank's journal in OUT/.gpuwatch/ (default: "
+                 "$GPUWATCH_JOURNAL_MAX_BYTES, else 64 MiB; past it until the next checkpoint: "
+                 "counted, not kept, and said in the summary)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--journal-checkpoint-s", journal_checkpoint_s,
+                 "Checkpoint each rank's interpretation into its journal this often and drop the "
+                 "frames before it, and sooner when a file passes half its cap (default: "
+                 "$GPUWATCH_JOURNAL_CHECKPOINT_S, else 60; 0: never)")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_flag("--no-journal", no_journal,
                "Keep no journal (a collector crash then loses the job's summary)");
@@ -272,6 +284,8 @@ int CollectorMain(int argc, char** argv) {
   options.journal.enabled = !no_journal;
   options.journal.out_override = out_dir;
   options.journal.max_bytes = journal_max_bytes;
+  options.journal.checkpoint_s = journal_checkpoint_s;
+  if (!journal_env_error.empty()) spdlog::warn("{}; using the default", journal_env_error);
   options.listen_tcp = tcp;
   options.token = token;
   options.upstream = up;

@@ -31,6 +31,7 @@ class ApiCallCounter final : public EventSink {
   const ApiCallFigures& figures() const { return f_; }
 
  private:
+  friend struct CheckpointAccess;  // rank checkpoints (analyze/checkpoint_access.h)
   ApiCallFigures f_;
 };
 

@@ -28,6 +28,7 @@ class SiteCounter final : public EventSink {
   std::vector<SiteStat> Result(const RankFacts& facts) const;
 
  private:
+  friend struct CheckpointAccess;  // rank checkpoints (analyze/checkpoint_access.h)
   struct Tally {
     uint64_t ns = 0, count = 0;
   };

@@ -31,6 +31,7 @@ class CollectiveSizeCounter final : public EventSink {
   const CollectiveSizeFigures& figures() const { return f_; }
 
  private:
+  friend struct CheckpointAccess;  // rank checkpoints (analyze/checkpoint_access.h)
   CollectiveSizeFigures f_;
 };
 

@@ -106,6 +106,7 @@ class CollectiveCounter final : public EventSink {
   const CollectiveFigures& figures() const { return f_; }
 
  private:
+  friend struct CheckpointAccess;  // rank checkpoints (analyze/checkpoint_access.h)
   void ThinSample();
   CollectiveFigures f_;
 };

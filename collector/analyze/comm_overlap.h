@@ -43,6 +43,7 @@ class CommOverlap final : public EventSink {
   OverlapFigures Result() const;
 
  private:
+  friend struct CheckpointAccess;  // rank checkpoints (analyze/checkpoint_access.h)
   struct Pending {
     uint64_t start, end, hash;
   };

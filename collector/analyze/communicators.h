@@ -47,6 +47,7 @@ class CommCounter final : public EventSink {
   CommTable Result(const RankFacts& facts) const;
 
  private:
+  friend struct CheckpointAccess;  // rank checkpoints (analyze/checkpoint_access.h)
   CommTable t_;
   std::unordered_map<uint64_t, size_t> index_;  // by hash
 };

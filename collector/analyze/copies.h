@@ -39,6 +39,7 @@ class CopyCounter final : public EventSink {
   const CopyFigures& figures() const { return f_; }
 
  private:
+  friend struct CheckpointAccess;  // rank checkpoints (analyze/checkpoint_access.h)
   CopyFigures f_;
 };
 

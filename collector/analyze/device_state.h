@@ -92,6 +92,7 @@ class DeviceStateCounter final : public EventSink {
   const DeviceStateFigures& figures() const { return f_; }
 
  private:
+  friend struct CheckpointAccess;  // rank checkpoints (analyze/checkpoint_access.h)
   DeviceStateFigures f_;
   uint32_t own_pid_ = 0;
   uint64_t prev_ns_ = 0;

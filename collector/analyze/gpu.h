@@ -128,6 +128,7 @@ class GpuCounter final : public EventSink {
                     uint64_t host_last) const;
 
  private:
+  friend struct CheckpointAccess;  // rank checkpoints (analyze/checkpoint_access.h)
   using KernelsById = std::unordered_map<uint32_t, GpuFigures::KernelStat>;
   // The first window's part of the figures a sampled timeline scales up, and of the calls.
   struct Start {

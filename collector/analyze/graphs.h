@@ -34,6 +34,7 @@ class GraphCounter final : public EventSink {
   const GraphFigures& figures() const { return f_; }
 
  private:
+  friend struct CheckpointAccess;  // rank checkpoints (analyze/checkpoint_access.h)
   GraphFigures f_;
   std::unordered_map<uint32_t, uint32_t> last_corr_;  // graph id -> correlation id of its last launch seen
 };

@@ -61,6 +61,7 @@ class HostFrames final : public EventSink {
   HostFramesFigures Result(const RankFacts& facts) const;
 
  private:
+  friend struct CheckpointAccess;  // rank checkpoints (analyze/checkpoint_access.h)
   struct Gap {
     uint64_t a, b;
     uint32_t tid;  // the launching thread; 0: not known

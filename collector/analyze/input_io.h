@@ -58,6 +58,7 @@ class InputIo final : public EventSink {
   const InputIoFigures& figures() const { return f_; }
 
  private:
+  friend struct CheckpointAccess;  // rank checkpoints (analyze/checkpoint_access.h)
   struct Interval {
     uint64_t t0, t1;
     double cpu, wait, rchar, rbytes;  // increases over the interval

@@ -34,6 +34,7 @@ class LaunchCounter final : public EventSink {
   LaunchFigures Result(const RankFacts& facts) const;
 
  private:
+  friend struct CheckpointAccess;  // rank checkpoints (analyze/checkpoint_access.h)
   uint64_t launches_ = 0, launch_ns_ = 0, driver_launches_ = 0;
   std::unordered_map<uint32_t, uint64_t> by_id_;  // launches per name id (bounded)
   void CountKernel(uint32_t name_id, uint64_t launches);

@@ -67,6 +67,7 @@ class MemoryCounter final : public EventSink {
   uint64_t reserved_bytes() const { return f_.reserved_bytes; }  // held now
 
  private:
+  friend struct CheckpointAccess;  // rank checkpoints (analyze/checkpoint_access.h)
   MemoryFigures f_;
   std::unordered_map<uint64_t, uint64_t> live_;  // address -> bytes
 };

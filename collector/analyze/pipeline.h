@@ -53,6 +53,7 @@ class PipelineCounter final : public EventSink {
   PipelineFigures Result(const RankFacts& facts) const;
 
  private:
+  friend struct CheckpointAccess;  // rank checkpoints (analyze/checkpoint_access.h)
   struct Span {
     uint64_t start, end;
   };

@@ -53,6 +53,7 @@ class RankModel {
   const RankInterpreter& interpreter() const { return interp_; }
 
  private:
+  friend struct CheckpointAccess;  // rank checkpoints (analyze/checkpoint_access.h)
   void SubscribeAnalyses();
   RankResult Compute() const;  // from a flushed state
 

@@ -68,6 +68,7 @@ class SmFillCounter final : public EventSink {
   SmFillFigures Result(const RankFacts& facts) const;
 
  private:
+  friend struct CheckpointAccess;  // rank checkpoints (analyze/checkpoint_access.h)
   struct Tot {
     uint64_t count = 0, ns = 0;
   };

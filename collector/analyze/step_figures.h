@@ -57,6 +57,7 @@ class StepCharger final : public EventSink {
   StepFigures figures() const;
 
  private:
+  friend struct CheckpointAccess;  // rank checkpoints (analyze/checkpoint_access.h)
   DeviceSlice* At(uint64_t t);
   template <typename Add>
   void Split(uint64_t a, uint64_t b, Add add);

@@ -42,6 +42,7 @@ class StepGraphs final : public EventSink {
   StepGraphList Graphs() const;
 
  private:
+  friend struct CheckpointAccess;  // rank checkpoints (analyze/checkpoint_access.h)
   struct Chunk {
     std::vector<StepMark> steps;
     uint64_t works_end = 0;  // the latest end of its work seen so far

@@ -44,6 +44,7 @@ class StepPace {
   PaceStats Finish(std::vector<uint64_t>& done) const;
 
  private:
+  friend struct CheckpointAccess;  // rank checkpoints (analyze/checkpoint_access.h)
   static constexpr size_t kOpenSteps = 64;
   static constexpr size_t kMaxAhead = 4096;
   struct Open {

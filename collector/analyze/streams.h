@@ -57,6 +57,7 @@ class StreamCounter final : public EventSink {
   const StreamFigures& figures() const { return f_; }
 
  private:
+  friend struct CheckpointAccess;  // rank checkpoints (analyze/checkpoint_access.h)
   struct Recorded {
     uint64_t stream, t_ns;  // the handle that recorded the event, when
   };

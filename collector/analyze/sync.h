@@ -33,6 +33,7 @@ class SyncCounter final : public EventSink {
   const SyncFigures& figures() const { return f_; }
 
  private:
+  friend struct CheckpointAccess;  // rank checkpoints (analyze/checkpoint_access.h)
   SyncFigures f_;
 };
 

@@ -47,6 +47,7 @@ bool Connection::OnBytes(std::string_view bytes, wire::FrameScratch& scratch, Cl
   }
   // One write per read: what this read completed is in the kernel before the next read.
   FlushJournal();
+  CheckpointJournal(now);
   return ok;
 }
 
@@ -62,7 +63,19 @@ void Connection::OpenJournal() {
     notices_.push_back(Describe() + ": not journaled: " + error);
     return;
   }
+  j->set_checkpoint_interval(journal_opt_->checkpoint_s, rank_->storage().journal.checkpoints, Clock::now());
   rank_->set_journal(std::move(j));
+}
+
+void Connection::CheckpointJournal(Clock::time_point now) {
+  if (!rank_ || !rank_->journal()) return;
+  JournalWriter& j = *rank_->journal();
+  // Every frame the rank took is journaled (or past the cap) by now: the state holds them all.
+  if (!j.CheckpointDue(now)) return;
+  const auto started = std::chrono::steady_clock::now();
+  j.WriteCheckpoint(rank_->CheckpointState(), rank_->max_batch_seq(), now, started);
+  rank_->storage().journal = j.status();
+  if (std::string n = j.TakeNotice(); !n.empty()) notices_.push_back(Describe() + ": " + n);
 }
 
 void Connection::FlushJournal() {
@@ -98,8 +111,10 @@ bool Connection::OnFrame(wire::Frame& frame, std::string_view raw, Clock::time_p
       std::string bytes;
       wire::AppendFrame(bare, bytes);
       j->Add(bytes);
+      j->set_hello(bytes);
       return true;
     }
+    if (JournalWriter* j = rank_->journal()) j->set_hello(raw);
   } else {
     if (frame.body_case() == wire::Frame::kHello) return Fail("second Hello on one connection");
     // Upstream first, as it arrived: a forwarded rank keeps its own clock on the wire (the

@@ -82,6 +82,8 @@ class Connection {
   bool CheckToken(const std::string& token, const char* where);
   void OpenJournal();
   void FlushJournal();
+  // The rank's state into the journal when its checkpoint is due (journal_store.h).
+  void CheckpointJournal(Clock::time_point now);
   bool Fail(std::string why);
 
   int peer_pid_;

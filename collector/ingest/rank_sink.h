@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gpuwatch.pb.h"
@@ -38,6 +39,18 @@ class RankSink {
   virtual JournalWriter* journal() const = 0;
   virtual void set_journal(std::unique_ptr<JournalWriter> j) = 0;
   virtual RankStorage& storage() = 0;
+  // The rank's state for a journal checkpoint (analyze/rank_checkpoint.h); "" when it has
+  // none of its own (a rank sent as figures).
+  virtual std::string CheckpointState() const { return {}; }
+  // Replaces the rank's state with a checkpoint's; false with a one-line `error`, the state
+  // unchanged.
+  virtual bool RestoreState(std::string_view state, std::string* error) {
+    (void)state;
+    *error = "this rank keeps no state of its own";
+    return false;
+  }
+  // The highest Batch.seq received (a spool's copy of a batch has the same seq).
+  virtual uint64_t max_batch_seq() const { return 0; }
 };
 
 class RankDirectory {

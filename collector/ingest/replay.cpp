@@ -52,6 +52,27 @@ bool ParseFrameFileName(const std::string& name, bool* spool, int* rank, int* pi
   return true;
 }
 
+bool ParseCheckpointFileName(const std::string& name, int* rank, int* pid) {
+  int r = 0, p = 0, consumed = 0;
+  if (std::sscanf(name.c_str(), "rank-%d-%d.checkpoint%n", &r, &p, &consumed) != 2 ||
+      static_cast<size_t>(consumed) != name.size() || name != wire::CheckpointFileName(r, p))
+    return false;
+  *rank = r;
+  *pid = p;
+  return true;
+}
+
+bool HasCheckpoints(const std::string& dir) {
+  DIR* d = opendir((dir + "/" + wire::kJournalDir).c_str());
+  if (!d) return false;
+  bool any = false;
+  int rank = 0, pid = 0;
+  while (dirent* e = readdir(d))
+    if (ParseCheckpointFileName(e->d_name, &rank, &pid)) any = true;
+  closedir(d);
+  return any;
+}
+
 bool ReplayDir(const std::string& dir, RankDirectory& jobs, ReplayResult* result, std::string* error,
                const std::function<std::vector<std::string>()>& before_close) {
   const std::string jdir = dir + "/" + wire::kJournalDir;
@@ -62,11 +83,18 @@ bool ReplayDir(const std::string& dir, RankDirectory& jobs, ReplayResult* result
   }
   // (rank, pid) -> files in replay order: journals (by part), then spools.
   std::map<std::pair<int, int>, std::vector<FileRef>> groups;
+  std::map<std::pair<int, int>, std::string> checkpoints;  // (rank, pid) -> its checkpoint's name
   while (dirent* e = readdir(d)) {
     const std::string name = e->d_name;
     if (name == "." || name == "..") continue;
     bool spool = false;
     int rank = 0, pid = 0, part = 0;
+    if (ParseCheckpointFileName(name, &rank, &pid)) {
+      checkpoints[{rank, pid}] = name;
+      continue;
+    }
+    // A checkpoint its collector was killed writing: the one before it stands.
+    if (name.size() > 15 && name.compare(name.size() - 15, 15, ".checkpoint.tmp") == 0) continue;
     if (!ParseFrameFileName(name, &spool, &rank, &pid, &part)) {
       result->notes.push_back("ignored " + jdir + "/" + name + ": not a journal or spool name");
       continue;
@@ -87,13 +115,38 @@ bool ReplayDir(const std::string& dir, RankDirectory& jobs, ReplayResult* result
     // may have swallowed them): a batch already replayed from the journal has a seq no
     // greater than one seen before, and is skipped.
     uint64_t max_seq_seen = 0;
+    // The rank's checkpoint: its state replaces the rank's once the first Hello after it
+    // attached the rank, and the journal parts before it are not read (it holds them).
+    JournalCheckpoint checkpoint;
+    std::string checkpoint_name;
+    bool restore_pending = false;
+    if (auto c = checkpoints.find(key); c != checkpoints.end()) {
+      std::string why;
+      if (ReadCheckpointFile(jdir + "/" + c->second, &checkpoint, &why)) {
+        checkpoint_name = c->second;
+        restore_pending = true;
+        max_seq_seen = checkpoint.max_batch_seq;
+        files.erase(std::remove_if(files.begin(), files.end(),
+                                   [&](const FileRef& f) { return !f.spool && f.part < checkpoint.next_part; }),
+                    files.end());
+      } else {
+        result->notes.push_back(why + "; rank " + std::to_string(key.first) +
+                                " is rebuilt from the frames kept after it only");
+      }
+    }
     for (const FileRef& f : files) {
       std::vector<RankSink*> touched;
       const std::string path = jdir + "/" + f.name;
       bool broken = false;
+      bool first_frame = true;
       FrameFileInfo info;
       auto on_frame = [&](const wire::Frame& frame, std::string_view raw) {
         if (broken) return;
+        // A journal part after a checkpoint opens with the Hello of the connection that was
+        // open then: it goes on, it is not a new one.
+        const bool continues = first_frame && !f.spool && f.part > 0 && conn;
+        first_frame = false;
+        if (continues && frame.body_case() == wire::Frame::kHello) return;
         if (frame.body_case() == wire::Frame::kBatch && frame.batch().seq() != 0) {
           if (frame.batch().seq() <= max_seq_seen) return;
           max_seq_seen = frame.batch().seq();
@@ -109,6 +162,18 @@ bool ReplayDir(const std::string& dir, RankDirectory& jobs, ReplayResult* result
           conn.reset();
           broken = true;
           return;
+        }
+        if (restore_pending && conn->rank()) {
+          restore_pending = false;
+          std::string why;
+          if (conn->rank()->RestoreState(checkpoint.state, &why)) {
+            ++result->checkpoints;
+            RankStorage& s = conn->rank()->storage();
+            s.rebuilt_from.push_back(std::string(wire::kJournalDir) + "/" + checkpoint_name);
+          } else {
+            result->notes.push_back(jdir + "/" + checkpoint_name + ": " + why + "; rank " +
+                                    std::to_string(key.first) + " is rebuilt from the frames kept after it only");
+          }
         }
         if (RankSink* r = conn->rank();
             r && std::find(touched.begin(), touched.end(), r) == touched.end())

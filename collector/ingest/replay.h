@@ -3,6 +3,11 @@
 // frame by frame, through the same Connection -> RankDirectory path the live collector
 // uses, so a rebuilt summary is computed by exactly the same code.
 //
+// A rank with a checkpoint (rank-R-PID.checkpoint, proto/journal.h) starts from it: its
+// state replaces the rank's at the first Hello of the parts after it, and the batches it
+// holds are not replayed again from the spool. A checkpoint that cannot be read is one
+// note, and the rank is rebuilt from the frames there are.
+//
 // For one rank and pid the journal comes first, then the spool (the spool holds what the
 // collector never got). Each Hello in a file starts a new connection of that process, so a
 // rank that reconnected, or went from the collector to its spool, ends the way its last
@@ -18,6 +23,7 @@ namespace gpuwatch::collector {
 
 struct ReplayResult {
   int files = 0;                   // frame files replayed
+  int checkpoints = 0;             // ranks restored from a checkpoint (their frames before it are gone)
   std::vector<std::string> notes;  // one line each: ignored tails, corrupt files, odd names
 };
 
@@ -30,5 +36,9 @@ bool ReplayDir(const std::string& dir, RankDirectory& jobs, ReplayResult* result
 // Parses "rank-R-PID.frames" / "spool-rank-R-PID.frames" (and "rank-R-PID.N.frames", a
 // journal continued under a new name); false for anything else.
 bool ParseFrameFileName(const std::string& name, bool* spool, int* rank, int* pid, int* part);
+// Parses "rank-R-PID.checkpoint"; false for anything else.
+bool ParseCheckpointFileName(const std::string& name, int* rank, int* pid);
+// True when `dir`/.gpuwatch holds a checkpoint: a rebuilt trace would then start at it.
+bool HasCheckpoints(const std::string& dir);
 
 }  // namespace gpuwatch::collector

@@ -42,6 +42,7 @@ class Coverage {
   uint64_t CoveredWithin(uint64_t first, uint64_t last) const;
 
  private:
+  friend struct CheckpointAccess;  // rank checkpoints (analyze/checkpoint_access.h)
   bool sampled_ = false;
   std::deque<std::pair<uint64_t, uint64_t>> kept_;  // closed windows the sweep may still ask about
   uint64_t open_since_ = 0;

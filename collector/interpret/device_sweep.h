@@ -57,6 +57,7 @@ class DeviceSweep {
   size_t StateSize() const { return pending_.size() + apis_.size() + api_fifo_.size() + syncs_.size(); }
 
  private:
+  friend struct CheckpointAccess;  // rank checkpoints (analyze/checkpoint_access.h)
   struct Work {
     uint64_t start, end, bytes;
     uint32_t corr, name_id, stream;

@@ -34,6 +34,7 @@ class HostOrder {
   uint64_t released_until() const { return released_until_; }
 
  private:
+  friend struct CheckpointAccess;  // rank checkpoints (analyze/checkpoint_access.h)
   struct Held {
     uint64_t key;
     HostCall call;

@@ -20,6 +20,7 @@ class PollFolder {
   void Fold(HostCall& c);
 
  private:
+  friend struct CheckpointAccess;  // rank checkpoints (analyze/checkpoint_access.h)
   struct Loop {
     uint64_t start = 0, last_end = 0, stream = 0;
     wire::Api api = wire::API_UNSPECIFIED;

@@ -132,6 +132,7 @@ class RankFacts {
   uint64_t dropped_total() const;
 
  private:
+  friend struct CheckpointAccess;  // rank checkpoints (analyze/checkpoint_access.h)
   void NoteDropped(const wire::DropCount& d);
 
   int world_size_ = 0;

@@ -48,6 +48,7 @@ class RankInterpreter {
   uint64_t host_last_ns() const { return host_last_; }
 
  private:
+  friend struct CheckpointAccess;  // rank checkpoints (analyze/checkpoint_access.h)
   struct Fanout final : EventSink {
     std::vector<EventSink*> sinks;
     void OnHostCall(const HostCall& c) override;

@@ -44,6 +44,7 @@ class StepFinder {
   StepsFound Result() const;
 
  private:
+  friend struct CheckpointAccess;  // rank checkpoints (analyze/checkpoint_access.h)
   bool IsStepName(const std::string& n) const;
   // Emits the steps the inferring patterns closed (of the best locked one).
   void EmitInferred(const Coverage& coverage, uint64_t device_swept, EventSink& out);

@@ -58,6 +58,7 @@ class StepPattern {
   bool Result(std::vector<StepMark>* steps, uint64_t* total, StepStats* stats) const;
 
  private:
+  friend struct CheckpointAccess;  // rank checkpoints (analyze/checkpoint_access.h)
   struct Anchor {
     uint64_t sig, t_ns;
   };

@@ -1,6 +1,9 @@
 // See rank_state.h.
 #include "jobs/rank_state.h"
 
+#include <algorithm>
+
+#include "analyze/rank_checkpoint.h"
 #include "analyze/rank_digest.h"
 #include "trace/rank_trace.h"
 
@@ -32,9 +35,27 @@ void RankState::set_trace(RankTrace* t) {
 }
 
 void RankState::OnBatch(const wire::Batch& batch) {
+  max_batch_seq_ = std::max(max_batch_seq_, batch.seq());
   if (!model_) return;  // a rank sent as figures sends no events
   model_->OnBatch(batch);
   if (trace_) trace_->AfterBatch();
+}
+
+std::string RankState::CheckpointState() const { return model_ ? EncodeRankModel(*model_) : std::string(); }
+
+bool RankState::RestoreState(std::string_view state, std::string* error) {
+  if (!model_) {
+    *error = "a rank sent as figures keeps no state to restore";
+    return false;
+  }
+  auto restored = std::make_unique<RankModel>();
+  if (!DecodeRankModel(state, *restored, error)) return false;
+  model_ = std::move(restored);
+  if (trace_) {  // the trace goes on from here (it has no state of the run before)
+    trace_->Bind(&model_->interpreter().facts());
+    model_->Subscribe(trace_);
+  }
+  return true;
 }
 
 void RankState::OnGoodbye(const wire::Goodbye& goodbye) {

@@ -34,6 +34,9 @@ class RankState final : public RankSink {
   void set_journal(std::unique_ptr<JournalWriter> j) override;
   RankStorage& storage() override { return storage_; }
   const RankStorage& storage() const { return storage_; }
+  std::string CheckpointState() const override;
+  bool RestoreState(std::string_view state, std::string* error) override;
+  uint64_t max_batch_seq() const override { return max_batch_seq_; }
 
   // A connection of this rank went away; `said_goodbye` tells a normal end from a crash.
   // When it was the last one, everything held is interpreted (and reaches the trace).
@@ -67,6 +70,7 @@ class RankState final : public RankSink {
   std::unique_ptr<JournalWriter> journal_;
   RankStorage storage_;
   RankTrace* trace_ = nullptr;
+  uint64_t max_batch_seq_ = 0;
 };
 
 }  // namespace gpuwatch::collector

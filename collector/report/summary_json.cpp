@@ -19,7 +19,11 @@ nlohmann::json StorageJson(const RankStorage& s) {
     j["journal"] = {{"file", s.journal.file},
                     {"bytes", s.journal.bytes},
                     {"capped", s.journal.capped},
-                    {"error", s.journal.error}};
+                    {"error", s.journal.error},
+                    {"checkpoints", s.journal.checkpoints},
+                    {"checkpoint_bytes", s.journal.checkpoint_bytes},
+                    {"checkpoint_ms", static_cast<double>(s.journal.checkpoint_ns) / 1e6},
+                    {"checkpoint_error", s.journal.checkpoint_error}};
   if (!s.rebuilt_from.empty()) {
     j["rebuilt_from"] = s.rebuilt_from;
     j["spool_capped"] = s.spool_capped;

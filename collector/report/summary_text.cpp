@@ -78,6 +78,8 @@ std::string BuildSummaryText(const JobView& job) {
                   kTextWidth) + "\n";
     if (!st.journal.error.empty())
       out += Clip("  journal: " + st.journal.error, kTextWidth) + "\n";
+    if (!st.journal.checkpoint_error.empty())
+      out += Clip("  journal checkpoints stopped: " + st.journal.checkpoint_error, kTextWidth) + "\n";
     if (st.spool_capped) out += "  the rank's spool reached its cap: later records are missing\n";
     if (st.truncated_tail_bytes > 0)
       out += Printf("  rebuilt: an incomplete last frame (%llu bytes) was ignored\n",
