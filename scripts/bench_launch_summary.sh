@@ -29,7 +29,8 @@ cat >"$W/collector.sh" <<EOF
 #!/usr/bin/env bash
 "$B/bin/gpuwatch-collector" "\$@"
 rc=\$?
-times | tail -1 | awk '{gsub(/[ms]/, " "); print \$1 * 60 + \$2 + \$3 * 60 + \$4}' >>"$W/collector-cpu"
+times >"$W/collector-times"  # not in a pipeline: a subshell has no children to report
+tail -1 "$W/collector-times" | awk '{gsub(/[ms]/, " "); print \$1 * 60 + \$2 + \$3 * 60 + \$4}' >>"$W/collector-cpu"
 exit \$rc
 EOF
 chmod +x "$W/collector.sh"
@@ -46,29 +47,40 @@ loop() {  # $1: scenario, $2: preload or ""; prints wall seconds
 }
 fig() { python3 -c 'import json, sys
 r = json.load(open(sys.argv[1]))["ranks"][0]
-print({"launches": r["kernels"]["launches"] + r["kernels"]["driver_launches"],
+print({"launches": r["kernels"]["launches"] + r["kernels"]["driver_launches"], "elapsed": r["overhead"]["elapsed_s"],
        "sender": r["overhead"]["sender_cpu_s"], "added": r["overhead"]["added_s"]}[sys.argv[2]])' "$1" "$2"; }
 journal_bytes() { cat "$1"/.gpuwatch/rank-*.frames | wc -c; }
 collector_cpu() { tail -1 "$W/collector-cpu"; }
 
-# 1. Hooks only.
+# 1. Hooks only. Each round also plays a loop as long with few launches: what the sender and
+# the collector spend on a rank whatever it does (their cycles, samplers, heartbeats), taken
+# off the launch loop's CPU in proportion to its length, leaves what its launches cost.
 LOOP=tests/bench/launch_loop_10s.json
+IDLE=tests/bench/idle_loop_9s.json
 for i in $(seq "$ROUNDS"); do
   p=$(loop $LOOP "")
   o=$(GPUWATCH_CUPTI=off GPUWATCH_OUT=$W/o$i loop $LOOP "$LIB"); oc=$(collector_cpu)
   a=$(GPUWATCH_CUPTI=off GPUWATCH_LAUNCH_RECORDS=all GPUWATCH_OUT=$W/a$i loop $LOOP "$LIB"); ac=$(collector_cpu)
+  GPUWATCH_CUPTI=off GPUWATCH_OUT=$W/i$i loop $IDLE "$LIB" >/dev/null; ic=$(collector_cpu)
   n=$(fig "$W/o$i/summary.json" launches)
+  # per second of the idle run: the sender's and the collector's fixed CPU
+  base=$(awk -v s="$(fig "$W/i$i/summary.json" sender)" -v c="$ic" -v e="$(fig "$W/i$i/summary.json" elapsed)" \
+    'BEGIN{printf "%.6f %.6f", s/e, c/e}')
   echo "$p $o $a $n $(fig "$W/o$i/summary.json" sender) $oc $(fig "$W/a$i/summary.json" sender) $ac \
-$(journal_bytes "$W/o$i") $(journal_bytes "$W/a$i")" >>"$W/hooks"
+$(journal_bytes "$W/o$i") $(journal_bytes "$W/a$i") $(fig "$W/o$i/summary.json" elapsed) $(fig "$W/a$i/summary.json" elapsed) $base" >>"$W/hooks"
 done
+# Columns: 1 plain s, 2 summarized s, 3 every-launch s, 4 launches, 5 sender s, 6 collector s,
+# 7-8 the same every launch a record, 9-10 journal bytes, 11-12 elapsed, 13-14 fixed CPU per s.
 n=$(awk '{print $4}' "$W/hooks" | median)
 row "hooks only, added per launch (~9 s loop)" "$(awk '{printf "%.1f\n", ($2-$1)*1e9/$4}' "$W/hooks" | median) ns" \
   "<= 100 ns; $(awk '{printf "%+.2f\n", ($2/$1-1)*100}' "$W/hooks" | median)% of wall (<= 2%), median of $ROUNDS paired rounds, $n launches"
 row "  every launch a record (LAUNCH_RECORDS=all)" "$(awk '{printf "%.1f\n", ($3-$1)*1e9/$4}' "$W/hooks" | median) ns" \
   "$(awk '{printf "%+.2f\n", ($3/$1-1)*100}' "$W/hooks" | median)% of wall, the same rounds"
 row "sender + collector CPU per launch outside windows" \
-  "$(awk '{printf "%.1f\n", ($5+$6)*1e9/$4}' "$W/hooks" | median) ns" \
-  "<= 20 ns (sender $(awk '{printf "%.1f\n", $5*1e9/$4}' "$W/hooks" | median), collector $(awk '{printf "%.1f\n", $6*1e9/$4}' "$W/hooks" | median); every launch a record: $(awk '{printf "%.0f\n", ($7+$8)*1e9/$4}' "$W/hooks" | median) ns)"
+  "$(awk '{printf "%.1f\n", ($5+$6-($13+$14)*$11)*1e9/$4}' "$W/hooks" | median) ns" \
+  "<= 20 ns (sender $(awk '{printf "%.1f\n", ($5-$13*$11)*1e9/$4}' "$W/hooks" | median), collector $(awk '{printf "%.1f\n", ($6-$14*$11)*1e9/$4}' "$W/hooks" | median); every launch a record: $(awk '{printf "%.0f\n", ($7+$8-($13+$14)*$12)*1e9/$4}' "$W/hooks" | median) ns)"
+row "  their fixed CPU, whatever the rank launches" "$(awk '{printf "%.1f\n", ($13+$14)*1000}' "$W/hooks" | median) ms/s" \
+  "(sender $(awk '{printf "%.1f\n", $13*1000}' "$W/hooks" | median), collector $(awk '{printf "%.1f\n", $14*1000}' "$W/hooks" | median) ms of CPU a second: the idle loop)"
 row "journal bytes per launch outside windows" "$(awk '{printf "%.2f\n", $9/$4}' "$W/hooks" | median) B" \
   "<= 1 B (every launch a record: $(awk '{printf "%.1f\n", $10/$4}' "$W/hooks" | median) B)"
 
