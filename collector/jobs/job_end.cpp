@@ -28,6 +28,17 @@ void MarkTrace(JobTrace& trace, const JobResult& j) {
   }
 }
 
+TraceView TraceViewOf(const JobTrace& t) {
+  TraceView v;
+  v.file = t.file().path();
+  v.keep = TraceKeepName(t.file().options());
+  v.bytes = t.file().bytes();
+  for (const TraceDetailSpan& s : t.DetailSpans())
+    v.detail_spans.push_back({static_cast<double>(s.from_ns - t.start_ns()) * 1e-9,
+                              static_cast<double>(s.to_ns - t.start_ns()) * 1e-9, s.full});
+  return v;
+}
+
 }  // namespace
 
 TraceFactory MakeTraceFactory(std::string out_override, TraceOptions options) {
@@ -55,11 +66,14 @@ RenderedSummary SummarizeJob(const Job& job) {
   const JobResult result = MergeRanks(job.Results());
   // The trace is complete (steps, findings) before summary.json appears: whoever waits for
   // the summary may read the trace.
+  TraceView trace;
   if (JobTrace* t = job.trace()) {
     MarkTrace(*t, result);
     t->Flush();
+    trace = TraceViewOf(*t);
   }
-  const JobView view = ViewOf(job, result);
+  JobView view = ViewOf(job, result);
+  if (job.trace()) view.trace = &trace;
   RenderedSummary rendered = RenderSummary(view);
   rendered.console = BuildConsoleText(view);
   return rendered;
