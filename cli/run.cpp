@@ -160,10 +160,7 @@ CLI::App* AddRunCommand(CLI::App& app, RunArgs& args) {
                   "Which detail the trace's size cap keeps: first (the start), last (as much of "
                   "the end as the cap holds) or last:N (the last N minutes, fractions allowed) "
                   "(default: $GPUWATCH_TRACE_KEEP, else last)")
-      ->check([](const std::string& s) {
-        TraceOptions o;
-        return ParseTraceKeep(s, &o) ? std::string() : "expected first, last or last:MINUTES";
-      });
+      ->check(TraceKeepError);
   cmd->add_option("--metrics", args.metrics,
                   "Serve Prometheus metrics at http://ADDR:PORT/metrics while COMMAND runs "
                   "(ADDR empty: loopback only), e.g. --metrics :9400");

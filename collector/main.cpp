@@ -179,10 +179,7 @@ int CollectorMain(int argc, char** argv) {
                  "last (as much of the end as the cap holds; a run that fits keeps all) or "
                  "last:N (the last N minutes, fractions allowed; the summary level before) "
                  "(default: $GPUWATCH_TRACE_KEEP, else last)")
-      ->check([](const std::string& s) {
-        TraceOptions o;
-        return ParseTraceKeep(s, &o) ? std::string() : "expected first, last or last:MINUTES";
-      });
+      ->check(TraceKeepError);
   std::string trace_window;
   app.add_option("--trace-window", trace_window,
                  "FROM:TO seconds after each rank's start: full trace detail only then, the "

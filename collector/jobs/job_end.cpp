@@ -2,6 +2,7 @@
 #include "jobs/job_end.h"
 
 #include <algorithm>
+#include <filesystem>
 
 #include <spdlog/spdlog.h>
 
@@ -32,7 +33,9 @@ TraceView TraceViewOf(const JobTrace& t) {
   TraceView v;
   v.file = t.file().path();
   v.keep = TraceKeepName(t.file().options());
-  v.bytes = t.file().bytes();
+  std::error_code ec;  // the file as assembled; what is being written when it is not there
+  const uintmax_t size = std::filesystem::file_size(v.file, ec);
+  v.bytes = ec ? t.file().bytes() : static_cast<uint64_t>(size);
   for (const TraceDetailSpan& s : t.DetailSpans())
     v.detail_spans.push_back({static_cast<double>(s.from_ns - t.start_ns()) * 1e-9,
                               static_cast<double>(s.to_ns - t.start_ns()) * 1e-9, s.full});

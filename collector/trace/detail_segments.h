@@ -54,6 +54,7 @@ class DetailSegments {
   void Flush();
 
   uint64_t bytes() const;  // kept segments, the current one included
+  uint64_t current_bytes() const { return current_ ? current_->bytes() : 0; }
   std::vector<std::string> KeptPaths() const;  // oldest first
   // The time spans of deleted segments' events, merged: detail there is gone.
   std::vector<std::pair<uint64_t, uint64_t>> DroppedSpans() const;

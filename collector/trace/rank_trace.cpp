@@ -521,6 +521,7 @@ void RankTrace::CloseSampleSlice(size_t index, uint64_t end) {
 }
 
 void RankTrace::Finish() {
+  CheckLevel();  // the cap may have been reached after the last batch
   for (size_t i = 0; i < bursts_.size(); ++i) CloseBurst(i);
   for (size_t i = 0; i < sampled_threads_.size(); ++i)
     if (sampled_threads_[i].open) CloseSampleSlice(i, sampled_threads_[i].last + SamplePeriodNs());

@@ -60,6 +60,11 @@ bool ParseTraceKeep(const std::string& s, TraceOptions* options) {
   return true;
 }
 
+std::string TraceKeepError(const std::string& s) {
+  TraceOptions o;
+  return ParseTraceKeep(s, &o) ? std::string() : "expected first, last or last:MINUTES";
+}
+
 std::string TraceKeepName(const TraceOptions& o) {
   if (o.keep == TraceKeep::kFirst) return "first";
   return o.keep_last_min > 0 ? Printf("last:%g", o.keep_last_min) : std::string("last");
@@ -122,6 +127,7 @@ std::unique_ptr<TraceFile> TraceFile::Open(const std::string& path, const TraceO
   lim.segment_ns = lim.keep_ns / 4;
   // An eighth of the cap per segment: the room is given back an eighth at a time.
   lim.segment_bytes = std::max<uint64_t>(options.max_bytes / 8, 4096);
+  f->segment_bytes_ = lim.segment_bytes;
   f->segments_ = std::make_unique<DetailSegments>(f->parts_dir_, lim);
   return f;
 }
@@ -203,14 +209,20 @@ void TraceFile::KeepDetailFrom(uint64_t since_ns) {
   if (segments_) segments_->Pin(since_ns > kBeforeNs ? since_ns - kBeforeNs : 0);
 }
 
+void TraceFile::RotateSegments(bool at_end) {
+  const uint64_t hard_room = events_max() > main_->bytes() ? events_max() - main_->bytes() : 0;
+  // While the run goes on, the cap's slack is left to the summary stream; at the end (the
+  // steps and findings written) there is nothing more to come, and the detail may use it.
+  const uint64_t room = at_end ? hard_room : opt_.max_bytes > main_->bytes() ? opt_.max_bytes - main_->bytes() : 0;
+  segments_->Rotate(room, hard_room);
+  detail_held_ = false;
+}
+
 void TraceFile::Flush() {
   main_->Flush();
   if (!segments_) return;
   segments_->Flush();
-  const uint64_t room = opt_.max_bytes > main_->bytes() ? opt_.max_bytes - main_->bytes() : 0;
-  const uint64_t hard_room = events_max() > main_->bytes() ? events_max() - main_->bytes() : 0;
-  segments_->Rotate(room, hard_room);
-  detail_held_ = false;
+  RotateSegments();
   if (!detail_stop_ns_ && detail_capped()) detail_stop_ns_ = std::max<uint64_t>(newest_ns_, 1);
   if (!segments_->error().empty() && !segment_error_logged_) {
     segment_error_logged_ = true;
@@ -219,7 +231,11 @@ void TraceFile::Flush() {
 }
 
 bool TraceFile::Assemble(const std::vector<std::string>& tail) {
-  if (segments_) Flush();
+  if (segments_) {
+    main_->Flush();
+    segments_->Flush();
+    RotateSegments(true);
+  }
   // The tail whole or not at all (a slice left open would not load), within the hard stop.
   std::string framed;
   for (const std::string& p : tail) {

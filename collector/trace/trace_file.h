@@ -64,6 +64,8 @@ bool ParseTraceLevel(const std::string& s, TraceLevel* level);
 bool ParseTraceWindow(const std::string& s, TraceOptions* options);
 // "first", "last", or "last:N" with N > 0 minutes ("last:0.5": 30 s).
 bool ParseTraceKeep(const std::string& s, TraceOptions* options);
+// For a command line's check: "" when `s` is a --trace-keep value, else what is expected.
+std::string TraceKeepError(const std::string& s);
 const char* TraceLevelName(TraceLevel level);
 // "first", "last", "last:10".
 std::string TraceKeepName(const TraceOptions& options);
@@ -127,6 +129,12 @@ class TraceFile {
   // Writes the buffered packets (whole packets only) and, between batches, rotates the
   // detail segments. A write error stops the trace (or, for a segment, its detail).
   void Flush();
+  // Before a detail slice that ends no flow (so no slice or flow is open): a segment that
+  // reached its size ends here, even inside a batch (a rank's end releases seconds of
+  // device work at once, and its newest part is what must stay).
+  void AtDetailBoundary() {
+    if (segments_ && segments_->current_bytes() >= segment_bytes_) RotateSegments();
+  }
   // Flush, and (keep last) writes `path` from the summary stream, the kept segments and
   // the `tail` packets; keep first: appends the `tail` packets to the file. False when the
   // file could not be written (logged).
@@ -153,12 +161,14 @@ class TraceFile {
   uint64_t hard_max() const { return opt_.max_bytes + opt_.max_bytes / 8; }
   uint64_t events_max() const { return hard_max() - std::min<uint64_t>(1024, opt_.max_bytes / 16); }
   void AppendDetail(std::string_view packet, size_t reserve_after);
+  void RotateSegments(bool at_end = false);
 
   std::string path_;
   TraceOptions opt_;
   std::unique_ptr<TraceStream> main_;  // the whole trace (first), the summary stream (last)
   std::unique_ptr<DetailSegments> segments_;  // keep last only
   std::string parts_dir_;
+  uint64_t segment_bytes_ = UINT64_MAX;
   std::string scratch_;
   uint64_t packets_ = 0, dropped_ = 0;
   uint64_t newest_ns_ = 0;

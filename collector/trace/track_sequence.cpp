@@ -91,6 +91,7 @@ TrackSequence::State& TrackSequence::Head(TraceFile& file, TracePart part, uint6
 void TrackSequence::WriteSlice(TraceFile& file, TracePart part, const NameTable& names, const NameTable& keys,
                                const SliceSpec& s, PacketScratch& x) {
   using namespace pkt;
+  if (part == TracePart::kDetail && !s.flow_in) file.AtDetailBoundary();
   State& st = Head(file, part, s.start, x);
   if (Define(st.names_defined, s.name_iid))
     InternedEntry(x.interned, kInternedNames, s.name_iid, names.Name(s.name_iid), x.entry);
