@@ -156,6 +156,11 @@ CLI::App* AddRunCommand(CLI::App& app, RunArgs& args) {
                   "Perfetto trace detail: off, summary or full (default: $GPUWATCH_TRACE, "
                   "else full)")
       ->check(CLI::IsMember({"off", "summary", "full"}));
+  cmd->add_option("--trace-keep", args.trace_keep,
+                  "Which detail the trace's size cap keeps: first (the start), last (as much of "
+                  "the end as the cap holds) or last:N (the last N minutes, fractions allowed) "
+                  "(default: $GPUWATCH_TRACE_KEEP, else last)")
+      ->check(TraceKeepError);
   cmd->add_option("--metrics", args.metrics,
                   "Serve Prometheus metrics at http://ADDR:PORT/metrics while COMMAND runs "
                   "(ADDR empty: loopback only), e.g. --metrics :9400");
@@ -212,6 +217,7 @@ int RunCommand(RunArgs& args, CLI::App& command_app) {
   TraceOptions trace;
   if (!TraceOptionsFromEnv(&trace, &error) && args.trace.empty()) spdlog::warn("{}", error);
   if (!args.trace.empty()) ParseTraceLevel(args.trace, &trace.level);
+  if (!args.trace_keep.empty()) ParseTraceKeep(args.trace_keep, &trace);
 
   const std::string out = fs::absolute(args.out).lexically_normal().string();
   const std::vector<std::string> new_dirs = MissingDirs(out);

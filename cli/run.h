@@ -17,6 +17,7 @@ namespace gpuwatch::cli {
 struct RunArgs {
   std::string out = "gpuwatch-out";
   std::string trace;    // off, summary, full; default $GPUWATCH_TRACE, else full
+  std::string trace_keep;  // first, last, last:N; default $GPUWATCH_TRACE_KEEP, else last
   std::string metrics;  // ADDR:PORT, empty: none
   std::string overhead;  // GPUWATCH_OVERHEAD for COMMAND; empty: as the environment has it
   std::string cupti;     // GPUWATCH_CUPTI for COMMAND (budget, full, off); empty: the same

@@ -181,10 +181,17 @@ int CollectorMain(int argc, char** argv) {
                  "(default: $GPUWATCH_TRACE, else full)")
       ->check(CLI::IsMember({"off", "summary", "full"}));
   app.add_option("--trace-max-mib", trace_max_mib,
-                 "Full detail until the trace reaches this size, then only syncs, copies, "
-                 "collectives, counters and findings, up to 1/8 more (default: "
+                 "The trace's size: past it only syncs, copies, collectives, counters and "
+                 "findings (which detail stays: --trace-keep), up to 1/8 more (default: "
                  "$GPUWATCH_TRACE_MAX_MIB, else 512)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 30));
+  std::string trace_keep;
+  app.add_option("--trace-keep", trace_keep,
+                 "Which detail the size cap keeps: first (the start, then the summary level), "
+                 "last (as much of the end as the cap holds; a run that fits keeps all) or "
+                 "last:N (the last N minutes, fractions allowed; the summary level before) "
+                 "(default: $GPUWATCH_TRACE_KEEP, else last)")
+      ->check(TraceKeepError);
   std::string trace_window;
   app.add_option("--trace-window", trace_window,
                  "FROM:TO seconds after each rank's start: full trace detail only then, the "
@@ -195,6 +202,7 @@ int CollectorMain(int argc, char** argv) {
       });
   CLI11_PARSE(app, argc, argv);
   if (!trace_window.empty()) ParseTraceWindow(trace_window, &trace);
+  if (!trace_keep.empty()) ParseTraceKeep(trace_keep, &trace);
   if (!metrics_addr.empty()) {  // before the socket is claimed: a typo costs nothing
     std::string host, why;
     int port = 0;

@@ -2,6 +2,7 @@
 #include "jobs/job_end.h"
 
 #include <algorithm>
+#include <filesystem>
 
 #include <spdlog/spdlog.h>
 
@@ -26,6 +27,19 @@ void MarkTrace(JobTrace& trace, const JobResult& j) {
                       Printf("finding: %s (%s, %s lost): %s", f.title.c_str(), f.severity.c_str(),
                              FmtDuration(f.time_lost_s).c_str(), f.summary.c_str()));
   }
+}
+
+TraceView TraceViewOf(const JobTrace& t) {
+  TraceView v;
+  v.file = t.file().path();
+  v.keep = TraceKeepName(t.file().options());
+  std::error_code ec;  // the file as assembled; what is being written when it is not there
+  const uintmax_t size = std::filesystem::file_size(v.file, ec);
+  v.bytes = ec ? t.file().bytes() : static_cast<uint64_t>(size);
+  for (const TraceDetailSpan& s : t.DetailSpans())
+    v.detail_spans.push_back({static_cast<double>(s.from_ns - t.start_ns()) * 1e-9,
+                              static_cast<double>(s.to_ns - t.start_ns()) * 1e-9, s.full});
+  return v;
 }
 
 }  // namespace
@@ -55,11 +69,14 @@ RenderedSummary SummarizeJob(const Job& job) {
   const JobResult result = MergeRanks(job.Results());
   // The trace is complete (steps, findings) before summary.json appears: whoever waits for
   // the summary may read the trace.
+  TraceView trace;
   if (JobTrace* t = job.trace()) {
     MarkTrace(*t, result);
     t->Flush();
+    trace = TraceViewOf(*t);
   }
-  const JobView view = ViewOf(job, result);
+  JobView view = ViewOf(job, result);
+  if (job.trace()) view.trace = &trace;
   RenderedSummary rendered = RenderSummary(view);
   rendered.console = BuildConsoleText(view);
   return rendered;

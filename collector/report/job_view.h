@@ -20,12 +20,25 @@ struct RankView {
   const RankResult* result = nullptr;
 };
 
+// The job's trace as the summary reports it (jobs/job_end.cpp fills it from the JobTrace).
+struct TraceView {
+  std::string file;
+  std::string keep;  // --trace-keep: "first", "last", "last:10"
+  uint64_t bytes = 0;
+  struct Span {
+    double from_s = 0, to_s = 0;  // from the job's first rank's start
+    bool full = false;            // full detail, or the summary level only
+  };
+  std::vector<Span> detail_spans;
+};
+
 struct JobView {
   std::string id;
   int world_size = 0;
   std::vector<RankView> ranks;  // in (rank, host, pid) order
   const std::vector<Hang>* hangs = nullptr;
   const JobResult* result = nullptr;
+  const TraceView* trace = nullptr;  // null: no trace
 
   int distinct_hosts() const;
   // Largest rank wall time: ranks on different hosts have unrelated monotonic clocks (or,

@@ -72,6 +72,13 @@ nlohmann::json HostsJson(const JobView& job) {
   return out;
 }
 
+nlohmann::json TraceJson(const TraceView& t) {
+  nlohmann::json spans = nlohmann::json::array();
+  for (const TraceView::Span& s : t.detail_spans)
+    spans.push_back({{"detail", s.full ? "full" : "summary"}, {"from_s", s.from_s}, {"to_s", s.to_s}});
+  return {{"file", t.file}, {"keep", t.keep}, {"bytes", t.bytes}, {"detail_spans", std::move(spans)}};
+}
+
 }  // namespace
 
 std::string UtcNow() {
@@ -113,12 +120,14 @@ nlohmann::json BuildSummaryJson(const JobView& job, const std::string& generated
                            {"wall_s", job.wall_s()}};
   AddJobFigures(*job.result, totals);
 
-  return {{"schema", kSummarySchema},
-          {"job_id", job.id},
-          {"generated_at", generated_at},
-          {"ranks", std::move(ranks)},
-          {"job", std::move(totals)},
-          {"hangs", HangsJson(job)}};
+  nlohmann::json doc = {{"schema", kSummarySchema},
+                        {"job_id", job.id},
+                        {"generated_at", generated_at},
+                        {"ranks", std::move(ranks)},
+                        {"job", std::move(totals)},
+                        {"hangs", HangsJson(job)}};
+  if (job.trace) doc["trace"] = TraceJson(*job.trace);
+  return doc;
 }
 
 }  // namespace gpuwatch::collector

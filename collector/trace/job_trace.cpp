@@ -7,6 +7,8 @@
 
 #include "analyze/path_segments.h"
 #include "common/format.h"
+#include "common/time_shift.h"
+#include "perfetto_trace.pb.h"
 
 namespace gpuwatch::collector {
 
@@ -29,12 +31,14 @@ RankTrace* JobTrace::ForRank(const wire::Hello& hello) {
   int32_t pid = hello.pid();
   if (pid <= 0 || pids_.count(pid)) pid = 0x40000000 + static_cast<int32_t>(ranks_.size());
   pids_.insert(pid);
+  start_ns_ = std::min<uint64_t>(start_ns_, hello.start_ns());
   auto rank = std::make_unique<RankTrace>(file_.get(), &ids_, pid, hello);
   file_->Flush();
   return ranks_.emplace(key, std::move(rank)).first->second.get();
 }
 
 void JobTrace::OnHang(const Hang& hang) {
+  file_->KeepDetailFrom(hang.since_ns);
   for (auto& [key, rank] : ranks_)
     if (std::get<0>(key) == hang.rank && std::get<1>(key) == hang.host &&
         std::get<2>(key) == hang.pid)
@@ -100,13 +104,64 @@ void JobTrace::Instant(int rank, const std::string& host, const std::string& key
   file_->Flush();
 }
 
+void JobTrace::Flush() {
+  if (file_->options().keep == TraceKeep::kFirst || file_->options().level != TraceLevel::kFull) {
+    file_->Assemble(detail_track_written_ ? std::vector<std::string>{} : DetailTrackPackets());
+    detail_track_written_ = true;
+    return;
+  }
+  file_->Assemble(DetailTrackPackets());
+}
+
+std::vector<TraceDetailSpan> JobTrace::DetailSpans() const {
+  return start_ns_ == UINT64_MAX ? std::vector<TraceDetailSpan>{} : file_->DetailSpans(start_ns_);
+}
+
+std::vector<std::string> JobTrace::DetailTrackPackets() {
+  using perfetto::protos::TracePacket;
+  using perfetto::protos::TrackEvent;
+  const std::vector<TraceDetailSpan> spans = DetailSpans();
+  if (spans.empty()) return {};
+  if (!detail_seq_) detail_seq_ = ids_.next_sequence++;
+  // Above every rank's uuids (sequence id << 14 | local).
+  constexpr uint64_t kUuid = uint64_t{1} << 60;
+  const int64_t skew = file_->options().test_clock_skew_ns;
+  std::vector<std::string> out;
+  TracePacket p;
+  p.set_trusted_packet_sequence_id(detail_seq_);
+  p.set_sequence_flags(TracePacket::SEQ_INCREMENTAL_STATE_CLEARED);
+  p.set_first_packet_on_sequence(true);
+  p.set_timestamp(ShiftNs(spans.front().from_ns, skew));
+  auto* d = p.mutable_track_descriptor();
+  d->set_uuid(kUuid);
+  d->set_name("trace detail");
+  d->set_sibling_order_rank(-1);  // above the ranks
+  out.push_back(p.SerializeAsString());
+  for (const TraceDetailSpan& s : spans)
+    for (const bool begin : {true, false}) {
+      p.Clear();
+      p.set_trusted_packet_sequence_id(detail_seq_);
+      p.set_timestamp(ShiftNs(begin ? s.from_ns : s.to_ns, skew));
+      TrackEvent* te = p.mutable_track_event();
+      te->set_track_uuid(kUuid);
+      te->set_type(begin ? TrackEvent::TYPE_SLICE_BEGIN : TrackEvent::TYPE_SLICE_END);
+      if (begin) te->set_name(s.full ? "full detail" : "summary only");
+      out.push_back(p.SerializeAsString());
+    }
+  return out;
+}
+
 std::string JobTrace::Describe() const {
   uint64_t dropped = 0;
   for (const auto& [key, rank] : ranks_) dropped += rank->dropped_slices();
   std::string s = Printf("%s: %s, %llu packets, %zu rank(s)", file_->path().c_str(),
                          FmtBytes(file_->bytes()).c_str(),
                          static_cast<unsigned long long>(file_->packets()), ranks_.size());
-  if (file_->detail_capped()) s += "; size cap reached, detail stopped there";
+  if (file_->options().keep == TraceKeep::kFirst && file_->detail_capped())
+    s += "; size cap reached, detail stopped there";
+  if (file_->segments_opened())
+    s += Printf("; detail in %zu of %zu segment(s) kept (--trace-keep %s)", file_->segments_kept(),
+                file_->segments_opened(), TraceKeepName(file_->options()).c_str());
   if (file_->dropped_packets())
     s += Printf("; %llu packets past the hard cap not written",
                 static_cast<unsigned long long>(file_->dropped_packets()));

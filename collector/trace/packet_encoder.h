@@ -20,7 +20,7 @@ namespace gpuwatch::collector::pkt {
 // TracePacket
 constexpr uint32_t kTimestamp = 8, kSequenceId = 10, kTrackEvent = 11, kInternedData = 12,
                    kSequenceFlags = 13, kClockSnapshot = 6, kClockId = 58, kDefaults = 59,
-                   kFirstOnSequence = 87;
+                   kTrackDescriptor = 60, kFirstOnSequence = 87;
 // TrackEvent
 constexpr uint32_t kTeAnnotations = 4, kTeType = 9, kTeNameIid = 10, kTeTrackUuid = 11,
                    kTeCounterValue = 30, kTeFlowOld = 36, kTeTerminatingFlowOld = 42;

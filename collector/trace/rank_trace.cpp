@@ -111,6 +111,7 @@ TracePacket& RankTrace::NewPacket(uint64_t ts) {
     packet_->Clear();
   }
   TracePacket& p = *packet_;
+  packet_ts_ = ts;
   p.set_timestamp(ShiftNs(ts, file_->options().test_clock_skew_ns));
   p.set_trusted_packet_sequence_id(seq_);
   if (first_packet_) {
@@ -122,7 +123,10 @@ TracePacket& RankTrace::NewPacket(uint64_t ts) {
   return p;
 }
 
-void RankTrace::Write(size_t reserve_after) { file_->Append(*packet_, reserve_after); }
+void RankTrace::Write(size_t reserve_after, TracePart part) {
+  file_->NoteTime(part, packet_ts_);
+  file_->Append(*packet_, reserve_after, part);
+}
 
 void RankTrace::DescribeProcess() {
   TracePacket& p = NewPacket(hello_.start_ns());
@@ -135,32 +139,12 @@ void RankTrace::DescribeProcess() {
                                 Clip(hello_.host(), 64).c_str(), hello_.pid()));
   proc->add_process_labels(Printf("job %s", Clip(hello_.job_id(), 64).c_str()));
   proc->add_process_labels(Printf("device %d", hello_.device()));
-}
-
-void RankTrace::DescribeTrack(uint32_t local, const std::string& name, int32_t order) {
-  TracePacket& p = NewPacket(hello_.start_ns());
-  auto* d = p.mutable_track_descriptor();
-  d->set_uuid(Uuid(local));
-  d->set_parent_uuid(Uuid(kProcessLocal));
-  d->set_name(name);
-  d->set_sibling_order_rank(order);
-  d->set_sibling_merge_behavior(perfetto::protos::TrackDescriptor::SIBLING_MERGE_BEHAVIOR_NONE);
-  Write();
-}
-
-void RankTrace::DescribeCounter(uint32_t local, const std::string& name, const char* unit) {
-  TracePacket& p = NewPacket(hello_.start_ns());
-  auto* d = p.mutable_track_descriptor();
-  d->set_uuid(Uuid(local));
-  d->set_parent_uuid(Uuid(kProcessLocal));
-  d->set_name(name);
-  d->set_sibling_order_rank(static_cast<int32_t>(local));
-  d->mutable_counter()->set_unit_name(unit);
-  Write();
+  // Each detail segment repeats it: its tracks' parent, so a segment alone is a trace too.
+  file_->AddDetailPreamble(p.SerializeAsString());
 }
 
 template <class TrackName>
-bool RankTrace::Slice(uint32_t base_local, Lanes& lanes, int32_t order, uint64_t start,
+bool RankTrace::Slice(uint32_t base_local, Lanes& lanes, int32_t order, TracePart part, uint64_t start,
                       uint64_t end, uint32_t name, const Ann* anns, int n_anns, uint64_t flow_out,
                       uint64_t flow_in, const TrackName& track_name) {
   end = std::max(end, start);
@@ -174,13 +158,14 @@ bool RankTrace::Slice(uint32_t base_local, Lanes& lanes, int32_t order, uint64_t
       return false;
     }
     const std::string track = track_name();
-    DescribeTrack(base_local + lane,
-                  lane == 0 ? track : Printf("%s · overlap %d", track.c_str(), lane),
-                  order + lane);
-    lanes.seqs.emplace_back(ids_->next_sequence++, Uuid(base_local + lane));
+    const uint64_t uuid = Uuid(base_local + lane);
+    lanes.seqs.emplace_back(ids_, uuid,
+                            TrackDescriptorBytes(uuid, Uuid(kProcessLocal),
+                                                 lane == 0 ? track : Printf("%s · overlap %d", track.c_str(), lane),
+                                                 order + lane));
   }
   lanes.last_end[lane] = end;
-  lanes.seqs[lane].WriteSlice(*file_, names_, keys_,
+  lanes.seqs[lane].WriteSlice(*file_, part, names_, keys_,
                               {start, end, name, anns, n_anns, flow_out, flow_in}, scratch_);
   return true;
 }
@@ -230,7 +215,7 @@ void RankTrace::WriteSteps(const std::deque<StepRec>& steps, size_t from, uint64
     // stamps converted to ns apiece, and may overlap by a rounding nanosecond, which would
     // put every such step on a lane of its own.
     const uint64_t start = std::max(s.start, std::min(step_lanes_.last_end[0], s.end));
-    Slice(kStepsLocal, step_lanes_, static_cast<int32_t>(kStepsLocal), start, s.end, name, anns, n, 0, 0,
+    Slice(kStepsLocal, step_lanes_, static_cast<int32_t>(kStepsLocal), TracePart::kSummary, start, s.end, name, anns, n, 0, 0,
           [] { return std::string("steps"); });
   }
   file_->Flush();
@@ -242,7 +227,7 @@ void RankTrace::WriteCriticalPath(const CriticalPathFigures& c, const StepRec& s
   const auto slice = [&](uint64_t start, uint64_t end, int part, double ms, double share) {
     const Ann anns[2] = {{kKeyPathMs, Ann::kDouble, 0, ms}, {kKeyPathShare, Ann::kDouble, 0, share}};
     const uint32_t name = names_.Iid(Printf("%s %.3g ms", PathPartWords(part), ms));
-    Slice(kPathLocal, path_lanes_, static_cast<int32_t>(kPathLocal), start, end, name, anns, 2, 0, 0,
+    Slice(kPathLocal, path_lanes_, static_cast<int32_t>(kPathLocal), TracePart::kSummary, start, end, name, anns, 2, 0, 0,
           [] { return std::string("critical path"); });
   };
   if (!segments.empty()) {
@@ -331,7 +316,8 @@ void RankTrace::OnHostCall(const HostCall& c) {
     name = CachedIid(kApiKey | c.api, [&] { return std::string(ApiName(c.api)); });
   }
   const uint32_t base = kThreadBase + static_cast<uint32_t>(ti * kHostLanes);
-  Slice(base, thread_lanes_[ti], static_cast<int32_t>(base), c.t_ns, c.end_ns(), name, anns, n, 0, 0,
+  Slice(base, thread_lanes_[ti], static_cast<int32_t>(base), launch ? TracePart::kDetail : TracePart::kSummary,
+        c.t_ns, c.end_ns(), name, anns, n, 0, 0,
         [&] { return ThreadTrackName(ti); });
 }
 
@@ -351,7 +337,7 @@ void RankTrace::CloseBurst(size_t ti) {
   const Ann anns[2] = {{kKeyLaunches, Ann::kUint, b.count, 0},
                        {kKeyLaunchCallsMs, Ann::kDouble, 0, static_cast<double>(b.calls_ns) / 1e6}};
   const uint32_t base = kThreadBase + static_cast<uint32_t>(ti * kHostLanes);
-  Slice(base, thread_lanes_[ti], static_cast<int32_t>(base), b.start, b.end,
+  Slice(base, thread_lanes_[ti], static_cast<int32_t>(base), TracePart::kDetail, b.start, b.end,
         names_.Iid("kernel launches (outside CUPTI windows)"), anns, 2, 0, 0,
         [&] { return ThreadTrackName(ti); });
   b = LaunchBurst{};
@@ -395,7 +381,8 @@ void RankTrace::OnDeviceWork(const DeviceWork& w) {
   }
   const size_t si = StreamIndex(w.device, w.stream);
   const uint32_t base = kStreamBase + static_cast<uint32_t>(si * kMaxLanes);
-  if (!Slice(base, stream_lanes_[si], static_cast<int32_t>(base), w.start_ns, w.end_ns, name, anns, n, 0, flow,
+  if (!Slice(base, stream_lanes_[si], static_cast<int32_t>(base), TracePart::kDetail, w.start_ns, w.end_ns, name,
+             anns, n, 0, flow,
              [&] {
                const auto [dev, stream] = stream_ids_[si];
                return dev == w.device && stream == w.stream ? Printf("GPU %d · stream %u", dev, stream)
@@ -409,7 +396,7 @@ void RankTrace::OnDeviceWork(const DeviceWork& w) {
     te->set_track_uuid(Uuid(kProcessLocal));
     te->set_name("device work dropped from the trace (lanes full)");
     te->add_terminating_flow_ids_old(flow);
-    Write();
+    Write(0, TracePart::kDetail);
   }
 }
 
@@ -424,12 +411,12 @@ void RankTrace::OnIdle(const IdleGap& g) {
   if (g.trailing || !Detail(g.start_ns)) return;
   const uint32_t name =
       CachedIid(kDeviceKey | kNvtxKey | g.kind, [&] { return std::string("idle: ") + IdleKindKey(g.kind); });
-  Slice(kIdleLocal, idle_lanes_, static_cast<int32_t>(kIdleLocal), g.start_ns, g.end_ns, name, nullptr, 0, 0, 0,
+  Slice(kIdleLocal, idle_lanes_, static_cast<int32_t>(kIdleLocal), TracePart::kDetail, g.start_ns, g.end_ns, name, nullptr, 0, 0, 0,
         [] { return std::string("GPU idle"); });
 }
 
 void RankTrace::EmitApi(const ApiSpan& span, uint64_t flow_out) {
-  if (!Slice(kApiBase, api_lanes_, static_cast<int32_t>(kApiBase), span.start_ns, span.end_ns,
+  if (!Slice(kApiBase, api_lanes_, static_cast<int32_t>(kApiBase), TracePart::kDetail, span.start_ns, span.end_ns,
              names_.Iid("CUDA API"), nullptr, 0, flow_out, 0,
              [] { return std::string("CUDA API (CUPTI)"); }) &&
       flow_out) {
@@ -439,7 +426,7 @@ void RankTrace::EmitApi(const ApiSpan& span, uint64_t flow_out) {
     te->set_track_uuid(Uuid(kProcessLocal));
     te->set_name("CUDA API record dropped from the trace (lanes full)");
     te->add_flow_ids_old(flow_out);
-    Write();
+    Write(0, TracePart::kDetail);
   }
 }
 
@@ -455,8 +442,10 @@ void RankTrace::EmitCounter(int i, uint64_t ts, int64_t value) {
                            {"memory reserved MiB", "MiB"},   {"NVML memory used MiB", "MiB"},
                            {"NVML PCIe TX MB/s", "MB/s"},     {"NVML PCIe RX MB/s", "MB/s"},
                            {"NVML NVLink TX MB/s", "MB/s"},   {"NVML NVLink RX MB/s", "MB/s"}};
-    DescribeCounter(kBusyLocal + i, kNames[i].name, kNames[i].unit);
-    counters_[i].emplace(ids_->next_sequence++, Uuid(kBusyLocal + i));
+    const uint64_t uuid = Uuid(kBusyLocal + i);
+    counters_[i].emplace(ids_, uuid,
+                         TrackDescriptorBytes(uuid, Uuid(kProcessLocal), kNames[i].name,
+                                              static_cast<int32_t>(kBusyLocal + i), kNames[i].unit));
   }
   if (value == last_value_[i]) return;  // a counter holds its value until the next sample
   last_value_[i] = value;
@@ -528,11 +517,13 @@ void RankTrace::CloseSampleSlice(size_t index, uint64_t end) {
     return Clip(blocked_in->empty() ? where : where + " [" + *blocked_in + "]", kMaxNameChars);
   });
   const uint32_t tid = t.tid;
-  Slice(kSampledBase + static_cast<uint32_t>(index), t.lanes, static_cast<int32_t>(kSampledBase + index), t.start,
+  Slice(kSampledBase + static_cast<uint32_t>(index), t.lanes, static_cast<int32_t>(kSampledBase + index),
+        TracePart::kSummary, t.start,
         end, name, nullptr, 0, 0, 0, [tid] { return Printf("python · thread %u (sampled)", tid); });
 }
 
 void RankTrace::Finish() {
+  CheckLevel();  // the cap may have been reached after the last batch
   for (size_t i = 0; i < bursts_.size(); ++i) CloseBurst(i);
   for (size_t i = 0; i < sampled_threads_.size(); ++i)
     if (sampled_threads_[i].open) CloseSampleSlice(i, sampled_threads_[i].last + SamplePeriodNs());

@@ -120,15 +120,13 @@ class RankTrace final : public EventSink {
   };
 
   perfetto::protos::TracePacket& NewPacket(uint64_t ts);
-  void Write(size_t reserve_after = 0);
+  void Write(size_t reserve_after = 0, TracePart part = TracePart::kSummary);
   void DescribeProcess();
-  void DescribeTrack(uint32_t local, const std::string& name, int32_t order);
-  void DescribeCounter(uint32_t local, const std::string& name, const char* unit);
   uint64_t Uuid(uint32_t local) const;
-  // Writes one slice on the first free lane of `lanes`, describing the lane's track (named
-  // by track_name(), called only then) when it is new; false if no lane was free.
+  // Writes one slice of `part` on the first free lane of `lanes`, making the lane's track
+  // (named by track_name(), called only then) when it is new; false if no lane was free.
   template <class TrackName>
-  bool Slice(uint32_t base_local, Lanes& lanes, int32_t order, uint64_t start, uint64_t end,
+  bool Slice(uint32_t base_local, Lanes& lanes, int32_t order, TracePart part, uint64_t start, uint64_t end,
              uint32_t name, const Ann* anns, int n_anns, uint64_t flow_out, uint64_t flow_in,
              const TrackName& track_name);
   // The iid of a name that is the same for every event with `key` (made by make() once):
@@ -174,6 +172,7 @@ class RankTrace final : public EventSink {
   static constexpr int kArenaPackets = 4096;
   google::protobuf::Arena arena_;
   perfetto::protos::TracePacket* packet_ = nullptr;
+  uint64_t packet_ts_ = 0;  // packet_'s time, before any test skew
   int arena_packets_ = 0;
 
   NameTable names_, keys_;

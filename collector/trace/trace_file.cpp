@@ -1,30 +1,17 @@
 #include "trace/trace_file.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
-#include <cerrno>
+#include <algorithm>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 
+#include <spdlog/spdlog.h>
+
+#include "common/format.h"
 #include "perfetto_trace.pb.h"
 
 namespace gpuwatch::collector {
-namespace {
-
-// Flushed early when this much is buffered, so a huge batch does not hold much memory.
-constexpr size_t kFlushAt = 1 << 20;
-
-void PutVarint(uint64_t v, std::string* out) {
-  while (v >= 0x80) {
-    out->push_back(static_cast<char>((v & 0x7F) | 0x80));
-    v >>= 7;
-  }
-  out->push_back(static_cast<char>(v));
-}
-
-}  // namespace
 
 bool ParseTraceLevel(const std::string& s, TraceLevel* level) {
   if (s == "off" || s == "0") *level = TraceLevel::kOff;
@@ -57,11 +44,43 @@ bool ParseTraceWindow(const std::string& s, TraceOptions* options) {
   return true;
 }
 
+bool ParseTraceKeep(const std::string& s, TraceOptions* options) {
+  if (s == "first" || s == "last") {
+    options->keep = s == "first" ? TraceKeep::kFirst : TraceKeep::kLast;
+    options->keep_last_min = 0;
+    return true;
+  }
+  if (s.rfind("last:", 0) != 0) return false;
+  const std::string n = s.substr(5);
+  char* end = nullptr;
+  const double min = std::strtod(n.c_str(), &end);
+  if (n.empty() || *end != '\0' || !(min > 0) || min > 1e7) return false;
+  options->keep = TraceKeep::kLast;
+  options->keep_last_min = min;
+  return true;
+}
+
+std::string TraceKeepError(const std::string& s) {
+  TraceOptions o;
+  return ParseTraceKeep(s, &o) ? std::string() : "expected first, last or last:MINUTES";
+}
+
+std::string TraceKeepName(const TraceOptions& o) {
+  if (o.keep == TraceKeep::kFirst) return "first";
+  return o.keep_last_min > 0 ? Printf("last:%g", o.keep_last_min) : std::string("last");
+}
+
 bool TraceOptionsFromEnv(TraceOptions* options, std::string* error) {
   bool ok = true;
   if (const char* v = std::getenv("GPUWATCH_TRACE_WINDOW"); v && *v) {
     if (!ParseTraceWindow(v, options)) {
       *error = std::string("GPUWATCH_TRACE_WINDOW=") + v + ": expected FROM:TO in seconds";
+      ok = false;
+    }
+  }
+  if (const char* v = std::getenv("GPUWATCH_TRACE_KEEP"); v && *v) {
+    if (!ParseTraceKeep(v, options)) {
+      *error = std::string("GPUWATCH_TRACE_KEEP=") + v + ": expected first, last or last:MINUTES";
       ok = false;
     }
   }
@@ -89,65 +108,184 @@ std::unique_ptr<TraceFile> TraceFile::Open(const std::string& path, const TraceO
   std::error_code ec;
   const auto dir = std::filesystem::path(path).parent_path();
   if (!dir.empty()) std::filesystem::create_directories(dir, ec);
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    *error = "cannot create " + path + ": " + std::strerror(errno);
-    return nullptr;
+  std::unique_ptr<TraceFile> f(new TraceFile(path, options));
+  // Segments only when there is detail to choose among.
+  if (options.keep == TraceKeep::kFirst || options.level != TraceLevel::kFull) {
+    f->main_ = TraceStream::Create(path, error);
+    return f->main_ ? std::move(f) : nullptr;
   }
-  return std::unique_ptr<TraceFile>(new TraceFile(path, fd, options));
+  f->parts_dir_ = (dir.empty() ? std::string(".") : dir.string()) + "/" + kTracePartsPrefix +
+                  std::to_string(::getpid());
+  std::filesystem::remove_all(f->parts_dir_, ec);  // a job before this one in this process
+  std::filesystem::create_directories(f->parts_dir_, ec);
+  ::unlink(path.c_str());  // an earlier run's trace must not pass for this one's
+  f->main_ = TraceStream::Create(f->parts_dir_ + "/summary.perfetto-trace", error);
+  if (!f->main_) return nullptr;
+  DetailSegments::Limits lim;
+  lim.keep_ns = static_cast<uint64_t>(options.keep_last_min * 60e9);
+  // A quarter of the age limit per segment: at most a quarter more than N minutes kept.
+  lim.segment_ns = lim.keep_ns / 4;
+  // An eighth of the cap per segment: the room is given back an eighth at a time.
+  lim.segment_bytes = std::max<uint64_t>(options.max_bytes / 8, 4096);
+  f->segment_bytes_ = lim.segment_bytes;
+  f->segments_ = std::make_unique<DetailSegments>(f->parts_dir_, lim);
+  return f;
 }
-
-TraceFile::TraceFile(std::string path, int fd, TraceOptions options)
-    : path_(std::move(path)), fd_(fd), opt_(options) {}
 
 TraceFile::~TraceFile() {
-  Flush();
-  if (fd_ >= 0) ::close(fd_);
+  if (!segments_) return;
+  // A trace never assembled (or written to since): its parts become the file now.
+  if (!assembled_) Assemble({});
+  if (assembled_) {
+    segments_->RemoveFiles();
+    main_.reset();
+    std::error_code ec;
+    std::filesystem::remove_all(parts_dir_, ec);
+  }
 }
 
-void TraceFile::Append(const perfetto::protos::TracePacket& packet, size_t reserve_after) {
+void TraceFile::NoteTime(TracePart part, uint64_t ts) {
+  if (!segments_ && !detail_stop_ns_ && main_->bytes() >= opt_.max_bytes) detail_stop_ns_ = std::max<uint64_t>(newest_ns_, 1);
+  newest_ns_ = std::max(newest_ns_, ts);
+  if (part == TracePart::kDetail && segments_) {
+    segments_->NoteTime(ts);
+    last_detail_ns_ = ts;
+  }
+}
+
+void TraceFile::Append(const perfetto::protos::TracePacket& packet, size_t reserve_after, TracePart part) {
   if (level() == TraceLevel::kOff) {
     ++dropped_;
     return;
   }
   scratch_.clear();
   packet.AppendToString(&scratch_);
-  AppendEncoded(scratch_, reserve_after);
+  AppendEncoded(scratch_, reserve_after, part);
 }
 
-void TraceFile::AppendEncoded(std::string_view packet, size_t reserve_after) {
+void TraceFile::AppendEncoded(std::string_view packet, size_t reserve_after, TracePart part) {
   if (level() == TraceLevel::kOff) {
     ++dropped_;
     return;
   }
-  if (bytes() + packet.size() + 6 + reserve_after > hard_max()) {  // the hard stop is never passed
+  assembled_ = false;
+  if (part == TracePart::kDetail && segments_) return AppendDetail(packet, reserve_after);
+  if (main_->bytes() + packet.size() + 6 + reserve_after > events_max()) {  // the hard stop is never passed
     ++dropped_;
     stopped_ = true;
     return;
   }
-  buf_.push_back(0x0A);  // Trace.packet, length-delimited
-  PutVarint(packet.size(), &buf_);
-  buf_.append(packet);
+  main_->Append(packet);
   ++packets_;
-  if (buf_.size() >= kFlushAt) Flush();
+}
+
+void TraceFile::AppendDetail(std::string_view packet, size_t reserve_after) {
+  TraceStream* seg = segments_->Current();
+  const uint64_t need = packet.size() + 6 + reserve_after;
+  // Older detail makes room for newer (a rank's end releases seconds of device work at once).
+  if (seg && !detail_held_ && bytes() + need > events_max() && main_->bytes() + need < events_max())
+    segments_->DropEnded(events_max() - main_->bytes() - need);
+  if (!seg || detail_held_ || bytes() + need > events_max()) {
+    ++dropped_;
+    // What completes this packet is dropped too; the span says detail is missing there.
+    if (lost_.empty() || (!detail_held_ && lost_.size() < 1024))  // bounded: past it, the last one grows
+      lost_.emplace_back(last_detail_ns_, last_detail_ns_);
+    lost_.back().first = std::min(lost_.back().first, last_detail_ns_);
+    lost_.back().second = std::max(lost_.back().second, last_detail_ns_);
+    detail_held_ = true;
+    return;
+  }
+  seg->Append(packet);
+  ++packets_;
+}
+
+void TraceFile::AddDetailPreamble(std::string packet) {
+  if (segments_) segments_->AddPreamble(std::move(packet));
+}
+
+void TraceFile::KeepDetailFrom(uint64_t since_ns) {
+  // The launches and device work just before the hung call are what explains it.
+  constexpr uint64_t kBeforeNs = 10'000'000'000;
+  if (segments_) segments_->Pin(since_ns > kBeforeNs ? since_ns - kBeforeNs : 0);
+}
+
+void TraceFile::RotateSegments(bool at_end) {
+  const uint64_t hard_room = events_max() > main_->bytes() ? events_max() - main_->bytes() : 0;
+  // While the run goes on, the cap's slack is left to the summary stream; at the end (the
+  // steps and findings written) there is nothing more to come, and the detail may use it.
+  const uint64_t room = at_end ? hard_room : opt_.max_bytes > main_->bytes() ? opt_.max_bytes - main_->bytes() : 0;
+  segments_->Rotate(room, hard_room);
+  detail_held_ = false;
 }
 
 void TraceFile::Flush() {
-  size_t off = 0;
-  while (fd_ >= 0 && off < buf_.size()) {
-    const ssize_t n = ::write(fd_, buf_.data() + off, buf_.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      // A partial packet may be on disk: the viewer ignores it; write nothing after it.
-      error_ = "write " + path_ + ": " + std::strerror(n < 0 ? errno : ENOSPC);
-      ::close(fd_);
-      fd_ = -1;
-      break;
-    }
-    off += static_cast<size_t>(n);
-    written_ += static_cast<uint64_t>(n);
+  main_->Flush();
+  if (!segments_) return;
+  segments_->Flush();
+  RotateSegments();
+  if (!detail_stop_ns_ && detail_capped()) detail_stop_ns_ = std::max<uint64_t>(newest_ns_, 1);
+  if (!segments_->error().empty() && !segment_error_logged_) {
+    segment_error_logged_ = true;
+    spdlog::warn("trace: {}; detail stops there, the summary level goes on", segments_->error());
   }
-  buf_.clear();
+}
+
+bool TraceFile::Assemble(const std::vector<std::string>& tail) {
+  if (segments_) {
+    main_->Flush();
+    segments_->Flush();
+    RotateSegments(true);
+  }
+  // The tail whole or not at all (a slice left open would not load), within the hard stop.
+  std::string framed;
+  for (const std::string& p : tail) {
+    FramePacket(p.size(), &framed);
+    framed += p;
+  }
+  if (bytes() + framed.size() > hard_max()) framed.clear();
+  if (!segments_) {
+    main_->AppendFramed(framed);
+    main_->Flush();
+    return main_->ok();
+  }
+  std::vector<std::string> parts = {main_->path()};
+  for (std::string& s : segments_->KeptPaths()) parts.push_back(std::move(s));
+  std::string error;
+  if (!ConcatenateTrace(parts, framed, path_, &error)) {
+    spdlog::warn("trace: {}; its parts stay in {}", error, parts_dir_);
+    return false;
+  }
+  assembled_ = true;
+  return true;
+}
+
+std::vector<TraceDetailSpan> TraceFile::DetailSpans(uint64_t start_ns) const {
+  std::vector<TraceDetailSpan> out;
+  const uint64_t end = newest_ns_;
+  if (end <= start_ns) return out;
+  // The spans without detail, in order; the rest of [start, end] has it.
+  std::vector<std::pair<uint64_t, uint64_t>> gone;
+  if (segments_) gone = segments_->DroppedSpans();
+  gone.insert(gone.end(), lost_.begin(), lost_.end());
+  if (opt_.level != TraceLevel::kFull) gone.emplace_back(start_ns, end);
+  if (detail_stop_ns_) gone.emplace_back(detail_stop_ns_, end);
+  std::sort(gone.begin(), gone.end());
+  uint64_t at = start_ns;
+  for (auto [from, to] : gone) {
+    from = std::clamp(from, start_ns, end);
+    to = std::clamp(to, start_ns, end);
+    if (to <= at || to <= from) continue;
+    if (from > at) out.push_back({at, from, true});
+    out.push_back({std::max(from, at), to, false});
+    at = to;
+  }
+  if (at < end) out.push_back({at, end, true});
+  return out;
+}
+
+std::string TraceFile::error() const {
+  if (!main_->error().empty()) return main_->error();
+  return segments_ ? segments_->error() : std::string();
 }
 
 }  // namespace gpuwatch::collector

@@ -7,6 +7,12 @@
 //   - names and annotation keys are interned per sequence; their iids come from the rank's
 //     NameTable, so a name has one iid on every sequence and is defined on each sequence
 //     the first time that sequence uses it.
+//   - the track's descriptor is the sequence's first packet, so wherever the sequence
+//     starts (or starts over) its track is described.
+// A track's slices of both parts (trace_file.h: summary and detail) are on this one
+// sequence when the file keeps them together; when detail goes to segments of its own, the
+// track has a second sequence for them, which starts over (state cleared, descriptor and
+// names again) in each new segment.
 // Deltas are unsigned, so a sequence's timestamps must not go backwards: a lane of slices
 // (rank_trace.h) only takes a slice that starts at or after its last end, and counter
 // windows are emitted in order. A timestamp that would go back is written as a 0 delta
@@ -73,28 +79,45 @@ struct PacketScratch {
 
 class TrackSequence {
  public:
-  TrackSequence(uint32_t sequence_id, uint64_t track_uuid)
-      : seq_(sequence_id), uuid_(track_uuid) {}
+  // `descriptor`: the track's TrackDescriptor message (TrackDescriptorBytes below).
+  TrackSequence(TraceIds* ids, uint64_t track_uuid, std::string descriptor)
+      : ids_(ids), uuid_(track_uuid), descriptor_(std::move(descriptor)) {}
 
   // BEGIN and END of one slice (the BEGIN reserves room for its END and a flow's other end
   // below the file's hard cap, so the cap never leaves a slice open).
-  void WriteSlice(TraceFile& file, const NameTable& names, const NameTable& keys,
+  void WriteSlice(TraceFile& file, TracePart part, const NameTable& names, const NameTable& keys,
                   const SliceSpec& s, PacketScratch& x);
+  // Counters are summary-level.
   void WriteCounter(TraceFile& file, int64_t value, uint64_t ts, PacketScratch& x);
 
-  uint32_t sequence_id() const { return seq_; }
+  // The sequence of the summary part (0 before its first packet).
+  uint32_t sequence_id() const { return parts_[0].seq; }
 
  private:
-  // Starts the packet: the sequence's first packet is written before it if needed, then the
-  // timestamp delta and the sequence id.
-  void Head(TraceFile& file, uint64_t ts, PacketScratch& x);
-  bool Define(std::vector<bool>& defined, uint32_t iid);
+  // One sequence's incremental state.
+  struct State {
+    uint32_t seq = 0;              // allocated at its first packet
+    uint32_t generation = 0;       // of the stream it was started in
+    bool started = false;
+    uint64_t last_ts = 0;
+    std::vector<bool> names_defined, keys_defined;  // by iid
+  };
+  // Starts the packet: the sequence's first packets (descriptor, defaults, clock snapshot)
+  // are written before it when it starts or starts over, then the timestamp delta and the
+  // sequence id. Returns the state the packet belongs to.
+  State& Head(TraceFile& file, TracePart part, uint64_t ts, PacketScratch& x);
+  static bool Define(std::vector<bool>& defined, uint32_t iid);
 
-  uint32_t seq_;
+  TraceIds* ids_;
   uint64_t uuid_;
-  bool started_ = false;
-  uint64_t last_ts_ = 0;
-  std::vector<bool> names_defined_, keys_defined_;  // by iid
+  std::string descriptor_;
+  State parts_[2];  // by TracePart, when the file keeps detail apart; else [0] for both
 };
+
+// A TrackDescriptor message: `uuid` under `parent_uuid`, named, at `order` among its
+// siblings, never merged with a sibling of the same name; `counter_unit` non-null: a
+// counter track with that unit.
+std::string TrackDescriptorBytes(uint64_t uuid, uint64_t parent_uuid, const std::string& name, int32_t order,
+                                 const char* counter_unit = nullptr);
 
 }  // namespace gpuwatch::collector

@@ -1,9 +1,12 @@
 // The Perfetto trace of whole runs: bundled scenarios under LD_PRELOAD on the simulated GPU,
 // with an autostarted collector; OUT/trace.perfetto-trace must pass the validator
 // (tests/unit/collector/test_trace_validator.h) and hold as many kernels, copies and
-// collectives per rank as summary.json counts.
+// collectives per rank as summary.json counts. A run past a small cap keeps the detail
+// --trace-keep asks for (checked against the same run's trace rebuilt whole from its journal).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <filesystem>
 #include <iostream>
 
 #include "scenario_run.h"
@@ -31,6 +34,12 @@ json CheckTrace(const std::string& scenario) {
   INFO(rep.First());
   REQUIRE(rep.errors.empty());
   REQUIRE(rep.processes.size() == summary["ranks"].size());
+  // A run that fits under the cap keeps full detail everywhere, and says so.
+  REQUIRE(rep.detail_spans.size() == 1);
+  CHECK(rep.detail_spans[0].name == "full detail");
+  CHECK(summary["trace"]["keep"] == "last");
+  REQUIRE(summary["trace"]["detail_spans"].size() == 1);
+  CHECK(summary["trace"]["detail_spans"][0]["detail"] == "full");
   for (const json& r : summary["ranks"]) {
     const std::string name = "rank " + std::to_string(r["rank"].get<int>()) + " · " +
                              r["host"].get<std::string>() + " · pid " +
@@ -96,4 +105,95 @@ TEST_CASE("trace: straggler run marks steps and the straggler finding") {
   bool straggler = false;  // the instant check above is not vacuous
   for (const json& f : summary["job"]["findings"]) straggler |= f["id"] == "straggler";
   CHECK(straggler);
+}
+
+namespace {
+
+// One rank, ~5 s of 40 short kernels a step with CUPTI on throughout: ~5 MB of full detail,
+// past a 3 MiB cap.
+constexpr const char* kLongRun = R"({
+  "name": "trace_keep", "ranks": 1, "steps": 1500, "gpu": {"launch_us": 5},
+  "step": [{"op": "host", "ms": 1}, {"op": "kernels", "count": 40, "us": 50, "name": "k"}, {"op": "sync"}]
+})";
+
+JobRun RunPastCap(const std::string& name, const std::string& keep) {
+  JobRun run = RunScenario(name, kLongRun,
+                           {.env = {{"GPUWATCH_TRACE", "full"}, {"GPUWATCH_CUPTI", "full"},
+                                    {"GPUWATCH_TRACE_MAX_MIB", "3"}, {"GPUWATCH_TRACE_KEEP", keep}}});
+  INFO("driver stderr:\n" << run.job.err);
+  for (const auto& e : std::filesystem::directory_iterator(run.out))
+    CHECK(e.path().filename().string().rfind("trace-parts-", 0) != 0);  // assembled, parts gone
+  return run;
+}
+
+uint64_t KernelsFrom(const gwtrace::TraceReport& rep, uint64_t from) {
+  uint64_t n = 0;
+  for (const auto& [name, c] : rep.processes)
+    n += static_cast<uint64_t>(std::count_if(c.kernel_starts.begin(), c.kernel_starts.end(),
+                                             [&](uint64_t t) { return t >= from; }));
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("trace: keep last:N past the cap keeps the last N seconds whole") {
+  const JobRun run = RunPastCap("trace-keep-last", "last:0.005");  // 0.3 s
+  const std::string data = ReadFile(run.out + "/trace.perfetto-trace");
+  CHECK(data.size() <= (3u << 20) + (3u << 17));
+  const gwtrace::TraceReport rep = gwtrace::ValidateTrace(data, false);
+  INFO(rep.First());
+  REQUIRE(rep.errors.empty());
+  REQUIRE(rep.detail_spans.size() >= 2);
+  CHECK(rep.detail_spans.front().name == "summary only");
+  CHECK(rep.detail_spans.back().name == "full detail");
+  for (size_t i = 1; i < rep.detail_spans.size(); ++i) CHECK(rep.detail_spans[i].from_ns == rep.detail_spans[i - 1].to_ns);
+  const uint64_t full_from = rep.detail_spans.back().from_ns;
+  CHECK(rep.detail_spans.back().to_ns - full_from >= 300'000'000);
+  // summary.json says the same.
+  const json& t = run.summary["trace"];
+  CHECK(t["keep"] == "last:0.005");
+  REQUIRE(t["detail_spans"].size() == rep.detail_spans.size());
+  CHECK(t["detail_spans"].back()["detail"] == "full");
+  CHECK(t["bytes"].get<uint64_t>() == data.size());
+
+  // The same run's journal rebuilt with every detail: the trace above has every kernel of
+  // the span it calls full, and fewer in all.
+  const std::string whole = run.work + "/whole";
+  const auto res = Run({GPUWATCH_BIN_DIR "/gpuwatch", "report", run.out, "--out", whole},
+                       {{"GPUWATCH_TRACE_KEEP", "first"}, {"GPUWATCH_TRACE_MAX_MIB", "4096"}}, 120);
+  INFO(res.err);
+  REQUIRE(res.exit_code == 0);
+  const gwtrace::TraceReport all = gwtrace::ValidateTrace(ReadFile(whole + "/trace.perfetto-trace"), false);
+  INFO(all.First());
+  REQUIRE(all.errors.empty());
+  REQUIRE(all.detail_spans.size() == 1);
+  const uint64_t kept = KernelsFrom(rep, full_from);
+  CHECK(kept > 1000);
+  CHECK(kept == KernelsFrom(all, full_from));
+  CHECK(KernelsFrom(rep, 0) < KernelsFrom(all, 0));
+  // The summary level is whole in both.
+  const auto& a = rep.processes.begin()->second;
+  const auto& b = all.processes.begin()->second;
+  CHECK(a.syncs == b.syncs);
+  CHECK(a.steps == b.steps);
+  std::cout << "trace keep last:0.005 past a 3 MiB cap: " << data.size() << " bytes ("
+            << ReadFile(whole + "/trace.perfetto-trace").size() << " whole), " << rep.detail_spans.size()
+            << " spans, full detail for the last " << (rep.detail_spans.back().to_ns - full_from) / 1e9 << " s\n";
+}
+
+TEST_CASE("trace: keep first past the cap keeps the start, then the summary level") {
+  const JobRun run = RunPastCap("trace-keep-first", "first");
+  const std::string data = ReadFile(run.out + "/trace.perfetto-trace");
+  CHECK(data.size() <= (3u << 20) + (3u << 17));
+  const gwtrace::TraceReport rep = gwtrace::ValidateTrace(data, false);
+  INFO(rep.First());
+  REQUIRE(rep.errors.empty());
+  REQUIRE(rep.detail_spans.size() == 2);
+  CHECK(rep.detail_spans[0].name == "full detail");
+  CHECK(rep.detail_spans[1].name == "summary only");
+  CHECK(KernelsFrom(rep, 0) > 1000);
+  CHECK(KernelsFrom(rep, rep.detail_spans[1].from_ns + 1) == 0);
+  const auto& names = rep.processes.begin()->second.instant_names;
+  CHECK(std::any_of(names.begin(), names.end(), [](const std::string& n) { return n.rfind("trace size cap reached", 0) == 0; }));
+  CHECK(run.summary["trace"]["keep"] == "first");
 }

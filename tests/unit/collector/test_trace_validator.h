@@ -16,7 +16,8 @@
 //     order; the resulting intervals are disjoint or contained);
 //   - every flow that starts also ends (and every end has a start), in either encoding
 //     (flow_ids fixed64, or the varint flow_ids_old);
-//   - every process is a rank ("rank R · host · pid P").
+//   - every process is a rank ("rank R · host · pid P"); the one track above them is
+//     "trace detail" (which spans have full detail), its slices kept in `detail_spans`.
 // It also counts what the trace holds per process, to compare with summary.json: slices are
 // classified by their track ("GPU ..." device work, "GPU idle" idle gaps, "thread ..." host
 // calls, "CUDA API", "steps") and name ("Memcpy H2D ...", "launch ...", "ncclAllReduce", ...);
@@ -57,6 +58,7 @@ struct RankCounts {
   // When each NCCL kernel on the GPU ended, in file order (a collective ends at the same
   // time on every rank of it: the merged traces of several hosts must show that).
   std::vector<uint64_t> comm_kernel_ends;
+  std::vector<uint64_t> kernel_starts;  // every kernel slice's start, in file order
   // Earliest and latest timestamp of the process's track events (one timeline for every
   // rank, multi-host included).
   uint64_t first_ns = UINT64_MAX, last_ns = 0;
@@ -68,6 +70,11 @@ struct TraceReport {
   uint64_t counter_events = 0, instants = 0, descriptors = 0;
   uint64_t first_slice_ns = UINT64_MAX, last_slice_end_ns = 0;  // absolute, after deltas
   std::map<std::string, RankCounts> processes;  // process name -> counts
+  struct Span {
+    std::string name;  // "full detail", "summary only"
+    uint64_t from_ns, to_ns;
+  };
+  std::vector<Span> detail_spans;  // the "trace detail" track, in file order
   std::string First() const { return errors.empty() ? "" : errors.front(); }
 };
 
@@ -250,6 +257,22 @@ inline TraceReport ValidateTrace(std::string_view data, bool truncated,
       continue;
     }
     detail::Track& track = tit->second;
+    if (track.process.empty()) {  // above the ranks: only the "trace detail" track
+      if (track.name != "trace detail") {
+        error("event on track '" + track.name + "' of no rank");
+      } else if (te.type() == TrackEvent::TYPE_SLICE_BEGIN) {
+        track.open.push_back(ts);
+        track.open_names.push_back(name);
+      } else if (te.type() == TrackEvent::TYPE_SLICE_END && !track.open.empty()) {
+        track.intervals.emplace_back(track.open.back(), ts);
+        r.detail_spans.push_back({track.open_names.back(), track.open.back(), ts});
+        track.open.pop_back();
+        track.open_names.pop_back();
+      } else {
+        error("unexpected event on the trace detail track");
+      }
+      continue;
+    }
     RankCounts& rc = r.processes[track.process];
     rc.first_ns = std::min<uint64_t>(rc.first_ns, ts);  // absolute, deltas summed
     rc.last_ns = std::max<uint64_t>(rc.last_ns, ts);
@@ -267,7 +290,7 @@ inline TraceReport ValidateTrace(std::string_view data, bool truncated,
         } else if (tn.rfind("GPU ", 0) == 0) {
           if (name.rfind("Memcpy ", 0) == 0) rc.gpu_h2d += h2d, rc.gpu_d2h += d2h;
           else if (name == "Memset") ++rc.memsets;
-          else ++rc.kernels;
+          else ++rc.kernels, rc.kernel_starts.push_back(ts);
         } else if (tn.rfind("thread ", 0) == 0 || tn.rfind("other threads", 0) == 0) {
           if (name.rfind("launch ", 0) == 0) {
             ++rc.launches;

@@ -104,9 +104,10 @@ TEST_CASE("collector: trace levels and the size cap") {
     CHECK(c.collectives.at("allreduce") == fed.allreduce);
     CHECK(c.counters > 0);
   }
-  SECTION("full detail stops at the cap, the rest is summary, the file stays bounded") {
+  SECTION("keep first: full detail stops at the cap, the rest is summary, the file stays bounded") {
     const std::string path = TempDir("cap") + "/trace.perfetto-trace";
     col::TraceOptions opt;
+    opt.keep = col::TraceKeep::kFirst;
     opt.max_bytes = 4096;
     col::JobTable jobs = TracedJobs(path, opt);
     const Fed fed = FeedRank(jobs, 0, 200);
