@@ -15,6 +15,7 @@
 #include "report/summary.h"
 #include "report/writer.h"
 #include "trace/job_trace.h"
+#include "trace/trace_parts.h"
 
 namespace gpuwatch::cli {
 
@@ -75,6 +76,11 @@ int RunReport(const ReportArgs& args) {
       trace_path = trace_at;
       trace_note = "trace: " + trace_at + " is kept as the collector wrote it (the run until it stopped); "
                    "the journal starts at a checkpoint, so a rebuilt one would hold less";
+    } else if (std::string note; AssembleTraceParts(args.dir, trace_at, &note)) {
+      // A `last` trace is in parts until the job ends: those the dead collector left.
+      trace.level = TraceLevel::kOff;
+      trace_path = trace_at;
+      trace_note = note;
     } else {
       trace_note = "trace: rebuilt from the journal's last checkpoint on; the run before it is not in it";
     }

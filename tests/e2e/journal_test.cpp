@@ -14,6 +14,7 @@
 
 #include "scenario_model.h"
 #include "scenario_run.h"
+#include "test_trace_validator.h"
 #include "truth_check.h"
 
 namespace fs = std::filesystem;
@@ -132,10 +133,19 @@ TEST_CASE("journal: collector killed after checkpoints: the journal stayed under
     REQUIRE(from.size() >= 2);
     CHECK(from[0].get<std::string>().find(".checkpoint") != std::string::npos);
   }
-  // The live collector's trace, written as the run went, covers it until the collector died:
-  // kept, not replaced by one of the frames after the last checkpoint.
-  CHECK(trace_bytes > 0);
-  CHECK(fs::file_size(out + "/trace.perfetto-trace") == trace_bytes);
-  CHECK(report.err.find("is kept as the collector wrote it") != std::string::npos);
+  // The live collector's trace covers the run until the collector died. With the default
+  // `--trace-keep last` it is in parts until the job ends (trace/trace_file.h): none whole
+  // while the job ran; report puts the dead collector's parts together rather than
+  // rebuilding one from the frames after the last checkpoint.
+  CHECK(trace_bytes == 0);
+  REQUIRE(fs::exists(out + "/trace.perfetto-trace"));
+  CHECK(report.err.find("assembled from the") != std::string::npos);
   CHECK(report.out.find(out + "/trace.perfetto-trace") != std::string::npos);
+  const gwtrace::TraceReport rep = gwtrace::ValidateTrace(e2e::ReadFile(out + "/trace.perfetto-trace"), false);
+  INFO(rep.First());
+  CHECK(rep.errors.empty());
+  CHECK(rep.slices > 0);
+  // It reaches past the first checkpoint (1 s in): more than the frames after the last
+  // checkpoint could rebuild would start with.
+  CHECK(rep.last_slice_end_ns - rep.first_slice_ns > 3'000'000'000ull);
 }
