@@ -105,6 +105,7 @@ bool ReplayDir(const std::string& dir, RankDirectory& jobs, ReplayResult* result
 
   std::vector<std::unique_ptr<Connection>> last;  // open until hangs are checked
   for (auto& [key, files] : groups) {
+    const int group_rank = key.first;  // a lambda below names it (clang 14 cannot capture a binding)
     std::sort(files.begin(), files.end(), [](const FileRef& a, const FileRef& b) {
       return std::tie(a.spool, a.part) < std::tie(b.spool, b.part);
     });
@@ -172,7 +173,7 @@ bool ReplayDir(const std::string& dir, RankDirectory& jobs, ReplayResult* result
             s.rebuilt_from.push_back(std::string(wire::kJournalDir) + "/" + checkpoint_name);
           } else {
             result->notes.push_back(jdir + "/" + checkpoint_name + ": " + why + "; rank " +
-                                    std::to_string(key.first) + " is rebuilt from the frames kept after it only");
+                                    std::to_string(group_rank) + " is rebuilt from the frames kept after it only");
           }
         }
         if (RankSink* r = conn->rank();
