@@ -2,7 +2,7 @@
 # A long launch-heavy run on the simulator (issue 53, "always on for days"): one rank
 # launching 2 us kernels at ~220k launches/s for GPUWATCH_LONG_RUN_S seconds (default 600),
 # with the defaults. Every 30 s: the collector's resident memory, the journal's and the
-# trace's size on disk. Then the same run with the collector SIGKILLed at 90% of its length:
+# trace's size on disk (its parts while the job runs: --trace-keep). Then the same run with the collector SIGKILLed at 90% of its length:
 # `gpuwatch report` must give the undisturbed run's counts exactly (launches, syncs, steps)
 # and its device figures within 2%. Not part of CI or bench.sh (it takes twice the length).
 #   bash scripts/bench_long_run.sh              # 10 minutes, twice
@@ -24,7 +24,7 @@ cat >"$W/loop.json" <<EOF
 EOF
 
 collector_pid() { pgrep -f -- "--listen $GPUWATCH_SOCKET_DIR" | head -1; }
-kib() { du -sk "$1" 2>/dev/null | awk '{print $1}'; }
+kib() { du -skc "$@" 2>/dev/null | tail -1 | awk '{print $1}'; }
 
 # $1: output dir, $2: seconds after which to SIGKILL the collector (0: never).
 run() {
@@ -46,7 +46,7 @@ run() {
     if [ "$now" -ge "$next" ]; then
       local rss=-
       [ -n "$pid" ] && rss=$(awk '/VmRSS/{print $2}' "/proc/$pid/status" 2>/dev/null || echo -)
-      printf '%6d %12s %12s %12s\n' "$now" "$rss" "$(kib "$out/.gpuwatch")" "$(kib "$out/trace.perfetto-trace")"
+      printf '%6d %12s %12s %12s\n' "$now" "$rss" "$(kib "$out/.gpuwatch")" "$(kib "$out"/trace*)"
       next=$((next + 30))
     fi
   done
@@ -68,6 +68,9 @@ rows = [("launches", a["kernels"]["launches"], b["kernels"]["launches"], 0),
         ("steps", a["steps"]["count"], b["steps"]["count"], 0),
         ("gpu busy s", a["gpu"]["busy_s"], b["gpu"]["busy_s"], 0.02),
         ("gpu kernels", a["gpu"]["kernels"]["count"], b["gpu"]["kernels"]["count"], 0.02)]
+j = a["storage"]["journal"]
+print(f"  checkpoints  {j['checkpoints']}, the last {j['checkpoint_bytes'] / 1e6:.2f} MB, encoded and written in "
+      f"{j['checkpoint_ms']:.0f} ms on the collector's thread")
 ok = True
 for name, x, y, tol in rows:
     good = x == y if tol == 0 else abs(x - y) <= tol * abs(x)

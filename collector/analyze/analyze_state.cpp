@@ -46,7 +46,7 @@ GW_STATE(StepCharger, 976, f_, pace_, seen_, cursor_, stop_, pending_, mids_, gr
          colls_taken_until_)
 GW_STATE(InputIo::Interval, 72, t0, t1, cpu, wait, rchar, rbytes, periods, throttled_periods, throttled_ns)
 GW_STATE(InputIo::Gap, 16, a, b)
-GW_STATE(InputIo, 424, f_, have_prev_, prev_, samples_, gaps_)
+GW_STATE(InputIo, 432, f_, have_prev_, prev_, samples_, gaps_)
 GW_STATE(SiteCounter::Tally, 16, ns, count)
 GW_STATE(SiteCounter, 64, by_id_)
 GW_STATE(MemoryCounter, 2232, f_, live_)
@@ -68,7 +68,7 @@ GW_STATE(StepGraphs::Chunk, 32, steps, works_end)
 GW_STATE(StepGraphs, 408, p2p_count_, calls_, works_, open_, open_sampled_, closed_, graphs_, chunks_, stride_, last_end_,
          lookback_ns_, steps_seen_, sampled_steps_, sampled_chunks_)
 // Not the cached result: it is computed again from the state.
-GW_STATE(RankModel, 153368, interp_, sync_, copies_, collectives_, coll_sizes_, pipeline_, comms_, overlap_, launches_, gpu_,
+GW_STATE(RankModel, 153400, interp_, sync_, copies_, collectives_, coll_sizes_, pipeline_, comms_, overlap_, launches_, gpu_,
          graphs_, api_calls_, streams_, steps_, io_, sites_, memory_, device_, host_frames_, sm_fill_, step_graphs_,
          rank_, host_, state_, flushed_)
 

@@ -136,7 +136,7 @@ GW_DIGEST(PaceStats, step, host_period, device_period)
 GW_DIGEST(StepFigures, steps, charged_until, sync_mid_ns, sync_mid_count, pace)
 GW_DIGEST(InputIoFigures, intervals, max_processes, host_wait_s, gap_s, cpu_s, run_wait_s, read_chars,
           read_bytes, periods, throttled_periods, throttled_s, throttled_gap_s, all_s, all_cpu_s, all_read_chars,
-          all_run_wait_s, all_periods, all_throttled_periods, all_throttled_s, cgroup)
+          all_run_wait_s, all_contended_s, all_periods, all_throttled_periods, all_throttled_s, cgroup)
 GW_DIGEST(MemoryFigures, allocations, frees, allocated_bytes, reserved_bytes, peak_bytes, peak_t_ns,
           untracked, total_bytes, min_free_bytes, mem_get_info_calls, series)
 GW_DIGEST(DeviceStateFigures::Other, memory_bytes_max, busy_s, samples, sm_util_max_pct)
@@ -164,7 +164,7 @@ GW_DIGEST(OverheadFacts, known, cupti_mode, budget, hook_ns, cupti_ns, cupti_ns_
           hook_calls, cupti_calls, hooks_added_ns, cupti_added_ns, windows, window_ns, elapsed_ns,
           sender_cpu_ns, hook_samples, startup_ns, cupti_graph_ns, cupti_graph_ns_measured, cupti_graph_launches,
           cupti_detaches, cupti_detach_ns, cupti_linger_calls, cupti_linger_ns, cupti_linger_ns_measured, sampler_ns,
-          sampler_signals_ns)
+          sampler_signals_ns, collector_cpu_ns)
 GW_DIGEST(WhatIf, step_ms, speedup, assumes, then_paced_by)
 GW_DIGEST(PathStreamTime, stream, ms)
 GW_DIGEST(CriticalPathFigures, steps, step_ms, path_ms, alone_ms, part_ms, gpu_streams)

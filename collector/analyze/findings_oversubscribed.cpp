@@ -40,6 +40,20 @@ std::string HostSummary(const HostContention& h, double steps) {
   return s;
 }
 
+// The spread between ranks the host's waits must explain: the straggler's time lost (the job's
+// ranks' mean wait for it), or, for a straggler within a group of fewer ranks than the job's
+// (a TP pair), its group's waiting peers' mean wait: the job's mean dilutes that by the ranks
+// that never waited for it (a TP pair among 4 ranks read a quarter of its wait, and 4 ranks
+// on 2 cores, waiting 0.1 s a second each for a core, "explained" a rank the scenario made slow).
+double SpreadOf(const Finding& straggler, size_t job_ranks) {
+  const nlohmann::json& e = straggler.evidence;
+  if (!e.is_object() || !e.contains("comm") || !e.contains("peers_wait_s")) return straggler.time_lost_s;
+  const nlohmann::json& members = e["comm"]["members"];
+  if (!members.is_array() || members.size() < 2 || members.size() >= job_ranks || !e["peers_wait_s"].is_number())
+    return straggler.time_lost_s;
+  return e["peers_wait_s"].get<double>() / static_cast<double>(members.size() - 1);
+}
+
 }  // namespace
 
 std::optional<Finding> CpuOversubscribed(const RankList& ranks, double base, const std::optional<Finding>& straggler,
@@ -51,7 +65,7 @@ std::optional<Finding> CpuOversubscribed(const RankList& ranks, double base, con
     for (const RankResult& r : ranks) {
       if (r.rank != straggler->ranks[0]) continue;
       const HostContention h = MeasureHost(ranks, r.host);
-      if (!h.ExplainsSpread(straggler->time_lost_s)) break;
+      if (!h.ExplainsSpread(SpreadOf(*straggler, ranks.size()))) break;
       *explains_straggler = true;
       Finding f = MakeFinding("cpu_oversubscribed", std::max(straggler->time_lost_s, h.gpu_idle_waiting_for_cpu_s), base);
       f.ranks = h.ranks;

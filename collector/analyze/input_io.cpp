@@ -45,6 +45,8 @@ void InputIo::OnProcSample(const wire::ProcSample& s) {
   f_.all_s += (iv.t1 - iv.t0) * 1e-9;
   f_.all_cpu_s += iv.cpu * 1e-9;
   f_.all_run_wait_s += iv.wait * 1e-9;
+  if (static_cast<double>(iv.wait) >= kContendedWaitShare * static_cast<double>(iv.t1 - iv.t0))
+    f_.all_contended_s += (iv.t1 - iv.t0) * 1e-9;
   f_.all_read_chars += iv.rchar;
   f_.all_periods += iv.periods;
   f_.all_throttled_periods += iv.throttled_periods;

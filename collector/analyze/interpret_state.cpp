@@ -12,7 +12,7 @@ GW_STATE(ApiSpan, 16, start_ns, end_ns)
 GW_STATE(ThreadSample, 24, t_ns, tid, stack_id, in_cuda)
 GW_STATE(SiteText, 80, python, python_stack, frames)
 GW_STATE(DeviceSweep::Limits, 40, horizon_ns, max_pending, api_keep_ns, max_apis, max_syncs)
-GW_STATE(RankFacts, 960, world_size_, names_, comm_kernel_, comms_, sites_, stacks_, native_blocked_in_, gpu_source_,
+GW_STATE(RankFacts, 968, world_size_, names_, comm_kernel_, comms_, sites_, stacks_, native_blocked_in_, gpu_source_,
          gpu_source_detail_, device_sampler_detail_, env_, overhead_, sampling_, dropped_)
 GW_STATE(HostOrder::Held, 168, key, call)
 GW_STATE(HostOrder, 88, in_order_, late_, newest_, settled_, released_until_)
@@ -55,7 +55,7 @@ GW_STATE(DeviceSweep, 352, lim_, pending_, newest_ns_, swept_ns_, all_, noncomm_
          overflow_, apis_, api_fifo_, syncs_)
 GW_STATE(Coverage, 144, sampled_, kept_, open_since_, ended_, windows_, closed_ns_, first_start_, first_end_, last_end_)
 // Not the subscribers (fanout_): the restored model has its own.
-GW_STATE(RankInterpreter, 2648, facts_, host_, polls_, steps_, sweep_, coverage_, cupti_off_, host_seen_, host_calls_,
+GW_STATE(RankInterpreter, 2656, facts_, host_, polls_, steps_, sweep_, coverage_, cupti_off_, host_seen_, host_calls_,
          host_first_, host_last_)
 
 

@@ -20,7 +20,7 @@ using nlohmann::json;
 // RankResult holds the others by value: its size covers them; these sit in containers.
 // (RankResult::step_graphs is left out on purpose: the graphs stay in the process that built
 // them; rank_result.h.)
-static_assert(sizeof(RankResult) == 51552, "RankResult changed: carry the new field in the digest");
+static_assert(sizeof(RankResult) == 51568, "RankResult changed: carry the new field in the digest");
 static_assert(sizeof(StepRec) == 168 && sizeof(CollCall) == 40 && sizeof(StepMark) == 24,
               "a step or collective record changed: carry the new field in the digest");
 static_assert(sizeof(SiteStat) == 96 && sizeof(HostFrame) == 80 && sizeof(Finding) == 272,

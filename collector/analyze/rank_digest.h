@@ -13,7 +13,7 @@
 namespace gpuwatch::collector {
 
 // Bumped whenever the field lists change: a root refuses digests of another format.
-inline constexpr uint32_t kRankDigestFormat = 17;
+inline constexpr uint32_t kRankDigestFormat = 18;
 
 // MessagePack of every field of `r` (RankDigest.result).
 std::string EncodeRankResult(const RankResult& r);

@@ -44,6 +44,11 @@ class RankModel {
   void OnHello(const wire::Hello& h);
   void OnBatch(const wire::Batch& b);
   void OnGoodbye(const wire::Goodbye& g);
+  // What the collector spent on this rank (OverheadFacts::collector_cpu_ns), live only.
+  void NoteCollectorCpu(uint64_t ns) {
+    ++state_;
+    interp_.NoteCollectorCpu(ns);
+  }
   // Everything held is interpreted now (the rank's last connection closed).
   void Flush();
 

@@ -43,6 +43,11 @@ class Connection {
     tcp_address_ = std::move(address);
   }
 
+  // A connection of the running collector (not a replay of a journal): each rank's Goodbye
+  // notes the collector's CPU time so far, shared among the ranks it served
+  // (RankSink::NoteCollectorCpu); not for a rank another collector forwards.
+  void MeasureCollectorCpu() { measure_cpu_ = true; }
+
   // Every frame accepted from now on also goes to `sink` (--upstream).
   void ForwardTo(std::unique_ptr<FrameSink> sink) { sink_ = std::move(sink); }
 
@@ -85,6 +90,7 @@ class Connection {
   // The rank's state into the journal when its checkpoint is due (journal_store.h).
   void CheckpointJournal(Clock::time_point now);
   bool Fail(std::string why);
+  void NoteCollectorCpu();  // at the rank's Goodbye, or its close without one
 
   int peer_pid_;
   RankDirectory& jobs_;
@@ -95,6 +101,7 @@ class Connection {
   RankSink* rank_ = nullptr;
   bool said_goodbye_ = false;
   bool closed_ = false;
+  bool measure_cpu_ = false;
   std::string error_;
   const JournalOptions* journal_opt_;
   std::vector<std::string> notices_;

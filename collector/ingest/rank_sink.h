@@ -30,6 +30,8 @@ class RankSink {
   virtual const wire::Hello& hello() const = 0;
   virtual void OnBatch(const wire::Batch& batch) = 0;
   virtual void OnGoodbye(const wire::Goodbye& goodbye) = 0;
+  // The collector's CPU time for this rank, measured live when its Goodbye arrived.
+  virtual void NoteCollectorCpu(uint64_t /*ns*/) {}
   virtual void OnHeartbeat(const wire::Heartbeat& heartbeat, Clock::time_point now) = 0;
   // A host collector's figures of this rank (Hello.upstream_digests): they replace the
   // previous ones. False with `error` when they cannot be read (the connection is dropped).

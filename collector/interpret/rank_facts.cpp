@@ -88,6 +88,7 @@ void RankFacts::OnBatch(const wire::Batch& b) {
   if (b.has_environment()) env_.Merge(b.environment());
   if (b.has_overhead()) {
     const wire::Overhead& o = b.overhead();
+    const uint64_t collector_cpu = overhead_.collector_cpu_ns;  // the collector's, not the message's
     overhead_ = OverheadFacts{true,           o.cupti_mode(),     o.budget(),         o.hook_ns(),
                               o.cupti_ns(),   o.cupti_ns_measured(), o.hw_trace(),    o.hook_calls(),
                               o.cupti_calls(), o.hooks_added_ns(), o.cupti_added_ns(), o.windows(),
@@ -95,6 +96,7 @@ void RankFacts::OnBatch(const wire::Batch& b) {
                               o.startup_ns(), o.cupti_graph_ns(), o.cupti_graph_ns_measured(),
                               o.cupti_graph_launches(), o.cupti_detaches(), o.cupti_detach_ns(),
                               o.cupti_linger_calls(), o.cupti_linger_ns(), o.cupti_linger_ns_measured()};
+    overhead_.collector_cpu_ns = collector_cpu;
   }
   if (b.has_host_sampling()) {
     const wire::HostSampling& h = b.host_sampling();

@@ -63,6 +63,11 @@ struct OverheadFacts {
   // of it the handlers, on the job's threads: only those are in the added time. Both from
   // the latest HostSampling (SamplingFacts).
   uint64_t sampler_ns = 0, sampler_signals_ns = 0;
+  // The collector's CPU time for this rank: its process's, from its start to the rank's
+  // Goodbye (or its connection's close), shared equally among the ranks that had connected
+  // by then. 0: not measured (a
+  // summary rebuilt from the journal by another process).
+  uint64_t collector_cpu_ns = 0;
   uint64_t AddedNs() const { return hooks_added_ns + cupti_added_ns + startup_ns + sampler_signals_ns; }
 };
 
@@ -104,6 +109,7 @@ class RankFacts {
   // Definitions first: events of the same batch may use them.
   void OnBatch(const wire::Batch& b);
   void OnGoodbye(const wire::Goodbye& g);
+  void NoteCollectorCpu(uint64_t ns) { overhead_.collector_cpu_ns = ns; }
 
   // Mangled name of a kernel (or NVTX message); null when never sent or beyond the bound.
   const std::string* Name(uint32_t id) const;

@@ -33,6 +33,7 @@ class RankInterpreter {
   void OnBatch(const wire::Batch& b);
   // The process said goodbye: nothing more comes that could go before what is held.
   void OnGoodbye(const wire::Goodbye& g);
+  void NoteCollectorCpu(uint64_t ns) { facts_.NoteCollectorCpu(ns); }
   // Everything held goes out: host calls, then device work, the last idle gap and the open
   // busy spans. The rank is done (or this is a copy being finished for a result).
   void Flush();

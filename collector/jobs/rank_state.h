@@ -27,6 +27,9 @@ class RankState final : public RankSink {
   const wire::Hello& hello() const override { return hello_; }
   void OnBatch(const wire::Batch& batch) override;
   void OnGoodbye(const wire::Goodbye& goodbye) override;
+  void NoteCollectorCpu(uint64_t ns) override {
+    if (model_) model_->NoteCollectorCpu(ns);
+  }
   // The latest heartbeat replaces the previous one (clipped to bounded sizes).
   void OnHeartbeat(const wire::Heartbeat& heartbeat, Clock::time_point now) override;
   bool OnDigest(const wire::RankDigest& digest, std::string* error) override;

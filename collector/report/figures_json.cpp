@@ -10,6 +10,7 @@
 #include "common/format.h"
 #include "common/kernel_names.h"
 #include "analyze/environment.h"
+#include "analyze/contended_cost.h"
 #include "analyze/host_placement.h"
 
 namespace gpuwatch::collector {
@@ -295,9 +296,11 @@ const char* CuptiModeName(int mode) {
 
 }  // namespace
 
-nlohmann::json OverheadJson(const OverheadFacts& o) {
+nlohmann::json OverheadJson(const RankResult& r) {
+  const OverheadFacts& o = r.overhead;
   if (!o.known) return nullptr;
   const uint64_t added = o.AddedNs();
+  const ContendedCost contended = MeasureContendedCost(r);
   return {{"cupti_mode", CuptiModeName(o.cupti_mode)},
           {"budget", o.budget},
           {"added_s", Seconds(added)},
@@ -325,7 +328,14 @@ nlohmann::json OverheadJson(const OverheadFacts& o) {
           {"windows", o.windows},
           {"window_s", Seconds(o.window_ns)},
           {"elapsed_s", Seconds(o.elapsed_ns)},
-          {"sender_cpu_s", Seconds(o.sender_cpu_ns)}};
+          {"sender_cpu_s", Seconds(o.sender_cpu_ns)},
+          {"collector_cpu_s", o.collector_cpu_ns ? nlohmann::json(Seconds(o.collector_cpu_ns)) : nlohmann::json(nullptr)},
+          {"beside_cpu_s", contended.beside_cpu_s},
+          {"contended", contended.known ? nlohmann::json{{"added_s", contended.added_s},
+                                               {"cores_busy_share", contended.busy_share},
+                                               {"stretch", contended.stretch},
+                                               {"cpus", contended.cpus}}
+                                        : nlohmann::json(nullptr)}};
 }
 
 nlohmann::json JobOverheadJson(const RankList& ranks) {
@@ -501,7 +511,7 @@ void AddRankFigures(const RankResult& r, nlohmann::json& obj, const JobResult* j
   // Beside the rank's `device` (its CUDA ordinal, from the Hello): the device as NVML saw it.
   obj["device_state"] = DeviceJson(r.device, r.device_sampler_detail);
   obj["placement"] = PlacementJson(r.env, r.io);
-  obj["overhead"] = OverheadJson(r.overhead);
+  obj["overhead"] = OverheadJson(r);
   // The host sampler (issue 16): its CPU and its signals' handlers are overhead.sampler_s.
   if (r.sampling.known && obj["overhead"].is_object())
     obj["overhead"]["host_sampler"] = {{"hz", r.sampling.hz},

@@ -26,7 +26,7 @@ nlohmann::json StepsJson(const RankResult& r);
 nlohmann::json FindingsJson(const std::vector<Finding>& f);
 nlohmann::json EnvJson(const EnvFacts& e);
 // The library's own cost (rank), and summed over ranks (job).
-nlohmann::json OverheadJson(const OverheadFacts& o);
+nlohmann::json OverheadJson(const RankResult& r);
 nlohmann::json JobOverheadJson(const RankList& ranks);
 // The steps table's per_step_ms (null without steps).
 nlohmann::json PerStepMsJson(const PerStepMean& m);

@@ -6,6 +6,7 @@
 #include "report/comms_text.h"
 #include "report/critical_path_text.h"
 
+#include "analyze/contended_cost.h"
 #include "common/api_names.h"
 #include "common/explains.h"
 #include "common/format.h"
@@ -160,7 +161,8 @@ void GpuText(const GpuFigures& s, std::string& out) {
                   static_cast<unsigned long long>(s.late), static_cast<unsigned long long>(s.overflow));
 }
 
-void OverheadText(const OverheadFacts& o, std::string& out) {
+void OverheadText(const RankResult& r, std::string& out) {
+  const OverheadFacts& o = r.overhead;
   if (!o.known) return;
   const uint64_t added = o.AddedNs();
   // The budget is a share of the wall time plus a fixed allowance (so a short run is
@@ -204,8 +206,17 @@ void OverheadText(const OverheadFacts& o, std::string& out) {
   // Not in it: CPU on other threads, which slows the job only where cores are short.
   const uint64_t sampler_cpu = o.sampler_ns > o.sampler_signals_ns ? o.sampler_ns - o.sampler_signals_ns : 0;
   if (sampler_cpu || o.sender_cpu_ns)
-    out += Clip(Printf("    beside the job: sender %s CPU, sampler %s CPU",
-                       FmtDurationNs(o.sender_cpu_ns).c_str(), FmtDurationNs(sampler_cpu).c_str()),
+    out += Clip(Printf("    beside the job: sender %s CPU, sampler %s CPU%s", FmtDurationNs(o.sender_cpu_ns).c_str(),
+                       FmtDurationNs(sampler_cpu).c_str(),
+                       o.collector_cpu_ns ? (", collector " + FmtDurationNs(o.collector_cpu_ns) + " CPU").c_str() : ""),
+                kTextWidth) +
+           "\n";
+  // Where the job's cores were all busy for a tenth of the run or more, what that cost it.
+  const ContendedCost c = MeasureContendedCost(r);
+  if (c.known && c.busy_share >= 0.1)
+    out += Clip(Printf("    every core busy %.0f%% of the time: gpuwatch took about %s from the job "
+                       "(its threads waited %.2fx their CPU)",
+                       100 * c.busy_share, FmtDurationNs(static_cast<uint64_t>(c.added_s * 1e9)).c_str(), c.stretch),
                 kTextWidth) +
            "\n";
 }
@@ -329,7 +340,7 @@ void AppendRankText(const RankResult& r, std::string& out, const JobResult* job)
   FailedCallsText(r.api_calls, out);
   StepsText(r, job ? job->FindingsOf(r) : r.findings, out);
   CriticalPathText(r.critical_path, r.all_fixed, "", out);
-  OverheadText(r.overhead, out);
+  OverheadText(r, out);
 }
 
 std::string SampledNote(const GpuFigures& g) {

@@ -248,6 +248,7 @@ void Server::Accept(int listen_fd, Clock::time_point now) {
 }
 
 bool Server::AddClient(int fd, std::unique_ptr<Connection> conn, Clock::time_point now) {
+  conn->MeasureCollectorCpu();
   if (clients_.size() >= opt_.max_connections) {
     spdlog::warn("refused {}: already serving {} connections", conn->Describe(), clients_.size());
     close(fd);

@@ -145,3 +145,23 @@ TEST_CASE("collector: an oversubscribed host without a straggler is named by the
   for (auto& r : ranks) r.io.all_run_wait_s = 0.01;
   CHECK(Find(col::JobFindings(ranks), "cpu_oversubscribed") == nullptr);
 }
+
+TEST_CASE("collector: a straggler within a group is weighed by its group's waiting peers, not the job's mean") {
+  // Rank 2 is last in a TP pair {1, 2} of the three ranks; its peer waited 0.3 s for it, the
+  // job's mean is 0.1 s. Each rank waited 0.06 s for a core: over half the job's mean, a fifth
+  // of what its peer waited.
+  std::vector<col::RankResult> ranks = LateRank2(0.06);
+  col::Finding straggler;
+  straggler.id = "straggler";
+  straggler.ranks = {2};
+  straggler.time_lost_s = 0.1;
+  straggler.evidence = {{"comm", {{"kind", "tp"}, {"members", {1, 2}}}}, {"peers_wait_s", 0.3}};
+  bool explains = true;
+  col::CpuOversubscribed(ranks, 1.0, straggler, &explains);
+  CHECK_FALSE(explains);
+  // The same waits against a straggler of the whole job's group: they explain its spread.
+  straggler.evidence["comm"]["members"] = {0, 1, 2};
+  straggler.evidence["peers_wait_s"] = 0.2;
+  col::CpuOversubscribed(ranks, 1.0, straggler, &explains);
+  CHECK(explains);
+}
