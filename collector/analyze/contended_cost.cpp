@@ -11,8 +11,7 @@ ContendedCost MeasureContendedCost(const RankResult& r) {
   const OverheadFacts& o = r.overhead;
   const InputIoFigures& io = r.io;
   c.cpus = ParseCpuList(r.env.cpu_affinity).size();
-  const uint64_t sampler_thread = o.sampler_ns > o.sampler_signals_ns ? o.sampler_ns - o.sampler_signals_ns : 0;
-  c.beside_cpu_s = static_cast<double>(o.sender_cpu_ns + sampler_thread + o.collector_cpu_ns) * 1e-9;
+  c.beside_cpu_s = static_cast<double>(o.sender_cpu_ns + o.SamplerThreadNs() + o.collector_cpu_ns) * 1e-9;
   c.known = o.known && io.all_s > 0 && io.all_cpu_s > 0 && c.cpus > 0 && o.collector_cpu_ns > 0;
   if (!c.known) return c;
   c.busy_share = std::min(1.0, io.all_contended_s / io.all_s);

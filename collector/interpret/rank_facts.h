@@ -69,6 +69,8 @@ struct OverheadFacts {
   // summary rebuilt from the journal by another process).
   uint64_t collector_cpu_ns = 0;
   uint64_t AddedNs() const { return hooks_added_ns + cupti_added_ns + startup_ns + sampler_signals_ns; }
+  // The sampler thread's own CPU (beside the job, not in the added time).
+  uint64_t SamplerThreadNs() const { return sampler_ns > sampler_signals_ns ? sampler_ns - sampler_signals_ns : 0; }
 };
 
 // The library's host sampler (wire HostSampling, the latest; known once sent).

@@ -204,7 +204,7 @@ void OverheadText(const RankResult& r, std::string& out) {
                 kTextWidth) +
            "\n";
   // Not in it: CPU on other threads, which slows the job only where cores are short.
-  const uint64_t sampler_cpu = o.sampler_ns > o.sampler_signals_ns ? o.sampler_ns - o.sampler_signals_ns : 0;
+  const uint64_t sampler_cpu = o.SamplerThreadNs();
   if (sampler_cpu || o.sender_cpu_ns)
     out += Clip(Printf("    beside the job: sender %s CPU, sampler %s CPU%s", FmtDurationNs(o.sender_cpu_ns).c_str(),
                        FmtDurationNs(sampler_cpu).c_str(),
@@ -215,7 +215,7 @@ void OverheadText(const RankResult& r, std::string& out) {
   const ContendedCost c = MeasureContendedCost(r);
   if (c.known && c.busy_share >= 0.1)
     out += Clip(Printf("    every core busy %.0f%% of the time: gpuwatch took about %s from the job "
-                       "(its threads waited %.2fx their CPU)",
+                       "(a second on its threads took %.2f s)",
                        100 * c.busy_share, FmtDurationNs(static_cast<uint64_t>(c.added_s * 1e9)).c_str(), c.stretch),
                 kTextWidth) +
            "\n";
