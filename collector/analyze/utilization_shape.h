@@ -54,7 +54,7 @@ inline constexpr double kDegradingFall = 0.25;   // first third minus last third
 // `busy`: the windows' busy shares in time order; `steps`: steps in them (0: unknown).
 UtilizationShape ClassifyUtilization(const std::vector<double>& busy, size_t steps);
 
-// The windows of `series` that overlap [from_ns, to_ns) (all of them when to_ns is 0): busy
+// The windows of `series` at least half inside [from_ns, to_ns) (all of them when to_ns is 0): busy
 // shares of all work, or of useful work (`compute`).
 std::vector<double> SeriesWindows(const BusySeries& series, uint64_t from_ns, uint64_t to_ns, bool compute = false);
 

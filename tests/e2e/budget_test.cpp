@@ -128,8 +128,14 @@ TEST_CASE("budget: a launch-heavy run is sampled in windows, and its device figu
   // The host sampler off: at the default 100 Hz it may spend up to half the budget (native
   // frames of this C++ driver cost 30-60 us a sample here), and with the hooks' 4 ms/s that
   // leaves a second window no credit within 4.7 s. The windows are what this test is about.
+  // Under `gpuwatch run`, whose collector is up before the job: one the library autostarts
+  // spends its start-up (~100 ms of CPU) beside the run's first window, which opens at the
+  // start, and on the 2-core VM the window's calls then ran ~1.4 us slower than CUPTI makes
+  // them. The first window's figure is provisional (cupti_cost.h), and alone it read CUPTI's
+  // cost 1.3-1.5x the simulator's, with no credit left for a second window to correct it
+  // (four runs each way: 1.0-1.06x with the collector started first).
   const JobRun r = RunScenario("budget-default", kLaunchHeavy,
-                               {.truth = true, .env = {{"GPUWATCH_SAMPLE_HZ", "0"}}, .timeout_s = 180});
+                               {.truth = true, .env = {{"GPUWATCH_SAMPLE_HZ", "0"}}, .timeout_s = 180, .under_run = true});
   const json& rank = r.summary["ranks"][0];
   const json& gpu = rank["gpu"];
   const json& cov = gpu["coverage"];

@@ -65,7 +65,12 @@ JobRun RunScenario(const std::string& work_name, const std::string& scenario,
   std::vector<std::string> argv = {GPUWATCH_BIN_DIR "/gpuwatch-scenario", "--sim"};
   if (options.truth) argv.insert(argv.end(), {"--truth", r.truth_dir});
   argv.push_back(r.file);
-  return Play(std::move(r), argv, options.env, options);
+  std::map<std::string, std::string> env = options.env;
+  if (options.under_run) {
+    argv.insert(argv.begin(), {GPUWATCH_BIN_DIR "/gpuwatch", "run", "-q", "-o", r.out, "--"});
+    env.insert({{"LD_PRELOAD", ""}, {"GPUWATCH_SOCKET_DIR", ""}, {"GPUWATCH_OUT", ""}});  // run's own
+  }
+  return Play(std::move(r), argv, env, options);
 }
 
 JobRun RunJob(const std::string& work_name, const std::vector<std::string>& argv,

@@ -29,6 +29,9 @@ struct JobOptions {
   // true: REQUIRE exit code 0 and OUT/summary.json within 30 s, and parse it.
   // false: only run the job; the test checks what came of it.
   bool expect_summary = true;
+  // true: played under `gpuwatch run -q -o WORK/out --`, whose collector is up before the job
+  // starts, instead of the one the library autostarts beside the job's first launches.
+  bool under_run = false;
 };
 
 struct JobRun {

@@ -85,10 +85,9 @@ cudaError_t graph_launch(cudaGraphExec_t exec, cudaStream_t stream, bool per_thr
   const uint32_t corr = m.next_correlation_id();
   m.count_graph_launch();
   scope.set_graph_nodes(static_cast<uint32_t>(e->nodes.size()));
-  for (OpDesc d : e->nodes) {
-    d.correlation_id = corr;
-    m.enqueue(s, d);
-  }
+  std::vector<OpDesc> nodes = e->nodes;
+  for (OpDesc& d : nodes) d.correlation_id = corr;
+  if (!nodes.empty()) m.enqueue(s, nodes, nullptr, Model::Order::kChain);  // submitted at once, run back to back
   return cudaSuccess;
 }
 

@@ -211,7 +211,7 @@ void Model::advance_truth() {
   truth_.advance(w);
 }
 
-std::vector<OpRef> Model::enqueue(Stream* s, const std::vector<OpDesc>& descs, OpRef extra) {
+std::vector<OpRef> Model::enqueue(Stream* s, const std::vector<OpDesc>& descs, OpRef extra, Order order) {
   std::vector<OpRef> ops;
   std::vector<simgpu_activity> out;
   bool counted = false;
@@ -245,8 +245,8 @@ std::vector<OpRef> Model::enqueue(Stream* s, const std::vector<OpDesc>& descs, O
                        ? static_cast<uint64_t>(static_cast<double>(desc.dur_ns) * config().kernel_slowdown() + 0.5)
                        : desc.dur_ns;
       op->ready_ns = ready;
-      op->deps = open;
-      op->preds_end_ns = preds_end;
+      if (order == Order::kChain && !ops.empty()) op->deps = {ops.back()};
+      else op->deps = open, op->preds_end_ns = preds_end;
       op->rec.stream_id = s->id;
       // cudaStreamWaitEvent: the stream's next work waits for the event's work (the truth's stream_wait).
       if (extra && desc.kind == kMarker && descs.size() == 1) {
@@ -271,8 +271,8 @@ std::vector<OpRef> Model::enqueue(Stream* s, const std::vector<OpDesc>& descs, O
       ops.push_back(op);
     }
     std::vector<OpRef> added = ops;
-    if (ops.size() == 1) {
-      s->tail = ops[0];
+    if (ops.size() == 1 || order == Order::kChain) {
+      s->tail = ops.back();
     } else {  // a group: the stream continues after the last member ends
       auto join = std::make_shared<Op>();
       join->ready_ns = ready;

@@ -102,10 +102,15 @@ class Model {
   bool destroy_event(cudaEvent_t handle);
   Event* event(cudaEvent_t handle);  // nullptr if not live
 
-  // Enqueues ops on `s`. With several descs they form a group: all depend on the same
-  // predecessors, and the stream's next op waits for all of them. `extra` is one more
-  // dependency (an event for cudaStreamWaitEvent). Takes one correlation id per op.
-  std::vector<OpRef> enqueue(Stream* s, const std::vector<OpDesc>& descs, OpRef extra = nullptr);
+  // How several descs enqueued at once relate: a group (all depend on the same predecessors,
+  // and the stream's next op waits for all of them: a collective's per-rank parts) or a chain
+  // (each after the one before, all submitted at one instant: a CUDA graph's nodes, which the
+  // device runs back to back however long the host takes to hand them over one by one).
+  enum class Order { kGroup, kChain };
+  // Enqueues ops on `s` (several: see Order). `extra` is one more dependency (an event for
+  // cudaStreamWaitEvent). Takes one correlation id per op that has none.
+  std::vector<OpRef> enqueue(Stream* s, const std::vector<OpDesc>& descs, OpRef extra = nullptr,
+                             Order order = Order::kGroup);
   OpRef enqueue(Stream* s, const OpDesc& d, OpRef extra = nullptr) { return enqueue(s, std::vector<OpDesc>{d}, extra)[0]; }
 
   void record_event(Event* e, Stream* s);

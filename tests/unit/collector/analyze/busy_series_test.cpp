@@ -80,3 +80,15 @@ TEST_CASE("collector: an NCCL kernel keeps the GPU busy, not usefully busy") {
   CHECK(r.gpu_shape.kind == col::UtilizationShape::kSteadyLow);
   CHECK(r.gpu_shape.mean == Approx(0.3).epsilon(0.05));
 }
+
+TEST_CASE("collector: the shape reads the windows mostly inside the steps' span, not a sliver at either end") {
+  col::BusySeries s;
+  s.Start(0);
+  s.Add(0, 100 * kMs, true);  // ten 10 ms windows, all busy
+  // Steps from 8 ms to 93 ms: the first window holds 2 ms of them, the last 3 ms; both left out.
+  const std::vector<double> w = col::SeriesWindows(s, 8 * kMs, 93 * kMs, true);
+  CHECK(w.size() == 8);
+  // Half inside is enough: 5 ms of the first window and 5 of the last.
+  CHECK(col::SeriesWindows(s, 5 * kMs, 95 * kMs, true).size() == 10);
+  CHECK(col::SeriesWindows(s, 0, 0, true).size() == 10);  // no span: every window
+}
