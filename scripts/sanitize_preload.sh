@@ -31,8 +31,9 @@ export GPUWATCH_TEST_PRELOAD="$(gcc -print-file-name=$runtime):$PWD/$B/lib/libgp
 status=0
 run() {
   echo "== $* (library under $mode)"
-  # A suite that fails is run once more, as CTest does for the other tests (they time real
-  # processes on 2 cores); a sanitizer report fails the run whatever the second try says.
+  # A suite that fails is run once more (its tests time real processes, slowed several times
+  # by the instrumented library on 2 cores); a sanitizer report fails the run whatever the
+  # second try says.
   "$@" >"$logs/run.txt" 2>&1 || { tail -n 40 "$logs/run.txt"; echo "== again"; "$@" >"$logs/run.txt" 2>&1; } ||
     { tail -n 60 "$logs/run.txt"; status=1; }
   tail -n 2 "$logs/run.txt"

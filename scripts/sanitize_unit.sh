@@ -13,9 +13,9 @@ cd "$(dirname "$0")/.."
 cmake --build "$build" --target collector_tests inject_unit_tests -j"${GPUWATCH_JOBS:-2}" >/dev/null
 export ASAN_OPTIONS="halt_on_error=1:abort_on_error=1:detect_leaks=1"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
-# A suite that fails is run once more, as CTest does for the other tests (the socket tests
-# time real processes on 2 cores); both outputs stay in the log. A sanitizer report aborts
-# the process, so it fails both runs.
+# A suite that fails is run once more (its socket tests time real processes, which the
+# instrumented build runs several times slower on 2 cores); both outputs stay in the log. A
+# sanitizer report aborts the process, so it fails both runs.
 status=0
 for t in inject_unit_tests collector_tests; do
   echo "== $t under ASan + UBSan"
