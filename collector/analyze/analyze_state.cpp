@@ -64,7 +64,7 @@ GW_STATE(GraphEdge, 16, from, kind, lag_ns)
 GW_STATE(CommKey, 32, comm, seq, from, to, members)
 GW_STATE(StepGraph, 112, start_ns, steps, nodes, edges, comm_min_ns, joins)
 GW_STATE(GraphWork, 48, start_ns, end_ns, api_start_ns, api_end_ns, bytes, stream, copy, comm, pageable)
-GW_STATE(StepGraphs::Chunk, 32, steps, works_end)
+GW_STATE(StepGraphs::Chunk, 72, steps, works_end, taken, from_ns, calls)
 GW_STATE(StepGraphs, 408, p2p_count_, calls_, works_, open_, open_sampled_, closed_, graphs_, chunks_, stride_, last_end_,
          lookback_ns_, steps_seen_, sampled_steps_, sampled_chunks_)
 // Not the cached result: it is computed again from the state.

@@ -14,7 +14,7 @@ namespace gpuwatch::collector {
 
 // Bumped whenever a field list of checkpoint_access.h changes: a checkpoint of another
 // format is refused (the report then rebuilds from the frames it has).
-inline constexpr uint32_t kRankCheckpointFormat = 3;
+inline constexpr uint32_t kRankCheckpointFormat = 4;
 
 // MessagePack of the state of `m`: [format, state].
 std::string EncodeRankModel(const RankModel& m);

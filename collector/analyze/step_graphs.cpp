@@ -28,6 +28,13 @@ void StepGraphs::OnHostCall(const HostCall& c) {
     if (it == p2p_count_.end() && p2p_count_.size() < kMaxP2pLinks) it = p2p_count_.emplace(key, 0).first;
     nth = it == p2p_count_.end() ? UINT64_MAX : it->second++;
   }
+  // A sync or a range is ordered by its end: one that began in a chunk that took its calls
+  // may still come.
+  for (Chunk& k : closed_)
+    if (k.taken && k.Reads(c, k.from_ns)) {
+      k.calls.push_back(c);
+      if (p2p) k.calls.back().seq = nth;
+    }
   if (!Wanted()) return;
   calls_.push_back(c);
   if (p2p) calls_.back().seq = nth;
@@ -86,7 +93,10 @@ void StepGraphs::Close() {
   if (open_.empty()) return;
   if (open_sampled_) {
     const uint64_t end = open_.back().end_ns;
-    closed_.push_back({std::move(open_), end});
+    Chunk c;
+    c.steps = std::move(open_);
+    c.works_end = end;
+    closed_.push_back(std::move(c));
   }
   open_.clear();
   ++chunks_;
@@ -102,15 +112,31 @@ void StepGraphs::BuildSettled(uint64_t settled) {
   if (built) Prune();
 }
 
+void StepGraphs::TakeCalls() {
+  for (Chunk& k : closed_) {
+    if (k.taken || last_end_ < k.steps.back().end_ns + lookback_ns_) continue;
+    k.from_ns = Back(k.steps.front().start_ns);
+    for (const HostCall& h : calls_) {
+      if (h.t_ns >= k.steps.back().end_ns + lookback_ns_) break;  // (as in InputOf)
+      if (k.Reads(h, k.from_ns)) k.calls.push_back(h);
+    }
+    k.taken = true;
+  }
+}
+
 GraphInput StepGraphs::InputOf(const Chunk& c) const {
   GraphInput in;
   in.steps = c.steps;
   const uint64_t t0 = c.steps.front().start_ns, t1 = c.steps.back().end_ns;
-  // And the step before: its last calls launched work, and recorded events, the first step waits for.
-  const uint64_t from = t0 > lookback_ns_ ? t0 - lookback_ns_ : 0;
-  for (const HostCall& h : calls_) {
-    if (h.t_ns >= t1 + lookback_ns_) break;  // (in order of start, but syncs' and ranges' by their end)
-    if (h.end_ns() >= from && h.t_ns < t1) in.calls.push_back(h);
+  // And the step before (Chunk::Reads): its last calls launched work, and recorded events,
+  // the first step waits for.
+  if (c.taken) {
+    in.calls = c.calls;
+  } else {
+    for (const HostCall& h : calls_) {
+      if (h.t_ns >= t1 + lookback_ns_) break;  // (in order of start, but syncs' and ranges' by their end)
+      if (c.Reads(h, Back(t0))) in.calls.push_back(h);
+    }
   }
   // The interpreter orders syncs and NVTX ranges by their end: the builder needs starts.
   std::stable_sort(in.calls.begin(), in.calls.end(), [](const HostCall& a, const HostCall& b) { return a.t_ns < b.t_ns; });
@@ -132,35 +158,46 @@ void StepGraphs::Keep(StepGraph g) {
   stride_ *= 2;
 }
 
-// Drops what no chunk still needs: calls and work before the oldest chunk waiting (or being
-// filled), else before the latest step's end. Over the cap, the oldest go, and the chunks
-// they belonged to with them.
+// Drops what no chunk still needs: work before the oldest chunk waiting (or being filled),
+// calls before the oldest that has not taken its own, else before the latest step's end.
+// Over the cap, the oldest go, and the chunks they belonged to with them.
 void StepGraphs::Prune() {
-  uint64_t keep_from = last_end_;
-  if (!closed_.empty()) keep_from = closed_.front().steps.front().start_ns;
-  else if (!open_.empty() && open_sampled_) keep_from = open_.front().start_ns;
-  keep_from = keep_from > lookback_ns_ ? keep_from - lookback_ns_ : 0;
-  uint64_t lost = 0;  // calls or work a chunk needed went before this
-  while (!calls_.empty() && (calls_.front().end_ns() < keep_from || calls_.size() > kMaxBuffered)) {
-    if (calls_.front().end_ns() >= keep_from) lost = std::max(lost, calls_.front().end_ns());
+  TakeCalls();
+  // Work from the oldest chunk waiting (or being filled), else the latest step; calls from
+  // the oldest that has not taken its own.
+  const Chunk* untaken = nullptr;
+  for (const Chunk& k : closed_)
+    if (!k.taken) untaken = untaken ? untaken : &k;
+  const uint64_t open_start = !open_.empty() && open_sampled_ ? open_.front().start_ns : last_end_;
+  const uint64_t works_from = Back(closed_.empty() ? open_start : closed_.front().steps.front().start_ns);
+  const uint64_t calls_from = Back(untaken ? untaken->steps.front().start_ns : open_start);
+  uint64_t lost_calls = 0, lost_works = 0;  // calls or work a chunk needed went before these
+  while (!calls_.empty() && (calls_.front().end_ns() < calls_from || calls_.size() > kMaxBuffered)) {
+    if (calls_.front().end_ns() >= calls_from) lost_calls = std::max(lost_calls, calls_.front().end_ns());
     calls_.pop_front();
   }
-  while (!works_.empty() && (works_.front().end_ns < keep_from || works_.size() > kMaxBuffered)) {
-    if (works_.front().end_ns >= keep_from) lost = std::max(lost, works_.front().end_ns);
+  while (!works_.empty() && (works_.front().end_ns < works_from || works_.size() > kMaxBuffered)) {
+    if (works_.front().end_ns >= works_from) lost_works = std::max(lost_works, works_.front().end_ns);
     works_.pop_front();
   }
-  if (!lost) return;
-  while (!closed_.empty() && closed_.front().steps.front().start_ns <= lost) closed_.pop_front();
-  if (!open_.empty() && open_.front().start_ns <= lost) open_.clear();
+  if (!lost_calls && !lost_works) return;
+  // The chunks that needed them go (a chunk that took its calls needs only its work).
+  std::erase_if(closed_, [&](const Chunk& k) {
+    const uint64_t start = k.steps.front().start_ns;
+    return start <= lost_works || (!k.taken && start <= lost_calls);
+  });
+  if (!open_.empty() && open_.front().start_ns <= std::max(lost_calls, lost_works)) open_.clear();
 }
 
 StepGraphList StepGraphs::Graphs() const {
   StepGraphList out = graphs_;
-  std::vector<const std::vector<StepMark>*> pending;
-  for (const Chunk& c : closed_) pending.push_back(&c.steps);
-  if (!open_.empty() && open_sampled_) pending.push_back(&open_);  // the run's last steps
-  for (const std::vector<StepMark>* steps : pending) {
-    StepGraph g = BuildStepGraph(InputOf(Chunk{*steps, 0}));
+  std::vector<const Chunk*> pending;
+  for (const Chunk& c : closed_) pending.push_back(&c);
+  Chunk open;
+  open.steps = open_;
+  if (!open_.empty() && open_sampled_) pending.push_back(&open);  // the run's last steps
+  for (const Chunk* c : pending) {
+    StepGraph g = BuildStepGraph(InputOf(*c));
     if (Usable(g)) out.push_back(std::make_shared<const StepGraph>(std::move(g)));
   }
   return out;

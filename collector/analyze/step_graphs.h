@@ -40,14 +40,32 @@ class StepGraphs final : public EventSink {
   // The graphs kept, and those whose steps are closed but not yet built, built now from the
   // work seen so far (the rank's end, or a running rank's figures).
   StepGraphList Graphs() const;
+  // Host calls and device works buffered for chunks (the closed chunks' taken calls too).
+  size_t StateSize() const {
+    size_t n = calls_.size() + works_.size();
+    for (const Chunk& c : closed_) n += c.calls.size();
+    return n;
+  }
 
  private:
   friend struct CheckpointAccess;  // rank checkpoints (analyze/checkpoint_access.h)
+  // A chunk waits for its device work to settle: until the sweep passes it, which the next
+  // window's records make it do, minutes later where windows are rare. Its host calls are
+  // all in once the steps have run a look-back past it, so it takes them then (`taken`), and
+  // the calls after it need not wait with it (buffered, they filled the 2^18 cap in ~13
+  // minutes of a launch-heavy loop with one window: 42 MB of memory, 4 MB a checkpoint).
   struct Chunk {
     std::vector<StepMark> steps;
     uint64_t works_end = 0;  // the latest end of its work seen so far
+    bool taken = false;
+    uint64_t from_ns = 0;         // once taken: the look-back it took them with (Reads)
+    std::vector<HostCall> calls;  // once taken: its calls (InputOf's), in arrival order
+    // Its calls: those of its steps, and those of the step before that end in `from` or later.
+    bool Reads(const HostCall& h, uint64_t from) const { return h.end_ns() >= from && h.t_ns < steps.back().end_ns; }
   };
   void Close();
+  void TakeCalls();  // the closed chunks' calls, where they are all in
+  uint64_t Back(uint64_t t) const { return t > lookback_ns_ ? t - lookback_ns_ : 0; }  // a look-back before t
   void BuildSettled(uint64_t settled);
   GraphInput InputOf(const Chunk& c) const;
   static bool Usable(const StepGraph& g);  // nodes, and not over kMaxNodes

@@ -26,6 +26,13 @@ bool Coverage::CoversSampled(uint64_t a, uint64_t b) const {
   return false;
 }
 
+bool Coverage::Touches(uint64_t a, uint64_t b) const {
+  if (!sampled_ || (open_since_ && b >= open_since_)) return true;
+  for (auto it = kept_.rbegin(); it != kept_.rend() && it->second >= a; ++it)
+    if (it->first <= b) return true;
+  return false;
+}
+
 void Coverage::Pass(uint64_t t) {
   while (!kept_.empty() && kept_.front().second < t) kept_.pop_front();
 }

@@ -30,6 +30,12 @@ class Coverage {
     return !PastEnd(b) && (!sampled_ || CoversSampled(a, b));
   }
   bool CoversSampled(uint64_t a, uint64_t b) const;
+  // [a, b] shares time with a closed window the sweep may still ask about, or with the open
+  // one; always outside sampling. A window that opens later covers none of the calls already
+  // drained (the library opens one after draining the calls it sends with it), so a host
+  // sync that touches none can never bear on a gap: the sweep need not keep it (a
+  // launch-heavy loop with one window in minutes once kept 65536 of them, ~3 MB).
+  bool Touches(uint64_t a, uint64_t b) const;
   // The sweep has passed `t`: windows that end before it are no longer needed.
   void Pass(uint64_t t);
 

@@ -94,7 +94,7 @@ void RankInterpreter::OnBatch(const wire::Batch& b) {
     host_first_ = std::min(host_first_, c.t_ns);
     host_last_ = std::max(host_last_, c.end_ns());
     // The gap classification needs them before the device sweep reaches them.
-    if (c.blocks_host) sweep_.AddBlocked(c.t_ns, c.end_ns(), facts_.gpu_source());
+    if (c.blocks_host && coverage_.Touches(c.t_ns, c.end_ns())) sweep_.AddBlocked(c.t_ns, c.end_ns(), facts_.gpu_source());
     host_.Hold(c);
   }
   host_seen_ = host_seen_ || b.events_size() > 0;

@@ -6,6 +6,7 @@
 #include "analyze/rank_model.h"
 #include "analyze/path_segments.h"
 #include "analyze/step_graph_builder.h"
+#include "analyze/step_graphs.h"
 #include "step_loop.h"
 
 namespace dg = gpuwatch::collector;
@@ -374,4 +375,46 @@ TEST_CASE("step graph: a stream sync waits for the work its stream waits on thro
     const dg::PathReplay f = dg::ReplayGraph(g, fix);
     CHECK(Ms(f.span_ns) == Approx(Ms(r.span_ns) - 5.0).margin(0.05));
   }
+}
+
+TEST_CASE("step graphs: a chunk waiting for its device work takes its calls; the steps after it buffer nothing", "[step_graph]") {
+  // Eight steps in a window (a launch and a sync each, the kernel's record), then the window
+  // closes: its work never settles (no record comes after it to move the sweep), and the run
+  // goes on for 5000 steps outside windows, a sync each. Before, every one of their syncs
+  // waited in the buffer with the chunk (up to its 2^18 cap).
+  dg::StepGraphs graphs;
+  uint64_t t = kT0;
+  for (int i = 0; i < 8; ++i) {
+    const dg::HostCall launch = Call(wire::CUDA_LAUNCH_KERNEL, t + 100 * kUs, 10 * kUs);
+    graphs.OnHostCall(launch);
+    dg::DeviceWork w{};
+    w.start_ns = launch.end_ns() + 5 * kUs;
+    w.end_ns = w.start_ns + 800 * kUs;
+    w.kind = wire::ACTIVITY_KERNEL;
+    w.stream = 1;
+    const dg::HostCall sync = Call(wire::CUDA_STREAM_SYNCHRONIZE, launch.end_ns(), w.end_ns + 10 * kUs - launch.end_ns());
+    graphs.OnHostCall(sync);
+    graphs.OnDeviceWork(w);
+    graphs.OnStep(Step(t, sync.end_ns()));
+    t = sync.end_ns();
+  }
+  // A sync ordered by its end: it began in the chunk's last step and arrives after it closed.
+  for (int i = 0; i < 5000; ++i) {
+    graphs.OnHostCall(Call(wire::CUDA_STREAM_SYNCHRONIZE, t + 100 * kUs, 20 * kUs));
+    graphs.OnStep(dg::StepMark{t, t + 1 * kMs, false});
+    t += 1 * kMs;
+  }
+  INFO("buffered " << graphs.StateSize());
+  CHECK(graphs.StateSize() < 64);  // the chunk's 16 calls and 8 works, a step's calls
+  // The chunk's graph, built at the end from what it took: every step's launch, sync and kernel.
+  const dg::StepGraphList built = graphs.Graphs();
+  REQUIRE(built.size() == 1);
+  CHECK(built[0]->steps == 8);
+  size_t launches = 0, kernels = 0;
+  for (const dg::GraphNode& n : built[0]->nodes) {
+    launches += n.kind == dg::NodeKind::kCall && n.launch;
+    kernels += n.kind == dg::NodeKind::kKernel;
+  }
+  CHECK(launches == 8);
+  CHECK(kernels == 8);
 }

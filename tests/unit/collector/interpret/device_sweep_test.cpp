@@ -126,3 +126,21 @@ TEST_CASE("collector: device sweep continues after a flush (a rank that reconnec
   CHECK(rec.idle[0].start_ns == 250 * kUs);
   CHECK(rec.idle[0].end_ns == 550 * kUs);
 }
+
+TEST_CASE("collector: coverage says which host syncs may bear on a recorded gap") {
+  col::Coverage c;
+  CHECK(c.Touches(10, 20));  // not sampled: every one
+  c.SetSampled(true);
+  CHECK_FALSE(c.Touches(10, 20));  // no window yet
+  c.AddWindow(100, 200);
+  CHECK(c.Touches(50, 100));
+  CHECK(c.Touches(150, 160));
+  CHECK(c.Touches(200, 300));
+  CHECK_FALSE(c.Touches(201, 300));  // after it, and no window open
+  CHECK_FALSE(c.Touches(10, 99));
+  c.SetOpenSince(500);
+  CHECK(c.Touches(450, 500));  // reaches the open window
+  CHECK_FALSE(c.Touches(300, 499));
+  c.Pass(250);  // the sweep is past the closed window: nothing there matters any more
+  CHECK_FALSE(c.Touches(150, 160));
+}
