@@ -6,6 +6,7 @@
 #include <map>
 
 #include "analyze/sampled_estimate.h"
+#include "analyze/stall_period.h"
 #include "analyze/stragglers.h"
 #include "common/format.h"
 #include "common/median.h"
@@ -213,18 +214,12 @@ RankContext::RankContext(const RankResult& res) : r(res) {
       stalls.push_back(k);
     }
   }
-  if (stalls.size() >= kMinStalls) {
-    std::map<size_t, size_t> gaps;
-    for (size_t i = 1; i < stalls.size(); ++i) ++gaps[stalls[i] - stalls[i - 1]];
-    size_t best = 0;
-    for (const auto& [g, count] : gaps)
-      if (count > best) best = count, period = g;
-    // Irregular long steps (scheduler noise, one-off events) are not a periodic stall.
-    if (best < kPeriodShare * (stalls.size() - 1) || period < 2) {
-      stalls.clear();
-      std::fill(stall.begin(), stall.end(), false);
-    }
-  }
+  // Long steps off a regular period (scheduler noise, one-off events) are no periodic stall.
+  StallPeriod periodic = FindStallPeriod(stalls);
+  period = periodic.period;
+  stalls = std::move(periodic.stalls);
+  std::fill(stall.begin(), stall.end(), false);
+  for (size_t k : stalls) stall[k] = true;
 
   // Per-step categories over the normal steps (that CUPTI recorded whole, under the
   // overhead budget), scaled to all steps. Their base covers what they are charged over: a

@@ -88,10 +88,11 @@ inline constexpr double kPaceTolerance = 1.05;
 // factor inferred.
 inline constexpr double kStallFactor = 2.0;
 inline constexpr double kStallIdleShare = 0.5;
-// At least this many stalls, the most common distance between them shared by this share
-// of the distances, make a period.
+// At least this many stalls on one period, filling this share of its steps between its
+// first and last stall, make a periodic stall (analyze/stall_period.h): one checkpoint in
+// four may run short or fall outside the recorded steps.
 inline constexpr uint64_t kMinStalls = 2;
-inline constexpr double kPeriodShare = 0.5;
+inline constexpr double kStallPeriodFill = 0.75;
 
 // --- Bandwidth -----------------------------------------------------------------------------
 // An algbw above this times the device's link peak is said to be impossible as measured

@@ -377,7 +377,7 @@ TEST_CASE("step graph: a stream sync waits for the work its stream waits on thro
   }
 }
 
-TEST_CASE("step graphs: a chunk waiting for its device work takes its calls; the steps after it buffer nothing", "[step_graph]") {
+TEST_CASE("step graphs: a chunk waiting for its device work takes its calls, the steps after it buffer nothing", "[step_graph]") {
   // Eight steps in a window (a launch and a sync each, the kernel's record), then the window
   // closes: its work never settles (no record comes after it to move the sweep), and the run
   // goes on for 5000 steps outside windows, a sync each. Before, every one of their syncs
