@@ -116,12 +116,18 @@ void StepGraphs::TakeCalls() {
   for (Chunk& k : closed_) {
     if (k.taken || last_end_ < k.steps.back().end_ns + lookback_ns_) continue;
     k.from_ns = Back(k.steps.front().start_ns);
-    for (const HostCall& h : calls_) {
-      if (h.t_ns >= k.steps.back().end_ns + lookback_ns_) break;  // (as in InputOf)
-      if (k.Reads(h, k.from_ns)) k.calls.push_back(h);
-    }
+    k.calls = BufferedCallsOf(k, k.from_ns);
     k.taken = true;
   }
+}
+
+std::vector<HostCall> StepGraphs::BufferedCallsOf(const Chunk& c, uint64_t from) const {
+  std::vector<HostCall> out;
+  for (const HostCall& h : calls_) {
+    if (h.t_ns >= c.steps.back().end_ns + lookback_ns_) break;  // (in order of start, but syncs' and ranges' by their end)
+    if (c.Reads(h, from)) out.push_back(h);
+  }
+  return out;
 }
 
 GraphInput StepGraphs::InputOf(const Chunk& c) const {
@@ -130,14 +136,7 @@ GraphInput StepGraphs::InputOf(const Chunk& c) const {
   const uint64_t t0 = c.steps.front().start_ns, t1 = c.steps.back().end_ns;
   // And the step before (Chunk::Reads): its last calls launched work, and recorded events,
   // the first step waits for.
-  if (c.taken) {
-    in.calls = c.calls;
-  } else {
-    for (const HostCall& h : calls_) {
-      if (h.t_ns >= t1 + lookback_ns_) break;  // (in order of start, but syncs' and ranges' by their end)
-      if (c.Reads(h, Back(t0))) in.calls.push_back(h);
-    }
-  }
+  in.calls = c.taken ? c.calls : BufferedCallsOf(c, Back(t0));
   // The interpreter orders syncs and NVTX ranges by their end: the builder needs starts.
   std::stable_sort(in.calls.begin(), in.calls.end(), [](const HostCall& a, const HostCall& b) { return a.t_ns < b.t_ns; });
   for (const GraphWork& w : works_)
@@ -165,12 +164,10 @@ void StepGraphs::Prune() {
   TakeCalls();
   // Work from the oldest chunk waiting (or being filled), else the latest step; calls from
   // the oldest that has not taken its own.
-  const Chunk* untaken = nullptr;
-  for (const Chunk& k : closed_)
-    if (!k.taken) untaken = untaken ? untaken : &k;
+  const auto untaken = std::find_if(closed_.begin(), closed_.end(), [](const Chunk& k) { return !k.taken; });
   const uint64_t open_start = !open_.empty() && open_sampled_ ? open_.front().start_ns : last_end_;
   const uint64_t works_from = Back(closed_.empty() ? open_start : closed_.front().steps.front().start_ns);
-  const uint64_t calls_from = Back(untaken ? untaken->steps.front().start_ns : open_start);
+  const uint64_t calls_from = Back(untaken != closed_.end() ? untaken->steps.front().start_ns : open_start);
   uint64_t lost_calls = 0, lost_works = 0;  // calls or work a chunk needed went before these
   while (!calls_.empty() && (calls_.front().end_ns() < calls_from || calls_.size() > kMaxBuffered)) {
     if (calls_.front().end_ns() >= calls_from) lost_calls = std::max(lost_calls, calls_.front().end_ns());

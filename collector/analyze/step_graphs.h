@@ -68,6 +68,8 @@ class StepGraphs final : public EventSink {
   uint64_t Back(uint64_t t) const { return t > lookback_ns_ ? t - lookback_ns_ : 0; }  // a look-back before t
   void BuildSettled(uint64_t settled);
   GraphInput InputOf(const Chunk& c) const;
+  // The buffered calls chunk `c` reads (Chunk::Reads), those of the step before back to `from`.
+  std::vector<HostCall> BufferedCallsOf(const Chunk& c, uint64_t from) const;
   static bool Usable(const StepGraph& g);  // nodes, and not over kMaxNodes
   void Keep(StepGraph g);
   void Prune();

@@ -245,8 +245,12 @@ std::vector<OpRef> Model::enqueue(Stream* s, const std::vector<OpDesc>& descs, O
                        ? static_cast<uint64_t>(static_cast<double>(desc.dur_ns) * config().kernel_slowdown() + 0.5)
                        : desc.dur_ns;
       op->ready_ns = ready;
-      if (order == Order::kChain && !ops.empty()) op->deps = {ops.back()};
-      else op->deps = open, op->preds_end_ns = preds_end;
+      if (order == Order::kChain && !ops.empty()) {
+        op->deps = {ops.back()};  // after the one before it; its predecessors are that one's
+      } else {
+        op->deps = open;
+        op->preds_end_ns = preds_end;
+      }
       op->rec.stream_id = s->id;
       // cudaStreamWaitEvent: the stream's next work waits for the event's work (the truth's stream_wait).
       if (extra && desc.kind == kMarker && descs.size() == 1) {
