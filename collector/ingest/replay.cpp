@@ -144,8 +144,11 @@ bool ReplayDir(const std::string& dir, RankDirectory& jobs, ReplayResult* result
       auto on_frame = [&](const wire::Frame& frame, std::string_view raw) {
         if (broken) return;
         // A journal part after a checkpoint opens with the Hello of the connection that was
-        // open then: it goes on, it is not a new one.
-        const bool continues = first_frame && !f.spool && f.part > 0 && conn;
+        // open then, and a spool after the journal with the Hello the library wrote when
+        // that connection broke: either goes on, it is not a new one. (A new connection
+        // would flush the rank first and close its device timeline at the host's last
+        // step, cutting off the device work still to come.)
+        const bool continues = first_frame && (f.spool || f.part > 0) && conn;
         first_frame = false;
         if (continues && frame.body_case() == wire::Frame::kHello) return;
         if (frame.body_case() == wire::Frame::kBatch && frame.batch().seq() != 0) {

@@ -9,9 +9,10 @@
 // note, and the rank is rebuilt from the frames there are.
 //
 // For one rank and pid the journal comes first, then the spool (the spool holds what the
-// collector never got). Each Hello in a file starts a new connection of that process, so a
-// rank that reconnected, or went from the collector to its spool, ends the way its last
-// connection ended: normally if that one said Goodbye.
+// collector never got). The spool's opening Hello continues the journal's last connection
+// (the library wrote it when that connection broke), so the two are read as one stream.
+// Any other Hello in a file starts a new connection of that process, so a rank that
+// reconnected ends the way its last connection ended: normally if that one said Goodbye.
 #pragma once
 #include <functional>
 #include <string>

@@ -1,5 +1,5 @@
-// Writing journal/spool files by hand (as the library's spool writer will) and heartbeat
-// builders, for the store, replay and hang tests.
+// Writing journal/spool files by hand (as the library's spool writer will), reading them back
+// as `gpuwatch report` does, and heartbeat builders, for the store, replay and hang tests.
 #pragma once
 #include <fcntl.h>
 #include <unistd.h>
@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "fixtures.h"
+#include "ingest/replay.h"
 #include "journal.h"
+#include "report/summary.h"
 
 namespace gwtest {
 
@@ -25,6 +27,22 @@ inline void WriteFrameFile(const std::string& path, const std::vector<wire::Fram
   REQUIRE(fd >= 0);
   REQUIRE(write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size()));
   close(fd);
+}
+
+// A summary without what differs between two writes of the same figures (when, which files).
+inline nlohmann::json WithoutStorage(nlohmann::json s) {
+  s.erase("generated_at");
+  for (auto& r : s["ranks"]) r.erase("storage");
+  return s;
+}
+
+// The summary `gpuwatch report` rebuilds for job `job` from the frame files under dir.
+inline nlohmann::json RebuiltSummary(const std::string& dir, const std::string& job, col::ReplayResult* result) {
+  col::JobTable jobs(col::JobTiming{});
+  std::string error;
+  REQUIRE(col::ReplayDir(dir, jobs, result, &error));
+  REQUIRE(jobs.Find(job));
+  return SummaryJson(*jobs.Find(job), "t");
 }
 
 inline wire::Frame BatchFrame(const wire::Batch& b) {

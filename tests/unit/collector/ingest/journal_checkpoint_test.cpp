@@ -27,25 +27,11 @@ col::JournalOptions Checkpointing(const std::string& dir, double every_s) {
   return o;
 }
 
-json WithoutStorage(json s) {
-  s.erase("generated_at");
-  for (auto& r : s["ranks"]) r.erase("storage");
-  return s;
-}
-
 // What a collector killed now leaves: a copy of the output folder as it is.
 std::string Snapshot(const std::string& from, const std::string& to) {
   fs::remove_all(to);
   fs::copy(from, to, fs::copy_options::recursive);
   return to;
-}
-
-json Rebuilt(const std::string& dir, col::ReplayResult* result) {
-  col::JobTable jobs(col::JobTiming{});
-  std::string error;
-  REQUIRE(col::ReplayDir(dir, jobs, result, &error));
-  REQUIRE(jobs.Find("ckpt-job"));
-  return SummaryJson(*jobs.Find("ckpt-job"), "t");
 }
 
 std::vector<std::string> JournalFiles(const std::string& dir) {
@@ -75,7 +61,7 @@ TEST_CASE("collector: a checkpointed journal stays under its cap and a crash at 
     // Killed now: the report rebuilds what the live collector would write now.
     const std::string dead = Snapshot(out, tmp.path + "/dead");
     col::ReplayResult result;
-    const json rebuilt = Rebuilt(dead, &result);
+    const json rebuilt = RebuiltSummary(dead, "ckpt-job", &result);
     INFO("after frame " << i << ": " << json(result.notes).dump());
     CHECK(result.notes.empty());
     CHECK(result.checkpoints == 1);
@@ -124,13 +110,13 @@ TEST_CASE("collector: a collector killed while checkpointing leaves the old chec
     WriteFrameFile(dead + "/.gpuwatch/" + wire::JournalPartFileName(0, 4242, part + 1), {frames[0]});
     { std::ofstream(dead + "/.gpuwatch/rank-0-4242.checkpoint.tmp") << "half a checkpoint"; }
     col::ReplayResult result;
-    CHECK(WithoutStorage(Rebuilt(dead, &result)).dump(1) == expected.dump(1));
+    CHECK(WithoutStorage(RebuiltSummary(dead, "ckpt-job", &result)).dump(1) == expected.dump(1));
     CHECK(result.notes.empty());
   }
   SECTION("the checkpoint renamed, the old part not yet deleted") {
     WriteFrameFile(dead + "/.gpuwatch/" + wire::JournalPartFileName(0, 4242, part - 1), {frames[0], frames[1]});
     col::ReplayResult result;
-    CHECK(WithoutStorage(Rebuilt(dead, &result)).dump(1) == expected.dump(1));
+    CHECK(WithoutStorage(RebuiltSummary(dead, "ckpt-job", &result)).dump(1) == expected.dump(1));
     CHECK(result.notes.empty());
   }
   SECTION("a corrupt checkpoint: one line, and the frames after it are still read") {
@@ -141,7 +127,7 @@ TEST_CASE("collector: a collector killed while checkpointing leaves the old chec
     SECTION("not one") { bytes = "GPUWCKP1 and then nothing useful"; }
     { std::ofstream(path, std::ios::trunc | std::ios::binary) << bytes; }
     col::ReplayResult result;
-    const json rebuilt = Rebuilt(dead, &result);
+    const json rebuilt = RebuiltSummary(dead, "ckpt-job", &result);
     REQUIRE(result.notes.size() == 1);
     CHECK_THAT(result.notes[0], Catch::Contains("rank-0-4242.checkpoint"));
     CHECK_THAT(result.notes[0], Catch::Contains("rebuilt from the frames kept after it only"));
@@ -211,7 +197,7 @@ TEST_CASE("collector: the Hello that opens a journal part continues the connecti
   WriteFrameFile(tmp.path + "/parts/.gpuwatch/rank-0-4242.4.frames", second);
   WriteFrameFile(tmp.path + "/whole/.gpuwatch/rank-0-4242.frames", frames);
   col::ReplayResult parts_result, whole_result;
-  const json parts = Rebuilt(tmp.path + "/parts", &parts_result);
+  const json parts = RebuiltSummary(tmp.path + "/parts", "ckpt-job", &parts_result);
   CHECK(parts_result.notes.empty());
-  CHECK(WithoutStorage(parts).dump(1) == WithoutStorage(Rebuilt(tmp.path + "/whole", &whole_result)).dump(1));
+  CHECK(WithoutStorage(parts).dump(1) == WithoutStorage(RebuiltSummary(tmp.path + "/whole", "ckpt-job", &whole_result)).dump(1));
 }

@@ -32,12 +32,6 @@ std::vector<std::string> RawFrames(const std::string& path, col::FrameFileInfo* 
   return raws;
 }
 
-json WithoutStorage(json s) {
-  s.erase("generated_at");
-  for (auto& r : s["ranks"]) r.erase("storage");
-  return s;
-}
-
 }  // namespace
 
 TEST_CASE("collector: the journal holds every accepted frame exactly as received") {
