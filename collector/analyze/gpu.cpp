@@ -135,7 +135,17 @@ void ScaleUp(GpuFigures& r, const GpuFigures& start, double k_start, double k_re
 
 void SpreadIdle(GpuFigures& f) {
   DeviceSlice& run = f.run;
-  run.busy = std::min(run.busy, f.active_ns);
+  // An estimate that overran the span: where the windows never saw the communication beside
+  // compute (one stream, all of it exposed), its time is the calls' own, measured outside the
+  // windows too, and it is compute's scaled estimate that yields (a launch-bound step with its
+  // all-reduce, the device ~99% busy: compute scaled 2% high reached the span, and cutting the
+  // communication first zeroed it). Otherwise the exposed share is the windows', where a peer
+  // slowed by its own window makes the waits longer, and it is the part cut (the span bounds it).
+  if (run.busy > f.active_ns) {
+    const uint64_t exposed = run.ExposedComm();
+    if (run.comm && exposed >= run.comm) run.noncomm_busy = f.active_ns - std::min(exposed, f.active_ns);
+    run.busy = f.active_ns;
+  }
   run.noncomm_busy = std::min(run.noncomm_busy, run.busy);
   const uint64_t idle = f.active_ns - run.busy;
   const uint64_t measured = run.IdleTotal();

@@ -51,13 +51,14 @@ void EstimateSampledComm(RankResult& r) {
     exposed_w += static_cast<double>(c.ExposedNs());
     nccl_w += static_cast<double>(c.kernel_ns);
   }
+  // Where the communicators' windows saw none exposed, each holds the rank's share.
   const double k = exposed_w > 0 ? share / (exposed_w / nccl_w) : 0.0;
   for (CommFigures& c : r.comms.comms) {
     if (c.kernel_ns == 0) continue;
     const CallsTime own = c.Total().Calls();
     const double measured = static_cast<double>(c.ExposedNs()) / static_cast<double>(c.kernel_ns);
     c.kernel_ns = own.AllNs();
-    c.overlapped_ns = split(c.kernel_ns, measured * k);
+    c.overlapped_ns = split(c.kernel_ns, exposed_w > 0 ? measured * k : share);
     c.kernels = static_cast<uint64_t>(std::llround(static_cast<double>(g.comm_kernels) * static_cast<double>(own.calls) /
                                                    static_cast<double>(calls.calls)));
   }

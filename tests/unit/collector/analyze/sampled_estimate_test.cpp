@@ -225,17 +225,48 @@ TEST_CASE("collector: a step's collectives are those called in it, and a step fo
   CHECK(again[2].colls.ns == 500);
 }
 
-TEST_CASE("collector: an estimated busy time stays within the active span") {
+TEST_CASE("collector: an estimated busy time stays within the active span, the windows' looser part cut") {
   col::GpuFigures f;
   f.active_ns = 100;
   f.run.busy = 150;
   f.run.noncomm_busy = 120;
+  f.run.comm = 60;  // half of it exposed in the windows: the windows' share is what yields
   f.run.idle[col::kIdleHost] = 5;
   col::SpreadIdle(f);
   CHECK(f.run.busy == 100);
   CHECK(f.run.noncomm_busy == 100);
   CHECK(f.run.IdleTotal() == 0);
+  // Communication never beside compute (one stream): its measured time stays, compute yields.
+  f.active_ns = 1000;
+  f.run.busy = 1030;
+  f.run.noncomm_busy = 1010;
+  f.run.comm = 20;
+  col::SpreadIdle(f);
+  CHECK(f.run.busy == 1000);
+  CHECK(f.run.ExposedComm() == 20);
   CHECK(col::SameShare(30, 60, 10) == 5);
   CHECK(col::SameShare(30, 0, 10) == 0);  // nothing measured: no share to keep
   CHECK(col::SameShare(90, 60, 10) == 10);
+}
+
+TEST_CASE("collector: a sampled rank's exposed communication reads the same on its communicator where its windows saw none") {
+  // The rank's share (a tenth exposed, from its strata) against a communicator whose windowed
+  // kernels all ran under compute: one figure in both views, not the rank's beside zero.
+  col::RankResult r;
+  r.gpu.coverage.sampled = true;
+  r.gpu.run.comm = 1000 * kUs;
+  r.gpu.run.noncomm_busy = 5000 * kUs;
+  r.gpu.run.busy = r.gpu.run.noncomm_busy + 100 * kUs;
+  r.gpu.comm_kernels = 10;
+  auto& op = r.collectives.ops[0];
+  op.count = op.timed.count = 10;
+  op.timed.ns = 1000 * kUs;
+  col::CommFigures c;
+  c.ops[0] = op;
+  c.kernel_ns = 300 * kUs;
+  c.overlapped_ns = 300 * kUs;
+  r.comms.comms.push_back(c);
+  col::EstimateSampledComm(r);
+  CHECK(r.comms.comms[0].kernel_ns == 1000 * kUs);
+  CHECK(r.comms.comms[0].ExposedNs() == 100 * kUs);
 }
