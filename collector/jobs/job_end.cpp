@@ -38,7 +38,7 @@ TraceView TraceViewOf(const JobTrace& t) {
   v.bytes = ec ? t.file().bytes() : static_cast<uint64_t>(size);
   for (const TraceDetailSpan& s : t.DetailSpans())
     v.detail_spans.push_back({static_cast<double>(s.from_ns - t.start_ns()) * 1e-9,
-                              static_cast<double>(s.to_ns - t.start_ns()) * 1e-9, s.full});
+                              static_cast<double>(s.to_ns - t.start_ns()) * 1e-9, SpanDetailName(s.level)});
   return v;
 }
 

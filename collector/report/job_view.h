@@ -27,7 +27,7 @@ struct TraceView {
   uint64_t bytes = 0;
   struct Span {
     double from_s = 0, to_s = 0;  // from the job's first rank's start
-    bool full = false;            // full detail, or the summary level only
+    std::string detail;           // "full", "summary" (the summary level only), "none"
   };
   std::vector<Span> detail_spans;
 };

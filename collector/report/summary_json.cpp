@@ -75,7 +75,7 @@ nlohmann::json HostsJson(const JobView& job) {
 nlohmann::json TraceJson(const TraceView& t) {
   nlohmann::json spans = nlohmann::json::array();
   for (const TraceView::Span& s : t.detail_spans)
-    spans.push_back({{"detail", s.full ? "full" : "summary"}, {"from_s", s.from_s}, {"to_s", s.to_s}});
+    spans.push_back({{"detail", s.detail}, {"from_s", s.from_s}, {"to_s", s.to_s}});
   return {{"file", t.file}, {"keep", t.keep}, {"bytes", t.bytes}, {"detail_spans", std::move(spans)}};
 }
 

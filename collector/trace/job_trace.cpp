@@ -145,7 +145,10 @@ std::vector<std::string> JobTrace::DetailTrackPackets() {
       TrackEvent* te = p.mutable_track_event();
       te->set_track_uuid(kUuid);
       te->set_type(begin ? TrackEvent::TYPE_SLICE_BEGIN : TrackEvent::TYPE_SLICE_END);
-      if (begin) te->set_name(s.full ? "full detail" : "summary only");
+      if (begin)
+        te->set_name(s.level == TraceLevel::kFull      ? "full detail"
+                     : s.level == TraceLevel::kSummary ? "summary only"
+                                                       : "nothing kept");
       out.push_back(p.SerializeAsString());
     }
   return out;

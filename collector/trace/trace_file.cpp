@@ -147,7 +147,7 @@ TraceFile::~TraceFile() {
 void TraceFile::NoteTime(TracePart part, uint64_t ts) {
   if (!segments_ && !detail_stop_ns_ && main_->bytes() >= opt_.max_bytes) detail_stop_ns_ = std::max<uint64_t>(newest_ns_, 1);
   newest_ns_ = std::max(newest_ns_, ts);
-  if (part == TracePart::kDetail && segments_) {
+  if (InSegments(part)) {
     segments_->NoteTime(ts);
     last_detail_ns_ = ts;
   }
@@ -169,7 +169,7 @@ void TraceFile::AppendEncoded(std::string_view packet, size_t reserve_after, Tra
     return;
   }
   assembled_ = false;
-  if (part == TracePart::kDetail && segments_) return AppendDetail(packet, reserve_after);
+  if (InSegments(part)) return AppendDetail(packet, reserve_after);
   if (main_->bytes() + packet.size() + 6 + reserve_after > events_max()) {  // the hard stop is never passed
     ++dropped_;
     stopped_ = true;
@@ -224,6 +224,14 @@ void TraceFile::Flush() {
   segments_->Flush();
   RotateSegments();
   if (!detail_stop_ns_ && detail_capped()) detail_stop_ns_ = std::max<uint64_t>(newest_ns_, 1);
+  // Between batches (no slice open): the summary sequences see a new generation and start
+  // over in the current segment.
+  if (!summary_moved_ns_ && main_->bytes() >= summary_max()) {
+    summary_moved_ns_ = std::max<uint64_t>(newest_ns_, 1);
+    spdlog::info("trace: the summary level reached {} of the cap; from here on it is kept with the detail (the end "
+                 "of the run), the run's middle is what the cap gives up",
+                 FmtBytes(summary_max()));
+  }
   if (!segments_->error().empty() && !segment_error_logged_) {
     segment_error_logged_ = true;
     spdlog::warn("trace: {}; detail stops there, the summary level goes on", segments_->error());
@@ -259,10 +267,30 @@ bool TraceFile::Assemble(const std::vector<std::string>& tail) {
   return true;
 }
 
+const char* SpanDetailName(TraceLevel level) {
+  switch (level) {
+    case TraceLevel::kFull: return "full";
+    case TraceLevel::kSummary: return "summary";
+    case TraceLevel::kOff: break;
+  }
+  return "none";
+}
+
 std::vector<TraceDetailSpan> TraceFile::DetailSpans(uint64_t start_ns) const {
   std::vector<TraceDetailSpan> out;
   const uint64_t end = newest_ns_;
   if (end <= start_ns) return out;
+  const auto add = [&](uint64_t from, uint64_t to, TraceLevel level) {
+    if (to <= from) return;
+    if (!out.empty() && out.back().level == level && out.back().to_ns == from) out.back().to_ns = to;
+    else out.push_back({from, to, level});
+  };
+  // Where detail is gone, so is the summary level once it went into the segments.
+  const uint64_t moved = summary_moved_ns_ ? std::clamp(summary_moved_ns_, start_ns, end) : end;
+  const auto add_gone = [&](uint64_t from, uint64_t to) {
+    add(from, std::min(to, moved), TraceLevel::kSummary);
+    add(std::max(from, moved), to, TraceLevel::kOff);
+  };
   // The spans without detail, in order; the rest of [start, end] has it.
   std::vector<std::pair<uint64_t, uint64_t>> gone;
   if (segments_) gone = segments_->DroppedSpans();
@@ -275,11 +303,11 @@ std::vector<TraceDetailSpan> TraceFile::DetailSpans(uint64_t start_ns) const {
     from = std::clamp(from, start_ns, end);
     to = std::clamp(to, start_ns, end);
     if (to <= at || to <= from) continue;
-    if (from > at) out.push_back({at, from, true});
-    out.push_back({std::max(from, at), to, false});
+    if (from > at) add(at, from, TraceLevel::kFull);
+    add_gone(std::max(from, at), to);
     at = to;
   }
-  if (at < end) out.push_back({at, end, true});
+  if (at < end) add(at, end, TraceLevel::kFull);
   return out;
 }
 

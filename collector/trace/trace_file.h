@@ -9,7 +9,10 @@
 //     (OUT/trace-parts-PID/summary.perfetto-trace), detail packets to rotating segments
 //     (detail_segments.h) of which the newest are kept: those holding the last N minutes,
 //     and never more than the cap leaves beside the summary stream (without N: as much of
-//     the end as that room holds). Flush() assembles OUT/trace.perfetto-trace from them.
+//     the end as that room holds). The summary stream takes at most three quarters of the
+//     cap: past that (a run of days), summary packets go into the segments with the detail,
+//     so the run's start stays in the summary stream, its end in the newest segments, and
+//     what the cap gives up is the middle. Flush() assembles OUT/trace.perfetto-trace from them.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -74,11 +77,14 @@ std::string TraceKeepName(const TraceOptions& options);
 // then left as they were for that variable).
 bool TraceOptionsFromEnv(TraceOptions* options, std::string* error);
 
-// A span of the run and the detail the trace has for it.
+// A span of the run and the detail the trace has for it: kFull, kSummary (the summary level
+// only) or kOff (nothing: the middle of a run whose summary outgrew its share of the cap).
 struct TraceDetailSpan {
   uint64_t from_ns = 0, to_ns = 0;
-  bool full = false;  // full detail, or the summary level only
+  TraceLevel level = TraceLevel::kOff;
 };
+// "full", "summary", "none": summary.json's trace.detail_spans[].detail.
+const char* SpanDetailName(TraceLevel level);
 
 class TraceFile {
  public:
@@ -110,7 +116,7 @@ class TraceFile {
   // Changes when the stream `part` goes to starts over (a new detail segment): a sequence
   // that wrote into it before must clear its state and describe its track again.
   uint32_t generation(TracePart part) const {
-    return part == TracePart::kDetail && segments_ ? segments_->generation() : 0;
+    return InSegments(part) ? segments_->generation() : 0;
   }
   // A packet at `ts` (the rank's monotonic ns) of `part` is about to be appended: the time
   // line the detail spans and the segments' ages are measured on.
@@ -160,6 +166,12 @@ class TraceFile {
   // The hard stop; events stop short of it by the room the "trace detail" track needs.
   uint64_t hard_max() const { return opt_.max_bytes + opt_.max_bytes / 8; }
   uint64_t events_max() const { return hard_max() - std::min<uint64_t>(1024, opt_.max_bytes / 16); }
+  // keep last: the summary stream's share of the cap (the rest is the segments').
+  uint64_t summary_max() const { return opt_.max_bytes / 4 * 3; }
+  // Whether packets of `part` go to the detail segments.
+  bool InSegments(TracePart part) const {
+    return segments_ && (part == TracePart::kDetail || summary_moved_ns_ != 0);
+  }
   void AppendDetail(std::string_view packet, size_t reserve_after);
   void RotateSegments(bool at_end = false);
 
@@ -176,6 +188,7 @@ class TraceFile {
   // Detail packets the hard stop dropped, as time spans (one per batch that lost some).
   std::vector<std::pair<uint64_t, uint64_t>> lost_;
   uint64_t detail_stop_ns_ = 0;  // the newest time written when detail stopped for good
+  uint64_t summary_moved_ns_ = 0;  // the newest time written when summary packets moved to the segments
   bool stopped_ = false;        // a packet hit the hard stop: nothing more is written
   bool detail_held_ = false;    // a detail packet hit the hard stop: none until the next batch
   bool segment_error_logged_ = false;

@@ -71,7 +71,7 @@ struct TraceReport {
   uint64_t first_slice_ns = UINT64_MAX, last_slice_end_ns = 0;  // absolute, after deltas
   std::map<std::string, RankCounts> processes;  // process name -> counts
   struct Span {
-    std::string name;  // "full detail", "summary only"
+    std::string name;  // "full detail", "summary only", "nothing kept"
     uint64_t from_ns, to_ns;
   };
   std::vector<Span> detail_spans;  // the "trace detail" track, in file order

@@ -36,6 +36,23 @@ uint64_t FedKernelsFrom(int steps, uint64_t from) {
   return n;
 }
 
+// The kernels in the trace that start at or after `from`.
+uint64_t TraceKernelsFrom(const gwtrace::RankCounts& c, uint64_t from) {
+  return static_cast<uint64_t>(
+      std::count_if(c.kernel_starts.begin(), c.kernel_starts.end(), [&](uint64_t t) { return t >= from; }));
+}
+
+// The assembled trace: within the hard stop, valid, one rank.
+gwtrace::TraceReport AssembledWithinCap(const std::string& path, const col::TraceOptions& opt) {
+  const std::string data = Slurp(path);
+  CHECK(data.size() <= opt.max_bytes + opt.max_bytes / 8);
+  auto rep = gwtrace::ValidateTrace(data, false);
+  INFO(rep.First());
+  REQUIRE(rep.errors.empty());
+  REQUIRE(rep.processes.size() == 1);
+  return rep;
+}
+
 // The spans cover the run in order, without gaps, alternating kinds.
 void CheckSpansTile(const std::vector<gwtrace::TraceReport::Span>& spans) {
   REQUIRE(!spans.empty());
@@ -163,8 +180,7 @@ TEST_CASE("collector: trace keep last: the last N minutes whole, every part a va
   // (they come out together at the rank's end).
   CHECK(end - full_from >= 120 * kMs);
   CHECK(end - full_from <= 2500 * kMs);
-  const uint64_t in_trace = static_cast<uint64_t>(
-      std::count_if(c.kernel_starts.begin(), c.kernel_starts.end(), [&](uint64_t t) { return t >= full_from; }));
+  const uint64_t in_trace = TraceKernelsFrom(c, full_from);
   CHECK(in_trace == FedKernelsFrom(kSteps, full_from));
   CHECK(in_trace >= 6);
   }
@@ -183,19 +199,14 @@ TEST_CASE("collector: trace keep last under a small cap: the end in detail, the 
   col::JobTable jobs = TracedJobs(path, opt);
   const Fed fed = FeedRank(jobs, 0, kSteps);
   jobs.Find("job")->trace()->Flush();
-  const std::string data = Slurp(path);
-  CHECK(data.size() <= opt.max_bytes + opt.max_bytes / 8);
-  const auto rep = gwtrace::ValidateTrace(data, false);
-  INFO(rep.First());
-  REQUIRE(rep.errors.empty());
+  const auto rep = AssembledWithinCap(path, opt);
   const gwtrace::RankCounts& c = rep.processes.begin()->second;
   CHECK(c.syncs == fed.syncs);
   CHECK(c.kernels < fed.kernels);
   CheckSpansTile(rep.detail_spans);
   REQUIRE(rep.detail_spans.back().name == "full detail");
   const uint64_t full_from = rep.detail_spans.back().from_ns;
-  const uint64_t in_trace = static_cast<uint64_t>(
-      std::count_if(c.kernel_starts.begin(), c.kernel_starts.end(), [&](uint64_t t) { return t >= full_from; }));
+  const uint64_t in_trace = TraceKernelsFrom(c, full_from);
   CHECK(in_trace == FedKernelsFrom(kSteps, full_from));
   CHECK(in_trace > 200);
   CHECK(rep.detail_spans.size() == 2);
@@ -232,4 +243,47 @@ TEST_CASE("collector: trace keep first and a run that fits: the spans say so") {
     CHECK(rep.detail_spans[0].name == "full detail");
     CHECK(rep.processes.begin()->second.kernels == fed.kernels);
   }
+}
+
+TEST_CASE("collector: trace keep last past the summary level's share: its start and the end kept, the middle given up") {
+  // A run of days in small: the summary level of 4000 steps (80 s) is twice this cap's three
+  // quarters. Before, the summary stream filled the cap and the trace stopped there, the end
+  // of the run (where a hang is) lost with everything else after it.
+  const std::string path = TempDir("keep-last-days") + "/trace.perfetto-trace";
+  col::TraceOptions opt;
+  REQUIRE(col::ParseTraceKeep("last:0.002", &opt));
+  opt.max_bytes = 512 << 10;
+  constexpr int kSteps = 4000;
+  col::JobTable jobs = TracedJobs(path, opt);
+  const Fed fed = FeedRank(jobs, 0, kSteps);
+  col::JobTrace* trace = jobs.Find("job")->trace();
+  trace->Flush();
+  const std::string parts = trace->file().parts_dir();
+  // The summary stream stopped near its share (a batch over at most).
+  CHECK(fs::file_size(parts + "/summary.perfetto-trace") <= opt.max_bytes / 4 * 3 + (8 << 10));
+  for (const std::string& s : DetailFiles(parts)) {
+    const auto rep = gwtrace::ValidateTrace(Slurp(s), false);
+    INFO(s << ": " << rep.First());
+    CHECK(rep.errors.empty());
+  }
+  const auto rep = AssembledWithinCap(path, opt);
+  const gwtrace::RankCounts& c = rep.processes.begin()->second;
+  CHECK(c.syncs < fed.syncs);
+  CHECK(c.syncs > fed.syncs / 4);
+  // Spans: the start at the summary level, the middle gone, the end whole.
+  CheckSpansTile(rep.detail_spans);
+  REQUIRE(rep.detail_spans.size() == 3);
+  CHECK(rep.detail_spans[0].name == "summary only");
+  CHECK(rep.detail_spans[1].name == "nothing kept");
+  CHECK(rep.detail_spans[2].name == "full detail");
+  const uint64_t full_from = rep.detail_spans[2].from_ns;
+  INFO("full detail for the last " << (rep.detail_spans[2].to_ns - full_from) / kMs << " ms, summary from "
+                                    << (rep.detail_spans[1].to_ns - rep.detail_spans[0].from_ns) / kMs << " ms");
+  CHECK(rep.detail_spans[2].to_ns - full_from >= 120 * kMs);
+  const uint64_t in_trace = TraceKernelsFrom(c, full_from);
+  CHECK(in_trace == FedKernelsFrom(kSteps, full_from));
+  // The summary.json view says the same.
+  const auto spans = trace->DetailSpans();
+  REQUIRE(spans.size() == 3);
+  CHECK(std::string(col::SpanDetailName(spans[1].level)) == "none");
 }
