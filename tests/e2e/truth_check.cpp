@@ -21,14 +21,18 @@ namespace {
 // start in the first recorded call) and its own two clock reads, and on a loaded machine
 // any preemption inside those; the hook times only the real call. Measured on the 2-core
 // dev VM, straggler's 40 async copies: 100-180 us short with one rank alone, 150-730 us
-// with its 3 ranks (truth 1.4-3 ms), which failed the 0.5 ms floor in CI.
+// with its 3 ranks (truth 1.4-3 ms), which failed the 0.5 ms floor in CI. A call during which
+// the scheduler took the driver's thread away (`preempted_s`, the truth's own count of
+// involuntary switches) may be short by the time away: a CI run read checkpoint_stall's four
+// 2 ms copies 2.1 ms short.
 constexpr double kUnseenPerCall = 10e-6;
 
-void CheckTime(const std::string& what, double got, double want, uint64_t calls = 0) {
+void CheckTime(const std::string& what, double got, double want, uint64_t calls = 0, double preempted_s = 0) {
   const double tol = std::max(0.05 * want, 0.0005);
-  INFO(what << ": summary " << got << " s, truth " << want << " s, " << calls << " calls");
+  INFO(what << ": summary " << got << " s, truth " << want << " s (" << preempted_s << " s in preempted calls), "
+            << calls << " calls");
   CHECK(got <= want + tol);
-  CHECK(got >= want - tol - static_cast<double>(calls) * kUnseenPerCall);
+  CHECK(got >= want - tol - static_cast<double>(calls) * kUnseenPerCall - preempted_s);
 }
 
 // GPU figures against the device truth: 3% (issue #4), with a 0.2 ms floor for near-zero sums.
@@ -100,7 +104,8 @@ void CheckRank(const sc::Scenario& s, const json& rank, const json& truth, const
   CHECK(U(d2h, "pageable_count") == ed.pageable_count);
   CHECK(U(d2h, "pageable_bytes") == ed.pageable_bytes);
   CHECK(U(d2h, "blocking_count") == ed.blocking_count);
-  CheckTime("h2d host time", D(h2d, "total_s"), D(Sub(ops, "h2d"), "total_s"), U(h2d, "count"));
+  CheckTime("h2d host time", D(h2d, "total_s"), D(Sub(ops, "h2d"), "total_s"), U(h2d, "count"),
+            D(Sub(ops, "h2d"), "preempted_s"));
 
   // Syncs. The driver ends with one cudaDeviceSynchronize outside the scenario's ops.
   const json& by_api = Sub(Sub(rank, "sync"), "by_api");
@@ -109,18 +114,21 @@ void CheckRank(const sc::Scenario& s, const json& rank, const json& truth, const
   CHECK(U(Sub(by_api, "cudaDeviceSynchronize"), "count") == U(Sub(ops, "sync_device"), "count") + 1);
   CHECK(U(Sub(by_api, "cudaEventSynchronize"), "count") == U(Sub(ops, "sync_event"), "count"));
   if (U(item, "count") == 0) {
-    CheckTime("d2h host time", D(d2h, "total_s"), D(Sub(ops, "d2h"), "total_s"), U(d2h, "count"));
+    CheckTime("d2h host time", D(d2h, "total_s"), D(Sub(ops, "d2h"), "total_s"), U(d2h, "count"),
+              D(Sub(ops, "d2h"), "preempted_s"));
     CheckTime("stream sync time", D(stream_sync, "total_s"), D(Sub(ops, "sync_stream"), "total_s"),
-              U(stream_sync, "count"));
+              U(stream_sync, "count"), D(Sub(ops, "sync_stream"), "preempted_s"));
   } else {
     // item = a blocking copy + a stream sync; the driver times them together.
     CheckTime("d2h + stream sync time", D(d2h, "total_s") + D(stream_sync, "total_s"),
               D(Sub(ops, "d2h"), "total_s") + D(item, "total_s") + D(Sub(ops, "sync_stream"), "total_s"),
-              U(d2h, "count") + U(stream_sync, "count"));
+              U(d2h, "count") + U(stream_sync, "count"),
+              D(Sub(ops, "d2h"), "preempted_s") + D(item, "preempted_s") + D(Sub(ops, "sync_stream"), "preempted_s"));
   }
   if (U(Sub(ops, "sync_event"), "count") > 0) {
     CheckTime("event sync time", D(Sub(by_api, "cudaEventSynchronize"), "total_s"),
-              D(Sub(ops, "sync_event"), "total_s"), U(Sub(ops, "sync_event"), "count"));
+              D(Sub(ops, "sync_event"), "total_s"), U(Sub(ops, "sync_event"), "count"),
+              D(Sub(ops, "sync_event"), "preempted_s"));
   }
 
   // Collectives: counts and bytes from the driver, GPU time from the device truth.

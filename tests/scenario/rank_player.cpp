@@ -14,6 +14,7 @@
 #include <vector>
 #include <sched.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -26,6 +27,15 @@
 
 namespace gpuwatch::scenario {
 namespace {
+
+// The thread's involuntary context switches so far. A timed call during which they grew was
+// preempted: the time away may fall between the driver's clock reads and the hook's, where
+// the summary cannot see it (truth.h's preempted_s; tests/e2e/truth_check.cpp allows for it).
+long Preemptions() {
+  rusage u{};
+  getrusage(RUSAGE_THREAD, &u);
+  return u.ru_nivcsw;
+}
 
 constexpr double kUniqueIdTimeoutS = 60;  // rank 0 publishes within ms; this covers a slow start
 
@@ -275,11 +285,12 @@ void Player::play(const Op& op) {
       void* dst = h2d ? dev_ : host;
       const void* src = h2d ? host : dev_;
       const cudaMemcpyKind kind = h2d ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
+      const long p0 = Preemptions();
       auto t0 = Clock::now();
       cudaError_t e = op.async ? cudaMemcpyAsync(dst, src, op.bytes, kind, compute_) : cudaMemcpy(dst, src, op.bytes, kind);
       auto t1 = Clock::now();
       check(e, op.async ? "cudaMemcpyAsync" : "cudaMemcpy");
-      truth_.add(op_name(op.kind), seconds_between(t0, t1), op.bytes);
+      truth_.add(op_name(op.kind), seconds_between(t0, t1), op.bytes, 1, Preemptions() != p0);
       break;
     }
     case OpKind::Kernels: {
@@ -349,13 +360,14 @@ void Player::play(const Op& op) {
     case OpKind::Item: {
       // tensor.item(): a 4-byte copy into a pageable local, then wait for the stream.
       float value = 0;
+      const long p0 = Preemptions();
       auto t0 = Clock::now();
       cudaError_t e1 = cudaMemcpyAsync(&value, dev_, sizeof value, cudaMemcpyDeviceToHost, compute_);
       cudaError_t e2 = cudaStreamSynchronize(compute_);
       auto t1 = Clock::now();
       check(e1, "cudaMemcpyAsync");
       check(e2, "cudaStreamSynchronize");
-      truth_.add("item", seconds_between(t0, t1), sizeof value);
+      truth_.add("item", seconds_between(t0, t1), sizeof value, 1, Preemptions() != p0);
       break;
     }
     case OpKind::Alloc: {
@@ -370,6 +382,7 @@ void Player::play(const Op& op) {
       break;
     }
     case OpKind::Sync: {
+      const long p0 = Preemptions();
       auto t0 = Clock::now();
       const char* key = "sync_stream";
       cudaError_t e = cudaSuccess;
@@ -391,8 +404,9 @@ void Player::play(const Op& op) {
       }
       auto t1 = Clock::now();
       check(e, call);
-      truth_.add("sync", seconds_between(t0, t1));
-      truth_.add(key, seconds_between(t0, t1));
+      const bool preempted = Preemptions() != p0;
+      truth_.add("sync", seconds_between(t0, t1), 0, 1, preempted);
+      truth_.add(key, seconds_between(t0, t1), 0, 1, preempted);
       break;
     }
     case OpKind::Send:

@@ -25,13 +25,18 @@ class TruthRecorder {
     std::uint64_t count = 0;
     std::uint64_t bytes = 0;
     double total_s = 0;
+    // Of total_s, the calls during which the scheduler took the thread away (involuntary
+    // context switches): that time may fall outside what the hook times.
+    double preempted_s = 0;
   };
 
-  void add(const std::string& op, double seconds, std::uint64_t bytes = 0, std::uint64_t count = 1) {
+  void add(const std::string& op, double seconds, std::uint64_t bytes = 0, std::uint64_t count = 1,
+           bool preempted = false) {
     Entry& e = ops_[op];
     e.count += count;
     e.bytes += bytes;
     e.total_s += seconds;
+    if (preempted) e.preempted_s += seconds;
   }
   // Kernels launched with a grid of `blocks` blocks (the `kernels` op): "kernel_blocks".
   void add_blocks(std::uint64_t blocks, std::uint64_t count) { blocks_[blocks] += count; }
