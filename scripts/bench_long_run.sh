@@ -2,11 +2,14 @@
 # A long launch-heavy run on the simulator (issue 53, "always on for days"): one rank
 # launching 2 us kernels at ~220k launches/s for GPUWATCH_LONG_RUN_S seconds (default 600),
 # with the defaults. Every 30 s: the collector's resident memory, the journal's and the
-# trace's size on disk (its parts while the job runs: --trace-keep). Then the same run with the collector SIGKILLed at 90% of its length:
-# `gpuwatch report` must give the undisturbed run's counts exactly (launches, syncs, steps)
+# trace's size on disk (its parts while the job runs: --trace-keep), and at the end which
+# spans of the run it keeps in full detail, at the summary level, or not at all (a small
+# GPUWATCH_TRACE_MAX_MIB shows what a run of days does at the default cap). Then the same
+# run with the collector SIGKILLed at 90% of its length: `gpuwatch report` must give the undisturbed run's counts exactly (launches, syncs, steps)
 # and its device figures within 2%. Not part of CI or bench.sh (it takes twice the length).
 #   bash scripts/bench_long_run.sh              # 10 minutes, twice
 #   GPUWATCH_LONG_RUN_S=120 bash scripts/bench_long_run.sh
+#   GPUWATCH_LONG_RUN_S=120 GPUWATCH_TRACE_MAX_MIB=1 bash scripts/bench_long_run.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${GPUWATCH_BUILD:-$PWD/build}
@@ -61,8 +64,13 @@ run "$W/b" $((D * 9 / 10))
 "$B/bin/gpuwatch" report "$W/b" >/dev/null 2>&1 || { echo "gpuwatch report failed" >&2; exit 1; }
 python3 - "$W/a/summary.json" "$W/b/summary.json" <<'EOF'
 import json, sys
-a = json.load(open(sys.argv[1]))["ranks"][0]
+whole = json.load(open(sys.argv[1]))
+a = whole["ranks"][0]
 b = json.load(open(sys.argv[2]))["ranks"][0]
+t = whole.get("trace")
+if t:
+    spans = ", ".join(f"{s['detail']} {s['from_s']:.0f}-{s['to_s']:.0f} s" for s in t["detail_spans"])
+    print(f"  trace        {t['bytes'] / 1e6:.2f} MB ({t['keep']}): {spans}")
 rows = [("launches", a["kernels"]["launches"], b["kernels"]["launches"], 0),
         ("syncs", a["sync"]["count"], b["sync"]["count"], 0),
         ("steps", a["steps"]["count"], b["steps"]["count"], 0),

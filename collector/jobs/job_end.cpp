@@ -18,6 +18,7 @@ namespace {
 // Each rank's steps on its "steps" track, and each finding as an instant on the ranks it
 // names, where their steps begin (the findings are totals over the run, not events).
 void MarkTrace(JobTrace& trace, const JobResult& j) {
+  trace.set_run_wide(true);
   for (const RankResult& r : j.ranks) {
     trace.Steps(r.rank, r.host, r);
     const uint64_t at = !r.steps.steps.empty() ? r.steps.steps.front().start : r.host_first_ns;
@@ -27,6 +28,7 @@ void MarkTrace(JobTrace& trace, const JobResult& j) {
                       Printf("finding: %s (%s, %s lost): %s", f.title.c_str(), f.severity.c_str(),
                              FmtDuration(f.time_lost_s).c_str(), f.summary.c_str()));
   }
+  trace.set_run_wide(false);
 }
 
 TraceView TraceViewOf(const JobTrace& t) {

@@ -23,11 +23,12 @@ TraceStream* DetailSegments::Current() {
   return current_.get();
 }
 
-void DetailSegments::NoteTime(uint64_t ts) {
+void DetailSegments::NoteTime(uint64_t ts, bool summary) {
   if (!current_) return;
   Segment& s = segs_.back();
   s.min_ns = std::min(s.min_ns, ts);
   s.max_ns = std::max(s.max_ns, ts);
+  if (summary) s.summary_min_ns = std::min(s.summary_min_ns, ts), s.summary_max_ns = std::max(s.summary_max_ns, ts);
   newest_ns_ = std::max(newest_ns_, ts);
 }
 
@@ -109,17 +110,18 @@ std::vector<std::string> DetailSegments::KeptPaths() const {
   return out;
 }
 
-std::vector<std::pair<uint64_t, uint64_t>> DetailSegments::DroppedSpans() const {
+std::vector<std::pair<uint64_t, uint64_t>> DetailSegments::DroppedSpans(bool summary) const {
   std::vector<std::pair<uint64_t, uint64_t>> spans;
   // A run of deleted segments leaves no detail from its first event to its last (from the
   // start of the run when the first segment is among them).
   uint64_t prev_max = 0;
   bool prev_dropped = true;
   for (const Segment& s : segs_) {
-    if (s.min_ns == UINT64_MAX) continue;
-    if (s.dropped) spans.emplace_back(prev_dropped ? prev_max : s.min_ns, s.max_ns);
+    const uint64_t min_ns = summary ? s.summary_min_ns : s.min_ns, max_ns = summary ? s.summary_max_ns : s.max_ns;
+    if (min_ns == UINT64_MAX) continue;
+    if (s.dropped) spans.emplace_back(prev_dropped ? prev_max : min_ns, max_ns);
     prev_dropped = s.dropped;
-    prev_max = s.max_ns;
+    prev_max = max_ns;
   }
   std::sort(spans.begin(), spans.end());
   std::vector<std::pair<uint64_t, uint64_t>> merged;

@@ -35,8 +35,9 @@ class DetailSegments {
   // The segment the next detail packet goes to: grows each time one ends, so a sequence
   // that wrote into an older one starts over.
   uint32_t generation() const { return generation_; }
-  // A detail event at `ts` (the rank's monotonic ns) went into the current segment.
-  void NoteTime(uint64_t ts);
+  // An event at `ts` (the rank's monotonic ns) went into the current segment; `summary`: a
+  // summary-level one (trace_file.h: past the summary stream's share of the cap).
+  void NoteTime(uint64_t ts, bool summary = false);
   // One rank's process descriptor packet: written now into the current segment, and at the
   // start of every later one.
   void AddPreamble(std::string packet);
@@ -56,8 +57,10 @@ class DetailSegments {
   uint64_t bytes() const;  // kept segments, the current one included
   uint64_t current_bytes() const { return current_ ? current_->bytes() : 0; }
   std::vector<std::string> KeptPaths() const;  // oldest first
-  // The time spans of deleted segments' events, merged: detail there is gone.
-  std::vector<std::pair<uint64_t, uint64_t>> DroppedSpans() const;
+  // The time spans of deleted segments' events, merged: detail there is gone. `summary`: of
+  // their summary-level events (written in time order, unlike device work, which comes up to
+  // seconds late): the summary level there is gone.
+  std::vector<std::pair<uint64_t, uint64_t>> DroppedSpans(bool summary = false) const;
   size_t opened() const { return segs_.size(); }
   size_t kept() const;
   uint64_t newest_ns() const { return newest_ns_; }
@@ -69,7 +72,8 @@ class DetailSegments {
   struct Segment {
     std::string path;
     uint64_t bytes = 0;
-    uint64_t min_ns = UINT64_MAX, max_ns = 0;  // of its events
+    uint64_t min_ns = UINT64_MAX, max_ns = 0;                  // of its events
+    uint64_t summary_min_ns = UINT64_MAX, summary_max_ns = 0;  // of its summary-level ones
     bool pinned = false, dropped = false;
   };
   void CloseCurrent();

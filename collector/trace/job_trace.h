@@ -46,9 +46,11 @@ class JobTrace {
   void CriticalPath(int rank, const std::string& host, const RankResult& result);
   // An instant on the rank's process track, written once per `key`.
   void Instant(int rank, const std::string& host, const std::string& key, uint64_t ts, const std::string& name);
+  // Around the writes above at the job's end: they describe the whole run (TraceFile::set_run_wide).
+  void set_run_wide(bool on) { file_->set_run_wide(on); }
 
   const TraceFile& file() const { return *file_; }
-  // The run, from its first rank's start, in spans of full detail and summary only.
+  // The run, from its first rank's start, in spans of full detail, summary only, and nothing.
   std::vector<TraceDetailSpan> DetailSpans() const;
   uint64_t start_ns() const { return start_ns_; }
   // One line for the log: where, how big, what was left out.

@@ -148,7 +148,7 @@ void TraceFile::NoteTime(TracePart part, uint64_t ts) {
   if (!segments_ && !detail_stop_ns_ && main_->bytes() >= opt_.max_bytes) detail_stop_ns_ = std::max<uint64_t>(newest_ns_, 1);
   newest_ns_ = std::max(newest_ns_, ts);
   if (InSegments(part)) {
-    segments_->NoteTime(ts);
+    segments_->NoteTime(ts, part == TracePart::kSummary);
     last_detail_ns_ = ts;
   }
 }
@@ -280,34 +280,55 @@ std::vector<TraceDetailSpan> TraceFile::DetailSpans(uint64_t start_ns) const {
   std::vector<TraceDetailSpan> out;
   const uint64_t end = newest_ns_;
   if (end <= start_ns) return out;
-  const auto add = [&](uint64_t from, uint64_t to, TraceLevel level) {
-    if (to <= from) return;
-    if (!out.empty() && out.back().level == level && out.back().to_ns == from) out.back().to_ns = to;
-    else out.push_back({from, to, level});
-  };
-  // Where detail is gone, so is the summary level once it went into the segments.
-  const uint64_t moved = summary_moved_ns_ ? std::clamp(summary_moved_ns_, start_ns, end) : end;
-  const auto add_gone = [&](uint64_t from, uint64_t to) {
-    add(from, std::min(to, moved), TraceLevel::kSummary);
-    add(std::max(from, moved), to, TraceLevel::kOff);
-  };
-  // The spans without detail, in order; the rest of [start, end] has it.
-  std::vector<std::pair<uint64_t, uint64_t>> gone;
+  // The spans without detail, and (once summary packets went into the segments) those
+  // without the summary level either; the rest of [start, end] has full detail.
+  using Spans = std::vector<std::pair<uint64_t, uint64_t>>;
+  Spans gone, summary_gone;
   if (segments_) gone = segments_->DroppedSpans();
   gone.insert(gone.end(), lost_.begin(), lost_.end());
   if (opt_.level != TraceLevel::kFull) gone.emplace_back(start_ns, end);
   if (detail_stop_ns_) gone.emplace_back(detail_stop_ns_, end);
-  std::sort(gone.begin(), gone.end());
-  uint64_t at = start_ns;
-  for (auto [from, to] : gone) {
-    from = std::clamp(from, start_ns, end);
-    to = std::clamp(to, start_ns, end);
-    if (to <= at || to <= from) continue;
-    if (from > at) add(at, from, TraceLevel::kFull);
-    add_gone(std::max(from, at), to);
-    at = to;
+  if (summary_moved_ns_) {
+    summary_gone = segments_->DroppedSpans(true);
+    summary_gone.insert(summary_gone.end(), lost_.begin(), lost_.end());  // held with the detail
+    if (detail_stop_ns_) summary_gone.emplace_back(detail_stop_ns_, end);
+    for (auto& [from, to] : summary_gone) from = std::max(from, summary_moved_ns_);
   }
-  if (at < end) add(at, end, TraceLevel::kFull);
+  // A sweep over both: +1/-1 at each span's ends, clamped to the run.
+  struct Edge {
+    uint64_t t;
+    int gone, summary_gone;
+  };
+  std::vector<Edge> edges;
+  const auto add_edges = [&](const Spans& spans, bool summary) {
+    for (auto [from, to] : spans) {
+      from = std::clamp(from, start_ns, end);
+      to = std::clamp(to, start_ns, end);
+      if (to <= from) continue;
+      edges.push_back({from, summary ? 0 : 1, summary ? 1 : 0});
+      edges.push_back({to, summary ? 0 : -1, summary ? -1 : 0});
+    }
+  };
+  add_edges(gone, false);
+  add_edges(summary_gone, true);
+  std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) { return a.t < b.t; });
+  uint64_t at = start_ns;
+  int in_gone = 0, in_summary_gone = 0;
+  const auto add = [&](uint64_t to) {
+    if (to <= at) return;
+    const TraceLevel level = in_summary_gone > 0 ? TraceLevel::kOff
+                             : in_gone > 0       ? TraceLevel::kSummary
+                                                 : TraceLevel::kFull;
+    if (!out.empty() && out.back().level == level) out.back().to_ns = to;
+    else out.push_back({at, to, level});
+    at = to;
+  };
+  for (const Edge& e : edges) {
+    add(e.t);
+    in_gone += e.gone;
+    in_summary_gone += e.summary_gone;
+  }
+  add(end);
   return out;
 }
 

@@ -130,6 +130,10 @@ class TraceFile {
   void AppendEncoded(std::string_view packet, size_t reserve_after = 0, TracePart part = TracePart::kSummary);
   // A rank's process descriptor packet, which every detail segment repeats.
   void AddDetailPreamble(std::string packet);
+  // While on, summary packets go to the summary stream even past its share: what describes
+  // the whole run (its steps, the findings marked at its start), written once at its end,
+  // whose old timestamps would otherwise date a segment back to the run's start.
+  void set_run_wide(bool on) { run_wide_ = on; }
   // A hang that began at `since_ns`: the detail around it is kept whatever its age.
   void KeepDetailFrom(uint64_t since_ns);
   // Writes the buffered packets (whole packets only) and, between batches, rotates the
@@ -170,7 +174,7 @@ class TraceFile {
   uint64_t summary_max() const { return opt_.max_bytes / 4 * 3; }
   // Whether packets of `part` go to the detail segments.
   bool InSegments(TracePart part) const {
-    return segments_ && (part == TracePart::kDetail || summary_moved_ns_ != 0);
+    return segments_ && (part == TracePart::kDetail || (summary_moved_ns_ != 0 && !run_wide_));
   }
   void AppendDetail(std::string_view packet, size_t reserve_after);
   void RotateSegments(bool at_end = false);
@@ -192,6 +196,7 @@ class TraceFile {
   bool stopped_ = false;        // a packet hit the hard stop: nothing more is written
   bool detail_held_ = false;    // a detail packet hit the hard stop: none until the next batch
   bool segment_error_logged_ = false;
+  bool run_wide_ = false;
   bool assembled_ = false;      // `path` holds the parts as they are now
 };
 

@@ -286,4 +286,19 @@ TEST_CASE("collector: trace keep last past the summary level's share: its start 
   const auto spans = trace->DetailSpans();
   REQUIRE(spans.size() == 3);
   CHECK(std::string(col::SpanDetailName(spans[1].level)) == "none");
+
+  // What describes the whole run, written at its end (a finding marked at its start), goes to
+  // the summary stream: in a segment its old time would date the segment back to the start,
+  // and the segment's loss would read as the whole run's.
+  const auto summary_bytes = fs::file_size(parts + "/summary.perfetto-trace");
+  trace->set_run_wide(true);
+  trace->Instant(0, "node1", "finding", kT0 + kMs, "finding: at the start");
+  trace->set_run_wide(false);
+  CHECK(fs::file_size(parts + "/summary.perfetto-trace") > summary_bytes);
+  const auto after = trace->DetailSpans();
+  REQUIRE(after.size() == 3);
+  CHECK(after[1].from_ns == spans[1].from_ns);
+  trace->Flush();
+  const auto marked = AssembledWithinCap(path, opt);
+  CHECK(marked.processes.begin()->second.instants == c.instants + 1);
 }
