@@ -5,8 +5,9 @@
 # trace's size on disk (its parts while the job runs: --trace-keep), and at the end which
 # spans of the run it keeps in full detail, at the summary level, or not at all (a small
 # GPUWATCH_TRACE_MAX_MIB shows what a run of days does at the default cap). Then the same
-# run with the collector SIGKILLed at 90% of its length: `gpuwatch report` must give the undisturbed run's counts exactly (launches, syncs, steps)
-# and its device figures within 2%. Not part of CI or bench.sh (it takes twice the length).
+# run with the collector SIGKILLed at 90% of its length: `gpuwatch report` must give the
+# undisturbed run's counts exactly (launches, syncs, steps) and its device figures within 2%.
+# Not part of CI or bench.sh (it takes twice the length).
 #   bash scripts/bench_long_run.sh              # 10 minutes, twice
 #   GPUWATCH_LONG_RUN_S=120 bash scripts/bench_long_run.sh
 #   GPUWATCH_LONG_RUN_S=120 GPUWATCH_TRACE_MAX_MIB=1 bash scripts/bench_long_run.sh

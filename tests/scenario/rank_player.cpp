@@ -28,14 +28,23 @@
 namespace gpuwatch::scenario {
 namespace {
 
-// The thread's involuntary context switches so far. A timed call during which they grew was
-// preempted: the time away may fall between the driver's clock reads and the hook's, where
-// the summary cannot see it (truth.h's preempted_s; tests/e2e/truth_check.cpp allows for it).
-long Preemptions() {
-  rusage u{};
-  getrusage(RUSAGE_THREAD, &u);
-  return u.ru_nivcsw;
-}
+// Whether the scheduler took the thread away (an involuntary context switch) since this was
+// made, around a timed call: the time away may fall between the driver's clock reads and the
+// hook's, where the summary cannot see it (truth.h's preempted_s; tests/e2e/truth_check.cpp
+// allows for it).
+class PreemptionWatch {
+ public:
+  PreemptionWatch() : at_(Switches()) {}
+  bool preempted() const { return Switches() != at_; }
+
+ private:
+  static long Switches() {
+    rusage u{};
+    getrusage(RUSAGE_THREAD, &u);
+    return u.ru_nivcsw;
+  }
+  long at_;
+};
 
 constexpr double kUniqueIdTimeoutS = 60;  // rank 0 publishes within ms; this covers a slow start
 
@@ -285,12 +294,12 @@ void Player::play(const Op& op) {
       void* dst = h2d ? dev_ : host;
       const void* src = h2d ? host : dev_;
       const cudaMemcpyKind kind = h2d ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
-      const long p0 = Preemptions();
+      const PreemptionWatch watch;
       auto t0 = Clock::now();
       cudaError_t e = op.async ? cudaMemcpyAsync(dst, src, op.bytes, kind, compute_) : cudaMemcpy(dst, src, op.bytes, kind);
       auto t1 = Clock::now();
       check(e, op.async ? "cudaMemcpyAsync" : "cudaMemcpy");
-      truth_.add(op_name(op.kind), seconds_between(t0, t1), op.bytes, 1, Preemptions() != p0);
+      truth_.add(op_name(op.kind), seconds_between(t0, t1), op.bytes, 1, watch.preempted());
       break;
     }
     case OpKind::Kernels: {
@@ -360,14 +369,14 @@ void Player::play(const Op& op) {
     case OpKind::Item: {
       // tensor.item(): a 4-byte copy into a pageable local, then wait for the stream.
       float value = 0;
-      const long p0 = Preemptions();
+      const PreemptionWatch watch;
       auto t0 = Clock::now();
       cudaError_t e1 = cudaMemcpyAsync(&value, dev_, sizeof value, cudaMemcpyDeviceToHost, compute_);
       cudaError_t e2 = cudaStreamSynchronize(compute_);
       auto t1 = Clock::now();
       check(e1, "cudaMemcpyAsync");
       check(e2, "cudaStreamSynchronize");
-      truth_.add("item", seconds_between(t0, t1), sizeof value, 1, Preemptions() != p0);
+      truth_.add("item", seconds_between(t0, t1), sizeof value, 1, watch.preempted());
       break;
     }
     case OpKind::Alloc: {
@@ -382,7 +391,7 @@ void Player::play(const Op& op) {
       break;
     }
     case OpKind::Sync: {
-      const long p0 = Preemptions();
+      const PreemptionWatch watch;
       auto t0 = Clock::now();
       const char* key = "sync_stream";
       cudaError_t e = cudaSuccess;
@@ -404,7 +413,7 @@ void Player::play(const Op& op) {
       }
       auto t1 = Clock::now();
       check(e, call);
-      const bool preempted = Preemptions() != p0;
+      const bool preempted = watch.preempted();
       truth_.add("sync", seconds_between(t0, t1), 0, 1, preempted);
       truth_.add(key, seconds_between(t0, t1), 0, 1, preempted);
       break;

@@ -11,7 +11,8 @@ nlohmann::json TruthRecorder::to_json(int rank) const {
   nlohmann::json j = extra_;
   j["rank"] = rank;
   nlohmann::json ops = nlohmann::json::object();
-  for (const auto& [name, e] : ops_) ops[name] = {{"count", e.count}, {"bytes", e.bytes}, {"total_s", e.total_s}, {"preempted_s", e.preempted_s}};
+  for (const auto& [name, e] : ops_)
+    ops[name] = {{"count", e.count}, {"bytes", e.bytes}, {"total_s", e.total_s}, {"preempted_s", e.preempted_s}};
   j["ops"] = ops;
   if (!blocks_.empty()) {
     nlohmann::json blocks = nlohmann::json::object();
