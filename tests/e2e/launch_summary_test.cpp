@@ -5,6 +5,7 @@
 // findings first; and the summarized run sends a fraction of the bytes.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <string>
@@ -71,14 +72,19 @@ void Compare(const std::string& name, const std::string& scenario, double tolera
   REQUIRE(!fb.empty());
   CHECK(fb[0]["id"] == fa[0]["id"]);
   // What the library sent: where launches are most of the calls, the ones outside the
-  // windows as runs and tallies (those in the windows, a tenth or more in these short runs,
-  // are records with their CUPTI records).
+  // windows as runs and tallies. The launches inside the windows are records with their
+  // CUPTI records in both runs (a fifth of them on 2 ranks sharing 2 cores, a tenth on
+  // one), so the journal shrinks by the share outside: bounded here as twice the windows'
+  // share of the every-launch journal plus a quarter for the rest (syncs, collectives,
+  // tallies). Launches sent as records outside the windows read 1.0.
   const json& r0 = each.summary["ranks"][0];
-  const bool sampled = Num(r0["gpu"]["coverage"]["enqueue_share"]) < 0.5;
+  double share = 0;
+  for (const json& r : summed.summary["ranks"]) share = std::max(share, Num(r["gpu"]["coverage"]["enqueue_share"]));
+  const bool sampled = share < 0.35 && Num(r0["gpu"]["coverage"]["enqueue_share"]) < 0.35;
   if (sampled && Num(r0["kernels"]["launches"]) > 20 * (Num(r0["sync"]["count"]) + Num(r0["memcpy"]["h2d"]["count"]))) {
     const uint64_t bytes_each = JournalBytes(each.out), bytes_summed = JournalBytes(summed.out);
-    INFO("journal: every launch " << bytes_each << " B, summarized " << bytes_summed << " B");
-    CHECK(bytes_summed * 2 < bytes_each);
+    INFO("journal: every launch " << bytes_each << " B, summarized " << bytes_summed << " B, windows' share " << share);
+    CHECK(double(bytes_summed) < double(bytes_each) * (2 * share + 0.25));
   }
 }
 
