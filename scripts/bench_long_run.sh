@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # A long launch-heavy run on the simulator (issue 53, "always on for days"): one rank
 # launching 2 us kernels at ~220k launches/s for GPUWATCH_LONG_RUN_S seconds (default 600),
-# with the defaults. Every 30 s: the collector's resident memory, the journal's and the
-# trace's size on disk (its parts while the job runs: --trace-keep), and at the end which
+# with the defaults. Every 30 s: the collector's resident memory and its peak so far
+# (checkpoints' encoding included: GPUWATCH_JOURNAL_CHECKPOINT_S, default 60), the journal's
+# and the trace's size on disk (its parts while the job runs: --trace-keep), and at the end which
 # spans of the run it keeps in full detail, at the summary level, or not at all (a small
 # GPUWATCH_TRACE_MAX_MIB shows what a run of days does at the default cap). Then the same
 # run with the collector SIGKILLed at 90% of its length: `gpuwatch report` must give the
@@ -36,7 +37,7 @@ run() {
   GPUWATCH_OUT=$out LD_PRELOAD=$LIB "$B/bin/gpuwatch-scenario" --sim "$W/loop.json" >/dev/null 2>&1 &
   local job=$!
   t0=$(date +%s)
-  printf '%6s %12s %12s %12s\n' "t (s)" "RSS (KiB)" "journal KiB" "trace KiB"
+  printf '%6s %12s %12s %12s %12s\n' "t (s)" "RSS (KiB)" "peak KiB" "journal KiB" "trace KiB"
   local next=30 killed=0
   while kill -0 "$job" 2>/dev/null; do
     sleep 1
@@ -48,9 +49,10 @@ run() {
       echo "  collector SIGKILLed at ${now} s"
     fi
     if [ "$now" -ge "$next" ]; then
-      local rss=-
+      local rss=- peak=-
       [ -n "$pid" ] && rss=$(awk '/VmRSS/{print $2}' "/proc/$pid/status" 2>/dev/null || echo -)
-      printf '%6d %12s %12s %12s\n' "$now" "$rss" "$(kib "$out/.gpuwatch")" "$(kib "$out"/trace*)"
+      [ -n "$pid" ] && peak=$(awk '/VmHWM/{print $2}' "/proc/$pid/status" 2>/dev/null || echo -)
+      printf '%6d %12s %12s %12s %12s\n' "$now" "$rss" "$peak" "$(kib "$out/.gpuwatch")" "$(kib "$out"/trace*)"
       next=$((next + 30))
     fi
   done

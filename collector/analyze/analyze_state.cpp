@@ -6,9 +6,9 @@
 
 namespace gpuwatch::collector {
 
-void CheckpointAccess::Save(json& j, const wire::ProcSample& v) {
+void CheckpointAccess::Save(StateOut& o, const wire::ProcSample& v) {
   const std::string bytes = v.SerializeAsString();
-  j = json::binary(std::vector<uint8_t>(bytes.begin(), bytes.end()));
+  o.Leaf(json::binary(std::vector<uint8_t>(bytes.begin(), bytes.end())));
 }
 void CheckpointAccess::Load(const json& j, wire::ProcSample& v) {
   const auto& bytes = j.get_binary();

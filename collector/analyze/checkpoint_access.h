@@ -1,7 +1,10 @@
 // The codec of a rank's interpretation state (rank_checkpoint.h). CheckpointAccess is a
 // friend of each class whose state a checkpoint carries; one field list per class, used
 // both ways (GW_STATE: interpret_state.cpp, analyze_state.cpp), and containers encoded so
-// that the restored one behaves as the original, iteration order included.
+// that the restored one behaves as the original, iteration order included. Saving writes
+// MessagePack as it walks the state (StateOut): a launch-heavy rank's state is a few MB of
+// it, and as one JSON tree it had been tens of MB at each checkpoint. Loading reads the
+// tree nlohmann-json decodes.
 #pragma once
 #include <array>
 #include <deque>
@@ -15,6 +18,7 @@
 #include <vector>
 
 #include "analyze/digest_fields.h"
+#include "analyze/state_out.h"
 #include "analyze/rank_model.h"
 #include "common/fifo.h"
 
@@ -22,15 +26,10 @@ namespace gpuwatch::collector {
 
 // Declares Save/Load of one class in CheckpointAccess; GW_STATE defines them.
 #define GW_STATE_DECL(Type)                     \
-  static void Save(json& j, const Type& v);     \
+  static void Save(StateOut& o, const Type& v); \
   static void Load(const json& j, Type& v);
 
-#define GW_STATE_SAVE(f)     \
-  {                          \
-    json e;                  \
-    Save(e, v.f);            \
-    j.push_back(std::move(e)); \
-  }
+#define GW_STATE_SAVE(f) Save(o, v.f);
 #define GW_STATE_LOAD(f) Load(j.at(i++), v.f);
 // A member added to Type changes its size and fails the build here: add it to the list,
 // bump kRankCheckpointFormat (rank_checkpoint.h), then write the new size. Sizes of x86-64
@@ -44,10 +43,9 @@ namespace gpuwatch::collector {
 #define GW_STATE_ONE(f) +1
 // The state of Type (Size bytes) as the array of its listed members, in that order.
 #define GW_STATE(Type, Size, ...)                                             \
-  void CheckpointAccess::Save(json& j, const Type& v) {                       \
+  void CheckpointAccess::Save(StateOut& o, const Type& v) {                   \
     GW_STATE_SIZE(Type, Size)                                                 \
-    j = json::array();                                                        \
-    j.get_ref<json::array_t&>().reserve(0 NLOHMANN_JSON_EXPAND(NLOHMANN_JSON_PASTE(GW_STATE_ONE, __VA_ARGS__))); \
+    o.Array(0 NLOHMANN_JSON_EXPAND(NLOHMANN_JSON_PASTE(GW_STATE_ONE, __VA_ARGS__))); \
     NLOHMANN_JSON_EXPAND(NLOHMANN_JSON_PASTE(GW_STATE_SAVE, __VA_ARGS__))     \
   }                                                                           \
   void CheckpointAccess::Load(const json& j, Type& v) {                       \
@@ -60,16 +58,16 @@ namespace gpuwatch::collector {
 struct CheckpointAccess {
   // Numbers, enums, strings, and the figures' structs of digest_fields.h.
   template <class T>
-  static void Save(json& j, const T& v) { j = v; }
+  static void Save(StateOut& o, const T& v) { o.Leaf(v); }
   template <class T>
   static void Load(const json& j, T& v) { j.get_to(v); }
 
   // Containers of anything this struct encodes.
   template <class A, class B>
-  static void Save(json& j, const std::pair<A, B>& v) {
-    j = json::array({nullptr, nullptr});
-    Save(j[0], v.first);
-    Save(j[1], v.second);
+  static void Save(StateOut& o, const std::pair<A, B>& v) {
+    o.Array(2);
+    Save(o, v.first);
+    Save(o, v.second);
   }
   template <class A, class B>
   static void Load(const json& j, std::pair<A, B>& v) {
@@ -77,9 +75,9 @@ struct CheckpointAccess {
     Load(j.at(1), v.second);
   }
   template <class... T>
-  static void Save(json& j, const std::tuple<T...>& v) {
-    j = json::array();
-    std::apply([&](const auto&... x) { (SaveInto(j, x), ...); }, v);
+  static void Save(StateOut& o, const std::tuple<T...>& v) {
+    o.Array(sizeof...(T));
+    std::apply([&](const auto&... x) { (Save(o, x), ...); }, v);
   }
   template <class... T>
   static void Load(const json& j, std::tuple<T...>& v) {
@@ -87,27 +85,26 @@ struct CheckpointAccess {
     std::apply([&](auto&... x) { (Load(j.at(i++), x), ...); }, v);
   }
   template <class T, size_t N>
-  static void Save(json& j, const std::array<T, N>& v) { SaveRange(j, v); }
+  static void Save(StateOut& o, const std::array<T, N>& v) { SaveRange(o, v); }
   template <class T, size_t N>
   static void Load(const json& j, std::array<T, N>& v) {
     if (j.size() != N) throw std::runtime_error("array of the wrong length");
     for (size_t i = 0; i < N; ++i) Load(j.at(i), v[i]);
   }
   template <class T, class A>
-  static void Save(json& j, const std::vector<T, A>& v) { SaveRange(j, v); }
+  static void Save(StateOut& o, const std::vector<T, A>& v) { SaveRange(o, v); }
   template <class T, class A>
   static void Load(const json& j, std::vector<T, A>& v) { LoadSequence(j, v); }
-  static void Save(json& j, const std::vector<bool>& v) { j = v; }
+  static void Save(StateOut& o, const std::vector<bool>& v) { o.Leaf(v); }
   static void Load(const json& j, std::vector<bool>& v) { j.get_to(v); }
   template <class T, class A>
-  static void Save(json& j, const std::deque<T, A>& v) { SaveRange(j, v); }
+  static void Save(StateOut& o, const std::deque<T, A>& v) { SaveRange(o, v); }
   template <class T, class A>
   static void Load(const json& j, std::deque<T, A>& v) { LoadSequence(j, v); }
   template <class T>
-  static void Save(json& j, const Fifo<T>& v) {
-    j = json::array();
-    Fifo<T> rest(v);
-    for (; !rest.empty(); rest.pop_front()) SaveInto(j, rest.front());
+  static void Save(StateOut& o, const Fifo<T>& v) {
+    o.Array(v.size());
+    for (size_t i = 0; i < v.size(); ++i) Save(o, v[i]);
   }
   template <class T>
   static void Load(const json& j, Fifo<T>& v) {
@@ -116,21 +113,21 @@ struct CheckpointAccess {
   }
   // Ordered maps (and multimaps): in order, so equal keys keep theirs.
   template <class K, class V, class C, class A>
-  static void Save(json& j, const std::map<K, V, C, A>& v) { SaveRange(j, v); }
+  static void Save(StateOut& o, const std::map<K, V, C, A>& v) { SaveRange(o, v); }
   template <class K, class V, class C, class A>
   static void Load(const json& j, std::map<K, V, C, A>& v) { LoadOrdered(j, v); }
   template <class K, class V, class C, class A>
-  static void Save(json& j, const std::multimap<K, V, C, A>& v) { SaveRange(j, v); }
+  static void Save(StateOut& o, const std::multimap<K, V, C, A>& v) { SaveRange(o, v); }
   template <class K, class V, class C, class A>
   static void Load(const json& j, std::multimap<K, V, C, A>& v) { LoadOrdered(j, v); }
   // Hash maps: [bucket count, entries in iteration order]. Inserted back in reverse order
   // into as many buckets, each entry goes to the front of its bucket's run (libstdc++), so
   // the restored map iterates in the original order and rehashes when the original would.
   template <class K, class V, class H, class E, class A>
-  static void Save(json& j, const std::unordered_map<K, V, H, E, A>& v) {
-    json entries;
-    SaveRange(entries, v);
-    j = json::array({v.bucket_count(), std::move(entries)});
+  static void Save(StateOut& o, const std::unordered_map<K, V, H, E, A>& v) {
+    o.Array(2);
+    o.Leaf(v.bucket_count());
+    SaveRange(o, v);
   }
   template <class K, class V, class H, class E, class A>
   static void Load(const json& j, std::unordered_map<K, V, H, E, A>& v) {
@@ -146,16 +143,16 @@ struct CheckpointAccess {
   }
   // A heap: its array as it is, so equal keys come out in the original order.
   template <class T, class C, class Cmp>
-  static void Save(json& j, const std::priority_queue<T, C, Cmp>& v) {
-    Save(j, HeapOf(const_cast<std::priority_queue<T, C, Cmp>&>(v)));
+  static void Save(StateOut& o, const std::priority_queue<T, C, Cmp>& v) {
+    Save(o, HeapOf(const_cast<std::priority_queue<T, C, Cmp>&>(v)));
   }
   template <class T, class C, class Cmp>
   static void Load(const json& j, std::priority_queue<T, C, Cmp>& v) { Load(j, HeapOf(v)); }
   // Step graphs are immutable once built: a restored model owns its copies.
   template <class T>
-  static void Save(json& j, const std::shared_ptr<const T>& v) {
+  static void Save(StateOut& o, const std::shared_ptr<const T>& v) {
     if (!v) throw std::runtime_error("a null graph");
-    Save(j, *v);
+    Save(o, *v);
   }
   template <class T>
   static void Load(const json& j, std::shared_ptr<const T>& v) {
@@ -165,7 +162,7 @@ struct CheckpointAccess {
   }
 
   // Protobuf messages, as their own bytes.
-  static void Save(json& j, const wire::ProcSample& v);
+  static void Save(StateOut& o, const wire::ProcSample& v);
   static void Load(const json& j, wire::ProcSample& v);
 
   // The interpret stage (interpret_state.cpp).
@@ -239,17 +236,10 @@ struct CheckpointAccess {
   GW_STATE_DECL(RankModel)
 
  private:
-  template <class T>
-  static void SaveInto(json& array, const T& v) {
-    json e;
-    Save(e, v);
-    array.push_back(std::move(e));
-  }
   template <class R>
-  static void SaveRange(json& j, const R& r) {
-    j = json::array();
-    j.get_ref<json::array_t&>().reserve(r.size());
-    for (const auto& e : r) SaveInto(j, e);
+  static void SaveRange(StateOut& o, const R& r) {
+    o.Array(r.size());
+    for (const auto& e : r) Save(o, e);
   }
   template <class S>
   static void LoadSequence(const json& j, S& s) {

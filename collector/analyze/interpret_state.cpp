@@ -23,24 +23,24 @@ GW_STATE(StepPattern, 224, window_limit_, max_period_, first_search_, anchors_en
          window_, searched_, period_, phase_, seen_, boundaries_, fresh_, boundary_count_, last_boundary_,
          last_boundary_index_, stats_)
 
-// StepFinder points at the pattern whose steps went out: saved as which one it is.
-void CheckpointAccess::Save(json& j, const StepFinder& v) {
+// StepFinder points at the pattern whose steps went out: saved as which one it is, after
+// the members of this list.
+#define GW_STEP_FINDER_STATE                                                                                  \
+  step_range_, names_, step_name_id_, step_depth_, nvtx_, last_end_, coll_pattern_, sync_pattern_, launch_pattern_, \
+      emitted_from_, last_enqueue_end_, last_host_end_, last_len_, flushed_, flushed_step_
+void CheckpointAccess::Save(StateOut& o, const StepFinder& v) {
   GW_STATE_SIZE(StepFinder, 976)
-  j = json::array();
-  NLOHMANN_JSON_EXPAND(NLOHMANN_JSON_PASTE(GW_STATE_SAVE, step_range_, names_, step_name_id_, step_depth_, nvtx_,
-                                           last_end_, coll_pattern_, sync_pattern_, launch_pattern_, emitted_from_,
-                                           last_enqueue_end_, last_host_end_, last_len_, flushed_, flushed_step_))
+  o.Array(1 NLOHMANN_JSON_EXPAND(NLOHMANN_JSON_PASTE(GW_STATE_ONE, GW_STEP_FINDER_STATE)));
+  NLOHMANN_JSON_EXPAND(NLOHMANN_JSON_PASTE(GW_STATE_SAVE, GW_STEP_FINDER_STATE))
   const StepPattern* const patterns[] = {&v.coll_pattern_, &v.sync_pattern_, &v.launch_pattern_};
   int emitting = -1;
   for (int p = 0; p < 3; ++p)
     if (v.emitting_ == patterns[p]) emitting = p;
-  j.push_back(emitting);
+  o.Leaf(emitting);
 }
 void CheckpointAccess::Load(const json& j, StepFinder& v) {
   size_t i = 0;
-  NLOHMANN_JSON_EXPAND(NLOHMANN_JSON_PASTE(GW_STATE_LOAD, step_range_, names_, step_name_id_, step_depth_, nvtx_,
-                                           last_end_, coll_pattern_, sync_pattern_, launch_pattern_, emitted_from_,
-                                           last_enqueue_end_, last_host_end_, last_len_, flushed_, flushed_step_))
+  NLOHMANN_JSON_EXPAND(NLOHMANN_JSON_PASTE(GW_STATE_LOAD, GW_STEP_FINDER_STATE))
   StepPattern* const patterns[] = {&v.coll_pattern_, &v.sync_pattern_, &v.launch_pattern_};
   const int emitting = j.at(i).get<int>();
   if (emitting < -1 || emitting > 2) throw std::out_of_range("no such step pattern");

@@ -6,10 +6,11 @@
 namespace gpuwatch::collector {
 
 std::string EncodeRankModel(const RankModel& m) {
-  json state;
-  CheckpointAccess::Save(state, m);
-  const std::vector<uint8_t> bytes = json::to_msgpack(json::array({kRankCheckpointFormat, std::move(state)}));
-  return std::string(bytes.begin(), bytes.end());
+  StateOut out;
+  out.Array(2);
+  out.Leaf(kRankCheckpointFormat);
+  CheckpointAccess::Save(out, m);
+  return out.Take();
 }
 
 bool DecodeRankModel(std::string_view bytes, RankModel& m, std::string* error) {

@@ -19,6 +19,7 @@ class Fifo {
   const T& front() const { return At(0); }
   T& back() { return At(size_ - 1); }
   const T& back() const { return At(size_ - 1); }
+  const T& operator[](size_t i) const { return At(i); }  // i-th from the front
 
   // A slot at the back, to be filled in place (a large T is then copied once; a push_back
   // of a T by value copied it twice: 5% of the collector's ingest for a 150-byte HostCall).

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "analyze/rank_checkpoint.h"
+#include "analyze/state_out.h"
 #include "analyze/rank_digest.h"
 #include "rank_frames.h"
 
@@ -49,6 +50,9 @@ TEST_CASE("collector: a rank restored from a checkpoint computes the figures of 
       col::RankModel first;
       for (size_t i = 0; i < cut; ++i) Feed(first, frames[i]);
       const std::string state = col::EncodeRankModel(first);
+      // Written as the state is walked, the bytes are those of its tree written whole.
+      const std::vector<uint8_t> whole_tree = nlohmann::json::to_msgpack(nlohmann::json::from_msgpack(state));
+      CHECK(std::string(whole_tree.begin(), whole_tree.end()) == state);
       col::RankModel restored;
       std::string error;
       REQUIRE(col::DecodeRankModel(state, restored, &error));
@@ -94,5 +98,23 @@ TEST_CASE("collector: bytes that are not a checkpoint are refused with one line"
     CHECK_FALSE(col::DecodeRankModel(bad, into, &error));
     CHECK_THAT(error, Catch::Contains("checkpoint"));
     CHECK(error.find('\n') == std::string::npos);
+  }
+}
+
+TEST_CASE("collector: a checkpoint's arrays, written as they are walked, read back as nlohmann-json writes them") {
+  // The header's three forms and their edges.
+  for (const size_t n : {size_t{0}, size_t{15}, size_t{16}, size_t{0xffff}, size_t{0x10000}}) {
+    INFO(n << " elements");
+    nlohmann::json tree = nlohmann::json::array();
+    col::StateOut out;
+    out.Array(n);
+    for (size_t i = 0; i < n; ++i) {
+      const nlohmann::json e = i % 3 == 0 ? nlohmann::json(i) : i % 3 == 1 ? nlohmann::json(-0.5 * i) : nlohmann::json("s");
+      tree.push_back(e);
+      out.Leaf(e);
+    }
+    const std::vector<uint8_t> whole = nlohmann::json::to_msgpack(tree);
+    CHECK(std::string(whole.begin(), whole.end()) == out.bytes());
+    CHECK(nlohmann::json::from_msgpack(out.bytes()) == tree);
   }
 }
