@@ -109,8 +109,9 @@ std::unique_ptr<TraceFile> TraceFile::Open(const std::string& path, const TraceO
   const auto dir = std::filesystem::path(path).parent_path();
   if (!dir.empty()) std::filesystem::create_directories(dir, ec);
   std::unique_ptr<TraceFile> f(new TraceFile(path, options));
-  // Segments only when there is detail to choose among.
-  if (options.keep == TraceKeep::kFirst || options.level != TraceLevel::kFull) {
+  // Segments for keep last at either level: the detail's, and where the summary level
+  // outgrows its share (a run of days at GPUWATCH_TRACE=summary too), the summary's.
+  if (options.keep == TraceKeep::kFirst || options.level == TraceLevel::kOff) {
     f->main_ = TraceStream::Create(path, error);
     return f->main_ ? std::move(f) : nullptr;
   }

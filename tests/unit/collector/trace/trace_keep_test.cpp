@@ -62,6 +62,19 @@ void CheckSpansTile(const std::vector<gwtrace::TraceReport::Span>& spans) {
   }
 }
 
+// A run of days past the summary level's share: some syncs of it kept, its start at the
+// summary level, its middle given up, its end at `end` ("full detail", "summary only").
+void CheckStartAndEndKept(const gwtrace::TraceReport& rep, const Fed& fed, const char* end) {
+  const gwtrace::RankCounts& c = rep.processes.begin()->second;
+  CHECK(c.syncs < fed.syncs);
+  CHECK(c.syncs > fed.syncs / 4);
+  CheckSpansTile(rep.detail_spans);
+  REQUIRE(rep.detail_spans.size() == 3);
+  CHECK(rep.detail_spans[0].name == "summary only");
+  CHECK(rep.detail_spans[1].name == "nothing kept");
+  CHECK(rep.detail_spans[2].name == end);
+}
+
 }  // namespace
 
 TEST_CASE("collector: --trace-keep values") {
@@ -268,14 +281,8 @@ TEST_CASE("collector: trace keep last past the summary level's share: its start 
   }
   const auto rep = AssembledWithinCap(path, opt);
   const gwtrace::RankCounts& c = rep.processes.begin()->second;
-  CHECK(c.syncs < fed.syncs);
-  CHECK(c.syncs > fed.syncs / 4);
   // Spans: the start at the summary level, the middle gone, the end whole.
-  CheckSpansTile(rep.detail_spans);
-  REQUIRE(rep.detail_spans.size() == 3);
-  CHECK(rep.detail_spans[0].name == "summary only");
-  CHECK(rep.detail_spans[1].name == "nothing kept");
-  CHECK(rep.detail_spans[2].name == "full detail");
+  CheckStartAndEndKept(rep, fed, "full detail");
   const uint64_t full_from = rep.detail_spans[2].from_ns;
   INFO("full detail for the last " << (rep.detail_spans[2].to_ns - full_from) / kMs << " ms, summary from "
                                     << (rep.detail_spans[1].to_ns - rep.detail_spans[0].from_ns) / kMs << " ms");
@@ -301,4 +308,27 @@ TEST_CASE("collector: trace keep last past the summary level's share: its start 
   trace->Flush();
   const auto marked = AssembledWithinCap(path, opt);
   CHECK(marked.processes.begin()->second.instants == c.instants + 1);
+}
+
+TEST_CASE("collector: trace keep last at the summary level: past its share the run's end is kept, not its middle") {
+  // GPUWATCH_TRACE=summary for days: before, the summary stream filled the cap and stopped,
+  // and the run's end was lost.
+  const std::string path = TempDir("keep-last-summary") + "/trace.perfetto-trace";
+  col::TraceOptions opt;
+  opt.level = col::TraceLevel::kSummary;
+  opt.max_bytes = 256 << 10;
+  constexpr int kSteps = 4000;
+  col::JobTable jobs = TracedJobs(path, opt);
+  const Fed fed = FeedRank(jobs, 0, kSteps);
+  col::JobTrace* trace = jobs.Find("job")->trace();
+  trace->Flush();
+  const auto rep = AssembledWithinCap(path, opt);
+  CHECK(rep.processes.begin()->second.kernels == 0);  // no detail at this level
+  CheckStartAndEndKept(rep, fed, "summary only");
+  // The end: the last seconds, up to the last step.
+  CHECK(rep.detail_spans[2].to_ns - rep.detail_spans[2].from_ns >= 1000 * kMs);
+  CHECK(rep.detail_spans[2].to_ns >= kT0 + static_cast<uint64_t>(kSteps - 1) * 20 * kMs);
+  const auto spans = trace->DetailSpans();
+  REQUIRE(spans.size() == 3);
+  CHECK(std::string(col::SpanDetailName(spans[2].level)) == "summary");
 }
