@@ -6,10 +6,11 @@
 #      and % of wall; the sender's and the collector's CPU a launch, and the journal's bytes a
 #      launch, against GPUWATCH_LAUNCH_RECORDS=all (every launch a record) in the same rounds;
 #   2. the default on a launch-heavy loop (tests/bench/launch_loop_busy.json) while two busy
-#      threads per core run beside the job, as DataLoader workers do: plain vs default,
-#      interleaved (GPUWATCH_BENCH_BUSY_ROUNDS, default 8: a round's difference moves by
-#      +-0.4 s there), and the summary's own figures against the measured one: the budget's
-#      account (added_s) and what it took where every core was busy (contended.added_s).
+#      threads per core run beside the job (each pinned to its core), as DataLoader workers
+#      do: plain vs default, interleaved (GPUWATCH_BENCH_BUSY_ROUNDS, default 8: a round's
+#      difference moves by ~+-15 ms), and the summary's own figures against the measured one:
+#      the budget's account (added_s) and what it took where every core was busy
+#      (contended.added_s).
 # Part of scripts/bench.sh (--rows); alone:
 #   bash scripts/bench_launch_summary.sh      # GPUWATCH_BENCH_ROUNDS=3 rounds, ~6 minutes
 set -euo pipefail
@@ -90,10 +91,12 @@ row "  their fixed CPU, whatever the rank launches" "$(awk '{printf "%.1f\n", ($
 row "journal bytes per launch outside windows" "$(awk '{printf "%.2f\n", $9/$4}' "$W/hooks" | median) B" \
   "<= 1 B (every launch a record: $(awk '{printf "%.1f\n", $10/$4}' "$W/hooks" | median) B)"
 
-# 2. The default beside two busy threads per core.
+# 2. The default beside two busy threads per core, each pinned to its core: unpinned, the job
+# beside 2M spinners on M cores shares a core with one or with two of them as the scheduler
+# happens to place it, and its wall time moved by a third from one round to the next.
 LOOP=tests/bench/launch_loop_busy.json
-for _ in $(seq $(( $(nproc) * 2 ))); do
-  nice -n 0 sh -c 'while :; do :; done' &
+for i in $(seq 0 $(( $(nproc) * 2 - 1 ))); do
+  taskset -c $(( i % $(nproc) )) sh -c 'while :; do :; done' &
   BUSY_PIDS+=($!)
 done
 BUSY_ROUNDS=${GPUWATCH_BENCH_BUSY_ROUNDS:-8}

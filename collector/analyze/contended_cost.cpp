@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "analyze/host_placement.h"
+#include "contention.h"
 
 namespace gpuwatch::collector {
 
@@ -14,10 +15,10 @@ ContendedCost MeasureContendedCost(const RankResult& r) {
   c.beside_cpu_s = static_cast<double>(o.sender_cpu_ns + o.SamplerThreadNs() + o.collector_cpu_ns) * 1e-9;
   c.known = o.known && io.all_s > 0 && io.all_cpu_s > 0 && c.cpus > 0 && o.collector_cpu_ns > 0;
   if (!c.known) return c;
-  c.busy_share = std::min(1.0, io.all_contended_s / io.all_s);
-  c.stretch = 1.0 + io.all_run_wait_s / io.all_cpu_s;
-  c.added_s = static_cast<double>(o.AddedNs()) * 1e-9 * c.stretch +
-              c.beside_cpu_s * c.busy_share / static_cast<double>(c.cpus);
+  const wire::ContentionTally t{io.all_s, io.all_cpu_s, io.all_run_wait_s, io.all_contended_s};
+  c.busy_share = t.BusyShare();
+  c.stretch = t.Stretch();
+  c.added_s = wire::ContendedWall(static_cast<double>(o.AddedNs()) * 1e-9, c.beside_cpu_s, c.stretch, c.busy_share, c.cpus);
   return c;
 }
 

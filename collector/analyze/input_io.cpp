@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "contention.h"
+
 namespace gpuwatch::collector {
 namespace {
 
@@ -45,7 +47,7 @@ void InputIo::OnProcSample(const wire::ProcSample& s) {
   f_.all_s += (iv.t1 - iv.t0) * 1e-9;
   f_.all_cpu_s += iv.cpu * 1e-9;
   f_.all_run_wait_s += iv.wait * 1e-9;
-  if (static_cast<double>(iv.wait) >= kContendedWaitShare * static_cast<double>(iv.t1 - iv.t0))
+  if (wire::ContendedInterval(static_cast<double>(iv.t1 - iv.t0), static_cast<double>(iv.wait)))
     f_.all_contended_s += (iv.t1 - iv.t0) * 1e-9;
   f_.all_read_chars += iv.rchar;
   f_.all_periods += iv.periods;

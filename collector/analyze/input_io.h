@@ -37,7 +37,7 @@ struct InputIoFigures {
   double all_s = 0, all_cpu_s = 0, all_read_chars = 0;
   double all_run_wait_s = 0;  // the tree's threads runnable, waiting for a CPU (cpu_oversubscribed)
   // Of all_s, the intervals in which the tree's threads waited for a CPU at least
-  // kContendedWaitShare of the time: every core the job may use was busy. What gpuwatch's
+  // wire::kContendedWaitShare of the time: every core the job may use was busy. What gpuwatch's
   // threads beside the job (the sender, the sampler, the collector) run there is taken from it.
   double all_contended_s = 0;
   double all_periods = 0, all_throttled_periods = 0, all_throttled_s = 0;
@@ -50,10 +50,6 @@ struct InputIoFigures {
 class InputIo final : public EventSink {
  public:
   static constexpr size_t kMaxKept = 4096;
-  // 5 ms of run-queue wait in a 100 ms sample: well above the wake-up latency of an idle
-  // machine's scheduler (tens of us an interval), well below the 33% each of three CPU-bound
-  // threads waits on two cores.
-  static constexpr double kContendedWaitShare = 0.05;
 
   void OnProcSample(const wire::ProcSample& s) override;
   // Host-wait gaps, in time order.

@@ -9,7 +9,9 @@
 // those launch calls against the ones made with CUPTI detached, a share of a window's cost
 // per call until then.
 // Spent = hooks + CUPTI + the host sampler's cost (its CPU, its signals' handlers), all
-// measured here (the library's start-up is reported beside them, not spent); the allowance
+// measured here (the library's start-up is reported beside them, not spent), as the job's
+// wall time where its cores are busy (proto/contention.h: stretched by its threads' waits
+// for a core, and the CPU of gpuwatch's threads beside it added); the allowance
 // grows with the wall time, planned on Options::plan_share of the budget (PlannedNs). A
 // window closes when spent reaches the allowance less the tail it will leave (TailNs), and
 // opens again once the credit covers min_window_ns at the recent rate of calls and that tail:
@@ -18,6 +20,8 @@
 #include "enrich/cupti_budget.h"
 
 #include <algorithm>
+
+#include "contention.h"
 
 namespace gpuwatch::inject {
 
@@ -116,6 +120,12 @@ bool CuptiBudget::Update(const Cycle& c) {
   // The host sampler runs beside the job, not inside its calls (but for its signals'
   // handlers); its CPU is counted anyway.
   sampler_ns_ = std::max(sampler_ns_, c.sampler_ns);
+  if (o_.contended) {
+    stretch_ = std::max(1.0, c.stretch);
+    busy_share_ = c.busy_share;
+    beside_ns_ = std::max(beside_ns_, c.beside_ns);
+    cpus_ = c.cpus;
+  }
   // A window CUPTI does not record in costs nothing: closed before this cycle is charged.
   // (The calls of a cycle in which a profiler took CUPTI over go uncharged: the profiler
   // pays for them.)
@@ -177,23 +187,32 @@ bool CuptiBudget::Update(const Cycle& c) {
   // paid before the first window whatever the windows do, and spent here it would take
   // CUPTI's start (10 ms with the simulator's, more with NVIDIA's) out of the allowance
   // that keeps short runs recorded whole.
-  const double spent = static_cast<double>(f.hooks_added_ns + f.cupti_added_ns + f.sampler_ns);
+  // Where the job's cores are busy, what runs on its threads costs it their stretch on the
+  // wall, and gpuwatch's threads beside it take their CPU from it: the budget is of the job's
+  // wall time, so it spends that (beside two busy threads a core, the default's windows had
+  // cost the job 3x what they spent).
+  const double spent = SpentNs(f);
   const double allowance = PlannedNs(now - start_ns_);
   spent_ = spent >= allowance;
   // Each window is paid for after its close too, until CUPTI is detached: it closes that much
   // early, and opens only with credit for it. Charged only once it is paid, a tail overspent
   // the budget at every close by what it cost: up to the detach's wait (1 s) of calls paying
   // a lingering CUPTI, on a job that never syncs.
-  const double tail = TailNs();
+  const double tail = OnJobNs(TailNs());
   if (open_ && spent + tail >= allowance) {
     Close(now);
   } else if (!open_ && !gone_ &&
-             allowance - spent >= (CuptiNs() * rate_ * RecordsPerCall() + CuptiGraphNs() * graph_rate_) *
-                                          static_cast<double>(o_.min_window_ns) +
+             allowance - spent >= OnJobNs((CuptiNs() * rate_ * RecordsPerCall() + CuptiGraphNs() * graph_rate_) *
+                                          static_cast<double>(o_.min_window_ns)) +
                                       tail) {
     Open(now);
   }
   return decided();
+}
+
+double CuptiBudget::SpentNs(const Figures& f) const {
+  return wire::ContendedWall(static_cast<double>(f.hooks_added_ns + f.cupti_added_ns + f.sampler_ns),
+                             static_cast<double>(beside_ns_), stretch_, busy_share_, cpus_);
 }
 
 void CuptiBudget::Charge(uint64_t now, double calls, uint64_t graphs) {
@@ -252,6 +271,7 @@ CuptiBudget::Figures CuptiBudget::figures() const {
   f.windows = windows_ + (open_ ? 1 : 0);
   f.window_ns = window_ns_ + (open_ ? last_ns_ - window_start_ : 0);
   f.elapsed_ns = last_ns_ - start_ns_;
+  f.spent_ns = static_cast<uint64_t>(SpentNs(f));
   return f;
 }
 

@@ -2,6 +2,7 @@
 // and spacing keep what gpuwatch adds to the job within GPUWATCH_OVERHEAD of its wall time
 // plus an allowance, from costs measured in this process. Plain logic, sender thread only.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <utility>
@@ -27,6 +28,9 @@ class CuptiBudget {
     // 144 ms target (docs/PERFORMANCE.md). The allowance is planned whole: short runs stay
     // recorded whole.
     double plan_share = 0.8;
+    // Where the job's cores are busy, spend what the work costs the job's wall time
+    // (Cycle::stretch ... cpus); false: its own time (GPUWATCH_OVERHEAD_CONTENDED=0).
+    bool contended = true;
     uint64_t min_window_ns = 25'000'000;  // a window opens only with credit for this long
     double hook_ns = 0;                   // what a hook adds to its call, timed at start: until
                                           // the hooks' own samples (Cycle) say better
@@ -84,6 +88,14 @@ class CuptiBudget {
     // over `hook_samples` samples; used from kMinHookSamples on.
     double hook_ns = 0;
     uint64_t hook_samples = 0;
+    // Where the job's cores are busy (proto/contention.h), from its process tree's samples
+    // so far: its threads' stretch, the share of the time every core was busy, the CPU of
+    // gpuwatch's threads beside the job (the sender's, the collector's where it is the
+    // rank's), and the cores the job may use (0: unknown).
+    double stretch = 1;
+    double busy_share = 0;
+    uint64_t beside_ns = 0;
+    size_t cpus = 0;
   };
   static constexpr uint64_t kMinHookSamples = 16;
   // What a lingering CUPTI adds to a call, as a share of what it adds recording, until the
@@ -117,6 +129,9 @@ class CuptiBudget {
     uint64_t windows = 0;         // closed, plus the open one
     uint64_t window_ns = 0;       // their length (the open one up to now)
     uint64_t elapsed_ns = 0;
+    // What the budget spent: hooks, CUPTI and the sampler on the job's wall where its cores
+    // were busy (wire::ContendedWall), else their time.
+    uint64_t spent_ns = 0;
   };
 
   CuptiBudget(const Options& o, uint64_t start_ns);
@@ -151,6 +166,13 @@ class CuptiBudget {
 
  private:
   uint64_t sampler_ns_ = 0, startup_ns_ = 0, detaches_ = 0, detach_ns_ = 0;
+  // The latest cycle's contention (Cycle: stretch ... cpus).
+  double stretch_ = 1, busy_share_ = 0;
+  uint64_t beside_ns_ = 0;
+  size_t cpus_ = 0;
+  // The wall time `cpu_ns` of work on the job's threads costs it, and what has been spent.
+  double OnJobNs(double cpu_ns) const { return cpu_ns * std::max(1.0, stretch_); }
+  double SpentNs(const Figures& f) const;
   // A launch-call cost that rests on enough calls each way, in enough cycles.
   bool Enough(const CuptiCost& c) const;
   bool Measured() const;  // CUPTI's cost per launch: against detached calls, or lingering ones

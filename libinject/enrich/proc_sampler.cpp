@@ -32,6 +32,7 @@ bool ReadSmall(const char* path, char* buf, size_t size) {
 struct Stat {
   pid_t ppid = 0;
   uint64_t ticks = 0;  // utime + stime + cutime + cstime
+  uint64_t own_ticks = 0;  // utime + stime
   bool collector = false;  // gpuwatch's own collector, started by this rank
 };
 
@@ -65,7 +66,8 @@ bool ReadStat(pid_t pid, Stat& s) {
     }
   }
   s.ppid = static_cast<pid_t>(f[1]);
-  s.ticks = f[11] + f[12] + f[13] + f[14];
+  s.own_ticks = f[11] + f[12];
+  s.ticks = s.own_ticks + f[13] + f[14];
   return true;
 }
 
@@ -157,6 +159,8 @@ ProcTotals ProcSampler::Sample(uint64_t now_ns) {
   tree_.swap(alive);
   if (tree_.empty()) tree_.push_back(root_);
   t.processes = static_cast<uint32_t>(tree_.size());
+  for (pid_t pid : collectors_)
+    if (Stat s; ReadStat(pid, s) && s.collector) t.collector_cpu_ns += s.own_ticks * ns_per_tick;
   return t;
 }
 
@@ -187,13 +191,14 @@ bool ProcSampler::ChildrenFromTasks(pid_t pid, std::vector<pid_t>& out) {
 void ProcSampler::ChildrenFromScan() {
   DIR* d = opendir("/proc");
   if (!d) return;
-  std::vector<std::pair<pid_t, pid_t>> procs;  // pid, ppid
+  std::vector<std::pair<pid_t, pid_t>> procs, collectors;  // pid, ppid
   size_t seen = 0;
   while (dirent* e = readdir(d)) {
     if (!IsNumber(e->d_name) || ++seen > kMaxScan) continue;
     const pid_t pid = static_cast<pid_t>(atoi(e->d_name));
     Stat s;
-    if (pid != root_ && ReadStat(pid, s) && !s.collector) procs.emplace_back(pid, s.ppid);
+    if (pid == root_ || !ReadStat(pid, s)) continue;
+    (s.collector ? collectors : procs).emplace_back(pid, s.ppid);
   }
   closedir(d);
   std::vector<pid_t> tree{root_};
@@ -207,26 +212,30 @@ void ProcSampler::ChildrenFromScan() {
       }
   }
   tree_.swap(tree);
+  collectors_.clear();
+  for (const auto& [pid, ppid] : collectors)
+    if (std::find(tree_.begin(), tree_.end(), ppid) != tree_.end()) collectors_.push_back(pid);
 }
 
 void ProcSampler::Discover(uint64_t now_ns) {
   if (now_ns < next_tree_ns_) return;
   next_tree_ns_ = now_ns + kTreeIntervalNs;
   if (children_files_) {
-    std::vector<pid_t> tree{root_};
+    std::vector<pid_t> tree{root_}, collectors;
     bool have = true;
     for (size_t i = 0; i < tree.size() && tree.size() < kMaxProcs; ++i) {
       std::vector<pid_t> kids;
       if (!ChildrenFromTasks(tree[i], kids) && i == 0) have = false;
       for (pid_t k : kids) {
         Stat st;
-        if (tree.size() < kMaxProcs && std::find(tree.begin(), tree.end(), k) == tree.end() && ReadStat(k, st) &&
-            !st.collector)
-          tree.push_back(k);
+        if (tree.size() >= kMaxProcs || std::find(tree.begin(), tree.end(), k) != tree.end() || !ReadStat(k, st))
+          continue;
+        (st.collector ? collectors : tree).push_back(k);
       }
     }
     if (have) {
       tree_.swap(tree);
+      collectors_.swap(collectors);
       return;
     }
     children_files_ = false;

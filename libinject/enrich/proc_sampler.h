@@ -19,6 +19,9 @@ struct ProcTotals {
   uint64_t read_bytes = 0;  // read_bytes over the tree
   uint32_t processes = 0;
   uint64_t run_wait_ns = 0;  // runnable, waiting for a CPU (every thread, /proc/PID/task/TID/schedstat)
+  // gpuwatch's collector where the rank started it (a descendant, left out of the tree): its
+  // CPU (utime + stime), for the overhead budget (proto/contention.h). Not on the wire.
+  uint64_t collector_cpu_ns = 0;
   // The cgroup's cpu.stat (filled by the sender from EnvironmentProbe::CgroupStat).
   uint64_t cgroup_periods = 0, cgroup_throttled_periods = 0, cgroup_throttled_ns = 0;
 };
@@ -54,6 +57,7 @@ class ProcSampler {
 
   pid_t root_;
   std::vector<pid_t> tree_;
+  std::vector<pid_t> collectors_;  // gpuwatch collectors among the tree's children
   uint64_t next_sample_ns_ = 0, next_tree_ns_ = 0, next_scan_ns_ = 0;
   bool children_files_ = true;  // false once the kernel turned out not to have them
 };

@@ -109,6 +109,7 @@ Config Load() {
   c.spool_max_bytes = static_cast<size_t>(EnvLong("GPUWATCH_SPOOL_BYTES", 256l << 20, 0, LONG_MAX));
   c.overhead = EnvShare("GPUWATCH_OVERHEAD", 0.01);
   c.cupti_mode = EnvCuptiMode();
+  c.overhead_contended = EnvLong("GPUWATCH_OVERHEAD_CONTENDED", 1, 0, 1) == 1;
   EnvRecordWindow(&c.record_from_s, &c.record_to_s);
   return c;
 }

@@ -30,6 +30,9 @@ struct Config {
   // GPUWATCH_CUPTI=budget (default: CUPTI in windows within the budget) | full | off.
   double overhead = 0.01;
   CuptiBudget::Mode cupti_mode = CuptiBudget::Mode::kBudget;
+  // GPUWATCH_OVERHEAD_CONTENDED=0: the budget spends its work's own time even where the
+  // job's cores are all busy (by default, what that work costs the job's wall time there).
+  bool overhead_contended = true;
   // GPUWATCH_TRACE_WINDOW=FROM:TO (seconds after start): CUPTI records all of it whatever
   // the budget, so the trace's full detail there has the device timeline. to <= from: none.
   double record_from_s = 0, record_to_s = 0;

@@ -3,10 +3,12 @@
 
 #include <cuda_runtime_api.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdlib>
 #include <memory>
@@ -35,6 +37,7 @@
 #include "transport/identity.h"
 #include "transport/outbox.h"
 #include "transport/wire_fields.h"
+#include "contention.h"
 #include "wire_encode.h"
 
 namespace gpuwatch::inject {
@@ -42,6 +45,14 @@ namespace {
 
 extern std::atomic<bool> g_signal_stop;
 extern std::atomic<bool> g_finished;
+
+// The cores the job may use (its affinity); 0: unknown.
+size_t JobCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return 0;
+  return static_cast<size_t>(CPU_COUNT(&set));
+}
 
 class Sender {
  public:
@@ -62,6 +73,7 @@ class Sender {
     CuptiBudget::Options b;
     b.mode = cfg_.cupti_mode;
     b.budget = cfg_.overhead;
+    b.contended = cfg_.overhead_contended;
     b.hook_ns = MeasureHookNs();
     if (cfg_.record_to_s > cfg_.record_from_s) {
       b.record_from_ns = start_ns_ + static_cast<uint64_t>(cfg_.record_from_s * 1e9);
@@ -143,6 +155,7 @@ class Sender {
         sample->cgroup_throttled_periods = cg.nr_throttled;
         sample->cgroup_throttled_ns = cg.throttled_ns;
         AppendProcSample(batch, *sample);
+        NoteContention(*sample);
       }
       const EnvironmentInfo& env = env_probe_.info();
       if (auto dev = nvml_sampler_.SampleIfDue(NowNs(), final, env.device_pci_bus_id, device_.load(std::memory_order_relaxed)))
@@ -205,6 +218,10 @@ class Sender {
       c.hook_ns = static_cast<double>(clock_.DurationNs(own.ticks)) / static_cast<double>(own.samples);
       c.hook_samples = own.samples;
     }
+    c.stretch = contention_.Stretch();
+    c.busy_share = contention_.BusyShare();
+    c.beside_ns = SenderCpuNs() + collector_cpu_ns_;
+    c.cpus = job_cpus_;
     const bool open = budget_->Update(c);
     Sampler().SetBudgetSpent(budget_->spent());
     if (!open) Timer().SetCuptiTimes(false);
@@ -228,12 +245,27 @@ class Sender {
       return;
     AppendCuptiWindows(batch, closed, open_since, ended);
     ended_sent_ = cupti_ended_ns_;
-    timespec cpu{};
-    if (clock_gettime(sender_clock_, &cpu) != 0) cpu = {};  // the sender's, whichever thread flushes
-    AppendOverhead(batch, budget_->figures(), Cupti().hw_trace(),
-                   static_cast<uint64_t>(cpu.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(cpu.tv_nsec));
+    AppendOverhead(batch, budget_->figures(), Cupti().hw_trace(), SenderCpuNs());
     open_since_sent_ = open_since;
     budget_sent_ns_ = now;
+  }
+
+  // The sender thread's CPU so far (whichever thread flushes).
+  uint64_t SenderCpuNs() const {
+    timespec cpu{};
+    if (clock_gettime(sender_clock_, &cpu) != 0) return 0;
+    return static_cast<uint64_t>(cpu.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(cpu.tv_nsec);
+  }
+
+  // Whether the job's cores are busy, for the budget (proto/contention.h): the process tree's
+  // CPU and run-queue wait between two samples, and the CPU of the collector the rank started.
+  void NoteContention(const ProcTotals& t) {
+    const auto up = [](uint64_t now, uint64_t before) { return now > before ? static_cast<double>(now - before) : 0.0; };
+    if (proc_prev_.t_ns > 0 && t.t_ns > proc_prev_.t_ns)
+      contention_.Add(static_cast<double>(t.t_ns - proc_prev_.t_ns), up(t.cpu_ns, proc_prev_.cpu_ns),
+                      up(t.run_wait_ns, proc_prev_.run_wait_ns));
+    proc_prev_ = t;
+    collector_cpu_ns_ = std::max(collector_cpu_ns_, t.collector_cpu_ns);
   }
 
   // Every drop count but ring_full (the assembler counts that in the rings).
@@ -358,6 +390,10 @@ class Sender {
   std::unique_ptr<Outbox> outbox_;
   EnvironmentProbe env_probe_;
   ProcSampler proc_sampler_{getpid()};
+  ProcTotals proc_prev_;
+  wire::ContentionTally contention_;
+  uint64_t collector_cpu_ns_ = 0;
+  const size_t job_cpus_ = JobCpus();
   NvmlSampler nvml_sampler_{static_cast<uint64_t>(cfg_.nvml_ms) * 1'000'000};
   std::vector<HostSampler::Sample> host_samples_;  // reused each cycle
   std::vector<HostSampler::NativeSample> native_samples_;

@@ -19,8 +19,11 @@ constexpr uint64_t kMs = 1'000'000, kS = 1000 * kMs;
 // waits 5 ms (a full launch queue, the scheduler); with `tail_every`, one launch in that many
 // made in a window takes `tail_ns` more still (CUPTI handing a buffer over). Returns the share
 // of time windows were open; adds what CUPTI really cost the launches to `*paid_ns`.
+// `busy`: the job's cores as the process samples found them (Cycle::stretch ... cpus), with
+// beside_ns the CPU of gpuwatch's threads beside the job per cycle.
 double Play(gi::CuptiBudget& b, uint64_t& now, double seconds, double rate, double base_ns, double cupti_ns,
-            uint64_t stall_every = 0, uint64_t tail_every = 0, double tail_ns = 0, double* paid_ns = nullptr) {
+            uint64_t stall_every = 0, uint64_t tail_every = 0, double tail_ns = 0, double* paid_ns = nullptr,
+            const gi::CuptiBudget::Cycle& busy = {}) {
   const uint64_t cycles = static_cast<uint64_t>(seconds * 100);
   uint64_t open_cycles = 0;
   for (uint64_t i = 0; i < cycles; ++i) {
@@ -39,6 +42,10 @@ double Play(gi::CuptiBudget& b, uint64_t& now, double seconds, double rate, doub
     }
     c.device_records = open ? c.enqueues : 0;
     c.recorded_enqueues = open ? c.enqueues : 0;
+    c.stretch = busy.stretch;
+    c.busy_share = busy.busy_share;
+    c.beside_ns = (i + 1) * busy.beside_ns;
+    c.cpus = busy.cpus;
     b.Update(c);
   }
   return cycles ? static_cast<double>(open_cycles) / cycles : 0;
@@ -65,6 +72,34 @@ TEST_CASE("overhead budget: added time stays within budget x wall + allowance") 
   CHECK(f.windows >= 3);  // spaced windows, not one at the start
   CHECK(f.cupti_ns_measured);
   CHECK(f.cupti_ns == Approx(3000).epsilon(0.01));
+}
+
+TEST_CASE("overhead budget: where the job's cores are busy it spends the job's wall time, not its own CPU") {
+  // Beside two busy threads a core, a second of work on the job's thread is three on its wall,
+  // and the sender's and the collector's CPU is taken from it (proto/contention.h). Spending
+  // CPU, the default's windows cost a launch loop there 3x its budget.
+  gi::CuptiBudget::Options o;
+  o.hook_ns = 10;
+  uint64_t now = 1 * kS;
+  gi::CuptiBudget idle(o, now), busy(o, now);
+  uint64_t now2 = now;
+  Play(idle, now, 10, 100'000, 4000, 3000);
+  gi::CuptiBudget::Cycle k;
+  k.stretch = 3;
+  k.busy_share = 1;
+  k.cpus = 2;
+  k.beside_ns = 100'000;  // 10 ms of CPU a second beside the job
+  const double open_share = Play(busy, now2, 10, 100'000, 4000, 3000, 0, 0, 0, nullptr, k);
+  const auto fi = idle.figures(), fb = busy.figures();
+  const double wall = 3.0 * static_cast<double>(fb.hooks_added_ns + fb.cupti_added_ns) + 1000 * 100'000 / 2.0;
+  CHECK(fb.spent_ns == Approx(wall).epsilon(0.001));
+  CHECK(wall <= 0.01 * 10 * kS + 50 * kMs + 9 * kMs);  // one cycle of overshoot at most, stretched
+  CHECK(wall >= 0.95 * busy.PlannedNs(10 * kS));
+  CHECK(fb.hooks_added_ns == fi.hooks_added_ns);  // the hooks are what they are
+  CHECK(fb.cupti_added_ns < fi.cupti_added_ns / 2);
+  CHECK(open_share > 0.001);
+  // Uncontended, nothing changes: spent is the time itself.
+  CHECK(fi.spent_ns == fi.hooks_added_ns + fi.cupti_added_ns);
 }
 
 TEST_CASE("overhead budget: the plan holds back part of the budget, never of the allowance") {

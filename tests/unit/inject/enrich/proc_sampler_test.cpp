@@ -107,19 +107,31 @@ TEST_CASE("environment probe: watched settings are read from the environment") {
   CHECK(find("NCCL_ALGO") == "<unset>");
 }
 
-TEST_CASE("proc sampler: the collector a rank started is not part of its tree") {
+TEST_CASE("proc sampler: the collector a rank started is not part of its tree, its CPU is counted apart") {
   gi::ProcSampler sampler(getpid());
   sampler.Sample(Now());
   const pid_t child = fork();
   if (child == 0) {
     prctl(PR_SET_NAME, "gpuwatch-collector");  // what exec of the collector shows in comm
+    // 200 ms of CPU (the overhead budget charges it to the job where its cores are busy).
+    timespec t0{}, t{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
+    do clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    while ((t.tv_sec - t0.tv_sec) * 1'000'000'000L + (t.tv_nsec - t0.tv_nsec) < 200'000'000L);
     pause();
     _exit(0);
   }
   REQUIRE(child > 0);
-  usleep(50'000);
-  sampler.Sample(Now() + 5'000'000'000ull);  // past the next discovery, by either method
+  const uint64_t cpu_before = sampler.Sample(Now() + 2'000'000'000ull).cpu_ns;
+  // Its CPU spent (its utime in /proc, not what the test waited on the wall).
+  for (int i = 0; i < 200; ++i) {
+    usleep(20'000);
+    if (sampler.Sample(Now() + 3'000'000'000ull + i * 1'000'000'000ull).collector_cpu_ns >= 150'000'000) break;
+  }
+  const gi::ProcTotals t = sampler.Sample(Now() + 300'000'000'000ull);  // past the next discovery, by either method
   CHECK(std::count(sampler.tree().begin(), sampler.tree().end(), child) == 0);
+  CHECK(t.collector_cpu_ns >= 150'000'000);
+  CHECK(t.cpu_ns - cpu_before < 150'000'000);  // not the job's
   kill(child, SIGKILL);
   waitpid(child, nullptr, 0);
 }
