@@ -220,7 +220,7 @@ class Sender {
     }
     c.stretch = contention_.Stretch();
     c.busy_share = contention_.BusyShare();
-    c.beside_ns = SenderCpuNs() + collector_cpu_ns_;
+    c.beside_ns = beside_ns_;
     c.cpus = job_cpus_;
     const bool open = budget_->Update(c);
     Sampler().SetBudgetSpent(budget_->spent());
@@ -258,7 +258,8 @@ class Sender {
   }
 
   // Whether the job's cores are busy, for the budget (proto/contention.h): the process tree's
-  // CPU and run-queue wait between two samples, and the CPU of the collector the rank started.
+  // CPU and run-queue wait between two samples, and the CPU beside the job (the sender's and
+  // that of the collector the rank started), read with each sample.
   void NoteContention(const ProcTotals& t) {
     const auto up = [](uint64_t now, uint64_t before) { return now > before ? static_cast<double>(now - before) : 0.0; };
     if (proc_prev_.t_ns > 0 && t.t_ns > proc_prev_.t_ns)
@@ -266,6 +267,7 @@ class Sender {
                       up(t.run_wait_ns, proc_prev_.run_wait_ns));
     proc_prev_ = t;
     collector_cpu_ns_ = std::max(collector_cpu_ns_, t.collector_cpu_ns);
+    beside_ns_ = SenderCpuNs() + collector_cpu_ns_;
   }
 
   // Every drop count but ring_full (the assembler counts that in the rings).
@@ -392,7 +394,7 @@ class Sender {
   ProcSampler proc_sampler_{getpid()};
   ProcTotals proc_prev_;
   wire::ContentionTally contention_;
-  uint64_t collector_cpu_ns_ = 0;
+  uint64_t collector_cpu_ns_ = 0, beside_ns_ = 0;
   const size_t job_cpus_ = JobCpus();
   NvmlSampler nvml_sampler_{static_cast<uint64_t>(cfg_.nvml_ms) * 1'000'000};
   std::vector<HostSampler::Sample> host_samples_;  // reused each cycle
