@@ -84,7 +84,7 @@ cudaError_t Copy(Api api, void* dst, const void* src, size_t n, cudaMemcpyKind k
   r.stream = StreamId(s);
   EnterCall(api, r.t_ticks, r.stream);  // a blocking copy can take seconds
   const cudaError_t rc = call();
-  r.dur_ticks = Stamp() - r.t_ticks;
+  r.dur_ticks = cost.StampCallEnd() - r.t_ticks;
   r.api = api;
   r.bytes = n;
   ClassifyCopy(r, dst, src, kind);
@@ -130,7 +130,7 @@ cudaError_t Timed(Api api, cudaStream_t s, NameId name, F&& call, uint64_t bytes
   r.t_ticks = Stamp();
   if (may_hang) EnterCall(api, r.t_ticks, stream);
   const cudaError_t rc = call();
-  r.dur_ticks = Stamp() - r.t_ticks;
+  r.dur_ticks = cost.StampCallEnd() - r.t_ticks;
   HookAbCallTicks(r.dur_ticks);
   r.api = api;
   r.stream = stream;

@@ -100,7 +100,7 @@ ncclResult_t Collective(gi::Api api, size_t count, ncclDataType_t type, int peer
   r.t_ticks = gi::Stamp();
   gi::EnterCall(api, r.t_ticks, r.stream, r.comm_id, r.seq);
   const ncclResult_t rc = call();
-  r.dur_ticks = gi::Stamp() - r.t_ticks;
+  r.dur_ticks = cost.StampCallEnd() - r.t_ticks;
   if (gi::CommInfo* c = gi::Communicators().Find(comm)) c->MarkReturned(r.seq);
   if (tl_group_depth == 0) timer.End(slot, stream);
   if (slot == 0) r.flags |= gi::kFlagNoGpuTime;

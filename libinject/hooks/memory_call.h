@@ -23,7 +23,7 @@ R MemoryCall(Api api, uint64_t stream, R ok, uint64_t bytes, Call&& call, Addres
   r.t_ticks = Stamp();
   EnterCall(api, r.t_ticks, stream);
   const R rc = call();
-  r.dur_ticks = Stamp() - r.t_ticks;
+  r.dur_ticks = cost.StampCallEnd() - r.t_ticks;
   r.api = api;
   r.stream = stream;
   r.bytes = bytes;

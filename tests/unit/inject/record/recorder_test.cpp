@@ -270,7 +270,7 @@ TEST_CASE("recorder: one hooked call in kHookCostEvery times its hook in place, 
       const uint64_t t0 = gi::Stamp();
       if (i % gi::kHookCostEvery == 0) std::this_thread::sleep_for(std::chrono::microseconds(20));
       gi::Record r{};
-      r.dur_ticks = gi::Stamp() - t0;
+      r.dur_ticks = probe.StampCallEnd() - t0;
       probe.Done(r);
     }
     ticks = ring->hook_cost.ticks.load();
