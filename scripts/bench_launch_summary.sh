@@ -116,4 +116,5 @@ row "default, launch loop beside 2 busy threads/core" "$(awk '{printf "%+.2f\n",
   "<= $(awk -v p="$plain" 'BEGIN{printf "%.0f", 10*p+50}') ms = 1% + 50 ms (plain $plain s, median of $BUSY_ROUNDS paired rounds; quartiles $(awk '{printf "%.0f\n", ($2-$1)*1000}' "$W/busy" | sort -g | awk '{a[NR]=$1} END {printf "%+d..%+d", a[int((NR+3)/4)], a[int((3*NR+3)/4)]}') ms)"
 row "  self-reported: where every core was busy" "$(printf %.0f "$contended") ms" \
   "within 1.5x of the measured $(printf %+.0f "$dms") ms ($(awk -v s="$contended" -v m="$dms" 'BEGIN{if (m<=0) print "measured <= 0"; else printf "ratio %.2f", s/m}'); cores all busy $(awk '{printf "%.2f\n", $6}' "$W/busy" | median) of the time, stretch $(awk '{printf "%.2f\n", $7}' "$W/busy" | median), beside the job $(awk '{printf "%.0f\n", $5*1000}' "$W/busy" | median) ms CPU)"
+row "  each round: measured/self-reported" "" "$(awk '{printf "%+.0f/%.0f ", ($2-$1)*1000, $4*1000}' "$W/busy")ms"
 row "  self-reported: the budget's account" "$(printf %.0f "$self") ms" "added_s: the time on the job's threads, as if they never waited for a core"
