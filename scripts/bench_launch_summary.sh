@@ -100,9 +100,17 @@ for i in $(seq 0 $(( $(nproc) * 2 - 1 ))); do
   BUSY_PIDS+=($!)
 done
 BUSY_ROUNDS=${GPUWATCH_BENCH_BUSY_ROUNDS:-8}
+# Rounds alternate which run goes first (plain, default; then default, plain): whatever the
+# first run of a pair leaves the second (caches, the spinners' place in the run queue) falls
+# on each side alike.
 for i in $(seq "$BUSY_ROUNDS"); do
-  p=$(loop $LOOP "")
-  d=$(GPUWATCH_OUT=$W/d$i loop $LOOP "$LIB")
+  if (( i % 2 )); then
+    p=$(loop $LOOP "")
+    d=$(GPUWATCH_OUT=$W/d$i loop $LOOP "$LIB")
+  else
+    d=$(GPUWATCH_OUT=$W/d$i loop $LOOP "$LIB")
+    p=$(loop $LOOP "")
+  fi
   s=$W/d$i/summary.json
   echo "$p $d $(fig "$s" added) $(fig "$s" contended) $(fig "$s" beside) $(fig "$s" busy) $(fig "$s" stretch)" >>"$W/busy"
 done
